@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * dr_cm.h - the IB connection manager as rdma_cm speaks it on RoCEv2:
+ * REQ/REP/RTU/REJ/DREQ/DREP MADs on QP1 (IBA 12; ROCE-REFERENCE.md C).
+ *
+ * A pure state machine, part of the qp layer: it knows neither DPDK nor
+ * libfabric.  MADs leave through ops->send_mad (the caller wraps them in a
+ * UD SEND_ONLY to QP1), come in through dr_cm_recv(), time is read from
+ * ops->now_ns and the next deadline is announced through ops->timer_set
+ * (dr_cm_tick() runs it).  What happens is reported through ops->event,
+ * synchronously, from inside the call that caused it.
+ *
+ * Concurrency: one struct dr_cm is single-threaded; the caller (the
+ * domain lock in src/fi) serialises every call.  Event callbacks may call
+ * dr_cm_accept/reject/disconnect/release but not dr_cm_fini.
+ */
+#ifndef DR_CM_H
+#define DR_CM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dr_roce.h"
+
+#define DR_CM_MAX_USER_DATA DR_CMA_USER_DATA_LEN /* 56: the rdma_cm limit */
+
+enum dr_cm_state {
+	DR_CMS_IDLE,
+	DR_CMS_REQ_SENT,    /* active: REQ out, waiting for REP/REJ */
+	DR_CMS_REQ_RCVD,    /* passive: REQ reported, waiting for accept/reject */
+	DR_CMS_REP_SENT,    /* passive: REP out, waiting for RTU */
+	DR_CMS_ESTABLISHED,
+	DR_CMS_DREQ_SENT,   /* DREQ out, waiting for DREP */
+	DR_CMS_TIMEWAIT,    /* disconnected; answers duplicates for a while */
+	DR_CMS_CLOSED,	    /* rejected, timed out or done */
+	DR_CMS_NUM
+};
+extern const char *const dr_cm_state_names[DR_CMS_NUM];
+
+enum dr_cm_event_type {
+	DR_CM_EV_CONNREQ,     /* passive: a REQ for a listener; accept or reject */
+	DR_CM_EV_ESTABLISHED, /* active: REP in (RTU sent); passive: RTU in */
+	DR_CM_EV_REJECTED,    /* the peer rejected (reason, private data) */
+	DR_CM_EV_UNREACHABLE, /* no answer after every retry */
+	DR_CM_EV_DISCONNECTED, /* DREQ in (DREP sent), or our DREQ answered */
+	DR_CM_EV_NUM
+};
+extern const char *const dr_cm_event_names[DR_CM_EV_NUM];
+
+/* What one side offers: in a REQ (active) or a REP (passive). */
+struct dr_cm_conn_param {
+	uint32_t qpn;
+	uint32_t start_psn;
+	uint8_t responder_resources; /* IRD offered */
+	uint8_t initiator_depth;     /* ORD wanted */
+	uint8_t retry_count;	     /* 0..7 */
+	uint8_t rnr_retry_count;     /* 0..7, 7 = infinite */
+	uint8_t path_mtu;	     /* IB enum: 1 = 256 .. 5 = 4096 (REQ only) */
+	uint8_t ack_timeout;	     /* REQ: local ACK timeout; REP: target ACK delay */
+	const void *private_data;
+	size_t private_len; /* REQ <= 56, REP <= 196, REJ <= 148 */
+};
+
+/* What the peer said (in CONNREQ from its REQ, in ESTABLISHED from its REP). */
+struct dr_cm_peer {
+	uint32_t ip4;	    /* host order */
+	uint16_t port;	    /* its rdma_cm port (REQ cma header) */
+	uint16_t dst_port;  /* the port it connected to (REQ service ID) */
+	uint32_t qpn;
+	uint32_t start_psn;
+	uint8_t responder_resources, initiator_depth;
+	uint8_t retry_count, rnr_retry_count;
+	uint8_t path_mtu;   /* REQ only */
+	uint8_t ack_timeout;
+	uint32_t flow_label; /* REQ only */
+	uint64_t ca_guid;
+};
+
+struct dr_cm_id;
+struct dr_cm_listener;
+
+struct dr_cm_event {
+	enum dr_cm_event_type type;
+	struct dr_cm_id *id;
+	void *listen_ctx;    /* CONNREQ: the listener's context */
+	uint16_t rej_reason; /* REJECTED: IBA REJ reason (8 = no listener, 28 = consumer) */
+	const struct dr_cm_peer *peer;
+	const uint8_t *private_data;
+	size_t private_len;
+};
+
+struct dr_cm_ops {
+	/* transmit a 256-byte MAD to QP1 at dst_ip4; 0 or -errno */
+	int (*send_mad)(void *ctx, uint32_t dst_ip4, const uint8_t *mad);
+	uint64_t (*now_ns)(void *ctx);
+	void (*timer_set)(void *ctx, uint64_t deadline_ns); /* optional */
+	void (*event)(void *ctx, const struct dr_cm_event *ev);
+	void (*log)(void *ctx, const char *msg); /* optional */
+};
+
+struct dr_cm_config {
+	uint32_t local_ip4;	/* host order */
+	uint64_t ca_guid;
+	uint8_t cm_resp_timeout; /* 4.096 us * 2^n per MAD attempt; rdma_cm: 20 */
+	uint8_t max_cm_retries;	 /* resends before giving up; rdma_cm: 15 */
+	uint64_t timewait_ns;	 /* how long a closed id answers duplicates */
+	uint64_t seed;		 /* comm IDs and TIDs; 0 = from the clock */
+};
+
+struct dr_cm_stats {
+	uint64_t tx_mads, rx_mads, resent, dup_reqs, dup_reps, dup_dreqs;
+	uint64_t rej_no_listener, rx_bad; /* malformed or unexpected MADs */
+};
+
+struct dr_cm {
+	struct dr_cm_config cfg;
+	const struct dr_cm_ops *ops;
+	void *ctx;
+	struct dr_cm_id *ids;	      /* every live id, a list */
+	struct dr_cm_listener *lsn;   /* listeners, a list */
+	uint64_t rng;
+	uint32_t tid_hi;
+	uint64_t deadline_ns;	      /* last value given to timer_set */
+	struct dr_cm_stats stats;
+};
+
+/* One connection's CM state.  The caller reads it, never writes it. */
+struct dr_cm_id {
+	struct dr_cm_id *next;
+	struct dr_cm *cm;
+	enum dr_cm_state state;
+	void *ctx;	    /* the caller's, set by connect or dr_cm_set_ctx */
+	bool active;
+	bool released;	    /* the caller called dr_cm_release */
+	uint32_t local_comm_id, remote_comm_id;
+	uint64_t tid;	    /* of the REQ; REP/RTU/REJ echo it */
+	uint32_t peer_ip4;
+	uint16_t local_port; /* rdma_cm ports: ours and the peer's */
+	uint16_t remote_port;
+	struct dr_cm_peer peer;	   /* what the peer offered */
+	struct dr_cm_conn_param local; /* what we offered (no private data) */
+	uint8_t last_mad[DR_MAD_LEN]; /* for resends and duplicates */
+	bool has_last;
+	uint16_t last_attr;
+	uint64_t deadline_ns;	/* UINT64_MAX: none */
+	unsigned retries_left;
+};
+
+int dr_cm_init(struct dr_cm *cm, const struct dr_cm_config *cfg, const struct dr_cm_ops *ops,
+	       void *ctx);
+/* Frees every id and listener; sends nothing. */
+void dr_cm_fini(struct dr_cm *cm);
+
+/* Listen on an rdma_cm TCP-space port: REQs for service ID
+ * 0x0000000001060000 + port become CONNREQ events.  -EADDRINUSE if taken. */
+int dr_cm_listen(struct dr_cm *cm, uint16_t port, void *ctx, struct dr_cm_listener **out);
+void dr_cm_unlisten(struct dr_cm_listener *l);
+
+/* Active side: send a REQ from src_port (ours) to dst_ip4:dst_port.
+ * -EINVAL for private data over 56 bytes or a bad path MTU. */
+int dr_cm_connect(struct dr_cm *cm, uint32_t dst_ip4, uint16_t dst_port, uint16_t src_port,
+		  const struct dr_cm_conn_param *p, void *ctx, struct dr_cm_id **out);
+/* Passive side, after CONNREQ: answer with a REP, or a REJ (reason 28,
+ * consumer defined, carrying the data).  -EINVAL in another state. */
+int dr_cm_accept(struct dr_cm_id *id, const struct dr_cm_conn_param *p);
+int dr_cm_reject(struct dr_cm_id *id, const void *private_data, size_t len);
+/* The passive side saw data before the RTU (IBA 12.9.6: it counts as one). */
+void dr_cm_established(struct dr_cm_id *id);
+/* Send a DREQ (retried; DISCONNECTED when answered or given up).  -EINVAL
+ * unless established. */
+int dr_cm_disconnect(struct dr_cm_id *id);
+void dr_cm_set_ctx(struct dr_cm_id *id, void *ctx);
+/* The caller forgets id: it is freed once closed (after its time-wait);
+ * no event names it after this. */
+void dr_cm_release(struct dr_cm_id *id);
+
+/* A MAD that came to QP1 from src_ip4 (the UD payload). */
+void dr_cm_recv(struct dr_cm *cm, uint32_t src_ip4, const void *mad, size_t len);
+/* Run expired timers against ops->now_ns. */
+void dr_cm_tick(struct dr_cm *cm);
+uint64_t dr_cm_deadline_ns(const struct dr_cm *cm);
+
+/* IB MTU enum <-> bytes (256..4096); 0 for anything else. */
+uint32_t dr_ib_mtu_bytes(uint8_t ib_mtu);
+uint8_t dr_ib_mtu_enum(uint32_t bytes);
+
+#endif /* DR_CM_H */

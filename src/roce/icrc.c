@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320) and the RoCEv2 ICRC.
+ *
+ * Two implementations of one function: slice-by-8 tables (portable) and, on
+ * x86-64 CPUs with PCLMULQDQ, carry-less-multiply folding of 64 bytes per
+ * step (the method of Gopal et al., "Fast CRC Computation for Generic
+ * Polynomials Using PCLMULQDQ", Intel 2009).  The folded 128-bit remainder is
+ * finished with the table, so no Barrett step is needed.  Both continue
+ * across buffers, zlib style: crc(a||b) = dr_crc32(dr_crc32(0, a), b).
+ *
+ * The ICRC (IBA 7.8.1, RoCEv2 annex A17.3.3; ROCE-REFERENCE.md A.9) is that
+ * CRC over 8 bytes of 0xFF, the IP/UDP/BTH headers with their variant fields
+ * masked to ones, the remaining transport headers, the payload and the pad.
+ */
+#include "dr_roce.h"
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
+static uint32_t crc_tab[8][256];
+
+__attribute__((constructor)) static void crc_tab_init(void)
+{
+	for (unsigned i = 0; i < 256; i++) {
+		uint32_t c = i;
+
+		for (int k = 0; k < 8; k++)
+			c = (c >> 1) ^ (0xedb88320u & -(c & 1));
+		crc_tab[0][i] = c;
+	}
+	for (unsigned i = 0; i < 256; i++)
+		for (int t = 1; t < 8; t++)
+			crc_tab[t][i] = (crc_tab[t - 1][i] >> 8) ^ crc_tab[0][crc_tab[t - 1][i] & 0xff];
+}
+
+/* raw register in, raw register out (no pre/post inversion) */
+static uint32_t crc_sb8_raw(uint32_t c, const uint8_t *p, size_t len)
+{
+	while (len && ((uintptr_t)p & 7)) {
+		c = crc_tab[0][(c ^ *p++) & 0xff] ^ (c >> 8);
+		len--;
+	}
+	while (len >= 8) {
+		uint32_t lo, hi;
+
+		memcpy(&lo, p, 4);
+		memcpy(&hi, p + 4, 4);
+		lo = le32toh(lo) ^ c;
+		hi = le32toh(hi);
+		c = crc_tab[7][lo & 0xff] ^ crc_tab[6][(lo >> 8) & 0xff] ^
+		    crc_tab[5][(lo >> 16) & 0xff] ^ crc_tab[4][lo >> 24] ^
+		    crc_tab[3][hi & 0xff] ^ crc_tab[2][(hi >> 8) & 0xff] ^
+		    crc_tab[1][(hi >> 16) & 0xff] ^ crc_tab[0][hi >> 24];
+		p += 8;
+		len -= 8;
+	}
+	while (len--)
+		c = crc_tab[0][(c ^ *p++) & 0xff] ^ (c >> 8);
+	return c;
+}
+
+uint32_t dr_crc32_sb8(uint32_t crc, const void *buf, size_t len)
+{
+	return ~crc_sb8_raw(~crc, buf, len);
+}
+
+#if defined(__x86_64__)
+/*
+ * Folding constants for the reflected CRC-32 polynomial: x^(4*128+64) and
+ * x^(4*128) mod P (fold by four 128-bit lanes), x^(128+64) and x^128 mod P
+ * (fold by one), bit-reflected and shifted by one as the method requires.
+ */
+#define K1 0x154442bd4ull
+#define K2 0x1c6e41596ull
+#define K3 0x1751997d0ull
+#define K4 0x0ccaa009eull
+
+__attribute__((target("pclmul,sse4.1"))) static inline __m128i fold(__m128i x, __m128i k)
+{
+	return _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11));
+}
+
+__attribute__((target("pclmul,sse4.1"))) static uint32_t crc_pclmul_raw(uint32_t c,
+									 const uint8_t *p,
+									 size_t len)
+{
+	const __m128i k12 = _mm_set_epi64x(K2, K1);
+	const __m128i k34 = _mm_set_epi64x(K4, K3);
+	__m128i x0, x1, x2, x3;
+	uint8_t rest[16];
+
+	x0 = _mm_loadu_si128((const __m128i *)p);
+	x1 = _mm_loadu_si128((const __m128i *)(p + 16));
+	x2 = _mm_loadu_si128((const __m128i *)(p + 32));
+	x3 = _mm_loadu_si128((const __m128i *)(p + 48));
+	x0 = _mm_xor_si128(x0, _mm_cvtsi32_si128((int)c));
+	p += 64;
+	len -= 64;
+
+	while (len >= 64) {
+		x0 = _mm_xor_si128(fold(x0, k12), _mm_loadu_si128((const __m128i *)p));
+		x1 = _mm_xor_si128(fold(x1, k12), _mm_loadu_si128((const __m128i *)(p + 16)));
+		x2 = _mm_xor_si128(fold(x2, k12), _mm_loadu_si128((const __m128i *)(p + 32)));
+		x3 = _mm_xor_si128(fold(x3, k12), _mm_loadu_si128((const __m128i *)(p + 48)));
+		p += 64;
+		len -= 64;
+	}
+	x0 = _mm_xor_si128(fold(x0, k34), x1);
+	x0 = _mm_xor_si128(fold(x0, k34), x2);
+	x0 = _mm_xor_si128(fold(x0, k34), x3);
+	while (len >= 16) {
+		x0 = _mm_xor_si128(fold(x0, k34), _mm_loadu_si128((const __m128i *)p));
+		p += 16;
+		len -= 16;
+	}
+	/* x0 now stands for everything so far, as 16 bytes CRC'd from zero */
+	_mm_storeu_si128((__m128i *)rest, x0);
+	c = crc_sb8_raw(0, rest, sizeof(rest));
+	return crc_sb8_raw(c, p, len);
+}
+
+static bool have_pclmul;
+
+__attribute__((constructor)) static void crc_cpu_init(void)
+{
+	unsigned a, b, c, d;
+
+	if (__get_cpuid(1, &a, &b, &c, &d))
+		have_pclmul = (c & bit_PCLMUL) && (c & bit_SSE4_1);
+}
+#endif
+
+uint32_t dr_crc32(uint32_t crc, const void *buf, size_t len)
+{
+#if defined(__x86_64__)
+	if (have_pclmul && len >= 64)
+		return ~crc_pclmul_raw(~crc, buf, len);
+#endif
+	return ~crc_sb8_raw(~crc, buf, len);
+}
+
+const char *dr_crc32_impl(void)
+{
+#if defined(__x86_64__)
+	if (have_pclmul)
+		return "pclmul";
+#endif
+	return "slice-by-8";
+}
+
+/*
+ * ICRC over the headers.  Masked to ones (A.9): IPv4 TOS, TTL and header
+ * checksum; IPv6 traffic class, flow label and hop limit; the UDP checksum;
+ * BTH byte 4 (FECN, BECN, resv6a).  Everything else is covered as sent.
+ */
+int dr_icrc_start(const void *l3, size_t hdr_len, uint32_t *state)
+{
+	const uint8_t *h = l3;
+	uint8_t m[sizeof(struct dr_ipv6_hdr) + sizeof(struct dr_udp_hdr) + sizeof(struct dr_bth)];
+	size_t iplen, n;
+
+	if (hdr_len < 1)
+		return -1;
+	if ((h[0] >> 4) == 4)
+		iplen = sizeof(struct dr_ipv4_hdr);
+	else if ((h[0] >> 4) == 6)
+		iplen = sizeof(struct dr_ipv6_hdr);
+	else
+		return -1;
+	n = iplen + sizeof(struct dr_udp_hdr) + sizeof(struct dr_bth);
+	if (hdr_len < n)
+		return -1;
+
+	memcpy(m, h, n);
+	if (iplen == sizeof(struct dr_ipv4_hdr)) {
+		struct dr_ipv4_hdr *ip = (struct dr_ipv4_hdr *)m;
+
+		ip->tos = 0xff;
+		ip->ttl = 0xff;
+		ip->csum = 0xffff;
+	} else {
+		struct dr_ipv6_hdr *ip6 = (struct dr_ipv6_hdr *)m;
+
+		ip6->ver_tc_flow |= htonl(0x0fffffff);
+		ip6->hop_limit = 0xff;
+	}
+	((struct dr_udp_hdr *)(m + iplen))->csum = 0xffff;
+	m[iplen + sizeof(struct dr_udp_hdr) + 4] = 0xff;
+
+	*state = dr_crc32(dr_crc32(DR_ICRC_SEED, m, n), h + n, hdr_len - n);
+	return 0;
+}
+
+uint16_t dr_ipv4_csum(const struct dr_ipv4_hdr *ip)
+{
+	const uint8_t *p = (const uint8_t *)ip;
+	size_t len = dr_ipv4_ihl(ip) * 4u;
+	uint32_t sum = 0;
+
+	for (size_t i = 0; i + 1 < len; i += 2) {
+		if (i == offsetof(struct dr_ipv4_hdr, csum))
+			continue;
+		sum += (uint32_t)p[i] << 8 | p[i + 1];
+	}
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return htons((uint16_t)~sum);
+}

@@ -1,0 +1,73 @@
+#!/bin/sh
+# Build droce out of tree (in ./build) and run every test: make check (unit,
+# golden-capture and tshark tests), the parser fuzzer under ASan+UBSan for
+# FUZZ_SECONDS (default 60), make distcheck, and, under CI (CI=true, root),
+# `make install` followed by a plain `fi_info -l`.
+# Ends with one line: "tests: N passed, N failed, N skipped".
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-$top/build}
+jobs=$(nproc 2>/dev/null || echo 2)
+passed=0 failed=0 skipped=0
+
+step() { # name command...
+	name=$1
+	shift
+	echo "==> $name"
+	if "$@"; then
+		echo "PASS: $name"
+		passed=$((passed + 1))
+	else
+		echo "FAIL: $name"
+		failed=$((failed + 1))
+	fi
+}
+
+configure_build() {
+	[ -x "$top/configure" ] || (cd "$top" && autoreconf -fi) || return 1
+	mkdir -p "$build" && cd "$build" || return 1
+	[ -f Makefile ] || "$top/configure" --enable-werror -q || return 1
+	make -j"$jobs"
+}
+
+make_check() {
+	cd "$build" && make -j"$jobs" check
+	rc=$?
+	# the Check suites' own summaries, and any failure log in full
+	grep -h '^[0-9]*%: Checks' tests/*.log 2>/dev/null
+	for f in tests/*.log; do
+		grep -q '^FAIL' "${f%.log}.trs" 2>/dev/null && cat "$f"
+	done
+	set -- $(awk '/^# PASS:/{p=$3}/^# SKIP:/{s=$3}/^# (FAIL|ERROR|XPASS):/{f+=$3}
+		END{print p+0, f+0, s+0}' test-suite.log)
+	echo "make check: $1 passed, $2 failed, $3 skipped"
+	passed=$((passed + $1))
+	skipped=$((skipped + $3))
+	[ "$2" -eq 0 ] && [ "$rc" -eq 0 ]
+}
+
+fuzz() { FUZZ_SECONDS=${FUZZ_SECONDS:-60} sh "$top/.ci/fuzz.sh"; }
+
+installed_fi_info() {
+	cd "$build" && make install >/dev/null &&
+		env -u FI_PROVIDER_PATH fi_info -l | grep -qx 'droce:' &&
+		echo "plain 'fi_info -l' lists droce after make install"
+}
+
+step "configure and build (-Werror)" configure_build || true
+if [ "$failed" -eq 0 ]; then
+	echo "==> make check"
+	if make_check; then
+		echo "PASS: make check"
+	else
+		echo "FAIL: make check"
+		failed=$((failed + 1))
+	fi
+	step "parser fuzzing (ASan+UBSan)" fuzz
+	step "make distcheck" sh -c "cd '$build' && make -j$jobs distcheck >distcheck.log 2>&1 || { tail -50 distcheck.log; exit 1; }"
+	if [ "${CI:-}" = true ] && [ "$(id -u)" -eq 0 ]; then
+		step "make install + plain fi_info -l" installed_fi_info
+	fi
+fi
+echo "tests: $passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]
