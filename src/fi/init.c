@@ -1,32 +1,30 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The provider's entry point.  fi_prov_ini only hands libfabric the provider
- * description: no DPDK start-up here (DESIGN.md), that happens on first use.
+ * The provider's entry point and its parameters.  fi_prov_ini only defines
+ * the parameters and hands libfabric the provider: no DPDK start-up here
+ * (DESIGN.md); the EAL starts when a domain first needs a port.
  */
-#include <rdma/fabric.h>
-#include <rdma/fi_errno.h>
-#include <rdma/providers/fi_prov.h>
+#include <pthread.h>
 
-#define DR_PROV_NAME "droce"
-#define DR_PROV_VERSION FI_VERSION(0, 1)
-#define DR_FI_VERSION FI_VERSION(1, 17)
+#include "dr_fi.h"
 
 static int dr_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
 		      const struct fi_info *hints, struct fi_info **info)
 {
+	/* no endpoints yet: the port, CM and object layers land next */
 	return -FI_ENODATA;
 }
 
 static int dr_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context)
 {
-	return -FI_ENOSYS;
+	return -FI_ENODATA;
 }
 
 static void dr_cleanup(void)
 {
 }
 
-static struct fi_provider dr_prov = {
+struct fi_provider dr_prov = {
 	.version = DR_PROV_VERSION,
 	.fi_version = DR_FI_VERSION,
 	.name = DR_PROV_NAME,
@@ -35,9 +33,88 @@ static struct fi_provider dr_prov = {
 	.cleanup = dr_cleanup,
 };
 
+/* One table: name (after FI_DROCE_), type, default, limits, help. */
+enum dr_param_kind { DR_PARAM_STR, DR_PARAM_INT };
+static const struct dr_param {
+	const char *name;
+	enum dr_param_kind kind;
+	size_t off; /* in struct dr_settings */
+	int def, min, max;
+	const char *help;
+} dr_params[] = {
+	{ "device", DR_PARAM_STR, offsetof(struct dr_settings, device), 0, 0, 0,
+	  "DPDK device spec: a vdev such as net_memif0,role=server,socket=/tmp/s "
+	  "or net_af_packet0,iface=eth0, or a PCI address (default: "
+	  "net_af_packet on the interface holding the local address)" },
+	{ "addr", DR_PARAM_STR, offsetof(struct dr_settings, addr), 0, 0, 0,
+	  "IPv4 address/prefix of the port, e.g. 192.0.2.1/24 (default: the "
+	  "interface's own address with net_af_packet; required otherwise)" },
+	{ "eal_args", DR_PARAM_STR, offsetof(struct dr_settings, eal_args), 0, 0, 0,
+	  "extra DPDK EAL arguments, space separated (default: none)" },
+	{ "mtu", DR_PARAM_INT, offsetof(struct dr_settings, mtu), 0, 0, 9216,
+	  "Ethernet MTU of the port; the path MTU is derived as rdma_rxe does "
+	  "(1500 -> 1024, 4200 or more -> 4096) (default: 0, the interface's MTU, "
+	  "1500 for devices without one)" },
+	{ "pcap", DR_PARAM_STR, offsetof(struct dr_settings, pcap), 0, 0, 0,
+	  "write every frame sent and received to this pcapng file (default: off)" },
+	{ "retry_cnt", DR_PARAM_INT, offsetof(struct dr_settings, retry_cnt), 7, 0, 7,
+	  "transport retries before a work request fails (default: 7)" },
+	{ "rnr_retry", DR_PARAM_INT, offsetof(struct dr_settings, rnr_retry), 7, 0, 7,
+	  "RNR retries before a work request fails; 7 = infinite (default: 7)" },
+	{ "timeout", DR_PARAM_INT, offsetof(struct dr_settings, timeout), 14, 1, 31,
+	  "ACK timeout exponent: 4.096 us * 2^timeout (default: 14, 67 ms)" },
+	{ "min_rnr_timer", DR_PARAM_INT, offsetof(struct dr_settings, min_rnr_timer), 12, 0, 31,
+	  "RNR NAK timer code sent to peers (IBA table 45) (default: 12, 0.64 ms)" },
+	{ "cm_timeout", DR_PARAM_INT, offsetof(struct dr_settings, cm_timeout), 20, 8, 31,
+	  "CM response timeout exponent: 4.096 us * 2^n per MAD (default: 20, "
+	  "4.3 s, as rdma_cm)" },
+	{ "cm_retries", DR_PARAM_INT, offsetof(struct dr_settings, cm_retries), 15, 0, 15,
+	  "CM MAD resends before a connect fails (default: 15, as rdma_cm)" },
+};
+
+static struct dr_settings settings;
+static bool settings_ok;
+static pthread_once_t settings_once = PTHREAD_ONCE_INIT;
+
+static void settings_read(void)
+{
+	settings_ok = true;
+	for (size_t i = 0; i < sizeof(dr_params) / sizeof(dr_params[0]); i++) {
+		const struct dr_param *p = &dr_params[i];
+		void *field = (char *)&settings + p->off;
+
+		if (p->kind == DR_PARAM_STR) {
+			char *v = NULL;
+
+			if (fi_param_get_str(&dr_prov, p->name, &v) == FI_SUCCESS && v && *v)
+				*(char **)field = v;
+			continue;
+		}
+		int v = p->def;
+
+		fi_param_get_int(&dr_prov, p->name, &v);
+		if (v < p->min || v > p->max) {
+			DR_WARN(FI_LOG_CORE, "FI_DROCE_%s=%d is out of range %d..%d\n", p->name, v,
+				p->min, p->max);
+			settings_ok = false;
+		}
+		*(int *)field = v;
+	}
+}
+
+const struct dr_settings *dr_settings_get(void)
+{
+	pthread_once(&settings_once, settings_read);
+	return settings_ok ? &settings : NULL;
+}
+
 /* the DSO exports this symbol and nothing else (-fvisibility=hidden) */
 FI_EXT_INI;
 FI_EXT_INI
 {
+	for (size_t i = 0; i < sizeof(dr_params) / sizeof(dr_params[0]); i++)
+		fi_param_define(&dr_prov, dr_params[i].name,
+				dr_params[i].kind == DR_PARAM_STR ? FI_PARAM_STRING : FI_PARAM_INT,
+				"%s", dr_params[i].help);
 	return &dr_prov;
 }

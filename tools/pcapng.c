@@ -1,0 +1,652 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * A small pcapng reader and writer (draft-ietf-opsawg-pcapng).
+ *
+ * Reader: one block at a time is read whole into a buffer, its two length
+ * fields are compared, and every field inside is checked against the block
+ * body before it is used.  Multi-byte fields are decoded with explicit
+ * byte-order helpers (the section's order, from its byte-order magic), so
+ * nothing depends on the host's order.
+ *
+ * Writer: little-endian, fixed options, so the output is a pure function of
+ * the packets and their timestamps.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pcapng.h"
+
+/* Block types (section 4 and appendix A) */
+#define BT_SHB 0x0A0D0D0Au
+#define BT_IDB 0x00000001u
+#define BT_OPB 0x00000002u /* obsolete Packet Block */
+#define BT_SPB 0x00000003u
+#define BT_EPB 0x00000006u
+
+#define BOM 0x1A2B3C4Du
+
+/* Option codes */
+#define OPT_ENDOFOPT	 0
+#define OPT_SHB_USERAPPL 4
+#define IF_TSRESOL	 9
+#define IF_TSOFFSET	 14
+
+/* Fixed part of each block body (after type and length, before options) */
+#define SHB_FIXED      16 /* BOM, major, minor, section length */
+#define IDB_FIXED      8  /* linktype, reserved, snaplen */
+#define EPB_FIXED      20 /* ifid, ts high, ts low, caplen, origlen */
+/* (the obsolete PB has the same 20 bytes: ifid(16), drops(16), ts, caplen, len) */
+#define SPB_FIXED      4  /* origlen */
+#define BLOCK_OVERHEAD 12 /* type, length, trailing length */
+
+#define MAX_IFACES 4096
+
+struct iface {
+	uint16_t linktype;
+	uint32_t snaplen; /* 0: no limit */
+	uint64_t units;	  /* timestamp units per second */
+	int64_t tsoffset_s;
+};
+
+struct dr_pcapng {
+	FILE *f;
+	bool own_f;
+	bool be;     /* current section is big-endian */
+	bool failed; /* sticky: a corrupt file is not read past the fault */
+	char *name;
+	struct iface *ifs;
+	uint32_t nif;
+	uint8_t *blk; /* the current block, whole */
+	size_t blk_cap;
+	uint64_t off;	   /* file offset of the next block */
+	uint64_t blk_off;  /* file offset of the current block */
+	uint32_t blk_type; /* type of the current block, once read */
+	bool have_type;
+	uint64_t npkts;
+	char err[256];
+};
+
+static uint16_t get16(const struct dr_pcapng *r, const uint8_t *p)
+{
+	return r->be ? (uint16_t)(p[0] << 8 | p[1]) : (uint16_t)(p[1] << 8 | p[0]);
+}
+
+static uint32_t get32(const struct dr_pcapng *r, const uint8_t *p)
+{
+	if (r->be)
+		return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+	return (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
+}
+
+static uint64_t get64(const struct dr_pcapng *r, const uint8_t *p)
+{
+	uint64_t a = get32(r, p), b = get32(r, p + 4);
+
+	return r->be ? a << 32 | b : b << 32 | a;
+}
+
+static uint32_t pad4(uint32_t n)
+{
+	return (n + 3) & ~3u;
+}
+
+static const char *block_name(uint32_t type)
+{
+	switch (type) {
+	case BT_SHB:
+		return "section header block";
+	case BT_IDB:
+		return "interface description block";
+	case BT_OPB:
+		return "packet block";
+	case BT_SPB:
+		return "simple packet block";
+	case BT_EPB:
+		return "enhanced packet block";
+	default:
+		return "block";
+	}
+}
+
+/* Record an error as "NAME: offset N: BLOCK: message"; the block is the one
+ * read_block() last saw the type of (r->blk_type, or none yet). */
+static int fail(struct dr_pcapng *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(struct dr_pcapng *r, const char *fmt, ...)
+{
+	char msg[160], what[48] = "";
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (r->have_type)
+		snprintf(what, sizeof(what), " %s 0x%08x:", block_name(r->blk_type), r->blk_type);
+	snprintf(r->err, sizeof(r->err), "%s: offset %llu:%s %s", r->name,
+		 (unsigned long long)r->blk_off, what, msg);
+	r->failed = true;
+	return -1;
+}
+
+/* Read n bytes of the current block; a short read is a truncated block. */
+static int read_exact(struct dr_pcapng *r, void *dst, size_t n, size_t have, size_t want)
+{
+	size_t got = fread(dst, 1, n, r->f);
+
+	if (got == n)
+		return 0;
+	if (ferror(r->f))
+		return fail(r, "read error: %s", strerror(errno));
+	return fail(r, "truncated: %zu of %zu bytes", have + got, want);
+}
+
+/* The first four bytes are not a section header: say what they look like. */
+static int not_pcapng(struct dr_pcapng *r, const uint8_t *m)
+{
+	bool classic = !memcmp(m, "\xd4\xc3\xb2\xa1", 4) || !memcmp(m, "\xa1\xb2\xc3\xd4", 4) ||
+		       !memcmp(m, "\x4d\x3c\xb2\xa1", 4) || !memcmp(m, "\xa1\xb2\x3c\x4d", 4);
+
+	return fail(r, "not a pcapng file (starts %02x%02x%02x%02x)%s", m[0], m[1], m[2], m[3],
+		    classic ? ": classic pcap, convert it with editcap -F pcapng" : "");
+}
+
+/* Read the next block whole into r->blk.  Returns 1 with *type and *len set,
+ * 0 at a clean end of file (no byte of a new block), -1 on error. */
+static int read_block(struct dr_pcapng *r, uint32_t *type, uint32_t *len)
+{
+	uint8_t hdr[12];
+	size_t got, hlen = 8;
+	uint32_t t, l;
+
+	r->blk_off = r->off;
+	r->have_type = false;
+	got = fread(hdr, 1, 8, r->f);
+	if (got == 0 && feof(r->f))
+		return 0;
+	if (got < 8) {
+		if (r->off == 0 && got >= 4 && memcmp(hdr, "\x0a\x0d\x0d\x0a", 4))
+			return not_pcapng(r, hdr);
+		if (ferror(r->f))
+			return fail(r, "read error: %s", strerror(errno));
+		return fail(r, "truncated block header: %zu of 8 bytes", got);
+	}
+
+	/* The SHB type reads the same in both orders; its byte-order magic
+	 * decides how this and every later block of the section is read. */
+	t = get32(r, hdr);
+	if (r->off == 0 && t != BT_SHB)
+		return not_pcapng(r, hdr);
+	r->blk_type = t;
+	r->have_type = true;
+	if (t == BT_SHB) {
+		if (read_exact(r, hdr + 8, 4, 8, 12) < 0)
+			return -1;
+		hlen = 12;
+		if (!memcmp(hdr + 8, "\x1a\x2b\x3c\x4d", 4))
+			r->be = true;
+		else if (!memcmp(hdr + 8, "\x4d\x3c\x2b\x1a", 4))
+			r->be = false;
+		else
+			return fail(r, "bad byte-order magic %02x%02x%02x%02x", hdr[8], hdr[9],
+				    hdr[10], hdr[11]);
+	}
+	l = get32(r, hdr + 4);
+
+	if (l < BLOCK_OVERHEAD || (t == BT_SHB && l < BLOCK_OVERHEAD + SHB_FIXED))
+		return fail(r, "length %u too small", l);
+	if (l % 4)
+		return fail(r, "length %u not a multiple of 4", l);
+	if (l > DR_PCAPNG_MAX_BLOCK)
+		return fail(r, "length %u over the %u-byte limit", l, DR_PCAPNG_MAX_BLOCK);
+
+	if (l > r->blk_cap) {
+		uint8_t *nb = realloc(r->blk, l);
+
+		if (!nb)
+			return fail(r, "out of memory for %u bytes", l);
+		r->blk = nb;
+		r->blk_cap = l;
+	}
+	memcpy(r->blk, hdr, hlen);
+	if (read_exact(r, r->blk + hlen, l - hlen, hlen, l) < 0)
+		return -1;
+	if (get32(r, r->blk + l - 4) != l)
+		return fail(r, "trailing length %u != leading length %u", get32(r, r->blk + l - 4),
+			    l);
+
+	r->off += l;
+	*type = t;
+	*len = l;
+	return 1;
+}
+
+static int parse_shb(struct dr_pcapng *r, const uint8_t *body, uint32_t blen)
+{
+	uint16_t major = get16(r, body + 4), minor = get16(r, body + 6);
+
+	(void)blen; /* read_block() guarantees SHB_FIXED bytes */
+	/* Readers must refuse a major version they do not know (4.1). */
+	if (major != 1)
+		return fail(r, "unsupported pcapng version %u.%u", major, minor);
+	/* A new section starts a new list of interfaces. */
+	r->nif = 0;
+	return 0;
+}
+
+/* if_tsresol (4.2): MSB set: a negative power of 2, else of 10 */
+static int tsresol_units(struct dr_pcapng *r, uint8_t v, uint64_t *units)
+{
+	unsigned exp = v & 0x7f;
+
+	if (v & 0x80) {
+		if (exp > 63)
+			return fail(r, "if_tsresol 2^-%u out of range", exp);
+		*units = (uint64_t)1 << exp;
+		return 0;
+	}
+	if (exp > 19)
+		return fail(r, "if_tsresol 10^-%u out of range", exp);
+	for (*units = 1; exp; exp--)
+		*units *= 10;
+	return 0;
+}
+
+static int parse_idb(struct dr_pcapng *r, const uint8_t *body, uint32_t blen)
+{
+	struct iface ifc = { .units = 1000000 }; /* default if_tsresol 6 */
+	uint32_t o = IDB_FIXED;
+
+	if (blen < IDB_FIXED)
+		return fail(r, "%u-byte body too short", blen);
+	if (r->nif >= MAX_IFACES)
+		return fail(r, "more than %u interfaces", MAX_IFACES);
+	ifc.linktype = get16(r, body);
+	ifc.snaplen = get32(r, body + 4);
+
+	while (blen - o >= 4) {
+		uint16_t code = get16(r, body + o), olen = get16(r, body + o + 2);
+		const uint8_t *val = body + o + 4;
+
+		if (code == OPT_ENDOFOPT)
+			break;
+		if (pad4(olen) > blen - o - 4)
+			return fail(r, "option %u (%u bytes) runs past the block", code, olen);
+		if (code == IF_TSRESOL) {
+			if (olen != 1)
+				return fail(r, "if_tsresol length %u != 1", olen);
+			if (tsresol_units(r, val[0], &ifc.units) < 0)
+				return -1;
+		} else if (code == IF_TSOFFSET) {
+			if (olen != 8)
+				return fail(r, "if_tsoffset length %u != 8", olen);
+			ifc.tsoffset_s = (int64_t)get64(r, val);
+		}
+		o += 4 + pad4(olen);
+	}
+
+	if (r->nif % 8 == 0) {
+		struct iface *n = realloc(r->ifs, (r->nif + 8) * sizeof(*n));
+
+		if (!n)
+			return fail(r, "out of memory for interface %u", r->nif);
+		r->ifs = n;
+	}
+	r->ifs[r->nif++] = ifc;
+	return 0;
+}
+
+static void set_ts(const struct iface *ifc, uint64_t ts, struct dr_pcapng_pkt *pkt)
+{
+	uint64_t frac = ts % ifc->units;
+
+	pkt->ts_sec = ts / ifc->units + (uint64_t)ifc->tsoffset_s;
+#ifdef __SIZEOF_INT128__
+	pkt->ts_nsec = (uint32_t)((unsigned __int128)frac * 1000000000u / ifc->units);
+#else
+	pkt->ts_nsec = (uint32_t)((long double)frac * 1e9L / ifc->units);
+#endif
+}
+
+static const struct iface *iface_of(struct dr_pcapng *r, uint32_t ifid)
+{
+	if (ifid >= r->nif) {
+		fail(r, "interface %u not described (%u in section)", ifid, r->nif);
+		return NULL;
+	}
+	return &r->ifs[ifid];
+}
+
+/* EPB (4.3) and the obsolete Packet Block (A): same layout once the 16-bit
+ * interface id of the latter is accounted for. */
+static int parse_epb(struct dr_pcapng *r, uint32_t type, const uint8_t *body, uint32_t blen,
+		     struct dr_pcapng_pkt *pkt)
+{
+	const struct iface *ifc;
+	uint32_t ifid, caplen;
+
+	if (blen < EPB_FIXED)
+		return fail(r, "%u-byte body too short", blen);
+	ifid = type == BT_EPB ? get32(r, body) : get16(r, body);
+	ifc = iface_of(r, ifid);
+	if (!ifc)
+		return -1;
+	caplen = get32(r, body + 12);
+	if (caplen > blen - EPB_FIXED || pad4(caplen) > blen - EPB_FIXED)
+		return fail(r, "captured length %u runs past the block", caplen);
+
+	pkt->data = body + EPB_FIXED;
+	pkt->caplen = caplen;
+	pkt->origlen = get32(r, body + 16);
+	pkt->ifid = ifid;
+	pkt->linktype = ifc->linktype;
+	set_ts(ifc, (uint64_t)get32(r, body + 4) << 32 | get32(r, body + 8), pkt);
+	return 0;
+}
+
+/* SPB (4.4): interface 0, no timestamp; the captured length is implied by
+ * the original length, the snaplen and the block length. */
+static int parse_spb(struct dr_pcapng *r, const uint8_t *body, uint32_t blen,
+		     struct dr_pcapng_pkt *pkt)
+{
+	const struct iface *ifc = iface_of(r, 0);
+	uint32_t caplen;
+
+	if (!ifc)
+		return -1;
+	if (blen < SPB_FIXED)
+		return fail(r, "%u-byte body too short", blen);
+	pkt->origlen = get32(r, body);
+	caplen = pkt->origlen;
+	if (ifc->snaplen && caplen > ifc->snaplen)
+		caplen = ifc->snaplen;
+	if (caplen > blen - SPB_FIXED)
+		return fail(r, "%u packet bytes in a %u-byte body", caplen, blen);
+
+	pkt->data = body + SPB_FIXED;
+	pkt->caplen = caplen;
+	pkt->ifid = 0;
+	pkt->linktype = ifc->linktype;
+	pkt->ts_sec = 0;
+	pkt->ts_nsec = 0;
+	return 0;
+}
+
+int dr_pcapng_next(struct dr_pcapng *r, struct dr_pcapng_pkt *pkt)
+{
+	uint32_t type, len;
+	int ret;
+
+	if (r->failed)
+		return -1;
+	for (;;) {
+		const uint8_t *body;
+		uint32_t blen;
+
+		ret = read_block(r, &type, &len);
+		if (ret <= 0)
+			return ret;
+		body = r->blk + 8;
+		blen = len - BLOCK_OVERHEAD;
+
+		switch (type) {
+		case BT_SHB:
+			ret = parse_shb(r, body, blen);
+			break;
+		case BT_IDB:
+			ret = parse_idb(r, body, blen);
+			break;
+		case BT_EPB:
+		case BT_OPB:
+			ret = parse_epb(r, type, body, blen, pkt);
+			if (ret == 0)
+				goto out_pkt;
+			break;
+		case BT_SPB:
+			ret = parse_spb(r, body, blen, pkt);
+			if (ret == 0)
+				goto out_pkt;
+			break;
+		default:
+			/* NRB, ISB, DSB, custom...: not needed here; a reader
+			 * skips blocks it does not understand (section 3) */
+			ret = 0;
+			break;
+		}
+		if (ret < 0)
+			return -1;
+	}
+
+out_pkt:
+	pkt->number = ++r->npkts;
+	pkt->offset = r->blk_off;
+	return 1;
+}
+
+const char *dr_pcapng_strerror(const struct dr_pcapng *r)
+{
+	return r->err[0] ? r->err : "no error";
+}
+
+void dr_pcapng_close(struct dr_pcapng *r)
+{
+	if (!r)
+		return;
+	if (r->own_f && r->f)
+		fclose(r->f);
+	free(r->blk);
+	free(r->ifs);
+	free(r->name);
+	free(r);
+}
+
+struct dr_pcapng *dr_pcapng_open_stream(FILE *f, const char *name, char *err, size_t errlen)
+{
+	struct dr_pcapng *r;
+	uint32_t type, len;
+	int ret;
+
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		snprintf(err, errlen, "%s: out of memory", name);
+		return NULL;
+	}
+	r->f = f;
+	r->name = strdup(name);
+	if (!r->name) {
+		snprintf(err, errlen, "%s: out of memory", name);
+		goto out_free;
+	}
+
+	/* The first block must be a section header (4.1): read_block()
+	 * refuses anything else at offset 0. */
+	ret = read_block(r, &type, &len);
+	if (ret == 1)
+		ret = parse_shb(r, r->blk + 8, len - BLOCK_OVERHEAD);
+	if (ret < 0) {
+		snprintf(err, errlen, "%s", r->err);
+		goto out_free;
+	}
+	if (ret == 0 && !r->have_type) {
+		snprintf(err, errlen, "%s: empty file", name);
+		goto out_free;
+	}
+	return r;
+
+out_free:
+	dr_pcapng_close(r); /* own_f is false: the caller keeps f */
+	return NULL;
+}
+
+struct dr_pcapng *dr_pcapng_open(const char *path, char *err, size_t errlen)
+{
+	struct dr_pcapng *r;
+	FILE *f = fopen(path, "rb");
+
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	r = dr_pcapng_open_stream(f, path, err, errlen);
+	if (!r) {
+		fclose(f);
+		return NULL;
+	}
+	r->own_f = true;
+	return r;
+}
+
+/* ---- Writer ------------------------------------------------------------ */
+
+struct dr_pcapng_writer {
+	FILE *f;
+	bool own_f;
+	int err; /* first failure, as -errno */
+	uint32_t snaplen;
+};
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = v;
+	p[1] = v >> 8;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = v;
+	p[1] = v >> 8;
+	p[2] = v >> 16;
+	p[3] = v >> 24;
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	put32(p, (uint32_t)v);
+	put32(p + 4, (uint32_t)(v >> 32));
+}
+
+static void emit(struct dr_pcapng_writer *w, const void *p, size_t n)
+{
+	if (w->err || !n)
+		return;
+	if (fwrite(p, 1, n, w->f) != n)
+		w->err = errno ? -errno : -EIO;
+}
+
+static const uint8_t zeros[4];
+
+/* type | length | fixed[0..flen) | body[0..blen) padded | options | length */
+static void emit_block(struct dr_pcapng_writer *w, uint32_t type, const uint8_t *fixed,
+		       uint32_t flen, const void *body, uint32_t blen, const uint8_t *opts,
+		       uint32_t olen)
+{
+	uint32_t len = BLOCK_OVERHEAD + flen + pad4(blen) + olen;
+	uint8_t b[8];
+
+	put32(b, type);
+	put32(b + 4, len);
+	emit(w, b, 8);
+	emit(w, fixed, flen);
+	emit(w, body, blen);
+	emit(w, zeros, pad4(blen) - blen);
+	emit(w, opts, olen);
+	emit(w, b + 4, 4);
+}
+
+struct dr_pcapng_writer *dr_pcapng_writer_open_stream(FILE *f, uint32_t snaplen,
+						      const char *appname)
+{
+	struct dr_pcapng_writer *w = calloc(1, sizeof(*w));
+	uint8_t shb[SHB_FIXED], idb[IDB_FIXED], opts[4 + 256 + 4], ifopts[4 + 4 + 4];
+	uint32_t olen = 0;
+
+	if (!w)
+		return NULL;
+	w->f = f;
+	w->snaplen = snaplen;
+
+	put32(shb, BOM);
+	put16(shb + 4, 1);	    /* major */
+	put16(shb + 6, 0);	    /* minor */
+	put64(shb + 8, UINT64_MAX); /* section length: not given */
+	if (appname) {
+		size_t n = strnlen(appname, 256);
+
+		put16(opts, OPT_SHB_USERAPPL);
+		put16(opts + 2, (uint16_t)n);
+		memcpy(opts + 4, appname, n);
+		memset(opts + 4 + n, 0, pad4(n) - n);
+		olen = 4 + pad4(n);
+		put32(opts + olen, OPT_ENDOFOPT); /* code 0, length 0 */
+		olen += 4;
+	}
+	emit_block(w, BT_SHB, shb, sizeof(shb), NULL, 0, opts, olen);
+
+	put16(idb, DR_LINKTYPE_ETHERNET);
+	put16(idb + 2, 0);
+	put32(idb + 4, snaplen);
+	put16(ifopts, IF_TSRESOL);
+	put16(ifopts + 2, 1);
+	memcpy(ifopts + 4, "\x06\0\0\0", 4); /* 10^-6 s */
+	put32(ifopts + 8, OPT_ENDOFOPT);
+	emit_block(w, BT_IDB, idb, sizeof(idb), NULL, 0, ifopts, sizeof(ifopts));
+
+	if (w->err) {
+		errno = -w->err;
+		free(w);
+		return NULL;
+	}
+	return w;
+}
+
+struct dr_pcapng_writer *dr_pcapng_writer_open(const char *path, uint32_t snaplen,
+					       const char *appname)
+{
+	struct dr_pcapng_writer *w;
+	FILE *f = fopen(path, "wb");
+	int e;
+
+	if (!f)
+		return NULL;
+	w = dr_pcapng_writer_open_stream(f, snaplen, appname);
+	if (!w) {
+		e = errno;
+		fclose(f);
+		errno = e;
+		return NULL;
+	}
+	w->own_f = true;
+	return w;
+}
+
+int dr_pcapng_write(struct dr_pcapng_writer *w, uint64_t ts_us, const void *data, uint32_t len)
+{
+	uint32_t caplen = w->snaplen && len > w->snaplen ? w->snaplen : len;
+	uint8_t epb[EPB_FIXED];
+
+	if (caplen > DR_PCAPNG_MAX_BLOCK - BLOCK_OVERHEAD - EPB_FIXED - 4)
+		return -EMSGSIZE;
+	put32(epb, 0); /* interface 0 */
+	put32(epb + 4, (uint32_t)(ts_us >> 32));
+	put32(epb + 8, (uint32_t)ts_us);
+	put32(epb + 12, caplen);
+	put32(epb + 16, len);
+	emit_block(w, BT_EPB, epb, sizeof(epb), data, caplen, NULL, 0);
+	return w->err;
+}
+
+int dr_pcapng_writer_close(struct dr_pcapng_writer *w)
+{
+	int ret;
+
+	if (!w)
+		return 0;
+	if (fflush(w->f) && !w->err)
+		w->err = errno ? -errno : -EIO;
+	if (w->own_f && fclose(w->f) && !w->err)
+		w->err = errno ? -errno : -EIO;
+	ret = w->err;
+	free(w);
+	return ret;
+}

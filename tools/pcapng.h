@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * pcapng.h - a small pcapng reader and writer (no libpcap).
+ *
+ * Format: "PCAP Next Generation (pcapng) Capture File Format",
+ * draft-ietf-opsawg-pcapng (section 4: SHB, IDB, EPB, SPB; the obsolete
+ * Packet Block of appendix A is read too).  The reader accepts sections in
+ * either byte order, skips blocks it does not know, and checks every length
+ * against the block that holds it; a truncated or corrupt file is an error
+ * naming the block and its file offset, never a silent short read.
+ *
+ * The writer emits one section (little-endian, whatever the host), one
+ * Ethernet interface with microsecond timestamps, and Enhanced Packet
+ * Blocks: the same input always gives the same bytes.
+ */
+#ifndef DR_PCAPNG_H
+#define DR_PCAPNG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define DR_LINKTYPE_ETHERNET 1
+
+/* Largest block the reader accepts: bounds the allocation a corrupt length
+ * field can cause. */
+#define DR_PCAPNG_MAX_BLOCK (64u << 20)
+
+/* ---- Reader ------------------------------------------------------------ */
+
+struct dr_pcapng;
+
+/* One captured packet.  data points into the reader's block buffer and is
+ * valid until the next dr_pcapng_next() or dr_pcapng_close(). */
+struct dr_pcapng_pkt {
+	const uint8_t *data;
+	uint32_t caplen;   /* bytes at data */
+	uint32_t origlen;  /* length on the wire */
+	uint32_t ifid;	   /* interface, counted within the current section */
+	uint16_t linktype; /* of that interface (DR_LINKTYPE_ETHERNET, ...) */
+	uint64_t ts_sec;   /* 0 for a Simple Packet Block (it has none) */
+	uint32_t ts_nsec;
+	uint64_t number; /* 1-based packet number, as Wireshark counts */
+	uint64_t offset; /* file offset of the block that holds it */
+};
+
+/* Open a capture and read its Section Header Block.  Returns NULL with a
+ * message in err[0..errlen) when the file cannot be opened or is not pcapng. */
+struct dr_pcapng *dr_pcapng_open(const char *path, char *err, size_t errlen);
+
+/* The same on an open stream (e.g. fmemopen()); name is used in messages.
+ * The reader does not close f. */
+struct dr_pcapng *dr_pcapng_open_stream(FILE *f, const char *name, char *err, size_t errlen);
+
+/* Next packet: 1 with *pkt filled, 0 at a clean end of file, -1 on a
+ * truncated or corrupt file (dr_pcapng_strerror() says what and where;
+ * every later call returns -1 again). */
+int dr_pcapng_next(struct dr_pcapng *r, struct dr_pcapng_pkt *pkt);
+
+const char *dr_pcapng_strerror(const struct dr_pcapng *r);
+
+void dr_pcapng_close(struct dr_pcapng *r);
+
+/* ---- Writer ------------------------------------------------------------ */
+
+struct dr_pcapng_writer;
+
+/* Create path and write the SHB (with shb_userappl = appname unless NULL)
+ * and one Ethernet IDB (snaplen, if_tsresol = 6: microseconds).  Returns
+ * NULL with errno set on failure. */
+struct dr_pcapng_writer *dr_pcapng_writer_open(const char *path, uint32_t snaplen,
+					       const char *appname);
+
+/* The same on an open stream; dr_pcapng_writer_close() does not close it. */
+struct dr_pcapng_writer *dr_pcapng_writer_open_stream(FILE *f, uint32_t snaplen,
+						      const char *appname);
+
+/* Append one Enhanced Packet Block; the packet is cut to snaplen.  Returns
+ * 0 or -errno. */
+int dr_pcapng_write(struct dr_pcapng_writer *w, uint64_t ts_us, const void *data, uint32_t len);
+
+/* Flush and close.  Returns 0, or -errno if any write failed. */
+int dr_pcapng_writer_close(struct dr_pcapng_writer *w);
+
+#endif /* DR_PCAPNG_H */
