@@ -85,6 +85,7 @@ struct dr_cm_event {
 	struct dr_cm_id *id;
 	void *listen_ctx;    /* CONNREQ: the listener's context */
 	uint16_t rej_reason; /* REJECTED: IBA REJ reason (8 = no listener, 28 = consumer) */
+	int err;	     /* UNREACHABLE: -ETIMEDOUT (no answer) or -EHOSTUNREACH */
 	const struct dr_cm_peer *peer;
 	const uint8_t *private_data;
 	size_t private_len;
@@ -145,6 +146,7 @@ struct dr_cm_id {
 	uint16_t last_attr;
 	uint64_t deadline_ns;	/* UINT64_MAX: none */
 	unsigned retries_left;
+	int fail_err;		/* why it gave up: -ETIMEDOUT or -EHOSTUNREACH */
 };
 
 int dr_cm_init(struct dr_cm *cm, const struct dr_cm_config *cfg, const struct dr_cm_ops *ops,
@@ -174,6 +176,11 @@ void dr_cm_set_ctx(struct dr_cm_id *id, void *ctx);
 /* The caller forgets id: it is freed once closed (after its time-wait);
  * no event names it after this. */
 void dr_cm_release(struct dr_cm_id *id);
+
+/* The network says ip4 cannot be reached (ARP failed): every exchange in
+ * flight with it ends now (UNREACHABLE with -EHOSTUNREACH, or
+ * DISCONNECTED for a DREQ) instead of after every retry. */
+void dr_cm_peer_unreachable(struct dr_cm *cm, uint32_t ip4);
 
 /* A MAD that came to QP1 from src_ip4 (the UD payload). */
 void dr_cm_recv(struct dr_cm *cm, uint32_t src_ip4, const void *mad, size_t len);

@@ -2,28 +2,67 @@
 /*
  * dr_fi.h - the libfabric layer of droce: provider, settings, objects.
  * Only src/fi includes libfabric headers; it turns fi_* calls into qp and
- * port calls (DESIGN.md).
+ * port calls (DESIGN.md).  One file per object: fabric.c domain.c pep.c
+ * ep.c cq.c eq.c cntr.c mr.c attr.c init.c, stubs.c for the dr_no_* ops.
+ *
+ * Progress is manual: every read or wait on a CQ, EQ or counter, and every
+ * posting call, drives the device behind it (rx burst, dispatch, timers,
+ * tx) through a struct dr_progress hook.
+ *
+ * Locks, outermost first: fabric->lock (its device list), dev->lock (the
+ * "domain lock": port, CM, QPs, MR table), then the ring lock of a CQ, EQ
+ * or counter.  Completions and events are pushed with the device lock held;
+ * readers take only the ring lock, after progress has returned.
  */
 #ifndef DR_FI_H
 #define DR_FI_H
 
+#include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 #include <rdma/providers/fi_log.h>
 #include <rdma/providers/fi_prov.h>
 
+#include <netinet/in.h>
+
+#include "dr_cm.h"
+#include "dr_port.h"
+#include "dr_qp.h"
+
 #define DR_PROV_NAME "droce"
 #define DR_PROV_VERSION FI_VERSION(0, 1)
 #define DR_FI_VERSION FI_VERSION(1, 17)
+#define DR_FABRIC_NAME "droce"
+
+/* What droce offers (attr.c builds fi_info from these).  DR_CAPS grows as
+ * the operations behind each capability land: only what works is offered. */
+#define DR_CAPS (FI_MSG | FI_SEND | FI_RECV)
+#define DR_MAX_INLINE 256    /* inject_size: copied at post time */
+#define DR_MAX_TX_SIZE 4096  /* send queue depth */
+#define DR_MAX_RX_SIZE 4096  /* receive queue depth */
+#define DR_MAX_IOV 8	     /* gather/scatter entries */
+#define DR_MAX_MSG_SIZE (1ull << 31) /* RETH DMA length limit (rxe) */
+#define DR_MAX_EP 1024	     /* QPs per device */
+#define DR_MAX_MR 65536
+#define DR_MAX_ERR_DATA 64
 
 extern struct fi_provider dr_prov;
 
 #define DR_WARN(subsys, ...) FI_WARN(&dr_prov, subsys, __VA_ARGS__)
 #define DR_INFO(subsys, ...) FI_INFO(&dr_prov, subsys, __VA_ARGS__)
 #define DR_DBG(subsys, ...) FI_DBG(&dr_prov, subsys, __VA_ARGS__)
+
+#ifndef container_of
+#define container_of(ptr, type, field) ((type *)((char *)(ptr)-offsetof(type, field)))
+#endif
 
 /*
  * Every FI_DROCE_* parameter, read once (dr_settings_get) into one struct.
@@ -47,5 +86,361 @@ struct dr_settings {
 /* The settings, read and checked on first use; NULL (and an FI_WARN that
  * names the parameter) when one is out of range. */
 const struct dr_settings *dr_settings_get(void);
+
+/* attr.c */
+int dr_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
+	       const struct fi_info *hints, struct fi_info **info);
+
+/* ---- which device and address (addr.c) --------------------------------- */
+
+struct dr_devcfg {
+	char spec[256]; /* DPDK device spec */
+	char name[64];	/* domain name: the interface, or the vdev's name */
+	char ifname[16]; /* kernel interface (net_af_packet), else "" */
+	uint32_t ip4;	/* host order */
+	uint8_t prefix;
+	int mtu;	/* Ethernet MTU */
+};
+
+/* Resolve the settings and the getinfo nodes (either may be NULL) to one
+ * device.  -FI_ENODATA, with FI_WARN naming the parameter, when none fits. */
+int dr_devcfg_resolve(const struct dr_settings *s, const char *src_node, const char *dst_node,
+		      struct dr_devcfg *cfg);
+/* Every device the settings name (FI_DROCE_DEVICE may list several). */
+int dr_devcfg_list(const struct dr_settings *s, const char *src_node, const char *dst_node,
+		   struct dr_devcfg *out, int max);
+#define DR_MAX_DEVS 8
+int dr_parse_ip4_prefix(const char *s, uint32_t *ip4, uint8_t *prefix);
+int dr_resolve_ip4(const char *node, uint32_t *ip4);
+
+/* ---- progress and waiting ---------------------------------------------- */
+
+/* What a CQ, EQ or counter calls to make things happen: the device of its
+ * domain (CQ, counter) or every device of its fabric (EQ).  fn may be NULL
+ * (nothing to drive, e.g. in unit tests). */
+struct dr_progress {
+	void (*fn)(void *arg);
+	void *arg;
+};
+
+static inline void dr_progress_run(const struct dr_progress *p)
+{
+	if (p->fn)
+		p->fn(p->arg);
+}
+
+/* A wait object for FI_WAIT_UNSPEC / FI_WAIT_FD: an eventfd that is
+ * readable while the owner has something to read.  fd < 0: FI_WAIT_NONE. */
+struct dr_wait {
+	int fd;
+	bool set; /* fd is readable; under the owner's lock, as are the calls */
+};
+
+/* 0 for FI_WAIT_NONE, FI_WAIT_UNSPEC and FI_WAIT_FD; -FI_ENOSYS for the
+ * wait objects droce does not offer, -FI_EINVAL for an unknown one (both
+ * with an FI_WARN under subsys naming it). */
+int dr_wait_obj_check(enum fi_wait_obj obj, enum fi_log_subsys subsys);
+int dr_wait_init(struct dr_wait *w, enum fi_wait_obj obj);
+void dr_wait_fini(struct dr_wait *w);
+/* Make the fd readable / not readable; a no-op when it already is / is not
+ * (so no syscall on the data path) and for FI_WAIT_NONE. */
+void dr_wait_signal(struct dr_wait *w);
+void dr_wait_clear(struct dr_wait *w);
+/* Block up to timeout_ms (-1: forever, 0: not at all) or until signalled;
+ * the caller loops, driving progress in between.  FI_WAIT_NONE: sleeps. */
+void dr_wait_block(struct dr_wait *w, int timeout_ms);
+/* fi_control on a CQ, EQ or counter: FI_GETWAIT (int *fd) and
+ * FI_GETWAITOBJ (FI_WAIT_FD); -FI_ENODATA with FI_WAIT_NONE; -FI_ENOSYS
+ * for any other command. */
+int dr_wait_control(struct dr_wait *w, int command, void *arg);
+
+/* CLOCK_MONOTONIC in nanoseconds */
+uint64_t dr_now_ns(void);
+/* The end of a wait of timeout_ms from start_ns; UINT64_MAX if negative. */
+uint64_t dr_deadline_ns(uint64_t start_ns, int timeout_ms);
+/* The pause between rounds of a blocking loop (fi_cq_sread, fi_eq_sread,
+ * fi_cntr_wait) that drives progress and re-checks: false once deadline_ns
+ * has passed (time out now), else true after spinning (none for the first
+ * 200 us from start_ns) or blocking on w for at most 1 ms (wait.c). */
+bool dr_wait_pause(struct dr_wait *w, uint64_t start_ns, uint64_t deadline_ns);
+
+/* The progress hook of an object's parent, for the CQ/EQ/counter opened on
+ * it: fabric.c (every device of the fabric) and domain.c (its device). */
+struct dr_progress dr_fabric_progress_hook(struct fid_fabric *fabric);
+struct dr_progress dr_domain_progress_hook(struct fid_domain *domain);
+
+/* ---- EQ (eq.c) ---------------------------------------------------------- */
+
+struct dr_eq_ev; /* one queued event (eq.c) */
+
+struct dr_eq {
+	struct fid_eq eq;
+	struct dr_progress progress;
+	struct dr_wait wait;
+	pthread_mutex_t lock; /* the ring, err_data, ref, wait's state */
+	struct dr_eq_ev *head, *tail; /* FIFO, unbounded: nothing is lost */
+	size_t count;
+	void *err_data; /* of the last error read, until the next read */
+	int ref;	/* objects bound to this EQ: changed under lock */
+	uint32_t api_version;
+	bool writable;	/* FI_WRITE: fi_eq_write allowed */
+	struct dr_fabric *fab; /* its fab->ref is held while open */
+};
+
+int dr_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq,
+	       void *context);
+/* Queue an event (FI_CONNREQ, FI_CONNECTED, FI_SHUTDOWN, ...): buf/len is
+ * the entry as fi_eq_read returns it (for FI_CONNREQ a struct
+ * fi_eq_cm_entry whose info the reader owns afterwards).  0 or -FI_ENOMEM.
+ * An FI_CONNREQ's info belongs to the EQ until read: closing the EQ first
+ * fi_freeinfo()s it (info->handle is left alone: pep.c owns connreqs). */
+int dr_eq_push(struct dr_eq *eq, uint32_t event, const void *buf, size_t len);
+/* Queue an error entry; err_data (may be NULL) is copied.  0 or -FI_ENOMEM. */
+int dr_eq_push_err(struct dr_eq *eq, fid_t fid, void *context, uint64_t data, int err,
+		   int prov_errno, const void *err_data, size_t err_data_size);
+
+static inline struct dr_eq *dr_eq_of(struct fid_eq *f)
+{
+	return container_of(f, struct dr_eq, eq);
+}
+
+/* ---- CQ (cq.c) ---------------------------------------------------------- */
+
+/* One completion as the engine reports it; the CQ formats it. */
+struct dr_cq_ent {
+	void *op_context;
+	uint64_t flags; /* FI_SEND | FI_MSG, FI_RECV | FI_REMOTE_CQ_DATA, ... */
+	size_t len;
+	void *buf;
+	uint64_t data;
+	int err;	/* 0, or FI_EIO / FI_ECANCELED / FI_ETRUNC ... (positive) */
+	int prov_errno; /* IB work-completion status (enum dr_wc_status) */
+	size_t olen;	/* FI_ETRUNC: bytes that did not fit */
+};
+
+struct dr_cq {
+	struct fid_cq cq;
+	struct dr_progress progress;
+	struct dr_wait wait;
+	enum fi_cq_format format;
+	size_t entry_size;
+	pthread_mutex_t lock; /* the ring, signaled, ref, err_buf, wait's state */
+	struct dr_cq_ent *ring; /* successes and errors in completion order */
+	size_t size, head, count; /* grows when full: nothing is lost */
+	bool signaled;	/* fi_cq_signal: wake one sread */
+	int ref;	/* endpoints bound: changed under lock */
+	uint32_t api_version;
+	struct dr_domain *dom; /* its dom->ref is held while open */
+	char err_buf[DR_MAX_ERR_DATA]; /* provider-owned err_data (cq.c) */
+};
+
+int dr_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq,
+	       void *context);
+/* 0 or -FI_ENOMEM (then the completion is lost and FI_WARN says so). */
+int dr_cq_push(struct dr_cq *cq, const struct dr_cq_ent *e);
+/* IB status names for fi_cq_strerror/fi_eq_strerror (prov_errno). */
+const char *dr_prov_strerror(int prov_errno);
+
+static inline struct dr_cq *dr_cq_of(struct fid_cq *f)
+{
+	return container_of(f, struct dr_cq, cq);
+}
+
+/* ---- counters (cntr.c) -------------------------------------------------- */
+
+struct dr_cntr {
+	struct fid_cntr cntr;
+	struct dr_progress progress;
+	struct dr_wait wait;
+	pthread_mutex_t lock; /* value, err, ref, wait's state */
+	uint64_t value, err;
+	int ref; /* objects bound: changed under lock */
+	struct dr_domain *dom; /* its dom->ref is held while open */
+};
+
+int dr_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **cntr,
+		 void *context);
+void dr_cntr_inc(struct dr_cntr *c);
+void dr_cntr_inc_err(struct dr_cntr *c);
+
+static inline struct dr_cntr *dr_cntr_of(struct fid_cntr *f)
+{
+	return container_of(f, struct dr_cntr, cntr);
+}
+
+/* ---- dr_no_* stubs (stubs.c): the system libfabric exports none -------- */
+
+int dr_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
+int dr_no_control(struct fid *fid, int command, void *arg);
+int dr_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,
+		   void *context);
+int dr_no_tostr(const struct fid *fid, char *buf, size_t len);
+int dr_no_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops, void *context);
+
+/* ---- fabric, devices, domains (fabric.c, dev.c, domain.c) --------------- */
+
+struct dr_dev;
+
+struct dr_fabric {
+	struct fid_fabric fab;
+	pthread_mutex_t lock; /* devs */
+	struct dr_dev *devs;  /* every open device, a list */
+	int ref;	      /* domains, peps and EQs opened on it */
+	uint32_t api_version;
+};
+
+static inline struct dr_fabric *dr_fabric_of(struct fid_fabric *f)
+{
+	return container_of(f, struct dr_fabric, fab);
+}
+
+int dr_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
+void dr_fabric_progress(struct dr_fabric *fab);
+
+/* The CM data libfabric applications exchange: behind a one-byte length,
+ * as libfabric's verbs provider puts it (struct vrb_cm_data_hdr), so droce
+ * and verbs peers understand each other; 56 - 1 bytes. */
+#define DR_CM_DATA_SIZE 55
+
+struct dr_ep;
+struct dr_pep;
+
+/*
+ * A device: one DPDK port with its IPv4 address, the CM on its QP1, the
+ * MR key table and the QPs.  Shared by the domain and the passive
+ * endpoints opened on the same fabric for the same port (rdma_cm listens
+ * on a device, not a domain).  lock is the domain lock: it serialises
+ * everything below; fields set at open are read-only after.
+ */
+struct dr_dev {
+	struct dr_dev *next;	/* fabric->devs, under fabric->lock */
+	struct dr_fabric *fab;
+	int ref;		/* under fabric->lock */
+	struct dr_devcfg cfg;
+	pthread_mutex_t lock;
+	struct dr_port *port;
+	unsigned pmtu;		/* path MTU from the port MTU (rxe's rule) */
+	uint8_t mac[6];
+	struct dr_cm cm;
+	struct dr_port_timer *cm_timer;
+	struct dr_mr_table mrt;
+	struct dr_ep **qp_tab;	/* by QPN & (DR_MAX_EP - 1) */
+	uint32_t qpn_next;
+	uint32_t gsi_psn;	/* PSNs of our QP1 MADs */
+	uint16_t port_next;	/* ephemeral rdma_cm ports for connect */
+	struct dr_pep *peps;	/* listening passive endpoints */
+	uint64_t rx_dropped_qp; /* frames for a QPN we do not have */
+};
+
+/* Find or open the device an fi_info names (domain name and source
+ * address); a reference for the caller.  -FI_ENODATA (FI_WARN says why). */
+int dr_dev_get(struct dr_fabric *fab, const struct fi_info *info, struct dr_dev **out);
+void dr_dev_put(struct dr_dev *dev);
+/* One round of progress: rx burst, dispatch, timers.  Takes dev->lock. */
+void dr_dev_progress(struct dr_dev *dev);
+void dr_dev_progress_fn(void *dev);
+
+struct dr_domain {
+	struct fid_domain dom;
+	struct dr_fabric *fab;
+	struct dr_dev *dev;
+	struct fi_info *info;
+	int ref; /* endpoints, CQs, counters, MRs: under dev->lock */
+};
+
+static inline struct dr_domain *dr_domain_of(struct fid_domain *f)
+{
+	return container_of(f, struct dr_domain, dom);
+}
+
+int dr_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **dom,
+		   void *context);
+
+/* ---- memory regions (mr.c) ----------------------------------------------- */
+
+struct dr_mr_fid {
+	struct fid_mr mr;
+	struct dr_domain *dom;
+	struct dr_mr *mr_eng; /* the engine's entry (key, bounds, access) */
+};
+
+int dr_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
+		  struct fid_mr **mr);
+extern struct fi_ops_mr dr_mr_ops;
+
+/* ---- passive and active endpoints (pep.c, ep.c, nosys.c) ----------------- */
+
+extern struct fi_ops_rma dr_no_rma_ops;
+extern struct fi_ops_tagged dr_no_tagged_ops;
+extern struct fi_ops_atomic dr_no_atomic_ops;
+extern struct fi_ops_collective dr_no_collective_ops;
+
+struct dr_pep {
+	struct fid_pep pep;
+	struct dr_fabric *fab;
+	struct dr_dev *dev;
+	struct fi_info *info;
+	struct dr_eq *eq;
+	struct dr_pep *next;	/* dev->peps while listening, under dev->lock */
+	struct dr_cm_listener *lsn;
+	struct sockaddr_in addr;
+	bool listening;
+};
+
+static inline struct dr_pep *dr_pep_of(struct fid_pep *f)
+{
+	return container_of(f, struct dr_pep, pep);
+}
+
+int dr_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep,
+		void *context);
+
+/* A connection request handed to the application in fi_info->handle. */
+struct dr_connreq {
+	struct fid fid; /* FI_CLASS_CONNREQ */
+	struct dr_dev *dev;
+	struct dr_cm_id *id;
+};
+
+enum dr_ep_state {
+	DR_EP_IDLE,	  /* created or enabled, not connected */
+	DR_EP_CONNECTING, /* REQ sent (active) */
+	DR_EP_ACCEPTING,  /* REP sent (passive) */
+	DR_EP_CONNECTED,
+	DR_EP_SHUTDOWN,	  /* disconnected, by either side */
+	DR_EP_ERROR,	  /* rejected or unreachable */
+};
+
+struct dr_ep {
+	struct fid_ep ep;
+	struct dr_domain *dom;
+	struct dr_dev *dev;
+	struct fi_info *info;
+	struct dr_eq *eq;
+	struct dr_cq *tx_cq, *rx_cq;
+	bool tx_selective, rx_selective; /* FI_SELECTIVE_COMPLETION */
+	struct dr_qp *qp;
+	struct dr_port_timer *qp_timer;
+	struct dr_cm_id *cm_id;
+	struct dr_connreq *connreq; /* passive: from fi_info->handle */
+	enum dr_ep_state state;
+	bool enabled;
+	struct sockaddr_in src, dst;
+	uint32_t start_psn;
+	uint64_t tx_op_flags, rx_op_flags;
+};
+
+static inline struct dr_ep *dr_ep_of(struct fid_ep *f)
+{
+	return container_of(f, struct dr_ep, ep);
+}
+
+int dr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
+	       void *context);
+/* CM events for an endpoint (from dev.c's CM callback, dev->lock held). */
+void dr_ep_cm_event(struct dr_ep *ep, const struct dr_cm_event *ev);
+/* A frame for the endpoint's QP (dev->lock held). */
+void dr_ep_input(struct dr_ep *ep, const struct dr_pkt *pkt);
+void dr_pep_cm_connreq(struct dr_pep *pep, const struct dr_cm_event *ev);
 
 #endif /* DR_FI_H */

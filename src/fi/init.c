@@ -5,20 +5,9 @@
  * (DESIGN.md); the EAL starts when a domain first needs a port.
  */
 #include <pthread.h>
+#include <stdlib.h>
 
 #include "dr_fi.h"
-
-static int dr_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
-		      const struct fi_info *hints, struct fi_info **info)
-{
-	/* no endpoints yet: the port, CM and object layers land next */
-	return -FI_ENODATA;
-}
-
-static int dr_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context)
-{
-	return -FI_ENODATA;
-}
 
 static void dr_cleanup(void)
 {
@@ -29,7 +18,7 @@ struct fi_provider dr_prov = {
 	.fi_version = DR_FI_VERSION,
 	.name = DR_PROV_NAME,
 	.getinfo = dr_getinfo,
-	.fabric = dr_fabric,
+	.fabric = dr_fabric_open,
 	.cleanup = dr_cleanup,
 };
 

@@ -25,22 +25,20 @@
 #include "dr_cm.h"
 
 const char *const dr_cm_state_names[DR_CMS_NUM] = {
-	[DR_CMS_IDLE] = "IDLE",
-	[DR_CMS_REQ_SENT] = "REQ_SENT",
-	[DR_CMS_REQ_RCVD] = "REQ_RCVD",
-	[DR_CMS_REP_SENT] = "REP_SENT",
-	[DR_CMS_ESTABLISHED] = "ESTABLISHED",
-	[DR_CMS_DREQ_SENT] = "DREQ_SENT",
-	[DR_CMS_TIMEWAIT] = "TIMEWAIT",
-	[DR_CMS_CLOSED] = "CLOSED",
+    [DR_CMS_IDLE] = "IDLE",
+    [DR_CMS_REQ_SENT] = "REQ_SENT",
+    [DR_CMS_REQ_RCVD] = "REQ_RCVD",
+    [DR_CMS_REP_SENT] = "REP_SENT",
+    [DR_CMS_ESTABLISHED] = "ESTABLISHED",
+    [DR_CMS_DREQ_SENT] = "DREQ_SENT",
+    [DR_CMS_TIMEWAIT] = "TIMEWAIT",
+    [DR_CMS_CLOSED] = "CLOSED",
 };
 
 const char *const dr_cm_event_names[DR_CM_EV_NUM] = {
-	[DR_CM_EV_CONNREQ] = "CONNREQ",
-	[DR_CM_EV_ESTABLISHED] = "ESTABLISHED",
-	[DR_CM_EV_REJECTED] = "REJECTED",
-	[DR_CM_EV_UNREACHABLE] = "UNREACHABLE",
-	[DR_CM_EV_DISCONNECTED] = "DISCONNECTED",
+    [DR_CM_EV_CONNREQ] = "CONNREQ",	      [DR_CM_EV_ESTABLISHED] = "ESTABLISHED",
+    [DR_CM_EV_REJECTED] = "REJECTED",	      [DR_CM_EV_UNREACHABLE] = "UNREACHABLE",
+    [DR_CM_EV_DISCONNECTED] = "DISCONNECTED",
 };
 
 struct dr_cm_listener {
@@ -52,9 +50,9 @@ struct dr_cm_listener {
 
 /* rdma_cm values (cma.c): CMA_CM_RESPONSE_TIMEOUT, CMA_MAX_CM_RETRIES */
 #define CM_DEF_RESP_TIMEOUT 20
-#define CM_DEF_MAX_RETRIES 15
-#define CM_DEF_TIMEWAIT_NS 1000000000ull
-#define CM_HOP_LIMIT 64
+#define CM_DEF_MAX_RETRIES  15
+#define CM_DEF_TIMEWAIT_NS  1000000000ull
+#define CM_HOP_LIMIT	    64
 
 static uint64_t rng_next(struct dr_cm *cm)
 {
@@ -164,7 +162,7 @@ static void copy_priv(uint8_t *dst, size_t room, const void *src, size_t len)
 static int send_req(struct dr_cm_id *id, const struct dr_cm_conn_param *p)
 {
 	struct dr_cm *cm = id->cm;
-	struct dr_cma_hdr cma = { .cma_version = 0, .ip_version = 4, .src_port = id->local_port };
+	struct dr_cma_hdr cma = {.cma_version = 0, .ip_version = 4, .src_port = id->local_port};
 	struct dr_cm_req req;
 	struct dr_mad mad;
 
@@ -211,8 +209,8 @@ static int send_req(struct dr_cm_id *id, const struct dr_cm_conn_param *p)
 
 static int send_rtu(struct dr_cm_id *id)
 {
-	struct dr_cm_rtu rtu = { .local_comm_id = id->local_comm_id,
-				 .remote_comm_id = id->remote_comm_id };
+	struct dr_cm_rtu rtu = {.local_comm_id = id->local_comm_id,
+				.remote_comm_id = id->remote_comm_id};
 	struct dr_mad mad;
 
 	dr_mad_init_cm(&mad, DR_CM_ATTR_RTU, id->tid);
@@ -238,8 +236,8 @@ static void issue_rej(struct dr_cm *cm, uint32_t ip4, uint64_t tid, uint32_t rem
 	send_raw(cm, ip4, buf);
 }
 
-static void send_rej(struct dr_cm_id *id, uint8_t msg_rejected, uint16_t reason,
-		     const void *priv, size_t len)
+static void send_rej(struct dr_cm_id *id, uint8_t msg_rejected, uint16_t reason, const void *priv,
+		     size_t len)
 {
 	struct dr_cm_rej rej;
 	struct dr_mad mad;
@@ -322,13 +320,14 @@ static void emit(struct dr_cm_id *id, enum dr_cm_event_type type, uint16_t reaso
 		 const uint8_t *priv, size_t len, void *listen_ctx)
 {
 	struct dr_cm_event ev = {
-		.type = type,
-		.id = id,
-		.listen_ctx = listen_ctx,
-		.rej_reason = reason,
-		.peer = &id->peer,
-		.private_data = priv,
-		.private_len = len,
+	    .type = type,
+	    .id = id,
+	    .listen_ctx = listen_ctx,
+	    .rej_reason = reason,
+	    .err = id->fail_err ? id->fail_err : -ETIMEDOUT,
+	    .peer = &id->peer,
+	    .private_data = priv,
+	    .private_len = len,
 	};
 
 	if (id->released)
@@ -839,6 +838,21 @@ static void id_timeout(struct dr_cm_id *id)
 	}
 	if (id->released && id->state == DR_CMS_CLOSED)
 		id_free(id);
+}
+
+void dr_cm_peer_unreachable(struct dr_cm *cm, uint32_t ip4)
+{
+	uint64_t now = cm->ops->now_ns(cm->ctx);
+
+	for (struct dr_cm_id *id = cm->ids; id; id = id->next)
+		if (id->peer_ip4 == ip4 && id->deadline_ns != UINT64_MAX &&
+		    (id->state == DR_CMS_REQ_SENT || id->state == DR_CMS_REP_SENT ||
+		     id->state == DR_CMS_DREQ_SENT)) {
+			id->retries_left = 0;
+			id->fail_err = -EHOSTUNREACH;
+			id->deadline_ns = now;
+		}
+	dr_cm_tick(cm);
 }
 
 void dr_cm_tick(struct dr_cm *cm)

@@ -1,0 +1,361 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * dr_port.h - the edge of the wire: the ARP codec and the DPDK port.
+ *
+ * Two parts with one header:
+ *  - the ARP codec (src/roce/arp.c): pure functions on byte buffers, like
+ *    the RoCE codec in dr_roce.h (no DPDK, no libfabric, no allocation);
+ *  - the port (src/roce/port*.c): the only code in droce that calls DPDK.
+ *    One port is one ethdev with one IPv4 address: EAL start-up, mempools,
+ *    rx/tx bursts, the ARP neighbour table, timers and frame capture.
+ *    Nothing here needs DPDK headers or flags: the types are opaque.
+ *
+ * Errors: functions return 0 (or a count) or a negative errno.  Set-up
+ * functions also fill a struct dr_port_err naming the input to fix, so the
+ * provider can turn it into an FI_WARN naming the FI_DROCE_* parameter.
+ *
+ * Concurrency: a struct dr_port is not thread-safe; its owner serialises
+ * every call on it (the domain lock).  Opening and closing ports, and the
+ * EAL start-up, are serialised internally and may be called from any thread.
+ * Callbacks run inside the call that triggers them (dr_port_poll, or a send),
+ * on the caller's thread, except the zero-copy "done" callback (see
+ * dr_port_send_zc) and the log callback, which may run on any thread.
+ */
+#ifndef DR_PORT_H
+#define DR_PORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dr_roce.h"
+
+/* ---- ARP codec (RFC 826, Ethernet/IPv4 only) ---------------------------- */
+
+#define DR_ARP_HTYPE_ETHER 1
+#define DR_ARP_OP_REQUEST 1
+#define DR_ARP_OP_REPLY 2
+#define DR_ETH_ZLEN 60 /* shortest Ethernet frame, without the FCS */
+/* An ARP frame's meaningful bytes: Ethernet header + ARP body (42). */
+#define DR_ARP_LEN (sizeof(struct dr_eth_hdr) + sizeof(struct dr_arp_hdr))
+
+/* One ARP message, addresses in host order.  The Ethernet addresses are
+ * those of the frame that carries it. */
+struct dr_arp_msg {
+	uint8_t eth_dst[6];
+	uint8_t eth_src[6];
+	uint16_t op; /* DR_ARP_OP_REQUEST or DR_ARP_OP_REPLY */
+	uint8_t sha[6];
+	uint32_t spa;
+	uint8_t tha[6];
+	uint32_t tpa;
+};
+
+/* Fill m with a broadcast request from mac/ip for target (tha zero).  With
+ * target == ip this is an announcement (gratuitous ARP, RFC 5227 2.3). */
+void dr_arp_request(struct dr_arp_msg *m, const uint8_t mac[6], uint32_t ip, uint32_t target);
+
+/* Fill m with the reply that the owner of mac gives to request req:
+ * unicast to the requester, spa = req->tpa, tha/tpa = the requester. */
+void dr_arp_reply(struct dr_arp_msg *m, const struct dr_arp_msg *req, const uint8_t mac[6]);
+
+/* Write m as a frame: Ethernet header and ARP body, zero-padded to
+ * DR_ETH_ZLEN.  Returns DR_ETH_ZLEN, or -ENOSPC if cap is smaller, or
+ * -EINVAL if m->op is neither request nor reply. */
+int dr_arp_build(const struct dr_arp_msg *m, void *buf, size_t cap);
+
+/* Why an ARP frame was refused: the first fault found, in wire order. */
+enum dr_arp_verdict {
+	DR_ARP_OK,
+	DR_ARP_SHORT,	  /* shorter than Ethernet header + 28-byte body */
+	DR_ARP_NOT_ARP,	  /* ethertype is not 0x0806 (VLAN tags included) */
+	DR_ARP_BAD_HTYPE, /* hardware type is not 1 (Ethernet) */
+	DR_ARP_BAD_PTYPE, /* protocol type is not 0x0800 (IPv4) */
+	DR_ARP_BAD_HLEN,  /* hardware address length is not 6 */
+	DR_ARP_BAD_PLEN,  /* protocol address length is not 4 */
+	DR_ARP_BAD_OPER,  /* operation is neither request (1) nor reply (2) */
+	DR_ARP_BAD_SHA,	  /* sender MAC is zero, multicast or broadcast */
+	DR_ARP_VERDICT_NUM
+};
+
+const char *dr_arp_verdict_str(enum dr_arp_verdict v);
+
+/* Validate one frame and, on DR_ARP_OK, fill *m.  Bytes past the 42 that
+ * matter (Ethernet padding) are ignored.  Never reads outside frame[0..len). */
+enum dr_arp_verdict dr_arp_parse(const void *frame, size_t len, struct dr_arp_msg *m);
+
+/* ---- The port: errors and logging -------------------------------------- */
+
+struct dr_port;
+
+/* The input a failure is blamed on: one per FI_DROCE_* parameter. */
+enum dr_port_param {
+	DR_PORT_PARAM_NONE,	/* not the user's input: resources, internal */
+	DR_PORT_PARAM_EAL_ARGS, /* the extra EAL arguments (FI_DROCE_EAL_ARGS) */
+	DR_PORT_PARAM_DEVICE,	/* the device spec (FI_DROCE_DEVICE) */
+	DR_PORT_PARAM_ADDR,	/* the IPv4 address/prefix (FI_DROCE_ADDR) */
+	DR_PORT_PARAM_MTU,	/* the MTU (FI_DROCE_MTU) */
+	DR_PORT_PARAM_PCAP,	/* the capture file (FI_DROCE_PCAP) */
+};
+
+struct dr_port_err {
+	int err;		  /* the negative errno that was returned */
+	enum dr_port_param param; /* what to fix */
+	char msg[320];		  /* one line, no trailing newline */
+};
+
+enum dr_port_log_level {
+	DR_PORT_LOG_WARN,
+	DR_PORT_LOG_INFO,
+	DR_PORT_LOG_DEBUG,
+};
+
+/* Where the port's own messages and DPDK's log lines go (one line per call,
+ * no newline; may be called from any thread, DPDK's interrupt thread
+ * included).  Process-wide.  With no callback, warnings go to stderr and the
+ * rest is dropped.  DPDK's log level is set by the EAL arguments: warnings
+ * and above by default (--log-level in FI_DROCE_EAL_ARGS changes it). */
+typedef void (*dr_port_log_fn)(void *ctx, enum dr_port_log_level level, const char *msg);
+void dr_port_set_log(dr_port_log_fn fn, void *ctx);
+
+/* ---- EAL start-up -------------------------------------------------------- */
+
+/* Start DPDK's EAL if it is not running yet; dr_port_open() calls it, so
+ * an explicit call is needed only to choose the moment.  extra_args: more EAL
+ * arguments, split at blanks (single and double quotes group).  device: the
+ * first device spec, used only to decide whether PCI is scanned.
+ *
+ * The arguments given to EAL are ours first, then extra_args (so a repeated
+ * option such as --log-level is overridden by the user).  Ours, each left
+ * out when extra_args already chooses that setting:
+ *   --no-huge --no-shconf -m 256   unless extra_args choose hugepage memory
+ *                                  (--huge-dir, --socket-mem, --in-memory,
+ *                                  --legacy-mem, ...); no --in-memory:
+ *                                  DPDK 22.11 refuses it with --no-huge
+ *   --file-prefix=droce-<pid>      unique per process
+ *   --no-pci                       unless the device is a PCI address
+ *   -a <pci>                       when it is (only that device is probed)
+ *   --no-telemetry
+ *   --lcores=0@(<cpus>)            one lcore on the calling thread's current
+ *                                  CPU set, so EAL does not re-pin it
+ *   --log-level=warning
+ * EAL can start only once per process: after a failure every later call
+ * returns the same error.  Options that make EAL exit the process (-h,
+ * --help, --log-level=help) are refused.  If the application started EAL
+ * itself, it is used as it is and extra_args are ignored.  Never exits or
+ * aborts; returns 0 or -errno with err filled. */
+int dr_port_eal_init(const char *extra_args, const char *device, struct dr_port_err *err);
+bool dr_port_eal_running(void);
+
+/* ---- Opening a port -------------------------------------------------------- */
+
+/* ARP tuning; a zero field takes the default below. */
+struct dr_port_arp_params {
+	unsigned tries;	       /* requests sent before a peer is unreachable */
+	unsigned retry_ms;     /* interval between them */
+	unsigned reachable_ms; /* how long a reply is trusted without a new one */
+	unsigned failed_ms;    /* how long "unreachable" is remembered */
+	unsigned queue_len;    /* frames held per peer while resolving */
+	unsigned entries;      /* size of the neighbour table */
+};
+#define DR_PORT_ARP_TRIES 3
+#define DR_PORT_ARP_RETRY_MS 1000
+#define DR_PORT_ARP_REACHABLE_MS 30000
+#define DR_PORT_ARP_FAILED_MS 3000
+#define DR_PORT_ARP_QUEUE_LEN 16
+#define DR_PORT_ARP_ENTRIES 256
+
+#define DR_PORT_DEF_MTU 1500
+
+struct dr_port_config {
+	/* The DPDK device:
+	 *  - a vdev: "net_af_packet0,iface=eth0", "net_memif0,role=server,
+	 *    socket=/tmp/droce.sock", "net_tap0,iface=dtap0", "net_pcap0,...",
+	 *    "net_ring0" - hot-plugged at open, removed at close;
+	 *  - a PCI address: "0000:03:00.0" (the device must be bound to
+	 *    vfio-pci; EAL must have been started for PCI, see above);
+	 *  - "pair:NAME:0" / "pair:NAME:1": the two ends of an in-process
+	 *    back-to-back link (two rte_rings crossed, net_ring PMD), for
+	 *    tests; NAME is [A-Za-z0-9_-]{1,16}.  See dr_port_open_pair(). */
+	const char *device;
+	uint32_t ip4;	    /* our IPv4 address, host order */
+	unsigned prefix_len; /* 1..32 */
+	uint32_t gateway4;  /* next hop for off-link peers; 0: none */
+	unsigned mtu;	    /* Ethernet (IP) MTU; 0: DR_PORT_DEF_MTU */
+	const uint8_t *mac; /* NULL: the device's (a random locally
+			     * administered one if the device has none) */
+	const char *pcap_path; /* capture every frame to this pcapng file */
+	const char *eal_args;  /* for dr_port_eal_init() if EAL is not up */
+	unsigned nb_mbufs;     /* frame pool size; 0: sized from the queues */
+	struct dr_port_arp_params arp;
+};
+
+/* Open, configure (1 rx + 1 tx queue) and start one port; promiscuous mode
+ * off.  For net_af_packet sharing the kernel's address, see the comment on
+ * kernel interplay in port.c.  Returns 0 with *out set, or -errno with err
+ * filled (the port is then fully undone). */
+int dr_port_open(const struct dr_port_config *cfg, struct dr_port **out, struct dr_port_err *err);
+
+/* Open both ends of a fresh in-process link ("pair:<auto>:0" and ":1");
+ * a->device and b->device are ignored. */
+int dr_port_open_pair(const struct dr_port_config *a, const struct dr_port_config *b,
+		      struct dr_port **pa, struct dr_port **pb, struct dr_port_err *err);
+
+/* Stop and release everything: queued frames, timers, the neighbour table,
+ * the capture (flushed), the ethdev and, if we plugged it, the device, so
+ * the same spec can be opened again.  Every dr_port_timer of the port must
+ * have been freed.  NULL is a no-op. */
+void dr_port_close(struct dr_port *p);
+
+/* ---- Identity ---------------------------------------------------------------- */
+
+void dr_port_mac(const struct dr_port *p, uint8_t mac[6]);
+uint32_t dr_port_ip4(const struct dr_port *p);
+unsigned dr_port_prefix_len(const struct dr_port *p);
+unsigned dr_port_mtu(const struct dr_port *p);
+/* Largest frame dr_port_send*() accepts (MTU + Ethernet + VLAN header). */
+size_t dr_port_max_frame(const struct dr_port *p);
+/* The ethdev's name, e.g. "net_af_packet0" or "net_ring_drpair3_0". */
+const char *dr_port_name(const struct dr_port *p);
+/* True if dr_port_send_zc() really attaches the payload (else it copies). */
+bool dr_port_zero_copy(const struct dr_port *p);
+
+/* The IB path MTU rxe derives from an Ethernet MTU: the largest of
+ * 256..4096 that fits in mtu - 80 (ROCE-REFERENCE.md A.1); 0 if none does. */
+static inline unsigned dr_port_pmtu_of(unsigned mtu)
+{
+	unsigned pmtu;
+
+	for (pmtu = 4096; pmtu >= 256; pmtu /= 2)
+		if (pmtu + 80 <= mtu)
+			return pmtu;
+	return 0;
+}
+
+/* ---- Receive: dr_port_poll drives everything ------------------------------ */
+
+/* A RoCEv2 frame for us: dr_pkt_parse() accepted it (ICRC included), its
+ * destination MAC and IPv4 address are ours.  frame/pkt are valid only
+ * during the call.  The callback may send on the port; it must not close it. */
+typedef void (*dr_port_rx_fn)(void *ctx, const void *frame, size_t len, const struct dr_pkt *pkt);
+void dr_port_set_rx(struct dr_port *p, dr_port_rx_fn fn, void *ctx);
+
+enum dr_port_dir {
+	DR_PORT_DIR_RX,
+	DR_PORT_DIR_TX,
+};
+
+/* Every frame the port receives (before any filtering) or hands to the
+ * device (after the MAC addresses are filled in): the hook beside the pcapng
+ * capture, for tests and tracing.  The frame is valid only during the call. */
+typedef void (*dr_port_frame_fn)(void *ctx, enum dr_port_dir dir, const void *frame, size_t len);
+void dr_port_set_frame_hook(struct dr_port *p, dr_port_frame_fn fn, void *ctx);
+
+/* Told when resolution of ip ends: status 0 (resolved) or -EHOSTUNREACH
+ * (no answer after the retries; frames queued for it were dropped). */
+typedef void (*dr_port_neigh_fn)(void *ctx, uint32_t ip, int status);
+void dr_port_set_neigh_cb(struct dr_port *p, dr_port_neigh_fn fn, void *ctx);
+
+/* One round of progress: deliver looped-back frames, one rx burst (ARP
+ * answered and learnt, RoCE frames to the rx callback, the rest counted and
+ * dropped), then expired timers (ARP retries and expiry, dr_port_timer).
+ * Returns the number of frames received, or -errno (-EBUSY: this thread
+ * could not be given a DPDK lcore id; DPDK has 128). */
+int dr_port_poll(struct dr_port *p);
+
+/* ---- Transmit -------------------------------------------------------------------- */
+
+/* Frames given to dr_port_send* are Ethernet + IPv4 (an 802.1Q tag is
+ * allowed); the port writes our MAC as source and the next hop's MAC as
+ * destination (it need not be known to the caller), pads the frame to 60
+ * bytes, and sends it:
+ *   - to our own address: looped back, delivered by the next dr_port_poll;
+ *   - next hop resolved: sent now (a stale entry is re-probed meanwhile);
+ *   - resolving: the frame is queued (DR_PORT_ARP_QUEUE_LEN per peer; when
+ *     full the oldest is dropped, as Linux does) and 0 is returned; queued
+ *     frames go out when the reply arrives or are dropped when it does not
+ *     come (then the neighbour callback gets -EHOSTUNREACH);
+ *   - unresolvable (no reply after the tries, for failed_ms): -EHOSTUNREACH;
+ *   - off-link with no gateway: -ENETUNREACH.
+ * Other returns: -EMSGSIZE (longer than dr_port_max_frame), -EINVAL (not
+ * IPv4), -ENOBUFS (no mbuf), -EAGAIN (device queue full: the frame was
+ * dropped - RC retransmission recovers it).  A frame is never kept past a
+ * failed return. */
+int dr_port_send(struct dr_port *p, const void *frame, size_t len);
+
+/* The same for a frame in three pieces, as dr_pkt_build_split() makes them:
+ * hdr (copied), payload (attached as an external mbuf buffer, not copied),
+ * trailer (pad + ICRC, copied).  done(arg) is called exactly once when the
+ * port no longer needs payload - in every outcome, possibly before this
+ * returns, and possibly from another thread (e.g. from the peer's
+ * dr_port_poll on an in-process pair, or when a NIC completes the send).
+ * Falls back to copying (done called at once) when the device cannot take
+ * chained mbufs or the memory cannot be given to it (a PCI device: the
+ * payload memory is not DMA-mapped), see dr_port_zero_copy(). */
+int dr_port_send_zc(struct dr_port *p, const void *hdr, size_t hdr_len, const void *payload,
+		    size_t payload_len, const void *trailer, size_t trailer_len,
+		    void (*done)(void *arg), void *arg);
+
+/* Build in place: a device buffer of len bytes (<= dr_port_max_frame) to
+ * write the frame into, then dr_port_buf_send() (same rules as
+ * dr_port_send; consumes the buffer in every case) or dr_port_buf_free(). */
+struct dr_port_buf;
+void *dr_port_buf_alloc(struct dr_port *p, size_t len, struct dr_port_buf **out);
+int dr_port_buf_send(struct dr_port *p, struct dr_port_buf *b);
+void dr_port_buf_free(struct dr_port_buf *b);
+
+/* Send a frame exactly as given: no address filling, no padding, no ARP.
+ * For tests and tools.  Returns 0, -EMSGSIZE, -ENOBUFS or -EAGAIN. */
+int dr_port_send_raw(struct dr_port *p, const void *frame, size_t len);
+
+/* ---- Neighbours -------------------------------------------------------------------- */
+
+/* The MAC of the next hop towards ip (host order): 0 with mac filled when
+ * known; -EAGAIN while resolving (resolution is started if needed: keep
+ * calling dr_port_poll); -EHOSTUNREACH when it failed (for failed_ms, then
+ * a new call starts over); -ENETUNREACH off-link without a gateway;
+ * -ENOBUFS table full. */
+int dr_port_resolve(struct dr_port *p, uint32_t ip, uint8_t mac[6]);
+
+/* ---- Clock and timers (rte_timer, run by dr_port_poll) --------------------- */
+
+/* Monotonic nanoseconds, the clock of the port timers. */
+uint64_t dr_port_now_ns(void);
+
+struct dr_port_timer;
+/* fn(arg) runs from dr_port_poll() of p, once per arming.  NULL: -ENOMEM. */
+struct dr_port_timer *dr_port_timer_new(struct dr_port *p, void (*fn)(void *arg), void *arg);
+/* (Re)arm to fire delay_ns from now; may be called from fn itself. */
+int dr_port_timer_arm(struct dr_port_timer *t, uint64_t delay_ns);
+void dr_port_timer_cancel(struct dr_port_timer *t);
+bool dr_port_timer_pending(const struct dr_port_timer *t);
+void dr_port_timer_free(struct dr_port_timer *t);
+
+/* ---- Counters ------------------------------------------------------------------------ */
+
+struct dr_port_stats {
+	uint64_t rx_frames, rx_bytes; /* everything received */
+	uint64_t tx_frames, tx_bytes; /* everything handed to the device */
+	uint64_t rx_roce;	      /* delivered to the rx callback */
+	uint64_t rx_arp, tx_arp;      /* ARP frames in and out */
+	uint64_t rx_dropped;	      /* every frame not delivered nor ARP (sum) */
+	uint64_t rx_not_ours;	      /* destination MAC or IP not ours */
+	uint64_t rx_looped;	      /* our own source MAC (af_packet echo) */
+	uint64_t rx_no_handler;	      /* RoCE frame, no rx callback set */
+	uint64_t rx_too_long;	      /* longer than the port's frame buffer */
+	uint64_t rx_verdict[DR_PKT_VERDICT_NUM]; /* by dr_pkt_parse verdict */
+	uint64_t rx_arp_bad;	      /* refused by dr_arp_parse */
+	uint64_t rx_arp_ignored;      /* valid ARP not for us */
+	uint64_t tx_dropped;	      /* device queue full */
+	uint64_t tx_nombuf;	      /* frame pool empty */
+	uint64_t loopback;	      /* frames sent to our own address */
+	uint64_t arp_queued;	      /* frames held while resolving */
+	uint64_t arp_queue_dropped;   /* dropped: queue full or peer unreachable */
+	uint64_t arp_resolved;	      /* resolutions that succeeded */
+	uint64_t arp_failed;	      /* resolutions that failed */
+	uint64_t capture_errors;      /* frames the pcapng capture lost */
+};
+
+void dr_port_get_stats(const struct dr_port *p, struct dr_port_stats *s);
+
+#endif /* DR_PORT_H */

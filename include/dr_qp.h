@@ -1,0 +1,461 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * dr_qp.h - the RC queue-pair engine: QP model, requester (req.c),
+ * responder (resp.c), completer (comp.c), MR key table (mr.c).
+ *
+ * The engine knows neither DPDK nor libfabric.  It talks to the outside
+ * through struct dr_qp_ops only: a frame-transmit function, a clock, a
+ * timer request and a completion sink.  Frames are built and parsed only
+ * with the wire codec (dr_roce.h).  Behaviour follows IBA vol. 1 ch. 9.7
+ * (RC reliability) and ../shared/ROCE-REFERENCE.md section B (rdma_rxe).
+ *
+ * Concurrency: a QP is single-threaded.  The caller (src/fi: the domain
+ * lock) serialises every call into one QP and its MR table.  Callbacks in
+ * struct dr_qp_ops are invoked from inside the engine and must not call
+ * back into the same QP.
+ */
+#ifndef DR_QP_H
+#define DR_QP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dr_roce.h"
+
+/* ==== MR key table (mr.c) ============================================== */
+
+enum dr_access {
+	DR_ACCESS_LOCAL_WRITE = 1u << 0,
+	DR_ACCESS_REMOTE_WRITE = 1u << 1,
+	DR_ACCESS_REMOTE_READ = 1u << 2,
+	DR_ACCESS_REMOTE_ATOMIC = 1u << 3,
+};
+
+/* A registered region.  iova is the address the peer (and local SGEs)
+ * name it by; addr is where it lives here.  With virtual addressing
+ * (FI_MR_VIRT_ADDR) iova == (uintptr_t)addr. */
+struct dr_mr {
+	uint8_t *addr;
+	uint64_t length;
+	uint64_t iova;
+	unsigned access; /* enum dr_access */
+	uint32_t key;	 /* lkey == rkey */
+};
+
+/* Why an access was refused (each maps to one NAK, B.9). */
+enum dr_mr_verdict {
+	DR_MR_OK,
+	DR_MR_BAD_KEY,	  /* no such key (or a deregistered one) */
+	DR_MR_BAD_BOUNDS, /* [iova, iova+len) not inside the region */
+	DR_MR_NO_ACCESS,  /* region lacks the access right */
+};
+
+/* Keys: the low idx_bits name a slot (O(1) lookup), the high bits are
+ * random and re-drawn on every registration so that a freed key is not
+ * valid again; slot 0 is never used, so key 0 (DR_LKEY_NONE) never
+ * names a region. */
+struct dr_mr_slot {
+	struct dr_mr mr;
+	uint32_t next_free;
+	bool used;
+};
+
+struct dr_mr_table {
+	struct dr_mr_slot *slot;
+	uint32_t size; /* power of two */
+	unsigned idx_bits;
+	uint32_t free_head, free_tail; /* FIFO: freed slots are reused last */
+	uint32_t nfree;
+	uint64_t rng;
+};
+
+/* Local SGEs with this lkey are not checked against the table (trusted
+ * memory, like a verbs local_dma_lkey). */
+#define DR_LKEY_NONE 0u
+
+int dr_mr_table_init(struct dr_mr_table *t, uint32_t max_mr);
+void dr_mr_table_fini(struct dr_mr_table *t);
+int dr_mr_reg(struct dr_mr_table *t, void *addr, uint64_t length, uint64_t iova, unsigned access,
+	      struct dr_mr **mrp);
+int dr_mr_dereg(struct dr_mr_table *t, uint32_t key);
+struct dr_mr *dr_mr_lookup(const struct dr_mr_table *t, uint32_t key);
+/* Check key, bounds and rights of [iova, iova+len); on DR_MR_OK *ptr is
+ * the local address of iova.  A zero-length access is always allowed and
+ * yields *ptr = NULL (IBA 9.4.4: no R_Key check for zero-length RDMA). */
+enum dr_mr_verdict dr_mr_check(const struct dr_mr_table *t, uint32_t key, uint64_t iova,
+			       uint64_t len, unsigned access, uint8_t **ptr);
+const char *dr_mr_verdict_str(enum dr_mr_verdict v);
+
+/* ==== Work requests and completions ==================================== */
+
+#define DR_QP_MAX_SGE	 8
+#define DR_QP_MAX_INLINE 256
+/* Largest message we post: 1 GiB, so that even at PMTU 256 a message spans
+ * at most 2^22 PSNs and 24-bit serial arithmetic stays unambiguous.  As a
+ * responder we accept RETH lengths up to 2^31 like rxe (DR_QP_MAX_RETH). */
+#define DR_QP_MAX_MSG  (1u << 30)
+#define DR_QP_MAX_RETH (1u << 31)
+/* Requester pacing (B.1, B.2): at most this many PSNs unacknowledged, and
+ * AckReq at least every DR_QP_MAX_PKT_PER_ACK packets. */
+#ifndef DR_QP_MAX_UNACKED_PSNS
+#define DR_QP_MAX_UNACKED_PSNS 128
+#endif
+#define DR_QP_MAX_PKT_PER_ACK 64
+
+struct dr_sge {
+	uint64_t addr; /* iova within the MR named by lkey (or a pointer) */
+	uint32_t length;
+	uint32_t lkey; /* DR_LKEY_NONE: addr is a plain local pointer */
+};
+
+enum dr_wr_opcode {
+	DR_WR_SEND,
+	DR_WR_SEND_IMM,
+	DR_WR_WRITE,
+	DR_WR_WRITE_IMM,
+	DR_WR_READ,
+	DR_WR_FETCH_ADD,
+	DR_WR_CMP_SWAP,
+	DR_WR_NUM
+};
+extern const char *const dr_wr_opcode_names[DR_WR_NUM];
+
+enum dr_wr_flags {
+	DR_WR_SIGNALED = 1u << 0,
+	DR_WR_FENCE = 1u << 1,	   /* wait for earlier READ/atomics (IBA 10.8.3.3) */
+	DR_WR_INLINE = 1u << 2,	   /* copy the gather list at post time */
+	DR_WR_SOLICITED = 1u << 3, /* BTH SE on the last packet */
+};
+
+struct dr_send_wr {
+	uint64_t wr_id;
+	enum dr_wr_opcode opcode;
+	unsigned flags; /* enum dr_wr_flags */
+	const struct dr_sge *sg_list;
+	unsigned num_sge;
+	uint32_t imm; /* host order; ImmDt on the wire in network order */
+	uint64_t remote_addr;
+	uint32_t rkey;
+	uint64_t compare_add; /* FETCH_ADD: addend; CMP_SWAP: compare */
+	uint64_t swap;	      /* CMP_SWAP: swap value */
+};
+
+struct dr_recv_wr {
+	uint64_t wr_id;
+	const struct dr_sge *sg_list;
+	unsigned num_sge;
+};
+
+enum dr_wc_status {
+	DR_WC_SUCCESS,
+	DR_WC_LOC_LEN_ERR,	 /* receive buffer too small */
+	DR_WC_LOC_PROT_ERR,	 /* local SGE fails its lkey check */
+	DR_WC_WR_FLUSH_ERR,	 /* flushed: the QP is in ERROR */
+	DR_WC_REM_INV_REQ_ERR,	 /* NAK invalid request */
+	DR_WC_REM_ACCESS_ERR,	 /* NAK remote access error */
+	DR_WC_REM_OP_ERR,	 /* NAK remote operational error */
+	DR_WC_RETRY_EXC_ERR,	 /* retry_cnt exhausted */
+	DR_WC_RNR_RETRY_EXC_ERR, /* rnr_retry exhausted */
+	DR_WC_STATUS_NUM
+};
+extern const char *const dr_wc_status_names[DR_WC_STATUS_NUM];
+
+enum dr_wc_opcode {
+	DR_WC_SEND,
+	DR_WC_WRITE,
+	DR_WC_READ,
+	DR_WC_FETCH_ADD,
+	DR_WC_CMP_SWAP,
+	DR_WC_RECV,
+	DR_WC_RECV_WRITE_IMM,
+};
+
+struct dr_wc {
+	uint64_t wr_id;
+	enum dr_wc_status status;
+	enum dr_wc_opcode opcode;
+	uint32_t byte_len; /* receives: bytes placed */
+	bool has_imm;
+	uint32_t imm;	  /* host order */
+	bool solicited;	  /* receives: the last packet had BTH SE set */
+	uint8_t syndrome; /* AETH syndrome of the NAK that failed it, else 0 */
+};
+
+/* ==== QP model ========================================================== */
+
+/* IBA 10.3.1 QP states (SQD/SQE are not modelled). */
+enum dr_qp_state { DR_QPS_RESET, DR_QPS_INIT, DR_QPS_RTR, DR_QPS_RTS, DR_QPS_ERROR, DR_QPS_NUM };
+extern const char *const dr_qp_state_names[DR_QPS_NUM];
+
+/* Where frames go: filled from the CM exchange and ARP.  Host order. */
+struct dr_qp_path {
+	uint8_t src_mac[6], dst_mac[6];
+	uint32_t src_ip4, dst_ip4;
+	uint8_t tos, ttl;
+	uint16_t sport; /* 0xC000..0xFFFF, stable per QP (A.3); see dr_udp_sport */
+};
+
+struct dr_qp_attr {
+	enum dr_qp_state state;
+	uint32_t dest_qpn;
+	uint32_t rq_psn;	    /* first PSN the responder expects */
+	uint32_t sq_psn;	    /* first PSN the requester sends */
+	uint32_t path_mtu;	    /* bytes: 256, 512, 1024, 2048 or 4096 */
+	uint8_t timeout;	    /* 4.096 us * 2^timeout; 0 = no timer (IBA 9.7.6) */
+	uint8_t retry_cnt;	    /* 0..7 transport retries */
+	uint8_t rnr_retry;	    /* 0..7, 7 = infinite (IBA 9.7.5.2) */
+	uint8_t min_rnr_timer;	    /* 0..31 code sent in RNR NAKs (table 45) */
+	uint8_t max_rd_atomic;	    /* ORD: our outstanding READ/atomics */
+	uint8_t max_dest_rd_atomic; /* IRD: replay cache entries as responder */
+	struct dr_qp_path path;
+};
+
+enum dr_qp_attr_mask {
+	DR_QP_ATTR_STATE = 1u << 0,
+	DR_QP_ATTR_DEST_QPN = 1u << 1,
+	DR_QP_ATTR_RQ_PSN = 1u << 2,
+	DR_QP_ATTR_SQ_PSN = 1u << 3,
+	DR_QP_ATTR_PATH_MTU = 1u << 4,
+	DR_QP_ATTR_TIMEOUT = 1u << 5,
+	DR_QP_ATTR_RETRY_CNT = 1u << 6,
+	DR_QP_ATTR_RNR_RETRY = 1u << 7,
+	DR_QP_ATTR_MIN_RNR_TIMER = 1u << 8,
+	DR_QP_ATTR_MAX_RD_ATOMIC = 1u << 9,
+	DR_QP_ATTR_MAX_DEST_RD_ATOMIC = 1u << 10,
+	DR_QP_ATTR_PATH = 1u << 11,
+};
+
+struct dr_qp;
+
+/* The engine's view of the world.  xmit: one whole Ethernet frame, valid
+ * only during the call; a frame the port cannot send is simply lost (the
+ * protocol recovers).  now_ns: a monotonic clock.  timer_set: the engine
+ * wants dr_qp_tick() called at or after deadline_ns (UINT64_MAX: no timer);
+ * optional, dr_qp_deadline_ns() gives the same answer.  complete: one work
+ * completion, send or receive, in posting order per queue.  log: optional
+ * debug log (state transitions, NAKs). */
+struct dr_qp_ops {
+	void (*xmit)(void *ctx, struct dr_qp *qp, const void *frame, size_t len);
+	uint64_t (*now_ns)(void *ctx);
+	void (*timer_set)(void *ctx, struct dr_qp *qp, uint64_t deadline_ns);
+	void (*complete)(void *ctx, struct dr_qp *qp, const struct dr_wc *wc);
+	void (*log)(void *ctx, struct dr_qp *qp, const char *msg);
+};
+
+struct dr_qp_init_attr {
+	uint32_t qpn;
+	uint32_t max_send_wr; /* rounded up to a power of two */
+	uint32_t max_recv_wr;
+	struct dr_mr_table *mrt; /* the protection domain's keys */
+	const struct dr_qp_ops *ops;
+	void *ctx;
+};
+
+struct dr_qp_stats {
+	uint64_t tx_frames, rx_frames;
+	uint64_t tx_req_pkts;	 /* request packets, first sends and resends */
+	uint64_t tx_resent_pkts; /* of which go-back-N resends */
+	uint64_t tx_acks, tx_read_rsps, tx_atomic_acks;
+	uint64_t tx_seq_naks, tx_rnr_naks, tx_err_naks;
+	uint64_t rx_seq_naks, rx_rnr_naks, rx_err_naks;
+	uint64_t rx_dup_reqs; /* duplicate requests answered */
+	uint64_t rx_dropped;  /* silently dropped (ahead, stale, bad state) */
+	uint64_t timeouts, retries, rnr_waits;
+	uint64_t atomics_executed;
+};
+
+/* ---- requester / completer / responder states (one enum each) ---------- */
+
+/* Requester (req.c): what stops the next packet. */
+enum dr_req_state {
+	DR_REQ_IDLE,	    /* nothing to send */
+	DR_REQ_SEND,	    /* sending packets */
+	DR_REQ_WAIT_WINDOW, /* 128 PSNs unacknowledged (B.1, rxe) */
+	DR_REQ_WAIT_ORD,    /* max_rd_atomic READ/atomics outstanding or a fence */
+	DR_REQ_WAIT_RNR,    /* RNR NAK: waiting for the RNR timer (B.5) */
+	DR_REQ_ERROR,	    /* QP in error: nothing more is sent */
+	DR_REQ_NUM
+};
+extern const char *const dr_req_state_names[DR_REQ_NUM];
+
+enum dr_wqe_state {
+	DR_WQE_POSTED,	/* not yet transmitted */
+	DR_WQE_PENDING, /* PSNs assigned, (partly) sent, not acknowledged */
+	DR_WQE_DONE,	/* acknowledged / answered; completion due */
+};
+
+struct dr_send_wqe {
+	struct dr_send_wr wr; /* wr.sg_list points to sge[] below */
+	struct dr_sge sge[DR_QP_MAX_SGE];
+	uint8_t inline_data[DR_QP_MAX_INLINE];
+	uint64_t length;
+	enum dr_wqe_state state;
+	uint32_t first_psn;
+	uint32_t npsn;	   /* PSNs the message occupies (READ: one per response) */
+	uint32_t rsp_psns; /* READ: response packets placed so far */
+	bool ord_token;	   /* holds one of max_rd_atomic */
+};
+
+struct dr_recv_wqe {
+	struct dr_recv_wr wr;
+	struct dr_sge sge[DR_QP_MAX_SGE];
+	uint64_t length;
+};
+
+/* One responder resource (IBA 9.7.5.1 "responder resources"): a READ or
+ * an atomic already executed, kept for replay of duplicates (B.7). */
+struct dr_rd_res {
+	bool valid;
+	bool atomic;
+	uint32_t first_psn, last_psn;
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t length;
+	uint64_t orig; /* atomic: the original value returned */
+};
+
+struct dr_qp {
+	uint32_t qpn;
+	enum dr_qp_state state;
+	struct dr_qp_attr attr;
+	const struct dr_qp_ops *ops;
+	void *ctx;
+	struct dr_mr_table *mrt;
+
+	struct dr_pkt_desc tmpl; /* addressing for every frame */
+	uint16_t ip_id;
+	uint8_t *frame;	 /* scratch for one frame */
+	uint8_t *gather; /* scratch for one packet's payload */
+
+	struct {
+		struct dr_send_wqe *ring;
+		uint32_t mask;
+		uint32_t head; /* next free slot (posts), free-running */
+		uint32_t tail; /* oldest not completed, free-running */
+	} sq;
+	struct {
+		struct dr_recv_wqe *ring;
+		uint32_t mask;
+		uint32_t head, tail;
+	} rq;
+
+	struct {
+		enum dr_req_state state;
+		uint32_t wqe;	     /* SQ index of the WQE being sent */
+		uint32_t psn;	     /* next PSN to send */
+		uint32_t noack_pkts; /* packets since the last AckReq (B.2) */
+		uint32_t ord_used;   /* READ/atomics holding a token */
+	} req;
+
+	struct {
+		uint32_t psn;	  /* first PSN not yet acknowledged */
+		uint32_t max_psn; /* one past the highest PSN ever sent */
+		uint8_t retry_left;
+		uint8_t rnr_left;
+		bool retry_started; /* go-back-N begun, no progress since */
+		uint64_t rto_deadline_ns;
+		uint64_t rnr_deadline_ns;
+	} comp;
+
+	struct {
+		uint32_t psn;  /* expected PSN */
+		uint32_t msn;  /* messages completed (IBA 9.7.5.1) */
+		bool nak_sent; /* one NAK per gap (B.6) */
+		/* the multi-packet SEND or WRITE in progress */
+		enum { DR_RESP_IN_NONE, DR_RESP_IN_SEND, DR_RESP_IN_WRITE } in;
+		bool rwqe;	   /* a receive WQE has been taken (rq.tail) */
+		uint64_t rcv_off;  /* bytes placed into it */
+		uint8_t *wr_ptr;   /* WRITE: next byte to write */
+		uint64_t wr_resid; /* WRITE: bytes still due */
+		uint64_t wr_len;   /* WRITE: RETH length, for WRITE_WITH_IMM */
+		struct dr_rd_res *res;
+		uint32_t nres, res_next;
+	} resp;
+
+	uint64_t deadline_ns; /* last value given to timer_set */
+	struct dr_qp_stats stats;
+};
+
+struct dr_qp *dr_qp_create(const struct dr_qp_init_attr *ia);
+void dr_qp_destroy(struct dr_qp *qp);
+/* Verbs-style modify (IBA 11.2.4, Modify QP): mask says which attr fields apply and
+ * must include DR_QP_ATTR_STATE; each transition has required attributes.
+ * Returns 0 or -EINVAL.  To ERROR flushes every outstanding WR. */
+int dr_qp_modify(struct dr_qp *qp, const struct dr_qp_attr *attr, unsigned mask);
+/* Returns 0, -EINVAL (bad WR or wrong state), -ENOMEM (queue full), or
+ * -EPERM (an SGE fails its lkey check).  In ERROR the WR is accepted and
+ * flushed at once. */
+int dr_qp_post_send(struct dr_qp *qp, const struct dr_send_wr *wr);
+int dr_qp_post_recv(struct dr_qp *qp, const struct dr_recv_wr *wr);
+/* Hand the QP a frame addressed to it (parsed with dr_pkt_parse, OK). */
+void dr_qp_input(struct dr_qp *qp, const struct dr_pkt *pkt);
+/* Run expired timers (retransmit, RNR) against ops->now_ns. */
+void dr_qp_tick(struct dr_qp *qp);
+uint64_t dr_qp_deadline_ns(const struct dr_qp *qp);
+
+/* The kernel's rdma_get_udp_sport(): a stable 0xC000..0xFFFF source port
+ * from the flow label or, if it is 0, from both QPNs (A.3). */
+uint16_t dr_udp_sport(uint32_t flow_label, uint32_t lqpn, uint32_t rqpn);
+/* 4.096 us * 2^exp (IBA 9.7.6); 0 for exp 0 (no timer). */
+uint64_t dr_qp_timeout_ns(unsigned exp);
+/* RNR NAK timer code -> delay (IBA table 45). */
+uint64_t dr_rnr_timer_ns(unsigned code);
+
+/* ==== Engine internals (qp.c, req.c, resp.c, comp.c) ==================== */
+
+static inline struct dr_send_wqe *dr_sq_wqe(struct dr_qp *qp, uint32_t idx)
+{
+	return &qp->sq.ring[idx & qp->sq.mask];
+}
+static inline struct dr_recv_wqe *dr_rq_wqe(struct dr_qp *qp, uint32_t idx)
+{
+	return &qp->rq.ring[idx & qp->rq.mask];
+}
+static inline bool dr_wr_is_rd_atomic(enum dr_wr_opcode op)
+{
+	return op == DR_WR_READ || op == DR_WR_FETCH_ADD || op == DR_WR_CMP_SWAP;
+}
+static inline bool dr_wr_is_atomic(enum dr_wr_opcode op)
+{
+	return op == DR_WR_FETCH_ADD || op == DR_WR_CMP_SWAP;
+}
+/* Packets (= PSNs) a message of len bytes takes at this path MTU. */
+static inline uint32_t dr_qp_npkts(const struct dr_qp *qp, uint64_t len)
+{
+	return len ? (uint32_t)((len + qp->attr.path_mtu - 1) / qp->attr.path_mtu) : 1;
+}
+
+/* qp.c */
+void dr_qp_log(struct dr_qp *qp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+uint64_t dr_qp_now(struct dr_qp *qp);
+void dr_qp_timer_update(struct dr_qp *qp);
+/* Fill d with this QP's addressing and the BTH basics. */
+void dr_qp_desc(struct dr_qp *qp, struct dr_pkt_desc *d, uint8_t opcode, uint32_t psn);
+void dr_qp_send_frame(struct dr_qp *qp, const struct dr_pkt_desc *d);
+void dr_qp_error(struct dr_qp *qp);
+void dr_qp_complete(struct dr_qp *qp, const struct dr_wc *wc);
+/* Copy between an SGE list and a flat buffer, starting at byte off of the
+ * list.  The SGEs were checked and turned into local pointers at post time
+ * (their lkey is then DR_LKEY_NONE). */
+void dr_sge_copy_out(const struct dr_sge *sge, unsigned n, uint64_t off, void *dst, uint64_t len);
+void dr_sge_copy_in(const struct dr_sge *sge, unsigned n, uint64_t off, const void *src,
+		    uint64_t len);
+/* A pointer to [off, off+len) of the list if it lies in one SGE, else NULL. */
+const uint8_t *dr_sge_span(const struct dr_sge *sge, unsigned n, uint64_t off, uint64_t len);
+
+/* req.c */
+void dr_req_run(struct dr_qp *qp);
+void dr_req_rewind(struct dr_qp *qp);
+void dr_req_set_state(struct dr_qp *qp, enum dr_req_state s);
+
+/* comp.c */
+void dr_comp_input(struct dr_qp *qp, const struct dr_pkt *pkt);
+void dr_comp_timeout(struct dr_qp *qp);
+void dr_comp_rnr_expired(struct dr_qp *qp);
+void dr_comp_arm(struct dr_qp *qp);
+
+/* resp.c */
+void dr_resp_input(struct dr_qp *qp, const struct dr_pkt *pkt);
+
+#endif /* DR_QP_H */

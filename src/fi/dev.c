@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * A device: the DPDK port behind a domain, with the CM on its QP1 and the
+ * table of its QPs.  Frames come in through dr_port_poll() (driven by
+ * dr_dev_progress), are dispatched by destination QP: QP1 MADs to the CM,
+ * the rest to the endpoint that owns the QPN.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#include "dr_fi.h"
+
+static const char *const param_names[] = {
+	[DR_PORT_PARAM_NONE] = NULL,
+	[DR_PORT_PARAM_EAL_ARGS] = "FI_DROCE_EAL_ARGS",
+	[DR_PORT_PARAM_DEVICE] = "FI_DROCE_DEVICE",
+	[DR_PORT_PARAM_ADDR] = "FI_DROCE_ADDR",
+	[DR_PORT_PARAM_MTU] = "FI_DROCE_MTU",
+	[DR_PORT_PARAM_PCAP] = "FI_DROCE_PCAP",
+};
+
+static void port_log(void *ctx, enum dr_port_log_level level, const char *msg)
+{
+	switch (level) {
+	case DR_PORT_LOG_WARN:
+		DR_WARN(FI_LOG_DOMAIN, "%s\n", msg);
+		break;
+	case DR_PORT_LOG_INFO:
+		DR_INFO(FI_LOG_DOMAIN, "%s\n", msg);
+		break;
+	default:
+		DR_DBG(FI_LOG_DOMAIN, "%s\n", msg);
+		break;
+	}
+}
+
+static void set_port_log(void)
+{
+	dr_port_set_log(port_log, NULL);
+}
+
+/* ---- QP1: the CM's MADs as UD SEND_ONLY frames (ROCE-REFERENCE C.1) ----- */
+
+static int cm_send_mad(void *ctx, uint32_t dst_ip4, const uint8_t *mad)
+{
+	struct dr_dev *dev = ctx;
+	uint8_t frame[DR_MAD_LEN + 128];
+	struct dr_pkt_desc d;
+	int len, ret;
+
+	dr_pkt_desc_init(&d);
+	d.src_ip4 = dev->cfg.ip4;
+	d.dst_ip4 = dst_ip4;
+	d.sport = dr_udp_sport(0, DR_GSI_QPN, DR_GSI_QPN);
+	d.opcode = DR_OP_UD_SEND_ONLY;
+	d.dqpn = DR_GSI_QPN;
+	d.ackreq = true; /* as rxe sends its GSI MADs */
+	d.psn = dev->gsi_psn++ & DR_PSN_MASK;
+	d.deth.qkey = DR_GSI_QKEY;
+	d.deth.sqpn = DR_GSI_QPN;
+	d.payload = mad;
+	d.payload_len = DR_MAD_LEN;
+	len = dr_pkt_build(&d, frame, sizeof(frame));
+	if (len < 0)
+		return len;
+	ret = dr_port_send(dev->port, frame, (size_t)len);
+	if (ret && ret != -EAGAIN)
+		DR_DBG(FI_LOG_EP_CTRL, "CM MAD to %08x not sent: %d\n", dst_ip4, ret);
+	return ret;
+}
+
+static uint64_t cm_now_ns(void *ctx)
+{
+	return dr_port_now_ns();
+}
+
+static void cm_timer_set(void *ctx, uint64_t deadline_ns)
+{
+	struct dr_dev *dev = ctx;
+	uint64_t now = dr_port_now_ns();
+
+	if (deadline_ns == UINT64_MAX)
+		dr_port_timer_cancel(dev->cm_timer);
+	else
+		dr_port_timer_arm(dev->cm_timer, deadline_ns > now ? deadline_ns - now : 0);
+}
+
+static void cm_timer_fire(void *arg)
+{
+	struct dr_dev *dev = arg;
+
+	dr_cm_tick(&dev->cm);
+}
+
+static void cm_event(void *ctx, const struct dr_cm_event *ev)
+{
+	struct dr_ep *ep;
+
+	if (ev->type == DR_CM_EV_CONNREQ) {
+		dr_pep_cm_connreq(ev->listen_ctx, ev);
+		return;
+	}
+	ep = ev->id->ctx;
+	if (ep)
+		dr_ep_cm_event(ep, ev);
+}
+
+static void cm_log(void *ctx, const char *msg)
+{
+	DR_DBG(FI_LOG_EP_CTRL, "%s\n", msg);
+}
+
+static const struct dr_cm_ops dev_cm_ops = {
+	.send_mad = cm_send_mad,
+	.now_ns = cm_now_ns,
+	.timer_set = cm_timer_set,
+	.event = cm_event,
+	.log = cm_log,
+};
+
+/* ---- receive dispatch ----------------------------------------------------- */
+
+static void dev_rx(void *ctx, const void *frame, size_t len, const struct dr_pkt *pkt)
+{
+	struct dr_dev *dev = ctx;
+	struct dr_ep *ep;
+
+	if (!pkt->ip4)
+		return; /* droce speaks RoCEv2 over IPv4 */
+	if (pkt->dqpn == DR_GSI_QPN) {
+		/* rxe_recv.c check_keys: QP1 wants exactly the GSI Q_Key */
+		if (pkt->opcode == DR_OP_UD_SEND_ONLY &&
+		    dr_deth_qkey(dr_pkt_deth(pkt)) == DR_GSI_QKEY)
+			dr_cm_recv(&dev->cm, ntohl(pkt->ip4->saddr), pkt->payload,
+				   pkt->payload_len);
+		return;
+	}
+	ep = dev->qp_tab[pkt->dqpn & (DR_MAX_EP - 1)];
+	if (!ep || !ep->qp || ep->qp->qpn != pkt->dqpn) {
+		dev->rx_dropped_qp++;
+		return;
+	}
+	dr_ep_input(ep, pkt);
+}
+
+/* ARP gave up on a peer: connections being set up with it fail now, with
+ * EHOSTUNREACH, rather than after every CM retry. */
+static void dev_neigh(void *ctx, uint32_t ip, int status)
+{
+	struct dr_dev *dev = ctx;
+
+	if (status == -EHOSTUNREACH) {
+		DR_WARN(FI_LOG_EP_CTRL, "%u.%u.%u.%u does not answer ARP on %s\n", ip >> 24,
+			(ip >> 16) & 0xff, (ip >> 8) & 0xff, ip & 0xff, dev->cfg.name);
+		dr_cm_peer_unreachable(&dev->cm, ip);
+	}
+}
+
+/* ---- lifetime ------------------------------------------------------------- */
+
+static void dev_free(struct dr_dev *dev)
+{
+	dr_cm_fini(&dev->cm);
+	if (dev->cm_timer)
+		dr_port_timer_free(dev->cm_timer);
+	dr_port_close(dev->port);
+	dr_mr_table_fini(&dev->mrt);
+	free(dev->qp_tab);
+	pthread_mutex_destroy(&dev->lock);
+	free(dev);
+}
+
+static int dev_open(struct dr_fabric *fab, const struct dr_devcfg *cfg, struct dr_dev **out)
+{
+	const struct dr_settings *s = dr_settings_get();
+	struct dr_port_config pc = {
+		.device = cfg->spec,
+		.ip4 = cfg->ip4,
+		.prefix_len = cfg->prefix,
+		.mtu = (unsigned)cfg->mtu,
+		.pcap_path = s->pcap,
+		.eal_args = s->eal_args,
+	};
+	struct dr_cm_config cc = { 0 };
+	struct dr_port_err err = { 0 };
+	static pthread_once_t log_once = PTHREAD_ONCE_INIT;
+	struct dr_dev *dev;
+	int ret;
+
+	pthread_once(&log_once, set_port_log);
+
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return -FI_ENOMEM;
+	dev->fab = fab;
+	dev->cfg = *cfg;
+	dev->ref = 1;
+	pthread_mutex_init(&dev->lock, NULL);
+	dev->qp_tab = calloc(DR_MAX_EP, sizeof(*dev->qp_tab));
+	if (!dev->qp_tab || dr_mr_table_init(&dev->mrt, DR_MAX_MR)) {
+		ret = -FI_ENOMEM;
+		goto out_free;
+	}
+
+	ret = dr_port_open(&pc, &dev->port, &err);
+	if (ret) {
+		const char *param = (unsigned)err.param < sizeof(param_names) / sizeof(param_names[0]) ?
+					    param_names[err.param] : NULL;
+
+		if (param)
+			DR_WARN(FI_LOG_DOMAIN, "cannot open port %s: %s (check %s)\n", cfg->spec,
+				err.msg, param);
+		else
+			DR_WARN(FI_LOG_DOMAIN, "cannot open port %s: %s\n", cfg->spec, err.msg);
+		ret = -FI_ENODATA;
+		goto out_free;
+	}
+	dr_port_mac(dev->port, dev->mac);
+	dev->pmtu = dr_port_pmtu_of(dr_port_mtu(dev->port));
+	if (!dev->pmtu) {
+		DR_WARN(FI_LOG_DOMAIN, "MTU %u of %s is below 336: set FI_DROCE_MTU\n",
+			dr_port_mtu(dev->port), cfg->name);
+		ret = -FI_ENODATA;
+		goto out_free;
+	}
+	dev->cm_timer = dr_port_timer_new(dev->port, cm_timer_fire, dev);
+	if (!dev->cm_timer) {
+		ret = -FI_ENOMEM;
+		goto out_free;
+	}
+
+	cc.local_ip4 = cfg->ip4;
+	/* a node GUID from the MAC (EUI-64), as rxe derives its own */
+	cc.ca_guid = (uint64_t)(dev->mac[0] ^ 2) << 56 | (uint64_t)dev->mac[1] << 48 |
+		     (uint64_t)dev->mac[2] << 40 | 0xfffe000000ull |
+		     (uint64_t)dev->mac[3] << 16 | (uint64_t)dev->mac[4] << 8 | dev->mac[5];
+	cc.cm_resp_timeout = (uint8_t)s->cm_timeout;
+	cc.max_cm_retries = (uint8_t)s->cm_retries;
+	ret = dr_cm_init(&dev->cm, &cc, &dev_cm_ops, dev);
+	if (ret) {
+		ret = -FI_EINVAL;
+		goto out_free;
+	}
+	dev->qpn_next = 2; /* QPN 0 and 1 are the SMI and GSI QPs */
+	dev->port_next = (uint16_t)(0xc000 | (dr_port_now_ns() & 0x3fff));
+	dr_port_set_rx(dev->port, dev_rx, dev);
+	dr_port_set_neigh_cb(dev->port, dev_neigh, dev);
+	DR_INFO(FI_LOG_DOMAIN, "device %s: %s, %u.%u.%u.%u/%u, MTU %u, path MTU %u\n",
+		cfg->name, dr_port_name(dev->port), cfg->ip4 >> 24, (cfg->ip4 >> 16) & 0xff,
+		(cfg->ip4 >> 8) & 0xff, cfg->ip4 & 0xff, cfg->prefix, dr_port_mtu(dev->port),
+		dev->pmtu);
+	*out = dev;
+	return 0;
+
+out_free:
+	dev_free(dev);
+	return ret;
+}
+
+int dr_dev_get(struct dr_fabric *fab, const struct fi_info *info, struct dr_dev **out)
+{
+	const struct dr_settings *s = dr_settings_get();
+	const char *src = NULL;
+	char buf[INET_ADDRSTRLEN];
+	struct dr_devcfg cfgs[DR_MAX_DEVS], cfg;
+	struct dr_dev *dev;
+	int ret = 0, n, i;
+
+	if (!s)
+		return -FI_ENODATA;
+	if (info && info->src_addr && info->src_addrlen >= sizeof(struct sockaddr_in) &&
+	    ((struct sockaddr *)info->src_addr)->sa_family == AF_INET) {
+		const struct sockaddr_in *sin = info->src_addr;
+
+		if (sin->sin_addr.s_addr && inet_ntop(AF_INET, &sin->sin_addr, buf, sizeof(buf)))
+			src = buf;
+	}
+	n = dr_devcfg_list(s, src, NULL, cfgs, DR_MAX_DEVS);
+	if (n < 0)
+		return n;
+	for (i = 0; i < n; i++)
+		if (!info || !info->domain_attr || !info->domain_attr->name ||
+		    !strcmp(info->domain_attr->name, cfgs[i].name))
+			break;
+	if (i == n) {
+		DR_WARN(FI_LOG_DOMAIN, "domain %s is not one of droce's devices\n",
+			info->domain_attr->name);
+		return -FI_ENODATA;
+	}
+	cfg = cfgs[i];
+
+	pthread_mutex_lock(&fab->lock);
+	for (dev = fab->devs; dev; dev = dev->next)
+		if (!strcmp(dev->cfg.name, cfg.name))
+			break;
+	if (dev) {
+		dev->ref++;
+	} else {
+		/* opening holds fabric->lock: two threads opening the same
+		 * device must not both plug it */
+		ret = dev_open(fab, &cfg, &dev);
+		if (!ret) {
+			dev->next = fab->devs;
+			fab->devs = dev;
+		}
+	}
+	pthread_mutex_unlock(&fab->lock);
+	if (ret)
+		return ret;
+	*out = dev;
+	return 0;
+}
+
+void dr_dev_put(struct dr_dev *dev)
+{
+	struct dr_fabric *fab = dev->fab;
+	struct dr_dev **pp;
+
+	pthread_mutex_lock(&fab->lock);
+	if (--dev->ref) {
+		pthread_mutex_unlock(&fab->lock);
+		return;
+	}
+	for (pp = &fab->devs; *pp; pp = &(*pp)->next)
+		if (*pp == dev) {
+			*pp = dev->next;
+			break;
+		}
+	pthread_mutex_unlock(&fab->lock);
+	dev_free(dev);
+}
+
+void dr_dev_progress(struct dr_dev *dev)
+{
+	int ret;
+
+	pthread_mutex_lock(&dev->lock);
+	ret = dr_port_poll(dev->port);
+	pthread_mutex_unlock(&dev->lock);
+	if (ret < 0)
+		DR_WARN(FI_LOG_DOMAIN, "polling %s failed: %d\n", dev->cfg.name, ret);
+}
+
+void dr_dev_progress_fn(void *dev)
+{
+	dr_dev_progress(dev);
+}

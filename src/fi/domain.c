@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The domain: one device (a DPDK port), the factory of endpoints, CQs,
+ * counters and memory regions.  Domains opened on the same fabric for the
+ * same port share the device, as do passive endpoints listening on it.
+ */
+#include <stdlib.h>
+
+#include "dr_fi.h"
+
+struct dr_progress dr_domain_progress_hook(struct fid_domain *domain)
+{
+	return (struct dr_progress){ .fn = dr_dev_progress_fn, .arg = dr_domain_of(domain)->dev };
+}
+
+static int domain_close(struct fid *fid)
+{
+	struct dr_domain *dom = container_of(fid, struct dr_domain, dom.fid);
+	struct dr_fabric *fab = dom->fab;
+
+	if (__atomic_load_n(&dom->ref, __ATOMIC_ACQUIRE)) {
+		DR_WARN(FI_LOG_DOMAIN, "fi_close(domain): endpoints, CQs, counters or MRs are open\n");
+		return -FI_EBUSY;
+	}
+	dr_dev_put(dom->dev);
+	fi_freeinfo(dom->info);
+	free(dom);
+	__atomic_sub_fetch(&fab->ref, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static int domain_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
+			       enum fi_op op, struct fi_atomic_attr *attr, uint64_t flags)
+{
+	return -FI_EOPNOTSUPP; /* atomics are not offered yet (DR_CAPS) */
+}
+
+static int domain_endpoint2(struct fid_domain *domain, struct fi_info *info,
+			    struct fid_ep **ep, uint64_t flags, void *context)
+{
+	if (flags)
+		return -FI_EINVAL;
+	return dr_ep_open(domain, info, ep, context);
+}
+
+static int domain_no_av(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av,
+			void *context)
+{
+	return -FI_ENOSYS; /* FI_EP_MSG endpoints have no address vectors */
+}
+
+static int domain_no_sep(struct fid_domain *domain, struct fi_info *info, struct fid_ep **sep,
+			 void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int domain_no_poll(struct fid_domain *domain, struct fi_poll_attr *attr,
+			  struct fid_poll **pollset)
+{
+	return -FI_ENOSYS;
+}
+
+static int domain_no_stx(struct fid_domain *domain, struct fi_tx_attr *attr, struct fid_stx **stx,
+			 void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int domain_no_srx(struct fid_domain *domain, struct fi_rx_attr *attr,
+			 struct fid_ep **rx_ep, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int domain_no_coll(struct fid_domain *domain, enum fi_collective_op coll,
+			  struct fi_collective_attr *attr, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static struct fi_ops domain_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = domain_close,
+	.bind = dr_no_bind,
+	.control = dr_no_control,
+	.ops_open = dr_no_ops_open,
+	.tostr = dr_no_tostr,
+	.ops_set = dr_no_ops_set,
+};
+
+static struct fi_ops_domain domain_ops = {
+	.size = sizeof(struct fi_ops_domain),
+	.av_open = domain_no_av,
+	.cq_open = dr_cq_open,
+	.endpoint = dr_ep_open,
+	.scalable_ep = domain_no_sep,
+	.cntr_open = dr_cntr_open,
+	.poll_open = domain_no_poll,
+	.stx_ctx = domain_no_stx,
+	.srx_ctx = domain_no_srx,
+	.query_atomic = domain_query_atomic,
+	.query_collective = domain_no_coll,
+	.endpoint2 = domain_endpoint2,
+};
+
+int dr_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **domain,
+		   void *context)
+{
+	struct dr_fabric *fab = dr_fabric_of(fabric);
+	struct dr_domain *dom;
+	int ret;
+
+	if (!info || !info->domain_attr) {
+		DR_WARN(FI_LOG_DOMAIN, "fi_domain needs the fi_info from fi_getinfo\n");
+		return -FI_EINVAL;
+	}
+	dom = calloc(1, sizeof(*dom));
+	if (!dom)
+		return -FI_ENOMEM;
+	dom->info = fi_dupinfo(info);
+	if (!dom->info) {
+		ret = -FI_ENOMEM;
+		goto out_free;
+	}
+	ret = dr_dev_get(fab, info, &dom->dev);
+	if (ret)
+		goto out_free;
+	dom->fab = fab;
+	dom->dom.fid.fclass = FI_CLASS_DOMAIN;
+	dom->dom.fid.context = context;
+	dom->dom.fid.ops = &domain_fi_ops;
+	dom->dom.ops = &domain_ops;
+	dom->dom.mr = &dr_mr_ops;
+	__atomic_add_fetch(&fab->ref, 1, __ATOMIC_RELEASE);
+	*domain = &dom->dom;
+	return 0;
+
+out_free:
+	fi_freeinfo(dom->info);
+	free(dom);
+	return ret;
+}

@@ -1,0 +1,1028 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * FI_EP_MSG endpoints: one RC QP of the engine each, connected with the IB
+ * CM (rdma_cm's conventions), fed by the device's receive dispatch.
+ *
+ * Connection, as rdma_cm runs it (ROCE-REFERENCE.md C.6):
+ *   active:  fi_connect -> REQ; REP -> QP to RTR/RTS, RTU, FI_CONNECTED
+ *   passive: FI_CONNREQ; fi_accept -> QP to RTR/RTS, REP; RTU (or the
+ *            first data packet) -> FI_CONNECTED
+ *   either:  fi_shutdown -> DREQ, QP to ERROR (flush); DREQ/DREP -> FI_SHUTDOWN
+ *
+ * Every call that touches the QP, the CM or the port holds dev->lock.
+ */
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "dr_fi.h"
+
+/* RDMA READ/atomic depths droce offers and asks for (IRD/ORD); rxe's
+ * device limit is 128, rdma_cm's default 1, the verbs provider asks 16. */
+#define DR_IRD 16
+#define DR_ORD 16
+/* Target ACK delay we announce in REPs (rxe's RXE_LOCAL_CA_ACK_DELAY). */
+#define DR_ACK_DELAY 15
+
+static struct dr_ep *ep_of_fid(struct fid *fid)
+{
+	return container_of(fid, struct dr_ep, ep.fid);
+}
+
+static uint32_t random24(void)
+{
+	uint64_t t = dr_port_now_ns();
+
+	t ^= t >> 29;
+	t *= 0xbf58476d1ce4e5b9ull;
+	t ^= t >> 32;
+	return (uint32_t)t & DR_PSN_MASK;
+}
+
+/* ---- the engine's view of the outside (struct dr_qp_ops) ---------------- */
+
+static void qp_xmit(void *ctx, struct dr_qp *qp, const void *frame, size_t len)
+{
+	struct dr_ep *ep = ctx;
+
+	/* a frame the port cannot send is lost; RC retransmission recovers */
+	dr_port_send(ep->dev->port, frame, len);
+}
+
+static uint64_t qp_now(void *ctx)
+{
+	return dr_port_now_ns();
+}
+
+static void qp_timer_set(void *ctx, struct dr_qp *qp, uint64_t deadline_ns)
+{
+	struct dr_ep *ep = ctx;
+	uint64_t now = dr_port_now_ns();
+
+	if (!ep->qp_timer)
+		return;
+	if (deadline_ns == UINT64_MAX)
+		dr_port_timer_cancel(ep->qp_timer);
+	else
+		dr_port_timer_arm(ep->qp_timer, deadline_ns > now ? deadline_ns - now : 0);
+}
+
+static void qp_timer_fire(void *arg)
+{
+	struct dr_ep *ep = arg;
+
+	dr_qp_tick(ep->qp);
+}
+
+/* fi_cq(3): FI_EIO for a failed transfer, FI_ECANCELED for a flushed one,
+ * FI_ETRUNC when a message did not fit; the IB status goes in prov_errno. */
+static int wc_err(enum dr_wc_status st)
+{
+	switch (st) {
+	case DR_WC_SUCCESS:
+		return 0;
+	case DR_WC_WR_FLUSH_ERR:
+		return FI_ECANCELED;
+	case DR_WC_LOC_LEN_ERR:
+		return FI_ETRUNC;
+	default:
+		return FI_EIO;
+	}
+}
+
+static void qp_complete(void *ctx, struct dr_qp *qp, const struct dr_wc *wc)
+{
+	struct dr_ep *ep = ctx;
+	struct dr_cq_ent e = {
+		.op_context = (void *)(uintptr_t)wc->wr_id,
+		.err = wc_err(wc->status),
+		.prov_errno = wc->status == DR_WC_SUCCESS ? 0 : (int)wc->status,
+	};
+	struct dr_cq *cq;
+
+	switch (wc->opcode) {
+	case DR_WC_SEND:
+		e.flags = FI_SEND | FI_MSG;
+		cq = ep->tx_cq;
+		break;
+	case DR_WC_WRITE:
+		e.flags = FI_WRITE | FI_RMA;
+		cq = ep->tx_cq;
+		break;
+	case DR_WC_READ:
+		e.flags = FI_READ | FI_RMA;
+		cq = ep->tx_cq;
+		break;
+	case DR_WC_FETCH_ADD:
+	case DR_WC_CMP_SWAP:
+		e.flags = FI_ATOMIC | FI_READ;
+		cq = ep->tx_cq;
+		break;
+	case DR_WC_RECV_WRITE_IMM:
+		e.flags = FI_REMOTE_WRITE | FI_RMA;
+		cq = ep->rx_cq;
+		break;
+	default:
+		e.flags = FI_RECV | FI_MSG;
+		e.len = wc->byte_len;
+		cq = ep->rx_cq;
+		break;
+	}
+	if (wc->has_imm) {
+		e.flags |= FI_REMOTE_CQ_DATA;
+		e.data = wc->imm;
+	}
+	if (cq)
+		dr_cq_push(cq, &e);
+}
+
+static void qp_log(void *ctx, struct dr_qp *qp, const char *msg)
+{
+	DR_DBG(FI_LOG_EP_DATA, "qp %06x: %s\n", qp->qpn, msg);
+}
+
+static const struct dr_qp_ops ep_qp_ops = {
+	.xmit = qp_xmit,
+	.now_ns = qp_now,
+	.timer_set = qp_timer_set,
+	.complete = qp_complete,
+	.log = qp_log,
+};
+
+/* ---- connection ---------------------------------------------------------- */
+
+/* Bring the QP to RTS with what the CM exchange settled (IBA 12.7.8 and
+ * rdma_cm's cma_modify_qp_rtr/rts).  pmtu: the REQ's path MTU. */
+static int qp_go_rts(struct dr_ep *ep, const struct dr_cm_peer *peer, uint32_t flow_label,
+		     uint32_t pmtu, uint8_t retry_cnt)
+{
+	const struct dr_settings *s = dr_settings_get();
+	struct dr_qp_attr a;
+	int ret;
+
+	memset(&a, 0, sizeof(a));
+	a.state = DR_QPS_RTR;
+	a.dest_qpn = peer->qpn;
+	a.rq_psn = peer->start_psn;
+	a.path_mtu = pmtu;
+	a.min_rnr_timer = (uint8_t)s->min_rnr_timer;
+	a.max_dest_rd_atomic = DR_IRD;
+	memcpy(a.path.src_mac, ep->dev->mac, 6);
+	a.path.src_ip4 = ep->dev->cfg.ip4;
+	a.path.dst_ip4 = peer->ip4;
+	a.path.ttl = 64;
+	/* both sides derive the same UDP source port from the REQ's flow
+	 * label, as rxe does (A.3) */
+	a.path.sport = dr_udp_sport(flow_label, ep->qp->qpn, peer->qpn);
+	ret = dr_qp_modify(ep->qp, &a,
+			   DR_QP_ATTR_STATE | DR_QP_ATTR_DEST_QPN | DR_QP_ATTR_RQ_PSN |
+				   DR_QP_ATTR_PATH_MTU | DR_QP_ATTR_MIN_RNR_TIMER |
+				   DR_QP_ATTR_MAX_DEST_RD_ATOMIC | DR_QP_ATTR_PATH);
+	if (ret)
+		return ret;
+	a.state = DR_QPS_RTS;
+	a.sq_psn = ep->start_psn;
+	a.timeout = (uint8_t)s->timeout;
+	a.retry_cnt = retry_cnt;
+	a.rnr_retry = peer->rnr_retry_count;
+	a.max_rd_atomic = peer->responder_resources < DR_ORD ? peer->responder_resources : DR_ORD;
+	return dr_qp_modify(ep->qp, &a,
+			    DR_QP_ATTR_STATE | DR_QP_ATTR_SQ_PSN | DR_QP_ATTR_TIMEOUT |
+				    DR_QP_ATTR_RETRY_CNT | DR_QP_ATTR_RNR_RETRY |
+				    DR_QP_ATTR_MAX_RD_ATOMIC);
+}
+
+static void qp_to_error(struct dr_ep *ep)
+{
+	struct dr_qp_attr a = { .state = DR_QPS_ERROR };
+
+	if (ep->qp->state != DR_QPS_ERROR && ep->qp->state != DR_QPS_RESET)
+		dr_qp_modify(ep->qp, &a, DR_QP_ATTR_STATE);
+}
+
+/* CM data travels behind a one-byte length (DR_CM_DATA_SIZE). */
+static size_t cm_data_of(const uint8_t *priv, size_t priv_len, const uint8_t **data)
+{
+	size_t len;
+
+	if (!priv || !priv_len)
+		return 0;
+	len = priv[0];
+	if (len > DR_CM_DATA_SIZE || len > priv_len - 1)
+		return 0; /* not a libfabric peer */
+	*data = priv + 1;
+	return len;
+}
+
+static void push_connected(struct dr_ep *ep, const uint8_t *priv, size_t priv_len)
+{
+	struct {
+		struct fi_eq_cm_entry e;
+		uint8_t data[DR_CM_DATA_SIZE];
+	} ent;
+	const uint8_t *data = NULL;
+	size_t len = cm_data_of(priv, priv_len, &data);
+
+	memset(&ent, 0, sizeof(ent));
+	ent.e.fid = &ep->ep.fid;
+	if (len)
+		memcpy(ent.data, data, len);
+	if (ep->eq)
+		dr_eq_push(ep->eq, FI_CONNECTED, &ent, sizeof(ent.e) + len);
+}
+
+static void push_error(struct dr_ep *ep, int err, int prov_errno, const uint8_t *priv,
+		       size_t priv_len)
+{
+	const uint8_t *data = NULL;
+	size_t len = cm_data_of(priv, priv_len, &data);
+
+	if (ep->eq)
+		dr_eq_push_err(ep->eq, &ep->ep.fid, ep->ep.fid.context, 0, err, prov_errno, data,
+			       len);
+}
+
+void dr_ep_cm_event(struct dr_ep *ep, const struct dr_cm_event *ev)
+{
+	struct fi_eq_cm_entry shut;
+	int ret;
+
+	switch (ev->type) {
+	case DR_CM_EV_ESTABLISHED:
+		if (ep->state == DR_EP_CONNECTING) {
+			uint32_t fl = ((uint32_t)ntohs(ep->src.sin_port) * 31 +
+				       ntohs(ep->dst.sin_port)) & 0xfffff;
+
+			ret = qp_go_rts(ep, ev->peer, fl, ep->dev->pmtu,
+					(uint8_t)dr_settings_get()->retry_cnt);
+			if (ret) {
+				DR_WARN(FI_LOG_EP_CTRL, "QP %06x: cannot go to RTS (%d)\n",
+					ep->qp->qpn, ret);
+				ep->state = DR_EP_ERROR;
+				dr_cm_disconnect(ev->id);
+				push_error(ep, FI_EIO, 0, NULL, 0);
+				return;
+			}
+		} else if (ep->state != DR_EP_ACCEPTING) {
+			return;
+		}
+		ep->state = DR_EP_CONNECTED;
+		push_connected(ep, ev->private_data, ev->private_len);
+		break;
+	case DR_CM_EV_REJECTED:
+		ep->state = DR_EP_ERROR;
+		DR_INFO(FI_LOG_EP_CTRL, "connection rejected, reason %u\n", ev->rej_reason);
+		/* the application's data only comes with its own reject */
+		push_error(ep, FI_ECONNREFUSED, ev->rej_reason,
+			   ev->rej_reason == DR_CM_REJ_CONSUMER_DEFINED ? ev->private_data : NULL,
+			   ev->private_len);
+		break;
+	case DR_CM_EV_UNREACHABLE:
+		ep->state = DR_EP_ERROR;
+		qp_to_error(ep);
+		DR_WARN(FI_LOG_EP_CTRL, "peer %s: %s\n", inet_ntoa(ep->dst.sin_addr),
+			ev->err == -EHOSTUNREACH ? "unreachable (no ARP answer)" :
+						   "no answer to the connection manager");
+		push_error(ep, ev->err == -EHOSTUNREACH ? FI_EHOSTUNREACH : FI_ETIMEDOUT, 0, NULL,
+			   0);
+		break;
+	case DR_CM_EV_DISCONNECTED:
+		ep->state = DR_EP_SHUTDOWN;
+		qp_to_error(ep);
+		memset(&shut, 0, sizeof(shut));
+		shut.fid = &ep->ep.fid;
+		if (ep->eq)
+			dr_eq_push(ep->eq, FI_SHUTDOWN, &shut, sizeof(shut));
+		break;
+	default:
+		break;
+	}
+}
+
+void dr_ep_input(struct dr_ep *ep, const struct dr_pkt *pkt)
+{
+	/* rxe_recv.c check_addr: only the connected peer's address */
+	if (pkt->ip4->saddr != ep->dst.sin_addr.s_addr)
+		return;
+	/* IBA 12.9.6: data before the RTU establishes the connection */
+	if (ep->state == DR_EP_ACCEPTING)
+		dr_cm_established(ep->cm_id);
+	dr_qp_input(ep->qp, pkt);
+}
+
+static int ep_enable_locked(struct dr_ep *ep)
+{
+	struct dr_qp_attr a = { .state = DR_QPS_INIT };
+	int ret;
+
+	if (ep->enabled)
+		return 0;
+	if (!ep->eq) {
+		DR_WARN(FI_LOG_EP_CTRL, "fi_enable: bind an EQ first\n");
+		return -FI_ENOEQ;
+	}
+	if (!ep->tx_cq || !ep->rx_cq) {
+		DR_WARN(FI_LOG_EP_CTRL, "fi_enable: bind a CQ for FI_TRANSMIT and FI_RECV first\n");
+		return -FI_ENOCQ;
+	}
+	ret = dr_qp_modify(ep->qp, &a, DR_QP_ATTR_STATE);
+	if (ret)
+		return -FI_EINVAL;
+	ep->enabled = true;
+	return 0;
+}
+
+static int ep_connect(struct fid_ep *fep, const void *addr, const void *param, size_t paramlen)
+{
+	struct dr_ep *ep = dr_ep_of(fep);
+	const struct dr_settings *s = dr_settings_get();
+	const struct sockaddr_in *sin = addr;
+	struct dr_dev *dev = ep->dev;
+	struct dr_cm_conn_param cp;
+	uint8_t priv[1 + DR_CM_DATA_SIZE];
+	int ret;
+
+	if (!sin || sin->sin_family != AF_INET || !sin->sin_port) {
+		DR_WARN(FI_LOG_EP_CTRL, "fi_connect: need an AF_INET address with a port\n");
+		return -FI_EINVAL;
+	}
+	if (paramlen > DR_CM_DATA_SIZE || (paramlen && !param)) {
+		DR_WARN(FI_LOG_EP_CTRL, "fi_connect: at most %d bytes of CM data\n",
+			DR_CM_DATA_SIZE);
+		return -FI_EINVAL;
+	}
+	pthread_mutex_lock(&dev->lock);
+	ret = ep_enable_locked(ep);
+	if (ret)
+		goto out_unlock;
+	if (ep->state != DR_EP_IDLE || ep->connreq) {
+		ret = -FI_EOPBADSTATE;
+		goto out_unlock;
+	}
+	ep->dst = *sin;
+	if (!ep->src.sin_port)
+		ep->src.sin_port = htons(dev->port_next =
+						 (uint16_t)(0xc000 | ((dev->port_next + 1) & 0x3fff)));
+	ep->start_psn = random24();
+	priv[0] = (uint8_t)paramlen;
+	if (paramlen)
+		memcpy(priv + 1, param, paramlen);
+	memset(&cp, 0, sizeof(cp));
+	cp.qpn = ep->qp->qpn;
+	cp.start_psn = ep->start_psn;
+	cp.responder_resources = DR_IRD;
+	cp.initiator_depth = DR_ORD;
+	cp.retry_count = (uint8_t)s->retry_cnt;
+	cp.rnr_retry_count = (uint8_t)s->rnr_retry;
+	cp.path_mtu = dr_ib_mtu_enum(dev->pmtu);
+	cp.ack_timeout = (uint8_t)s->timeout;
+	cp.private_data = priv;
+	cp.private_len = 1 + paramlen;
+	ret = dr_cm_connect(&dev->cm, ntohl(sin->sin_addr.s_addr), ntohs(sin->sin_port),
+			    ntohs(ep->src.sin_port), &cp, ep, &ep->cm_id);
+	if (ret) {
+		ret = -FI_ENOMEM;
+		goto out_unlock;
+	}
+	ep->state = DR_EP_CONNECTING;
+out_unlock:
+	pthread_mutex_unlock(&dev->lock);
+	return ret;
+}
+
+static int ep_accept(struct fid_ep *fep, const void *param, size_t paramlen)
+{
+	struct dr_ep *ep = dr_ep_of(fep);
+	const struct dr_settings *s = dr_settings_get();
+	struct dr_dev *dev = ep->dev;
+	const struct dr_cm_peer *peer;
+	struct dr_cm_conn_param cp;
+	uint8_t priv[1 + DR_CM_DATA_SIZE];
+	uint32_t pmtu;
+	int ret;
+
+	if (paramlen > DR_CM_DATA_SIZE || (paramlen && !param)) {
+		DR_WARN(FI_LOG_EP_CTRL, "fi_accept: at most %d bytes of CM data\n",
+			DR_CM_DATA_SIZE);
+		return -FI_EINVAL;
+	}
+	pthread_mutex_lock(&dev->lock);
+	if (!ep->connreq || ep->state != DR_EP_IDLE) {
+		DR_WARN(FI_LOG_EP_CTRL, "fi_accept: the endpoint was not made from an FI_CONNREQ\n");
+		ret = -FI_EOPBADSTATE;
+		goto out_unlock;
+	}
+	ret = ep_enable_locked(ep);
+	if (ret)
+		goto out_unlock;
+	peer = &ep->connreq->id->peer;
+	pmtu = dr_ib_mtu_bytes(peer->path_mtu);
+	if (!pmtu || pmtu > dev->pmtu) {
+		/* both sides must segment at the REQ's path MTU (B.9) */
+		DR_WARN(FI_LOG_EP_CTRL, "fi_accept: peer's path MTU %u exceeds ours (%u): raise FI_DROCE_MTU\n",
+			pmtu, dev->pmtu);
+		ret = -FI_EINVAL;
+		goto out_unlock;
+	}
+	ep->start_psn = random24();
+	ep->dst.sin_family = AF_INET;
+	ep->dst.sin_addr.s_addr = htonl(peer->ip4);
+	ep->dst.sin_port = htons(peer->port);
+	ep->src.sin_port = htons(peer->dst_port);
+	ret = qp_go_rts(ep, peer, peer->flow_label, pmtu, peer->retry_count);
+	if (ret) {
+		ret = -FI_EINVAL;
+		goto out_unlock;
+	}
+	priv[0] = (uint8_t)paramlen;
+	if (paramlen)
+		memcpy(priv + 1, param, paramlen);
+	memset(&cp, 0, sizeof(cp));
+	cp.qpn = ep->qp->qpn;
+	cp.start_psn = ep->start_psn;
+	/* the passive side swaps the REQ's depths (cm.c cm_req_handler) */
+	cp.responder_resources = peer->initiator_depth < DR_IRD ? peer->initiator_depth : DR_IRD;
+	cp.initiator_depth = peer->responder_resources < DR_ORD ? peer->responder_resources : DR_ORD;
+	cp.rnr_retry_count = (uint8_t)s->rnr_retry;
+	cp.ack_timeout = DR_ACK_DELAY;
+	cp.private_data = priv;
+	cp.private_len = 1 + paramlen;
+	ep->cm_id = ep->connreq->id;
+	dr_cm_set_ctx(ep->cm_id, ep);
+	ret = dr_cm_accept(ep->cm_id, &cp);
+	if (ret) {
+		dr_cm_set_ctx(ep->cm_id, NULL);
+		ep->cm_id = NULL;
+		qp_to_error(ep);
+		ret = -FI_EOPBADSTATE; /* the request is gone (peer gave up) */
+		goto out_unlock;
+	}
+	free(ep->connreq);
+	ep->connreq = NULL;
+	ep->state = DR_EP_ACCEPTING;
+out_unlock:
+	pthread_mutex_unlock(&dev->lock);
+	return ret;
+}
+
+static int ep_shutdown(struct fid_ep *fep, uint64_t flags)
+{
+	struct dr_ep *ep = dr_ep_of(fep);
+
+	if (flags)
+		return -FI_EINVAL;
+	pthread_mutex_lock(&ep->dev->lock);
+	if (ep->state == DR_EP_CONNECTED || ep->state == DR_EP_ACCEPTING) {
+		dr_cm_disconnect(ep->cm_id);
+		ep->state = DR_EP_SHUTDOWN;
+		qp_to_error(ep);
+	}
+	pthread_mutex_unlock(&ep->dev->lock);
+	return 0;
+}
+
+static int ep_setname(fid_t fid, void *addr, size_t addrlen)
+{
+	struct dr_ep *ep = ep_of_fid(fid);
+	const struct sockaddr_in *sin = addr;
+
+	if (!addr || addrlen < sizeof(*sin) || sin->sin_family != AF_INET)
+		return -FI_EINVAL;
+	if (ep->state != DR_EP_IDLE)
+		return -FI_EOPBADSTATE;
+	if (sin->sin_addr.s_addr != htonl(INADDR_ANY) &&
+	    ntohl(sin->sin_addr.s_addr) != ep->dev->cfg.ip4)
+		return -FI_EADDRNOTAVAIL;
+	ep->src.sin_port = sin->sin_port;
+	return 0;
+}
+
+static int copy_addr(const struct sockaddr_in *sin, void *addr, size_t *addrlen)
+{
+	size_t len = *addrlen;
+
+	*addrlen = sizeof(*sin);
+	if (len < sizeof(*sin))
+		return -FI_ETOOSMALL;
+	memcpy(addr, sin, sizeof(*sin));
+	return 0;
+}
+
+static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	return copy_addr(&ep_of_fid(fid)->src, addr, addrlen);
+}
+
+static int ep_getpeer(struct fid_ep *fep, void *addr, size_t *addrlen)
+{
+	struct dr_ep *ep = dr_ep_of(fep);
+
+	if (!ep->dst.sin_family)
+		return -FI_ENOTCONN;
+	return copy_addr(&ep->dst, addr, addrlen);
+}
+
+static int ep_no_listen(struct fid_pep *pep)
+{
+	return -FI_ENOSYS;
+}
+
+static int ep_no_reject(struct fid_pep *pep, fid_t handle, const void *param, size_t paramlen)
+{
+	return -FI_ENOSYS;
+}
+
+static int ep_no_join(struct fid_ep *ep, const void *addr, uint64_t flags, struct fid_mc **mc,
+		      void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static struct fi_ops_cm ep_cm_ops = {
+	.size = sizeof(struct fi_ops_cm),
+	.setname = ep_setname,
+	.getname = ep_getname,
+	.getpeer = ep_getpeer,
+	.connect = ep_connect,
+	.listen = ep_no_listen,
+	.accept = ep_accept,
+	.reject = ep_no_reject,
+	.shutdown = ep_shutdown,
+	.join = ep_no_join,
+};
+
+/* ---- data transfer ------------------------------------------------------- */
+
+static ssize_t post_errno(int ret)
+{
+	switch (ret) {
+	case 0:
+		return 0;
+	case -ENOMEM:
+		return -FI_EAGAIN; /* queue full: read the CQ, then retry */
+	default:
+		return -FI_EINVAL;
+	}
+}
+
+static ssize_t ep_post_send(struct dr_ep *ep, const struct iovec *iov, size_t count,
+			    void *context, uint64_t data, uint64_t flags)
+{
+	struct dr_sge sge[DR_MAX_IOV];
+	struct dr_send_wr wr;
+	uint64_t len = 0;
+	ssize_t ret;
+
+	if (count > DR_MAX_IOV || (count && !iov))
+		return -FI_EINVAL;
+	for (size_t i = 0; i < count; i++) {
+		sge[i].addr = (uintptr_t)iov[i].iov_base;
+		sge[i].length = (uint32_t)iov[i].iov_len;
+		sge[i].lkey = DR_LKEY_NONE; /* no FI_MR_LOCAL: any local memory */
+		len += iov[i].iov_len;
+		if (iov[i].iov_len > UINT32_MAX)
+			return -FI_EMSGSIZE;
+	}
+	if (len > DR_MAX_MSG_SIZE)
+		return -FI_EMSGSIZE;
+	if ((flags & FI_INJECT) && len > DR_MAX_INLINE)
+		return -FI_EMSGSIZE;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = (uintptr_t)context;
+	wr.opcode = (flags & FI_REMOTE_CQ_DATA) ? DR_WR_SEND_IMM : DR_WR_SEND;
+	wr.imm = (uint32_t)data;
+	wr.sg_list = sge;
+	wr.num_sge = (unsigned)count;
+	if (!ep->tx_selective || (flags & FI_COMPLETION))
+		wr.flags |= DR_WR_SIGNALED;
+	if (flags & FI_INJECT)
+		wr.flags |= DR_WR_INLINE;
+	if (flags & FI_FENCE)
+		wr.flags |= DR_WR_FENCE;
+
+	pthread_mutex_lock(&ep->dev->lock);
+	if (ep->state != DR_EP_CONNECTED && ep->state != DR_EP_ACCEPTING)
+		ret = -FI_EOPBADSTATE;
+	else
+		ret = post_errno(dr_qp_post_send(ep->qp, &wr));
+	pthread_mutex_unlock(&ep->dev->lock);
+	if (ret == -FI_EAGAIN)
+		dr_dev_progress(ep->dev);
+	return ret;
+}
+
+static ssize_t ep_post_recv(struct dr_ep *ep, const struct iovec *iov, size_t count,
+			    void *context)
+{
+	struct dr_sge sge[DR_MAX_IOV];
+	struct dr_recv_wr wr;
+	ssize_t ret;
+
+	if (count > DR_MAX_IOV || (count && !iov))
+		return -FI_EINVAL;
+	for (size_t i = 0; i < count; i++) {
+		if (iov[i].iov_len > UINT32_MAX)
+			return -FI_EMSGSIZE;
+		sge[i].addr = (uintptr_t)iov[i].iov_base;
+		sge[i].length = (uint32_t)iov[i].iov_len;
+		sge[i].lkey = DR_LKEY_NONE;
+	}
+	wr.wr_id = (uintptr_t)context;
+	wr.sg_list = sge;
+	wr.num_sge = (unsigned)count;
+	pthread_mutex_lock(&ep->dev->lock);
+	if (!ep->enabled)
+		ret = -FI_EOPBADSTATE;
+	else
+		ret = post_errno(dr_qp_post_recv(ep->qp, &wr));
+	pthread_mutex_unlock(&ep->dev->lock);
+	if (ret == -FI_EAGAIN)
+		dr_dev_progress(ep->dev);
+	return ret;
+}
+
+static ssize_t ep_recv(struct fid_ep *fep, void *buf, size_t len, void *desc, fi_addr_t src,
+		       void *context)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+	return ep_post_recv(dr_ep_of(fep), &iov, 1, context);
+}
+
+static ssize_t ep_recvv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count,
+			fi_addr_t src, void *context)
+{
+	return ep_post_recv(dr_ep_of(fep), iov, count, context);
+}
+
+static ssize_t ep_recvmsg(struct fid_ep *fep, const struct fi_msg *msg, uint64_t flags)
+{
+	if (flags & ~(FI_COMPLETION | FI_MORE))
+		return -FI_EBADFLAGS; /* no FI_MULTI_RECV, no FI_CLAIM/FI_PEEK */
+	return ep_post_recv(dr_ep_of(fep), msg->msg_iov, msg->iov_count, msg->context);
+}
+
+static ssize_t ep_send(struct fid_ep *fep, const void *buf, size_t len, void *desc,
+		       fi_addr_t dest, void *context)
+{
+	struct dr_ep *ep = dr_ep_of(fep);
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return ep_post_send(ep, &iov, 1, context, 0, ep->tx_op_flags);
+}
+
+static ssize_t ep_sendv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count,
+			fi_addr_t dest, void *context)
+{
+	struct dr_ep *ep = dr_ep_of(fep);
+
+	return ep_post_send(ep, iov, count, context, 0, ep->tx_op_flags);
+}
+
+#define DR_SENDMSG_FLAGS (FI_REMOTE_CQ_DATA | FI_COMPLETION | FI_INJECT | FI_FENCE | FI_MORE | \
+			  FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)
+
+static ssize_t ep_sendmsg(struct fid_ep *fep, const struct fi_msg *msg, uint64_t flags)
+{
+	if (flags & ~DR_SENDMSG_FLAGS)
+		return -FI_EBADFLAGS;
+	return ep_post_send(dr_ep_of(fep), msg->msg_iov, msg->iov_count, msg->context, msg->data,
+			    flags);
+}
+
+static ssize_t ep_inject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct dr_ep *ep = dr_ep_of(fep);
+
+	/* fi_inject never completes: selective without FI_COMPLETION */
+	bool sel = ep->tx_selective;
+	ssize_t ret;
+
+	ep->tx_selective = true;
+	ret = ep_post_send(ep, &iov, 1, NULL, 0, FI_INJECT);
+	ep->tx_selective = sel;
+	return ret;
+}
+
+static ssize_t ep_senddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
+			   uint64_t data, fi_addr_t dest, void *context)
+{
+	struct dr_ep *ep = dr_ep_of(fep);
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return ep_post_send(ep, &iov, 1, context, data, ep->tx_op_flags | FI_REMOTE_CQ_DATA);
+}
+
+static ssize_t ep_injectdata(struct fid_ep *fep, const void *buf, size_t len, uint64_t data,
+			     fi_addr_t dest)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct dr_ep *ep = dr_ep_of(fep);
+	bool sel = ep->tx_selective;
+	ssize_t ret;
+
+	ep->tx_selective = true;
+	ret = ep_post_send(ep, &iov, 1, NULL, data, FI_INJECT | FI_REMOTE_CQ_DATA);
+	ep->tx_selective = sel;
+	return ret;
+}
+
+static struct fi_ops_msg ep_msg_ops = {
+	.size = sizeof(struct fi_ops_msg),
+	.recv = ep_recv,
+	.recvv = ep_recvv,
+	.recvmsg = ep_recvmsg,
+	.send = ep_send,
+	.sendv = ep_sendv,
+	.sendmsg = ep_sendmsg,
+	.inject = ep_inject,
+	.senddata = ep_senddata,
+	.injectdata = ep_injectdata,
+};
+
+/* ---- fid and ep ops -------------------------------------------------------- */
+
+static int ep_close(struct fid *fid)
+{
+	struct dr_ep *ep = ep_of_fid(fid);
+	struct dr_dev *dev = ep->dev;
+
+	pthread_mutex_lock(&dev->lock);
+	if (ep->cm_id) {
+		/* release sends the DREQ if still connected */
+		dr_cm_set_ctx(ep->cm_id, NULL);
+		dr_cm_release(ep->cm_id);
+	}
+	if (ep->connreq) {
+		dr_cm_reject(ep->connreq->id, NULL, 0);
+		dr_cm_release(ep->connreq->id);
+		free(ep->connreq);
+	}
+	if (dev->qp_tab[ep->qp->qpn & (DR_MAX_EP - 1)] == ep)
+		dev->qp_tab[ep->qp->qpn & (DR_MAX_EP - 1)] = NULL;
+	dr_qp_destroy(ep->qp);
+	if (ep->qp_timer)
+		dr_port_timer_free(ep->qp_timer);
+	pthread_mutex_unlock(&dev->lock);
+
+	if (ep->eq)
+		__atomic_sub_fetch(&ep->eq->ref, 1, __ATOMIC_RELEASE);
+	if (ep->tx_cq)
+		__atomic_sub_fetch(&ep->tx_cq->ref, 1, __ATOMIC_RELEASE);
+	if (ep->rx_cq)
+		__atomic_sub_fetch(&ep->rx_cq->ref, 1, __ATOMIC_RELEASE);
+	__atomic_sub_fetch(&ep->dom->ref, 1, __ATOMIC_RELEASE);
+	fi_freeinfo(ep->info);
+	free(ep);
+	return 0;
+}
+
+static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct dr_ep *ep = ep_of_fid(fid);
+
+	if (ep->enabled)
+		return -FI_EOPBADSTATE;
+	switch (bfid->fclass) {
+	case FI_CLASS_EQ:
+		if (ep->eq)
+			return -FI_EINVAL;
+		ep->eq = container_of(bfid, struct dr_eq, eq.fid);
+		__atomic_add_fetch(&ep->eq->ref, 1, __ATOMIC_RELEASE);
+		return 0;
+	case FI_CLASS_CQ: {
+		struct dr_cq *cq = container_of(bfid, struct dr_cq, cq.fid);
+
+		if (flags & ~(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION) ||
+		    !(flags & (FI_TRANSMIT | FI_RECV)))
+			return -FI_EBADFLAGS;
+		if (((flags & FI_TRANSMIT) && ep->tx_cq) || ((flags & FI_RECV) && ep->rx_cq))
+			return -FI_EINVAL;
+		if (flags & FI_TRANSMIT) {
+			ep->tx_cq = cq;
+			ep->tx_selective = flags & FI_SELECTIVE_COMPLETION;
+			__atomic_add_fetch(&cq->ref, 1, __ATOMIC_RELEASE);
+		}
+		if (flags & FI_RECV) {
+			ep->rx_cq = cq;
+			ep->rx_selective = flags & FI_SELECTIVE_COMPLETION;
+			__atomic_add_fetch(&cq->ref, 1, __ATOMIC_RELEASE);
+		}
+		return 0;
+	}
+	default:
+		DR_WARN(FI_LOG_EP_CTRL, "fi_ep_bind: class %zu not supported\n", bfid->fclass);
+		return -FI_EINVAL;
+	}
+}
+
+static int ep_control(struct fid *fid, int command, void *arg)
+{
+	struct dr_ep *ep = ep_of_fid(fid);
+	uint64_t *flags = arg;
+	int ret;
+
+	switch (command) {
+	case FI_ENABLE:
+		pthread_mutex_lock(&ep->dev->lock);
+		ret = ep_enable_locked(ep);
+		pthread_mutex_unlock(&ep->dev->lock);
+		return ret;
+	case FI_GETOPSFLAG:
+		if (!flags)
+			return -FI_EINVAL;
+		if (*flags & FI_TRANSMIT)
+			*flags = ep->tx_op_flags;
+		else if (*flags & FI_RECV)
+			*flags = ep->rx_op_flags;
+		else
+			return -FI_EINVAL;
+		return 0;
+	case FI_SETOPSFLAG:
+		if (!flags)
+			return -FI_EINVAL;
+		if (*flags & FI_TRANSMIT)
+			ep->tx_op_flags = *flags & ~FI_TRANSMIT;
+		else if (*flags & FI_RECV)
+			ep->rx_op_flags = *flags & ~FI_RECV;
+		else
+			return -FI_EINVAL;
+		return 0;
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
+static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+{
+	if (level != FI_OPT_ENDPOINT || optname != FI_OPT_CM_DATA_SIZE)
+		return -FI_ENOPROTOOPT;
+	if (*optlen < sizeof(size_t)) {
+		*optlen = sizeof(size_t);
+		return -FI_ETOOSMALL;
+	}
+	*(size_t *)optval = DR_CM_DATA_SIZE;
+	*optlen = sizeof(size_t);
+	return 0;
+}
+
+static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
+{
+	return -FI_ENOPROTOOPT;
+}
+
+static ssize_t ep_cancel(fid_t fid, void *context)
+{
+	return -FI_ENOENT; /* posted work cannot be taken back from the QP */
+}
+
+static int ep_no_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
+			struct fid_ep **tx_ep, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int ep_no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
+			struct fid_ep **rx_ep, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t ep_tx_size_left(struct fid_ep *fep)
+{
+	struct dr_ep *ep = dr_ep_of(fep);
+	ssize_t n;
+
+	pthread_mutex_lock(&ep->dev->lock);
+	n = (ssize_t)(ep->qp->sq.mask + 1) - (ssize_t)(ep->qp->sq.head - ep->qp->sq.tail);
+	pthread_mutex_unlock(&ep->dev->lock);
+	return n;
+}
+
+static ssize_t ep_rx_size_left(struct fid_ep *fep)
+{
+	struct dr_ep *ep = dr_ep_of(fep);
+	ssize_t n;
+
+	pthread_mutex_lock(&ep->dev->lock);
+	n = (ssize_t)(ep->qp->rq.mask + 1) - (ssize_t)(ep->qp->rq.head - ep->qp->rq.tail);
+	pthread_mutex_unlock(&ep->dev->lock);
+	return n;
+}
+
+static struct fi_ops ep_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = ep_close,
+	.bind = ep_bind,
+	.control = ep_control,
+	.ops_open = dr_no_ops_open,
+	.tostr = dr_no_tostr,
+	.ops_set = dr_no_ops_set,
+};
+
+static struct fi_ops_ep ep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = ep_cancel,
+	.getopt = ep_getopt,
+	.setopt = ep_setopt,
+	.tx_ctx = ep_no_tx_ctx,
+	.rx_ctx = ep_no_rx_ctx,
+	.rx_size_left = ep_rx_size_left,
+	.tx_size_left = ep_tx_size_left,
+};
+
+int dr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **out,
+	       void *context)
+{
+	struct dr_domain *dom = dr_domain_of(domain);
+	struct dr_dev *dev = dom->dev;
+	struct dr_qp_init_attr ia;
+	struct dr_ep *ep;
+	uint32_t slot = 0;
+	int ret;
+
+	if (!info || (info->ep_attr && info->ep_attr->type != FI_EP_MSG)) {
+		DR_WARN(FI_LOG_EP_CTRL, "fi_endpoint: droce has FI_EP_MSG endpoints only\n");
+		return -FI_EINVAL;
+	}
+	if (info->handle && info->handle->fclass != FI_CLASS_CONNREQ)
+		return -FI_EINVAL;
+	ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return -FI_ENOMEM;
+	ep->info = fi_dupinfo(info);
+	if (!ep->info) {
+		ret = -FI_ENOMEM;
+		goto out_free;
+	}
+	ep->dom = dom;
+	ep->dev = dev;
+	ep->src.sin_family = AF_INET;
+	ep->src.sin_addr.s_addr = htonl(dev->cfg.ip4);
+	if (info->src_addr && info->src_addrlen >= sizeof(struct sockaddr_in) && !info->handle)
+		ep->src.sin_port = ((struct sockaddr_in *)info->src_addr)->sin_port;
+	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
+	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
+
+	pthread_mutex_lock(&dev->lock);
+	/* a QPN: the table slot in the low bits, a generation above, so a
+	 * late frame for a closed QP does not reach its successor */
+	for (int tries = 0; tries < 2 * DR_MAX_EP; tries++) {
+		uint32_t qpn = dev->qpn_next++ & DR_QPN_MASK;
+
+		slot = qpn & (DR_MAX_EP - 1);
+		if (slot > DR_GSI_QPN && !dev->qp_tab[slot]) {
+			ia.qpn = qpn;
+			break;
+		}
+		slot = 0;
+	}
+	if (!slot) {
+		pthread_mutex_unlock(&dev->lock);
+		DR_WARN(FI_LOG_EP_CTRL, "fi_endpoint: all %d QPs of %s are in use\n", DR_MAX_EP,
+			dev->cfg.name);
+		ret = -FI_ENOSPC;
+		goto out_free;
+	}
+	ia.max_send_wr = info->tx_attr && info->tx_attr->size ? (uint32_t)info->tx_attr->size :
+								DR_MAX_TX_SIZE;
+	ia.max_recv_wr = info->rx_attr && info->rx_attr->size ? (uint32_t)info->rx_attr->size :
+								DR_MAX_RX_SIZE;
+	ia.mrt = &dev->mrt;
+	ia.ops = &ep_qp_ops;
+	ia.ctx = ep;
+	ep->qp = dr_qp_create(&ia);
+	ep->qp_timer = ep->qp ? dr_port_timer_new(dev->port, qp_timer_fire, ep) : NULL;
+	if (!ep->qp || !ep->qp_timer) {
+		if (ep->qp)
+			dr_qp_destroy(ep->qp);
+		pthread_mutex_unlock(&dev->lock);
+		ret = -FI_ENOMEM;
+		goto out_free;
+	}
+	dev->qp_tab[slot] = ep;
+	pthread_mutex_unlock(&dev->lock);
+
+	if (info->handle)
+		ep->connreq = container_of(info->handle, struct dr_connreq, fid);
+	ep->ep.fid.fclass = FI_CLASS_EP;
+	ep->ep.fid.context = context;
+	ep->ep.fid.ops = &ep_fi_ops;
+	ep->ep.ops = &ep_ops;
+	ep->ep.cm = &ep_cm_ops;
+	ep->ep.msg = &ep_msg_ops;
+	ep->ep.rma = &dr_no_rma_ops;
+	ep->ep.tagged = &dr_no_tagged_ops;
+	ep->ep.atomic = &dr_no_atomic_ops;
+	ep->ep.collective = &dr_no_collective_ops;
+	__atomic_add_fetch(&dom->ref, 1, __ATOMIC_RELEASE);
+	*out = &ep->ep;
+	return 0;
+
+out_free:
+	fi_freeinfo(ep->info);
+	free(ep);
+	return ret;
+}

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The fabric: the list of open devices, and progress for EQs, which see
+ * every device of the fabric (connection events come from any of them).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dr_fi.h"
+
+void dr_fabric_progress(struct dr_fabric *fab)
+{
+	struct dr_dev *devs[64];
+	int n = 0;
+
+	/* take references so a device cannot go while it is driven, and
+	 * drive it outside fabric->lock (lock order: dev->lock alone) */
+	pthread_mutex_lock(&fab->lock);
+	for (struct dr_dev *d = fab->devs; d && n < 64; d = d->next) {
+		d->ref++;
+		devs[n++] = d;
+	}
+	pthread_mutex_unlock(&fab->lock);
+	for (int i = 0; i < n; i++) {
+		dr_dev_progress(devs[i]);
+		dr_dev_put(devs[i]);
+	}
+}
+
+static void fabric_progress_fn(void *arg)
+{
+	dr_fabric_progress(arg);
+}
+
+struct dr_progress dr_fabric_progress_hook(struct fid_fabric *fabric)
+{
+	return (struct dr_progress){ .fn = fabric_progress_fn, .arg = dr_fabric_of(fabric) };
+}
+
+static int fabric_close(struct fid *fid)
+{
+	struct dr_fabric *fab = container_of(fid, struct dr_fabric, fab.fid);
+
+	pthread_mutex_lock(&fab->lock);
+	if (fab->ref || fab->devs) {
+		pthread_mutex_unlock(&fab->lock);
+		return -FI_EBUSY;
+	}
+	pthread_mutex_unlock(&fab->lock);
+	pthread_mutex_destroy(&fab->lock);
+	free(fab);
+	return 0;
+}
+
+/* fi_trywait: 0 if every object is empty after a round of progress, so
+ * the caller may block on their wait fds; -FI_EAGAIN otherwise. */
+static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
+{
+	dr_fabric_progress(dr_fabric_of(fabric));
+	for (int i = 0; i < count; i++) {
+		switch (fids[i]->fclass) {
+		case FI_CLASS_CQ: {
+			struct dr_cq *cq = container_of(fids[i], struct dr_cq, cq.fid);
+			size_t n;
+
+			pthread_mutex_lock(&cq->lock);
+			n = cq->count;
+			pthread_mutex_unlock(&cq->lock);
+			if (n)
+				return -FI_EAGAIN;
+			break;
+		}
+		case FI_CLASS_EQ: {
+			struct dr_eq *eq = container_of(fids[i], struct dr_eq, eq.fid);
+			size_t n;
+
+			pthread_mutex_lock(&eq->lock);
+			n = eq->count;
+			pthread_mutex_unlock(&eq->lock);
+			if (n)
+				return -FI_EAGAIN;
+			break;
+		}
+		case FI_CLASS_CNTR:
+			break; /* counters have no "pending" state to report */
+		default:
+			return -FI_EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int fabric_domain2(struct fid_fabric *fabric, struct fi_info *info,
+			  struct fid_domain **dom, uint64_t flags, void *context)
+{
+	if (flags)
+		return -FI_EINVAL;
+	return dr_domain_open(fabric, info, dom, context);
+}
+
+static int fabric_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
+			    struct fid_wait **waitset)
+{
+	return -FI_ENOSYS; /* wait sets: not supported, objects have their own */
+}
+
+static struct fi_ops fabric_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = fabric_close,
+	.bind = dr_no_bind,
+	.control = dr_no_control,
+	.ops_open = dr_no_ops_open,
+	.tostr = dr_no_tostr,
+	.ops_set = dr_no_ops_set,
+};
+
+static struct fi_ops_fabric fabric_ops = {
+	.size = sizeof(struct fi_ops_fabric),
+	.domain = dr_domain_open,
+	.passive_ep = dr_pep_open,
+	.eq_open = dr_eq_open,
+	.wait_open = fabric_wait_open,
+	.trywait = fabric_trywait,
+	.domain2 = fabric_domain2,
+};
+
+int dr_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context)
+{
+	struct dr_fabric *fab;
+
+	if (attr && attr->name && strcmp(attr->name, DR_FABRIC_NAME)) {
+		DR_WARN(FI_LOG_FABRIC, "fabric %s is not droce's\n", attr->name);
+		return -FI_ENODATA;
+	}
+	if (!dr_settings_get())
+		return -FI_ENODATA; /* the settings said which parameter */
+	fab = calloc(1, sizeof(*fab));
+	if (!fab)
+		return -FI_ENOMEM;
+	pthread_mutex_init(&fab->lock, NULL);
+	fab->fab.fid.fclass = FI_CLASS_FABRIC;
+	fab->fab.fid.context = context;
+	fab->fab.fid.ops = &fabric_fi_ops;
+	fab->fab.ops = &fabric_ops;
+	fab->fab.api_version = attr ? attr->api_version : DR_FI_VERSION;
+	fab->api_version = fab->fab.api_version;
+	*fabric = &fab->fab;
+	return 0;
+}

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Memory registration: FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED.
+ * A region is named by its virtual address and a key droce chooses (random
+ * bits beside the table index, mr.c of the engine); local buffers need no
+ * registration (no FI_MR_LOCAL), so descriptors are accepted and ignored.
+ */
+#include <stdlib.h>
+
+#include "dr_fi.h"
+
+static struct dr_mr_fid *mr_of(struct fid *fid)
+{
+	return container_of(fid, struct dr_mr_fid, mr.fid);
+}
+
+static int mr_close(struct fid *fid)
+{
+	struct dr_mr_fid *m = mr_of(fid);
+	struct dr_dev *dev = m->dom->dev;
+	int ret;
+
+	pthread_mutex_lock(&dev->lock);
+	ret = dr_mr_dereg(&dev->mrt, m->mr_eng->key);
+	pthread_mutex_unlock(&dev->lock);
+	if (ret)
+		return -FI_EINVAL;
+	__atomic_sub_fetch(&m->dom->ref, 1, __ATOMIC_RELEASE);
+	free(m);
+	return 0;
+}
+
+static struct fi_ops mr_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = mr_close,
+	.bind = dr_no_bind,
+	.control = dr_no_control,
+	.ops_open = dr_no_ops_open,
+	.tostr = dr_no_tostr,
+	.ops_set = dr_no_ops_set,
+};
+
+#define DR_MR_ACCESS (FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
+
+int dr_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
+		  struct fid_mr **mr)
+{
+	struct dr_domain *dom;
+	struct dr_mr_fid *m;
+	unsigned access = DR_ACCESS_LOCAL_WRITE;
+	int ret;
+
+	if (fid->fclass != FI_CLASS_DOMAIN)
+		return -FI_EINVAL;
+	dom = container_of(fid, struct dr_domain, dom.fid);
+	if (!attr || !mr || flags) {
+		DR_WARN(FI_LOG_MR, "fi_mr_reg: bad arguments (flags 0x%llx)\n",
+			(unsigned long long)flags);
+		return -FI_EINVAL;
+	}
+	if (attr->iov_count != 1 || !attr->mr_iov) {
+		DR_WARN(FI_LOG_MR, "fi_mr_reg: one iov per region (mr_iov_limit 1), got %zu\n",
+			attr->iov_count);
+		return -FI_EINVAL;
+	}
+	if (attr->access & ~DR_MR_ACCESS) {
+		DR_WARN(FI_LOG_MR, "fi_mr_reg: access 0x%llx not supported\n",
+			(unsigned long long)attr->access);
+		return -FI_EINVAL;
+	}
+	if (attr->iface != FI_HMEM_SYSTEM)
+		return -FI_EOPNOTSUPP;
+	if (attr->access & FI_REMOTE_READ)
+		access |= DR_ACCESS_REMOTE_READ;
+	if (attr->access & FI_REMOTE_WRITE)
+		access |= DR_ACCESS_REMOTE_WRITE | DR_ACCESS_REMOTE_ATOMIC;
+
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -FI_ENOMEM;
+	pthread_mutex_lock(&dom->dev->lock);
+	ret = dr_mr_reg(&dom->dev->mrt, attr->mr_iov[0].iov_base, attr->mr_iov[0].iov_len,
+			(uintptr_t)attr->mr_iov[0].iov_base, access, &m->mr_eng);
+	pthread_mutex_unlock(&dom->dev->lock);
+	if (ret) {
+		free(m);
+		DR_WARN(FI_LOG_MR, "fi_mr_reg: %s\n", ret == -ENOMEM ? "table full" : "refused");
+		return ret == -ENOMEM ? -FI_ENOMEM : -FI_EINVAL;
+	}
+	m->dom = dom;
+	m->mr.fid.fclass = FI_CLASS_MR;
+	m->mr.fid.context = attr->context;
+	m->mr.fid.ops = &mr_fi_ops;
+	m->mr.mem_desc = m;
+	m->mr.key = m->mr_eng->key;
+	__atomic_add_fetch(&dom->ref, 1, __ATOMIC_RELEASE);
+	*mr = &m->mr;
+	return 0;
+}
+
+static int mr_regv(struct fid *fid, const struct iovec *iov, size_t count, uint64_t access,
+		   uint64_t offset, uint64_t requested_key, uint64_t flags, struct fid_mr **mr,
+		   void *context)
+{
+	struct fi_mr_attr attr = {
+		.mr_iov = iov,
+		.iov_count = count,
+		.access = access,
+		.offset = offset,
+		.requested_key = requested_key, /* FI_MR_PROV_KEY: ignored */
+		.context = context,
+		.iface = FI_HMEM_SYSTEM,
+	};
+
+	return dr_mr_regattr(fid, &attr, flags, mr);
+}
+
+static int mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
+		  uint64_t offset, uint64_t requested_key, uint64_t flags, struct fid_mr **mr,
+		  void *context)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return mr_regv(fid, &iov, 1, access, offset, requested_key, flags, mr, context);
+}
+
+struct fi_ops_mr dr_mr_ops = {
+	.size = sizeof(struct fi_ops_mr),
+	.reg = mr_reg,
+	.regv = mr_regv,
+	.regattr = dr_mr_regattr,
+};

@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Passive endpoints: an rdma_cm listener on the device's CM (service ID
+ * 0x0000000001060000 + port).  A REQ for it becomes an FI_CONNREQ event
+ * whose fi_info carries the request (handle) and the peer's CM data.
+ */
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dr_fi.h"
+
+static struct dr_pep *pep_of_fid(struct fid *fid)
+{
+	return container_of(fid, struct dr_pep, pep.fid);
+}
+
+static int pep_close(struct fid *fid)
+{
+	struct dr_pep *pep = pep_of_fid(fid);
+	struct dr_dev *dev = pep->dev;
+
+	pthread_mutex_lock(&dev->lock);
+	if (pep->lsn)
+		dr_cm_unlisten(pep->lsn);
+	for (struct dr_pep **pp = &dev->peps; *pp; pp = &(*pp)->next)
+		if (*pp == pep) {
+			*pp = pep->next;
+			break;
+		}
+	pthread_mutex_unlock(&dev->lock);
+	if (pep->eq)
+		__atomic_sub_fetch(&pep->eq->ref, 1, __ATOMIC_RELEASE);
+	dr_dev_put(dev);
+	fi_freeinfo(pep->info);
+	__atomic_sub_fetch(&pep->fab->ref, 1, __ATOMIC_RELEASE);
+	free(pep);
+	return 0;
+}
+
+static int pep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct dr_pep *pep = pep_of_fid(fid);
+
+	if (bfid->fclass != FI_CLASS_EQ) {
+		DR_WARN(FI_LOG_EP_CTRL, "a passive endpoint binds only an EQ\n");
+		return -FI_EINVAL;
+	}
+	if (pep->eq)
+		return -FI_EINVAL;
+	pep->eq = container_of(bfid, struct dr_eq, eq.fid);
+	__atomic_add_fetch(&pep->eq->ref, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static int pep_setname(fid_t fid, void *addr, size_t addrlen)
+{
+	struct dr_pep *pep = pep_of_fid(fid);
+	const struct sockaddr_in *sin = addr;
+
+	if (!addr || addrlen < sizeof(*sin) || sin->sin_family != AF_INET)
+		return -FI_EINVAL;
+	if (pep->listening)
+		return -FI_EOPBADSTATE;
+	if (sin->sin_addr.s_addr != htonl(INADDR_ANY) &&
+	    ntohl(sin->sin_addr.s_addr) != pep->dev->cfg.ip4) {
+		DR_WARN(FI_LOG_EP_CTRL, "fi_setname: address is not the device's\n");
+		return -FI_EADDRNOTAVAIL;
+	}
+	pep->addr.sin_port = sin->sin_port;
+	return 0;
+}
+
+static int pep_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	struct dr_pep *pep = pep_of_fid(fid);
+	size_t len = *addrlen;
+
+	*addrlen = sizeof(pep->addr);
+	if (len < sizeof(pep->addr))
+		return -FI_ETOOSMALL;
+	memcpy(addr, &pep->addr, sizeof(pep->addr));
+	return 0;
+}
+
+static int pep_listen(struct fid_pep *fpep)
+{
+	struct dr_pep *pep = dr_pep_of(fpep);
+	struct dr_dev *dev = pep->dev;
+	uint16_t port = ntohs(pep->addr.sin_port);
+	int ret, tries = 0x4000;
+
+	if (!pep->eq) {
+		DR_WARN(FI_LOG_EP_CTRL, "fi_listen: bind an EQ first\n");
+		return -FI_ENOEQ;
+	}
+	if (pep->listening)
+		return 0;
+	pthread_mutex_lock(&dev->lock);
+	do {
+		uint16_t p = port;
+
+		if (!p) /* an ephemeral port, as rdma_cm picks one */
+			p = dev->port_next = (uint16_t)(0xc000 | ((dev->port_next + 1) & 0x3fff));
+		ret = dr_cm_listen(&dev->cm, p, pep, &pep->lsn);
+		if (!ret)
+			pep->addr.sin_port = htons(p);
+	} while (ret == -EADDRINUSE && !port && --tries);
+	if (!ret) {
+		pep->listening = true;
+		pep->next = dev->peps;
+		dev->peps = pep;
+	}
+	pthread_mutex_unlock(&dev->lock);
+	if (ret == -EADDRINUSE) {
+		DR_WARN(FI_LOG_EP_CTRL, "fi_listen: port %u is in use\n", port);
+		return -FI_EADDRINUSE;
+	}
+	return ret ? -FI_ENOMEM : 0;
+}
+
+static int pep_reject(struct fid_pep *fpep, fid_t handle, const void *param, size_t paramlen)
+{
+	struct dr_pep *pep = dr_pep_of(fpep);
+	struct dr_connreq *cr;
+	uint8_t priv[1 + DR_CM_DATA_SIZE];
+	int ret;
+
+	if (!handle || handle->fclass != FI_CLASS_CONNREQ)
+		return -FI_EINVAL;
+	if (paramlen > DR_CM_DATA_SIZE || (paramlen && !param)) {
+		DR_WARN(FI_LOG_EP_CTRL, "fi_reject: at most %d bytes of CM data\n",
+			DR_CM_DATA_SIZE);
+		return -FI_EINVAL;
+	}
+	cr = container_of(handle, struct dr_connreq, fid);
+	priv[0] = (uint8_t)paramlen;
+	if (paramlen)
+		memcpy(priv + 1, param, paramlen);
+	pthread_mutex_lock(&pep->dev->lock);
+	ret = dr_cm_reject(cr->id, priv, 1 + paramlen);
+	if (!ret)
+		dr_cm_release(cr->id);
+	pthread_mutex_unlock(&pep->dev->lock);
+	if (ret)
+		return -FI_EINVAL; /* already accepted or rejected */
+	free(cr);
+	return 0;
+}
+
+static int pep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+{
+	if (level != FI_OPT_ENDPOINT || optname != FI_OPT_CM_DATA_SIZE)
+		return -FI_ENOPROTOOPT;
+	if (*optlen < sizeof(size_t)) {
+		*optlen = sizeof(size_t);
+		return -FI_ETOOSMALL;
+	}
+	*(size_t *)optval = DR_CM_DATA_SIZE;
+	*optlen = sizeof(size_t);
+	return 0;
+}
+
+static int pep_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
+{
+	return -FI_ENOPROTOOPT;
+}
+
+/* A REQ for this listener (dev->lock held, from the CM). */
+void dr_pep_cm_connreq(struct dr_pep *pep, const struct dr_cm_event *ev)
+{
+	struct {
+		struct fi_eq_cm_entry e;
+		uint8_t data[DR_CM_DATA_SIZE];
+	} ent;
+	struct sockaddr_in *src = NULL, *dst = NULL;
+	struct dr_connreq *cr = NULL;
+	struct fi_info *info = NULL;
+	size_t len = 0;
+
+	if (!pep->eq)
+		goto out_reject;
+	info = fi_dupinfo(pep->info);
+	cr = calloc(1, sizeof(*cr));
+	src = calloc(1, sizeof(*src));
+	dst = calloc(1, sizeof(*dst));
+	if (!info || !cr || !src || !dst)
+		goto out_reject;
+	free(info->src_addr);
+	free(info->dest_addr);
+	*src = pep->addr;
+	src->sin_addr.s_addr = htonl(pep->dev->cfg.ip4);
+	dst->sin_family = AF_INET;
+	dst->sin_addr.s_addr = htonl(ev->peer->ip4);
+	dst->sin_port = htons(ev->peer->port);
+	info->src_addr = src;
+	info->src_addrlen = sizeof(*src);
+	info->dest_addr = dst;
+	info->dest_addrlen = sizeof(*dst);
+	src = dst = NULL;
+	cr->fid.fclass = FI_CLASS_CONNREQ;
+	cr->dev = pep->dev;
+	cr->id = ev->id;
+	info->handle = &cr->fid;
+
+	memset(&ent, 0, sizeof(ent));
+	ent.e.fid = &pep->pep.fid;
+	ent.e.info = info;
+	/* the CM data behind its one-byte length (DR_CM_DATA_SIZE) */
+	if (ev->private_len) {
+		len = ev->private_data[0];
+		if (len > DR_CM_DATA_SIZE || len > ev->private_len - 1)
+			len = 0; /* not a libfabric peer (rping): no CM data */
+		memcpy(ent.data, ev->private_data + 1, len);
+	}
+	if (dr_eq_push(pep->eq, FI_CONNREQ, &ent, sizeof(ent.e) + len))
+		goto out_reject;
+	return;
+
+out_reject:
+	DR_WARN(FI_LOG_EP_CTRL, "connection request dropped: %s\n",
+		pep->eq ? "out of memory" : "no EQ bound");
+	fi_freeinfo(info);
+	free(cr);
+	free(src);
+	free(dst);
+	dr_cm_reject(ev->id, NULL, 0);
+	dr_cm_release(ev->id);
+}
+
+static struct fi_ops pep_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = pep_close,
+	.bind = pep_bind,
+	.control = dr_no_control,
+	.ops_open = dr_no_ops_open,
+	.tostr = dr_no_tostr,
+	.ops_set = dr_no_ops_set,
+};
+
+static int pep_no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
+{
+	return -FI_ENOSYS;
+}
+
+static int pep_no_connect(struct fid_ep *ep, const void *addr, const void *param,
+			  size_t paramlen)
+{
+	return -FI_ENOSYS;
+}
+
+static int pep_no_accept(struct fid_ep *ep, const void *param, size_t paramlen)
+{
+	return -FI_ENOSYS;
+}
+
+static int pep_no_shutdown(struct fid_ep *ep, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static int pep_no_join(struct fid_ep *ep, const void *addr, uint64_t flags, struct fid_mc **mc,
+		       void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static struct fi_ops_cm pep_cm_ops = {
+	.size = sizeof(struct fi_ops_cm),
+	.setname = pep_setname,
+	.getname = pep_getname,
+	.getpeer = pep_no_getpeer,
+	.connect = pep_no_connect,
+	.listen = pep_listen,
+	.accept = pep_no_accept,
+	.reject = pep_reject,
+	.shutdown = pep_no_shutdown,
+	.join = pep_no_join,
+};
+
+static ssize_t pep_no_cancel(fid_t fid, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int pep_no_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
+			 struct fid_ep **tx_ep, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int pep_no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
+			 struct fid_ep **rx_ep, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t pep_no_size_left(struct fid_ep *ep)
+{
+	return -FI_ENOSYS;
+}
+
+static struct fi_ops_ep pep_ep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = pep_no_cancel,
+	.getopt = pep_getopt,
+	.setopt = pep_setopt,
+	.tx_ctx = pep_no_tx_ctx,
+	.rx_ctx = pep_no_rx_ctx,
+	.rx_size_left = pep_no_size_left,
+	.tx_size_left = pep_no_size_left,
+};
+
+int dr_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **out,
+		void *context)
+{
+	struct dr_fabric *fab = dr_fabric_of(fabric);
+	struct dr_pep *pep;
+	int ret;
+
+	if (!info || (info->ep_attr && info->ep_attr->type != FI_EP_MSG)) {
+		DR_WARN(FI_LOG_EP_CTRL, "fi_passive_ep needs an FI_EP_MSG fi_info\n");
+		return -FI_EINVAL;
+	}
+	pep = calloc(1, sizeof(*pep));
+	if (!pep)
+		return -FI_ENOMEM;
+	pep->info = fi_dupinfo(info);
+	if (!pep->info) {
+		ret = -FI_ENOMEM;
+		goto out_free;
+	}
+	ret = dr_dev_get(fab, info, &pep->dev);
+	if (ret)
+		goto out_free;
+	pep->fab = fab;
+	pep->addr.sin_family = AF_INET;
+	pep->addr.sin_addr.s_addr = htonl(pep->dev->cfg.ip4);
+	if (info->src_addr && info->src_addrlen >= sizeof(struct sockaddr_in))
+		pep->addr.sin_port = ((struct sockaddr_in *)info->src_addr)->sin_port;
+	pep->pep.fid.fclass = FI_CLASS_PEP;
+	pep->pep.fid.context = context;
+	pep->pep.fid.ops = &pep_fi_ops;
+	pep->pep.ops = &pep_ep_ops;
+	pep->pep.cm = &pep_cm_ops;
+	__atomic_add_fetch(&fab->ref, 1, __ATOMIC_RELEASE);
+	*out = &pep->pep;
+	return 0;
+
+out_free:
+	fi_freeinfo(pep->info);
+	free(pep);
+	return ret;
+}

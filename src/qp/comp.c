@@ -1,0 +1,439 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * comp.c - the completer: consumes ACKs, NAKs, READ responses and atomic
+ * acknowledgements (IBA 9.7.5.2, ROCE-REFERENCE.md B.3-B.6, B.9), completes
+ * send WQEs strictly in posting order, runs the retransmit and RNR timers
+ * and starts go-back-N.
+ *
+ * One packet walks a small state machine: CHECK_PSN classifies it, one
+ * state per packet kind does the work, and RETRY / RNR / ERROR are the
+ * exits that change the requester's course.
+ */
+#include <string.h>
+
+#include "dr_qp.h"
+
+enum dr_comp_state {
+	DR_COMP_CHECK_PSN, /* is the PSN one we are waiting for? */
+	DR_COMP_ACK,	   /* ACKNOWLEDGE: cumulative up to its PSN */
+	DR_COMP_READ,	   /* READ RESPONSE: place, maybe complete */
+	DR_COMP_ATOMIC,	   /* ATOMIC ACKNOWLEDGE: store original, complete */
+	DR_COMP_NAK,	   /* AETH says NAK or RNR NAK: sort out which */
+	DR_COMP_RETRY,	   /* go-back-N from comp.psn, counting retry_cnt */
+	DR_COMP_RNR,	   /* RNR NAK: wait, counting rnr_retry */
+	DR_COMP_ERROR,	   /* the WQE at the head fails; QP to ERROR */
+	DR_COMP_DROP,	   /* nothing to learn from this packet */
+	DR_COMP_DONE,
+	DR_COMP_NUM
+};
+
+static const char *const dr_comp_state_names[DR_COMP_NUM] = {
+    [DR_COMP_CHECK_PSN] = "CHECK_PSN",
+    [DR_COMP_ACK] = "ACK",
+    [DR_COMP_READ] = "READ",
+    [DR_COMP_ATOMIC] = "ATOMIC",
+    [DR_COMP_NAK] = "NAK",
+    [DR_COMP_RETRY] = "RETRY",
+    [DR_COMP_RNR] = "RNR",
+    [DR_COMP_ERROR] = "ERROR",
+    [DR_COMP_DROP] = "DROP",
+    [DR_COMP_DONE] = "DONE",
+};
+
+struct dr_comp_ctx {
+	const struct dr_pkt *pkt;
+	uint8_t syndrome;
+	enum dr_wc_status status; /* for DR_COMP_ERROR */
+};
+
+/* ---- timers ----------------------------------------------------------------- */
+
+static bool dr_comp_outstanding(const struct dr_qp *qp)
+{
+	return dr_psn_diff(qp->comp.max_psn, qp->comp.psn) > 0;
+}
+
+/* Arm the retransmit timer if packets are outstanding and it is not
+ * running (called after sending).  B.4: armed on send, re-armed on
+ * progress, stopped when nothing is outstanding. */
+void dr_comp_arm(struct dr_qp *qp)
+{
+	uint64_t t = dr_qp_timeout_ns(qp->attr.timeout);
+
+	if (t && !qp->comp.rto_deadline_ns && !qp->comp.rnr_deadline_ns && dr_comp_outstanding(qp))
+		qp->comp.rto_deadline_ns = dr_qp_now(qp) + t;
+	dr_qp_timer_update(qp);
+}
+
+static void dr_comp_rearm(struct dr_qp *qp)
+{
+	qp->comp.rto_deadline_ns = 0;
+	dr_comp_arm(qp);
+}
+
+/* ---- completing WQEs ---------------------------------------------------------- */
+
+static enum dr_wc_opcode dr_comp_wc_opcode(enum dr_wr_opcode op)
+{
+	switch (op) {
+	case DR_WR_SEND:
+	case DR_WR_SEND_IMM:
+		return DR_WC_SEND;
+	case DR_WR_WRITE:
+	case DR_WR_WRITE_IMM:
+		return DR_WC_WRITE;
+	case DR_WR_READ:
+		return DR_WC_READ;
+	case DR_WR_FETCH_ADD:
+		return DR_WC_FETCH_ADD;
+	default:
+		return DR_WC_CMP_SWAP;
+	}
+}
+
+/* Complete the WQE at the SQ head.  Unsignaled WQEs report only errors
+ * (IBA 10.8, 11.4.1.1). */
+static void dr_comp_wqe(struct dr_qp *qp, enum dr_wc_status status, uint8_t syndrome)
+{
+	struct dr_send_wqe *w = dr_sq_wqe(qp, qp->sq.tail);
+	struct dr_wc wc = {
+	    .wr_id = w->wr.wr_id,
+	    .status = status,
+	    .opcode = dr_comp_wc_opcode(w->wr.opcode),
+	    .syndrome = syndrome,
+	};
+
+	w->state = DR_WQE_DONE;
+	if (w->ord_token) {
+		w->ord_token = false;
+		qp->req.ord_used--;
+	}
+	qp->sq.tail++;
+	if ((int32_t)(qp->req.wqe - qp->sq.tail) < 0)
+		qp->req.wqe = qp->sq.tail;
+	if (status != DR_WC_SUCCESS || (w->wr.flags & DR_WR_SIGNALED))
+		dr_qp_complete(qp, &wc);
+}
+
+/* Forward progress: fresh retry budgets (B.4 reset_retry_counters) and a
+ * restarted timer. */
+static void dr_comp_progress(struct dr_qp *qp)
+{
+	qp->comp.retry_left = qp->attr.retry_cnt;
+	qp->comp.rnr_left = qp->attr.rnr_retry;
+	qp->comp.retry_started = false;
+	/* an old ACK may cover PSNs the rewound requester has not resent */
+	if (dr_psn_diff(qp->comp.psn, qp->req.psn) > 0) {
+		qp->req.psn = qp->comp.psn;
+		qp->req.wqe = qp->sq.tail;
+	}
+	dr_comp_rearm(qp);
+}
+
+enum dr_ack_result {
+	DR_ACK_OK,	    /* acknowledged what could be */
+	DR_ACK_IMPLIED_NAK, /* passed an unanswered READ/atomic */
+};
+
+/* Acknowledge every PSN before psn_end (exclusive): complete SEND/WRITE
+ * WQEs wholly covered, note a partial ACK of a long one.  A READ or atomic
+ * is only answered by its own responses; an acknowledgement reaching past
+ * one means they were lost -- an implied NAK (IBA 9.7.5.2, rxe
+ * check_psn). */
+static enum dr_ack_result dr_comp_ack_to(struct dr_qp *qp, uint32_t psn_end)
+{
+	bool moved = false;
+
+	while (qp->sq.tail != qp->sq.head && dr_psn_diff(psn_end, qp->comp.psn) > 0) {
+		struct dr_send_wqe *w = dr_sq_wqe(qp, qp->sq.tail);
+		uint32_t end;
+
+		if (w->state != DR_WQE_PENDING)
+			break;
+		if (dr_wr_is_rd_atomic(w->wr.opcode)) {
+			if (moved)
+				dr_comp_progress(qp);
+			return DR_ACK_IMPLIED_NAK;
+		}
+		end = dr_psn_add(w->first_psn, (int32_t)w->npsn);
+		moved = true;
+		if (dr_psn_diff(psn_end, end) >= 0) {
+			qp->comp.psn = end;
+			dr_comp_wqe(qp, DR_WC_SUCCESS, 0);
+		} else {
+			qp->comp.psn = psn_end; /* part of a long message */
+			break;
+		}
+	}
+	if (moved)
+		dr_comp_progress(qp);
+	return DR_ACK_OK;
+}
+
+/* The pending WQE whose PSN range holds psn, or NULL. */
+static struct dr_send_wqe *dr_comp_find(struct dr_qp *qp, uint32_t psn)
+{
+	uint32_t i;
+
+	for (i = qp->sq.tail; i != qp->sq.head; i++) {
+		struct dr_send_wqe *w = dr_sq_wqe(qp, i);
+
+		if (w->state != DR_WQE_PENDING)
+			break;
+		if (dr_psn_diff(psn, w->first_psn) >= 0 &&
+		    dr_psn_diff(psn, dr_psn_add(w->first_psn, (int32_t)w->npsn)) < 0)
+			return w;
+	}
+	return NULL;
+}
+
+/* ---- states --------------------------------------------------------------------- */
+
+static enum dr_comp_state dr_comp_check_psn(struct dr_qp *qp, struct dr_comp_ctx *c)
+{
+	const struct dr_pkt *pkt = c->pkt;
+	const struct dr_aeth *aeth = dr_pkt_aeth(pkt);
+
+	/* a response must answer something sent and not yet acknowledged
+	 * (IBA 9.7.5.2); an ACK one below comp.psn is a re-ACK of what we
+	 * know already */
+	if (dr_psn_diff(pkt->psn, qp->comp.max_psn) >= 0 || dr_psn_diff(pkt->psn, qp->comp.psn) < 0)
+		return DR_COMP_DROP;
+	c->syndrome = aeth ? dr_aeth_syndrome(aeth) : DR_AETH_ACK_UNLIMITED;
+	if ((c->syndrome & DR_AETH_TYPE_MASK) != DR_AETH_ACK)
+		return DR_COMP_NAK;
+	switch (pkt->opcode) {
+	case DR_OP_ACK:
+		return DR_COMP_ACK;
+	case DR_OP_ATOMIC_ACK:
+		return DR_COMP_ATOMIC;
+	case DR_OP_READ_RSP_FIRST:
+	case DR_OP_READ_RSP_MIDDLE:
+	case DR_OP_READ_RSP_LAST:
+	case DR_OP_READ_RSP_ONLY:
+		return DR_COMP_READ;
+	default:
+		return DR_COMP_DROP;
+	}
+}
+
+static enum dr_comp_state dr_comp_ack(struct dr_qp *qp, struct dr_comp_ctx *c)
+{
+	/* cumulative: everything up to and including its PSN (B.3) */
+	if (dr_comp_ack_to(qp, dr_psn_add(c->pkt->psn, 1)) == DR_ACK_IMPLIED_NAK)
+		return qp->comp.retry_started ? DR_COMP_DONE : DR_COMP_RETRY;
+	return DR_COMP_DONE;
+}
+
+static enum dr_comp_state dr_comp_read(struct dr_qp *qp, struct dr_comp_ctx *c)
+{
+	const struct dr_pkt *pkt = c->pkt;
+	struct dr_send_wqe *w = dr_comp_find(qp, pkt->psn);
+	uint32_t pmtu = qp->attr.path_mtu, k, expect, plen;
+	bool last;
+
+	if (!w || w->wr.opcode != DR_WR_READ)
+		return DR_COMP_DROP;
+	/* a READ response implicitly acknowledges what precedes the READ
+	 * (IBA 9.7.5.2) */
+	if (dr_comp_ack_to(qp, w->first_psn) == DR_ACK_IMPLIED_NAK ||
+	    w != dr_sq_wqe(qp, qp->sq.tail))
+		return qp->comp.retry_started ? DR_COMP_DONE : DR_COMP_RETRY;
+	expect = dr_psn_add(w->first_psn, (int32_t)w->rsp_psns);
+	if (dr_psn_diff(pkt->psn, expect) < 0)
+		return DR_COMP_DROP; /* duplicate response */
+	if (pkt->psn != expect)
+		/* a response went missing: ask again from the gap (B.6) */
+		return qp->comp.retry_started ? DR_COMP_DONE : DR_COMP_RETRY;
+
+	k = w->rsp_psns;
+	plen = w->length - (uint64_t)k * pmtu < pmtu ? (uint32_t)(w->length - (uint64_t)k * pmtu)
+						     : pmtu;
+	last = k + 1 == w->npsn;
+	if (pkt->payload_len != plen || last != !!(pkt->op->flags & DR_OPF_END))
+		return DR_COMP_DROP; /* not the packet we asked for */
+	dr_sge_copy_in(w->sge, w->wr.num_sge, (uint64_t)k * pmtu, pkt->payload, plen);
+	w->rsp_psns++;
+	qp->comp.psn = dr_psn_add(pkt->psn, 1);
+	if (last)
+		dr_comp_wqe(qp, DR_WC_SUCCESS, 0);
+	dr_comp_progress(qp);
+	return DR_COMP_DONE;
+}
+
+static enum dr_comp_state dr_comp_atomic(struct dr_qp *qp, struct dr_comp_ctx *c)
+{
+	const struct dr_pkt *pkt = c->pkt;
+	struct dr_send_wqe *w = dr_comp_find(qp, pkt->psn);
+	const struct dr_atmack *ack = dr_pkt_atmack(pkt);
+	uint64_t orig;
+
+	if (!w || !dr_wr_is_atomic(w->wr.opcode) || !ack)
+		return DR_COMP_DROP;
+	if (dr_comp_ack_to(qp, w->first_psn) == DR_ACK_IMPLIED_NAK ||
+	    w != dr_sq_wqe(qp, qp->sq.tail))
+		return qp->comp.retry_started ? DR_COMP_DONE : DR_COMP_RETRY;
+	orig = be64toh(ack->orig);
+	dr_sge_copy_in(w->sge, w->wr.num_sge, 0, &orig, sizeof(orig));
+	qp->comp.psn = dr_psn_add(pkt->psn, 1);
+	dr_comp_wqe(qp, DR_WC_SUCCESS, 0);
+	dr_comp_progress(qp);
+	return DR_COMP_DONE;
+}
+
+static enum dr_comp_state dr_comp_nak(struct dr_qp *qp, struct dr_comp_ctx *c)
+{
+	/* every NAK implicitly acknowledges the PSNs before its own
+	 * (IBA 9.7.5.2) */
+	enum dr_ack_result r = dr_comp_ack_to(qp, c->pkt->psn);
+	uint8_t s = c->syndrome;
+
+	if ((s & DR_AETH_TYPE_MASK) == DR_AETH_RNR_NAK) {
+		qp->stats.rx_rnr_naks++;
+		if (r == DR_ACK_IMPLIED_NAK)
+			return qp->comp.retry_started ? DR_COMP_DONE : DR_COMP_RETRY;
+		return DR_COMP_RNR;
+	}
+	if ((s & DR_AETH_TYPE_MASK) != DR_AETH_NAK) {
+		qp->stats.rx_dropped++; /* reserved syndrome 010 */
+		return DR_COMP_DONE;
+	}
+	if (s == DR_AETH_NAK_PSN_SEQ) {
+		qp->stats.rx_seq_naks++;
+		/* one go-back-N per loss episode (rxe started_retry): once a
+		 * retry is under way, NAKs that bring no progress -- copies,
+		 * or NAKs for gaps the resend will fill anyway -- change
+		 * nothing; the retransmit timer covers a lost resend.  A NAK
+		 * during an RNR wait changes nothing either. */
+		if (qp->comp.retry_started || qp->req.state == DR_REQ_WAIT_RNR)
+			return DR_COMP_DONE;
+		return DR_COMP_RETRY;
+	}
+	qp->stats.rx_err_naks++;
+	switch (s) {
+	case DR_AETH_NAK_INV_REQ:
+		c->status = DR_WC_REM_INV_REQ_ERR;
+		break;
+	case DR_AETH_NAK_REM_ACCESS:
+		c->status = DR_WC_REM_ACCESS_ERR;
+		break;
+	default: /* remote operational error, and codes we do not know (B.9) */
+		c->status = DR_WC_REM_OP_ERR;
+		break;
+	}
+	return DR_COMP_ERROR;
+}
+
+static enum dr_comp_state dr_comp_retry(struct dr_qp *qp, struct dr_comp_ctx *c)
+{
+	/* B.4: retry_cnt retries, then the head WQE fails (IBA 9.7.6;
+	 * unlike rxe, 7 is not infinite for the transport retry count) */
+	if (!qp->comp.retry_left) {
+		c->status = DR_WC_RETRY_EXC_ERR;
+		return DR_COMP_ERROR;
+	}
+	qp->comp.retry_left--;
+	qp->comp.retry_started = true;
+	qp->stats.retries++;
+	dr_req_rewind(qp);
+	dr_comp_rearm(qp);
+	dr_req_run(qp);
+	return DR_COMP_DONE;
+}
+
+static enum dr_comp_state dr_comp_rnr(struct dr_qp *qp, struct dr_comp_ctx *c)
+{
+	/* B.5: wait for the timer the responder named, rnr_retry times
+	 * (7 = infinite, IBA 9.7.5.2), then resend from the NAKed PSN */
+	if (!qp->comp.rnr_left) {
+		c->status = DR_WC_RNR_RETRY_EXC_ERR;
+		return DR_COMP_ERROR;
+	}
+	if (qp->comp.rnr_left != 7)
+		qp->comp.rnr_left--;
+	qp->stats.rnr_waits++;
+	dr_req_rewind(qp);
+	dr_req_set_state(qp, DR_REQ_WAIT_RNR);
+	qp->comp.rto_deadline_ns = 0; /* the retransmit timer sleeps meanwhile */
+	qp->comp.rnr_deadline_ns = dr_qp_now(qp) + dr_rnr_timer_ns(c->syndrome & 0x1f);
+	dr_qp_timer_update(qp);
+	return DR_COMP_DONE;
+}
+
+static enum dr_comp_state dr_comp_error(struct dr_qp *qp, struct dr_comp_ctx *c)
+{
+	/* the failing WQE completes with its status even if unsignaled; the
+	 * rest is flushed (B.9) */
+	dr_qp_log(qp, "qp %u: send WQE fails: %s (syndrome 0x%02x)", qp->qpn,
+		  dr_wc_status_names[c->status], c->syndrome);
+	if (qp->sq.tail != qp->sq.head)
+		dr_comp_wqe(qp, c->status, c->status == DR_WC_RETRY_EXC_ERR ? 0 : c->syndrome);
+	dr_qp_error(qp);
+	return DR_COMP_DONE;
+}
+
+static enum dr_comp_state dr_comp_drop(struct dr_qp *qp, struct dr_comp_ctx *c)
+{
+	qp->stats.rx_dropped++;
+	return DR_COMP_DONE;
+}
+
+typedef enum dr_comp_state (*dr_comp_fn)(struct dr_qp *qp, struct dr_comp_ctx *c);
+
+static const dr_comp_fn dr_comp_tab[DR_COMP_NUM] = {
+    [DR_COMP_CHECK_PSN] = dr_comp_check_psn,
+    [DR_COMP_ACK] = dr_comp_ack,
+    [DR_COMP_READ] = dr_comp_read,
+    [DR_COMP_ATOMIC] = dr_comp_atomic,
+    [DR_COMP_NAK] = dr_comp_nak,
+    [DR_COMP_RETRY] = dr_comp_retry,
+    [DR_COMP_RNR] = dr_comp_rnr,
+    [DR_COMP_ERROR] = dr_comp_error,
+    [DR_COMP_DROP] = dr_comp_drop,
+};
+
+static void dr_comp_run(struct dr_qp *qp, struct dr_comp_ctx *c, enum dr_comp_state s)
+{
+	while (s != DR_COMP_DONE) {
+		enum dr_comp_state next = dr_comp_tab[s](qp, c);
+
+		if (next == DR_COMP_RETRY || next == DR_COMP_RNR || next == DR_COMP_ERROR)
+			dr_qp_log(qp, "qp %u comp: %s -> %s psn %u", qp->qpn,
+				  dr_comp_state_names[s], dr_comp_state_names[next], qp->comp.psn);
+		s = next;
+	}
+	if (qp->state == DR_QPS_RTS)
+		dr_req_run(qp);
+	dr_qp_timer_update(qp);
+}
+
+void dr_comp_input(struct dr_qp *qp, const struct dr_pkt *pkt)
+{
+	struct dr_comp_ctx c = {.pkt = pkt};
+
+	dr_comp_run(qp, &c, DR_COMP_CHECK_PSN);
+}
+
+void dr_comp_timeout(struct dr_qp *qp)
+{
+	struct dr_comp_ctx c = {0};
+
+	qp->comp.rto_deadline_ns = 0;
+	if (!dr_comp_outstanding(qp) || qp->req.state == DR_REQ_WAIT_RNR) {
+		dr_qp_timer_update(qp);
+		return;
+	}
+	qp->stats.timeouts++;
+	dr_comp_run(qp, &c, DR_COMP_RETRY);
+}
+
+void dr_comp_rnr_expired(struct dr_qp *qp)
+{
+	qp->comp.rnr_deadline_ns = 0;
+	if (qp->req.state != DR_REQ_WAIT_RNR)
+		return;
+	dr_req_set_state(qp, DR_REQ_SEND);
+	dr_req_rewind(qp);
+	dr_req_run(qp);
+	dr_comp_arm(qp);
+}

@@ -1,0 +1,647 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * qp.c - the QP object: states and attributes (IBA 10.3, 11.2.4), posting
+ * work requests, dispatch of incoming packets to the responder or the
+ * completer, timers, frame output, and the move to ERROR with its flush.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dr_qp.h"
+
+#define DR_QP_FRAME_CAP (DR_MAX_PMTU + 256)
+
+const char *const dr_qp_state_names[DR_QPS_NUM] = {
+    [DR_QPS_RESET] = "RESET", [DR_QPS_INIT] = "INIT",	[DR_QPS_RTR] = "RTR",
+    [DR_QPS_RTS] = "RTS",     [DR_QPS_ERROR] = "ERROR",
+};
+
+const char *const dr_wr_opcode_names[DR_WR_NUM] = {
+    [DR_WR_SEND] = "SEND",
+    [DR_WR_SEND_IMM] = "SEND_WITH_IMM",
+    [DR_WR_WRITE] = "RDMA_WRITE",
+    [DR_WR_WRITE_IMM] = "RDMA_WRITE_WITH_IMM",
+    [DR_WR_READ] = "RDMA_READ",
+    [DR_WR_FETCH_ADD] = "ATOMIC_FETCH_ADD",
+    [DR_WR_CMP_SWAP] = "ATOMIC_CMP_SWAP",
+};
+
+const char *const dr_wc_status_names[DR_WC_STATUS_NUM] = {
+    [DR_WC_SUCCESS] = "success",
+    [DR_WC_LOC_LEN_ERR] = "local length error",
+    [DR_WC_LOC_PROT_ERR] = "local protection error",
+    [DR_WC_WR_FLUSH_ERR] = "flushed",
+    [DR_WC_REM_INV_REQ_ERR] = "remote invalid request",
+    [DR_WC_REM_ACCESS_ERR] = "remote access error",
+    [DR_WC_REM_OP_ERR] = "remote operational error",
+    [DR_WC_RETRY_EXC_ERR] = "transport retry counter exceeded",
+    [DR_WC_RNR_RETRY_EXC_ERR] = "RNR retry counter exceeded",
+};
+
+/* ---- small services ------------------------------------------------------ */
+
+void dr_qp_log(struct dr_qp *qp, const char *fmt, ...)
+{
+	char msg[160];
+	va_list ap;
+
+	if (!qp->ops->log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	qp->ops->log(qp->ctx, qp, msg);
+}
+
+uint64_t dr_qp_now(struct dr_qp *qp)
+{
+	return qp->ops->now_ns(qp->ctx);
+}
+
+uint64_t dr_qp_timeout_ns(unsigned exp)
+{
+	/* IBA 9.7.6 (local ACK timeout): 4.096 us * 2^timeout; 0 = infinite */
+	return exp && exp < 32 ? 4096ull << exp : 0;
+}
+
+uint64_t dr_rnr_timer_ns(unsigned code)
+{
+	/* IBA table 45 (RNR NAK timer field), in microseconds */
+	static const uint32_t rnr_us[32] = {
+	    655360, 10,	   20,	  30,	 40,	60,	80,	120,	160,	240,	320,
+	    480,    640,   960,	  1280,	 1920,	2560,	3840,	5120,	7680,	10240,	15360,
+	    20480,  30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
+	};
+
+	return (uint64_t)rnr_us[code & 31] * 1000;
+}
+
+uint16_t dr_udp_sport(uint32_t flow_label, uint32_t lqpn, uint32_t rqpn)
+{
+	/* include/rdma/ib_verbs.h rdma_get_udp_sport / rdma_calc_flow_label */
+	if (!flow_label) {
+		uint64_t v = (uint64_t)lqpn * rqpn;
+
+		v ^= v >> 20;
+		v ^= v >> 40;
+		flow_label = (uint32_t)v & 0xfffff;
+	}
+	return 0xc000 | ((flow_label & 0x3fff) ^ ((flow_label & 0xfc000) >> 14));
+}
+
+void dr_qp_timer_update(struct dr_qp *qp)
+{
+	uint64_t d = UINT64_MAX;
+
+	if (qp->comp.rto_deadline_ns)
+		d = qp->comp.rto_deadline_ns;
+	if (qp->comp.rnr_deadline_ns && qp->comp.rnr_deadline_ns < d)
+		d = qp->comp.rnr_deadline_ns;
+	if (d != qp->deadline_ns) {
+		qp->deadline_ns = d;
+		if (qp->ops->timer_set)
+			qp->ops->timer_set(qp->ctx, qp, d);
+	}
+}
+
+uint64_t dr_qp_deadline_ns(const struct dr_qp *qp)
+{
+	return qp->deadline_ns;
+}
+
+void dr_qp_tick(struct dr_qp *qp)
+{
+	uint64_t now = dr_qp_now(qp);
+
+	if (qp->state == DR_QPS_RTS) {
+		if (qp->comp.rnr_deadline_ns && now >= qp->comp.rnr_deadline_ns)
+			dr_comp_rnr_expired(qp);
+		if (qp->state == DR_QPS_RTS && qp->comp.rto_deadline_ns &&
+		    now >= qp->comp.rto_deadline_ns)
+			dr_comp_timeout(qp);
+	}
+	dr_qp_timer_update(qp);
+}
+
+/* ---- frames ---------------------------------------------------------------- */
+
+void dr_qp_desc(struct dr_qp *qp, struct dr_pkt_desc *d, uint8_t opcode, uint32_t psn)
+{
+	*d = qp->tmpl;
+	d->ip_id = qp->ip_id++;
+	d->opcode = opcode;
+	d->dqpn = qp->attr.dest_qpn;
+	d->psn = psn & DR_PSN_MASK;
+}
+
+void dr_qp_send_frame(struct dr_qp *qp, const struct dr_pkt_desc *d)
+{
+	int len = dr_pkt_build(d, qp->frame, DR_QP_FRAME_CAP);
+
+	if (len < 0) {
+		/* a bug in the engine, never a peer's doing */
+		dr_qp_log(qp, "frame build failed (%d) opcode 0x%02x len %u", len, d->opcode,
+			  d->payload_len);
+		return;
+	}
+	qp->stats.tx_frames++;
+	qp->ops->xmit(qp->ctx, qp, qp->frame, (size_t)len);
+}
+
+/* ---- SGE lists ------------------------------------------------------------ */
+
+const uint8_t *dr_sge_span(const struct dr_sge *sge, unsigned n, uint64_t off, uint64_t len)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		if (off < sge[i].length || (off == 0 && len == 0))
+			return off + len <= sge[i].length
+				   ? (const uint8_t *)(uintptr_t)sge[i].addr + off
+				   : NULL;
+		off -= sge[i].length;
+	}
+	return NULL;
+}
+
+void dr_sge_copy_out(const struct dr_sge *sge, unsigned n, uint64_t off, void *dst, uint64_t len)
+{
+	uint8_t *d = dst;
+	unsigned i;
+
+	for (i = 0; i < n && len; i++) {
+		uint64_t chunk;
+
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		chunk = sge[i].length - off;
+		if (chunk > len)
+			chunk = len;
+		memcpy(d, (const uint8_t *)(uintptr_t)sge[i].addr + off, chunk);
+		d += chunk;
+		len -= chunk;
+		off = 0;
+	}
+}
+
+void dr_sge_copy_in(const struct dr_sge *sge, unsigned n, uint64_t off, const void *src,
+		    uint64_t len)
+{
+	const uint8_t *s = src;
+	unsigned i;
+
+	for (i = 0; i < n && len; i++) {
+		uint64_t chunk;
+
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		chunk = sge[i].length - off;
+		if (chunk > len)
+			chunk = len;
+		memcpy((uint8_t *)(uintptr_t)sge[i].addr + off, s, chunk);
+		s += chunk;
+		len -= chunk;
+		off = 0;
+	}
+}
+
+/* Check each SGE against the MR table and turn it into a local pointer.
+ * Returns the total length, or -EPERM / -EINVAL. */
+static int64_t dr_sge_import(struct dr_qp *qp, struct dr_sge *dst, const struct dr_sge *src,
+			     unsigned n, unsigned access)
+{
+	uint64_t total = 0;
+	unsigned i;
+
+	if (n > DR_QP_MAX_SGE || (n && !src))
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		dst[i] = src[i];
+		if (src[i].lkey != DR_LKEY_NONE) {
+			uint8_t *p;
+
+			if (!qp->mrt || dr_mr_check(qp->mrt, src[i].lkey, src[i].addr,
+						    src[i].length, access, &p) != DR_MR_OK)
+				return -EPERM;
+			dst[i].addr = (uintptr_t)p;
+			dst[i].lkey = DR_LKEY_NONE;
+		}
+		total += src[i].length;
+	}
+	if (total > DR_QP_MAX_MSG)
+		return -EINVAL;
+	return (int64_t)total;
+}
+
+/* ---- completions, error and flush ------------------------------------------ */
+
+void dr_qp_complete(struct dr_qp *qp, const struct dr_wc *wc)
+{
+	qp->ops->complete(qp->ctx, qp, wc);
+}
+
+static enum dr_wc_opcode dr_wc_opcode_of(enum dr_wr_opcode op)
+{
+	static const enum dr_wc_opcode map[DR_WR_NUM] = {
+	    [DR_WR_SEND] = DR_WC_SEND,	       [DR_WR_SEND_IMM] = DR_WC_SEND,
+	    [DR_WR_WRITE] = DR_WC_WRITE,       [DR_WR_WRITE_IMM] = DR_WC_WRITE,
+	    [DR_WR_READ] = DR_WC_READ,	       [DR_WR_FETCH_ADD] = DR_WC_FETCH_ADD,
+	    [DR_WR_CMP_SWAP] = DR_WC_CMP_SWAP,
+	};
+
+	return map[op];
+}
+
+static void dr_qp_flush_send(struct dr_qp *qp, struct dr_send_wqe *w)
+{
+	struct dr_wc wc = {
+	    .wr_id = w->wr.wr_id,
+	    .status = DR_WC_WR_FLUSH_ERR,
+	    .opcode = dr_wc_opcode_of(w->wr.opcode),
+	};
+
+	dr_qp_complete(qp, &wc);
+}
+
+static void dr_qp_flush_recv(struct dr_qp *qp, struct dr_recv_wqe *w)
+{
+	struct dr_wc wc = {
+	    .wr_id = w->wr.wr_id,
+	    .status = DR_WC_WR_FLUSH_ERR,
+	    .opcode = DR_WC_RECV,
+	};
+
+	dr_qp_complete(qp, &wc);
+}
+
+/* IBA 10.3.1: in ERROR every outstanding WR completes with a flush
+ * status, in order, once; nothing more is sent or accepted. */
+void dr_qp_error(struct dr_qp *qp)
+{
+	if (qp->state == DR_QPS_ERROR)
+		return;
+	dr_qp_log(qp, "qp %u: %s -> ERROR", qp->qpn, dr_qp_state_names[qp->state]);
+	qp->state = DR_QPS_ERROR;
+	dr_req_set_state(qp, DR_REQ_ERROR);
+	qp->comp.rto_deadline_ns = 0;
+	qp->comp.rnr_deadline_ns = 0;
+	dr_qp_timer_update(qp);
+	while (qp->sq.tail != qp->sq.head) {
+		struct dr_send_wqe *w = dr_sq_wqe(qp, qp->sq.tail++);
+
+		if (w->ord_token)
+			qp->req.ord_used--;
+		dr_qp_flush_send(qp, w);
+	}
+	qp->req.wqe = qp->sq.tail;
+	while (qp->rq.tail != qp->rq.head)
+		dr_qp_flush_recv(qp, dr_rq_wqe(qp, qp->rq.tail++));
+	qp->resp.rwqe = false;
+	qp->resp.in = DR_RESP_IN_NONE;
+}
+
+/* ---- create / destroy ------------------------------------------------------ */
+
+static uint32_t dr_pow2(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+struct dr_qp *dr_qp_create(const struct dr_qp_init_attr *ia)
+{
+	struct dr_qp *qp;
+	uint32_t ns, nr;
+
+	if (!ia->ops || !ia->ops->xmit || !ia->ops->now_ns || !ia->ops->complete || ia->qpn == 0 ||
+	    ia->qpn > DR_QPN_MASK || !ia->max_send_wr || !ia->max_recv_wr ||
+	    ia->max_send_wr > (1u << 16) || ia->max_recv_wr > (1u << 16))
+		return NULL;
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return NULL;
+	ns = dr_pow2(ia->max_send_wr);
+	nr = dr_pow2(ia->max_recv_wr);
+	qp->sq.ring = calloc(ns, sizeof(*qp->sq.ring));
+	qp->rq.ring = calloc(nr, sizeof(*qp->rq.ring));
+	qp->frame = malloc(DR_QP_FRAME_CAP);
+	qp->gather = malloc(DR_MAX_PMTU);
+	if (!qp->sq.ring || !qp->rq.ring || !qp->frame || !qp->gather) {
+		dr_qp_destroy(qp);
+		return NULL;
+	}
+	qp->sq.mask = ns - 1;
+	qp->rq.mask = nr - 1;
+	qp->qpn = ia->qpn;
+	qp->ops = ia->ops;
+	qp->ctx = ia->ctx;
+	qp->mrt = ia->mrt;
+	qp->state = DR_QPS_RESET;
+	qp->deadline_ns = UINT64_MAX;
+	return qp;
+}
+
+void dr_qp_destroy(struct dr_qp *qp)
+{
+	if (!qp)
+		return;
+	if (qp->ops && qp->ops->timer_set && qp->deadline_ns != UINT64_MAX)
+		qp->ops->timer_set(qp->ctx, qp, UINT64_MAX);
+	free(qp->resp.res);
+	free(qp->sq.ring);
+	free(qp->rq.ring);
+	free(qp->frame);
+	free(qp->gather);
+	free(qp);
+}
+
+/* ---- modify ---------------------------------------------------------------- */
+
+/* IBA 11.2.4 / verbs modify_qp: attributes each transition requires
+ * and may carry. */
+static const struct dr_qp_trans {
+	enum dr_qp_state from, to;
+	unsigned required, optional;
+} dr_qp_trans_tab[] = {
+    {DR_QPS_RESET, DR_QPS_INIT, 0, 0},
+    {DR_QPS_INIT, DR_QPS_INIT, 0, 0},
+    {DR_QPS_INIT, DR_QPS_RTR,
+     DR_QP_ATTR_DEST_QPN | DR_QP_ATTR_RQ_PSN | DR_QP_ATTR_PATH_MTU | DR_QP_ATTR_MAX_DEST_RD_ATOMIC |
+	 DR_QP_ATTR_MIN_RNR_TIMER | DR_QP_ATTR_PATH,
+     0},
+    {DR_QPS_RTR, DR_QPS_RTS,
+     DR_QP_ATTR_SQ_PSN | DR_QP_ATTR_TIMEOUT | DR_QP_ATTR_RETRY_CNT | DR_QP_ATTR_RNR_RETRY |
+	 DR_QP_ATTR_MAX_RD_ATOMIC,
+     DR_QP_ATTR_MIN_RNR_TIMER},
+    {DR_QPS_RTS, DR_QPS_RTS, 0,
+     DR_QP_ATTR_MIN_RNR_TIMER | DR_QP_ATTR_TIMEOUT | DR_QP_ATTR_RETRY_CNT | DR_QP_ATTR_RNR_RETRY},
+};
+
+static int dr_qp_attr_valid(const struct dr_qp_attr *a, unsigned mask)
+{
+	if ((mask & DR_QP_ATTR_DEST_QPN) && (a->dest_qpn == 0 || a->dest_qpn > DR_QPN_MASK))
+		return 0;
+	if ((mask & DR_QP_ATTR_RQ_PSN) && a->rq_psn > DR_PSN_MASK)
+		return 0;
+	if ((mask & DR_QP_ATTR_SQ_PSN) && a->sq_psn > DR_PSN_MASK)
+		return 0;
+	if ((mask & DR_QP_ATTR_PATH_MTU) &&
+	    (a->path_mtu < 256 || a->path_mtu > 4096 || (a->path_mtu & (a->path_mtu - 1))))
+		return 0;
+	if ((mask & DR_QP_ATTR_TIMEOUT) && a->timeout > 31)
+		return 0;
+	if ((mask & DR_QP_ATTR_RETRY_CNT) && a->retry_cnt > 7)
+		return 0;
+	if ((mask & DR_QP_ATTR_RNR_RETRY) && a->rnr_retry > 7)
+		return 0;
+	if ((mask & DR_QP_ATTR_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
+		return 0;
+	return 1;
+}
+
+static void dr_qp_copy_attr(struct dr_qp *qp, const struct dr_qp_attr *a, unsigned mask)
+{
+	struct dr_qp_attr *q = &qp->attr;
+
+	if (mask & DR_QP_ATTR_DEST_QPN)
+		q->dest_qpn = a->dest_qpn;
+	if (mask & DR_QP_ATTR_RQ_PSN)
+		q->rq_psn = a->rq_psn;
+	if (mask & DR_QP_ATTR_SQ_PSN)
+		q->sq_psn = a->sq_psn;
+	if (mask & DR_QP_ATTR_PATH_MTU)
+		q->path_mtu = a->path_mtu;
+	if (mask & DR_QP_ATTR_TIMEOUT)
+		q->timeout = a->timeout;
+	if (mask & DR_QP_ATTR_RETRY_CNT)
+		q->retry_cnt = a->retry_cnt;
+	if (mask & DR_QP_ATTR_RNR_RETRY)
+		q->rnr_retry = a->rnr_retry;
+	if (mask & DR_QP_ATTR_MIN_RNR_TIMER)
+		q->min_rnr_timer = a->min_rnr_timer;
+	if (mask & DR_QP_ATTR_MAX_RD_ATOMIC)
+		q->max_rd_atomic = a->max_rd_atomic;
+	if (mask & DR_QP_ATTR_MAX_DEST_RD_ATOMIC)
+		q->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	if (mask & DR_QP_ATTR_PATH)
+		q->path = a->path;
+}
+
+static void dr_qp_reset(struct dr_qp *qp)
+{
+	/* verbs: RESET discards every WR without a completion */
+	free(qp->resp.res);
+	memset(&qp->req, 0, sizeof(qp->req));
+	memset(&qp->comp, 0, sizeof(qp->comp));
+	memset(&qp->resp, 0, sizeof(qp->resp));
+	qp->sq.head = qp->sq.tail = 0;
+	qp->rq.head = qp->rq.tail = 0;
+	memset(&qp->attr, 0, sizeof(qp->attr));
+	qp->deadline_ns = UINT64_MAX;
+	if (qp->ops->timer_set)
+		qp->ops->timer_set(qp->ctx, qp, UINT64_MAX);
+}
+
+static int dr_qp_to_rtr(struct dr_qp *qp)
+{
+	const struct dr_qp_path *p = &qp->attr.path;
+	struct dr_pkt_desc *d = &qp->tmpl;
+
+	qp->resp.nres = qp->attr.max_dest_rd_atomic;
+	free(qp->resp.res);
+	qp->resp.res = NULL;
+	if (qp->resp.nres) {
+		qp->resp.res = calloc(qp->resp.nres, sizeof(*qp->resp.res));
+		if (!qp->resp.res)
+			return -ENOMEM;
+	}
+	qp->resp.res_next = 0;
+	qp->resp.psn = qp->attr.rq_psn;
+	qp->resp.msn = 0;
+	qp->resp.nak_sent = false;
+	qp->resp.in = DR_RESP_IN_NONE;
+	qp->resp.rwqe = false;
+
+	dr_pkt_desc_init(d);
+	memcpy(d->src_mac, p->src_mac, 6);
+	memcpy(d->dst_mac, p->dst_mac, 6);
+	d->ip_version = 4;
+	d->src_ip4 = p->src_ip4;
+	d->dst_ip4 = p->dst_ip4;
+	d->tos = p->tos;
+	d->ttl = p->ttl ? p->ttl : 64;
+	d->sport = p->sport ? p->sport : dr_udp_sport(0, qp->qpn, qp->attr.dest_qpn);
+	d->dport = DR_ROCE_UDP_PORT;
+	d->pkey = DR_DEF_PKEY;
+	return 0;
+}
+
+static void dr_qp_to_rts(struct dr_qp *qp)
+{
+	qp->req.psn = qp->attr.sq_psn;
+	qp->req.wqe = qp->sq.tail;
+	qp->req.noack_pkts = 0;
+	qp->req.state = DR_REQ_IDLE;
+	qp->comp.psn = qp->attr.sq_psn;
+	qp->comp.max_psn = qp->attr.sq_psn;
+	qp->comp.retry_left = qp->attr.retry_cnt;
+	qp->comp.rnr_left = qp->attr.rnr_retry;
+}
+
+int dr_qp_modify(struct dr_qp *qp, const struct dr_qp_attr *attr, unsigned mask)
+{
+	enum dr_qp_state from = qp->state, to;
+	const struct dr_qp_trans *t = NULL;
+	size_t i;
+	int ret;
+
+	if (!(mask & DR_QP_ATTR_STATE) || (unsigned)attr->state >= DR_QPS_NUM)
+		return -EINVAL;
+	to = attr->state;
+	if (to == DR_QPS_RESET) {
+		dr_qp_reset(qp);
+		qp->state = DR_QPS_RESET;
+		return 0;
+	}
+	if (to == DR_QPS_ERROR) {
+		dr_qp_error(qp);
+		return 0;
+	}
+	for (i = 0; i < sizeof(dr_qp_trans_tab) / sizeof(dr_qp_trans_tab[0]); i++)
+		if (dr_qp_trans_tab[i].from == from && dr_qp_trans_tab[i].to == to)
+			t = &dr_qp_trans_tab[i];
+	mask &= ~DR_QP_ATTR_STATE;
+	if (!t || (mask & t->required) != t->required || (mask & ~(t->required | t->optional)) ||
+	    !dr_qp_attr_valid(attr, mask))
+		return -EINVAL;
+	dr_qp_copy_attr(qp, attr, mask);
+	if (from == DR_QPS_INIT && to == DR_QPS_RTR) {
+		ret = dr_qp_to_rtr(qp);
+		if (ret)
+			return ret;
+	} else if (from == DR_QPS_RTR && to == DR_QPS_RTS) {
+		dr_qp_to_rts(qp);
+	} else if (from == DR_QPS_RTS && (mask & DR_QP_ATTR_RETRY_CNT)) {
+		qp->comp.retry_left = qp->attr.retry_cnt;
+	}
+	if (from != to)
+		dr_qp_log(qp, "qp %u: %s -> %s", qp->qpn, dr_qp_state_names[from],
+			  dr_qp_state_names[to]);
+	qp->state = to;
+	if (to == DR_QPS_RTS)
+		dr_req_run(qp);
+	return 0;
+}
+
+/* ---- posting ---------------------------------------------------------------- */
+
+int dr_qp_post_send(struct dr_qp *qp, const struct dr_send_wr *wr)
+{
+	struct dr_send_wqe *w;
+	unsigned access = 0;
+	int64_t len;
+
+	if (qp->state != DR_QPS_RTS && qp->state != DR_QPS_ERROR)
+		return -EINVAL;
+	if ((unsigned)wr->opcode >= DR_WR_NUM)
+		return -EINVAL;
+	if (qp->sq.head - qp->sq.tail > qp->sq.mask)
+		return -ENOMEM;
+	if (dr_wr_is_rd_atomic(wr->opcode)) {
+		if (wr->flags & DR_WR_INLINE)
+			return -EINVAL;
+		if (qp->state == DR_QPS_RTS && qp->attr.max_rd_atomic == 0)
+			return -EINVAL; /* it could never be sent */
+		access = DR_ACCESS_LOCAL_WRITE;
+	}
+	w = dr_sq_wqe(qp, qp->sq.head);
+	memset(w, 0, offsetof(struct dr_send_wqe, inline_data));
+	len = dr_sge_import(qp, w->sge, wr->sg_list, wr->num_sge, access);
+	if (len < 0)
+		return (int)len;
+	if (dr_wr_is_atomic(wr->opcode) && len != 8)
+		return -EINVAL; /* the original value lands in 8 local bytes */
+	w->wr = *wr;
+	w->wr.sg_list = w->sge;
+	w->length = (uint64_t)len;
+	if (wr->flags & DR_WR_INLINE) {
+		if (len > DR_QP_MAX_INLINE)
+			return -EINVAL;
+		dr_sge_copy_out(w->sge, wr->num_sge, 0, w->inline_data, (uint64_t)len);
+		w->sge[0].addr = (uintptr_t)w->inline_data;
+		w->sge[0].length = (uint32_t)len;
+		w->sge[0].lkey = DR_LKEY_NONE;
+		w->wr.num_sge = 1;
+	}
+	w->state = DR_WQE_POSTED;
+	qp->sq.head++;
+	if (qp->state == DR_QPS_ERROR) {
+		qp->sq.tail++;
+		qp->req.wqe = qp->sq.tail;
+		dr_qp_flush_send(qp, w);
+		return 0;
+	}
+	dr_req_run(qp);
+	return 0;
+}
+
+int dr_qp_post_recv(struct dr_qp *qp, const struct dr_recv_wr *wr)
+{
+	struct dr_recv_wqe *w;
+	int64_t len;
+
+	if (qp->state == DR_QPS_RESET)
+		return -EINVAL;
+	if (qp->rq.head - qp->rq.tail > qp->rq.mask)
+		return -ENOMEM;
+	w = dr_rq_wqe(qp, qp->rq.head);
+	len = dr_sge_import(qp, w->sge, wr->sg_list, wr->num_sge, DR_ACCESS_LOCAL_WRITE);
+	if (len < 0)
+		return (int)len;
+	w->wr = *wr;
+	w->wr.sg_list = w->sge;
+	w->length = (uint64_t)len;
+	qp->rq.head++;
+	if (qp->state == DR_QPS_ERROR) {
+		qp->rq.tail++;
+		dr_qp_flush_recv(qp, w);
+	}
+	return 0;
+}
+
+/* ---- input ------------------------------------------------------------------ */
+
+void dr_qp_input(struct dr_qp *qp, const struct dr_pkt *pkt)
+{
+	uint32_t f = pkt->op->flags;
+
+	qp->stats.rx_frames++;
+	if (pkt->opcode >= 0x20 || (f & DR_OPF_UD)) {
+		/* not RC (IBA 9.2.1 transport bits): not for a connected QP */
+		qp->stats.rx_dropped++;
+		return;
+	}
+	if (f & DR_OPF_REQ) {
+		/* the responder works from RTR on (IBA 10.3.1) */
+		if (qp->state == DR_QPS_RTR || qp->state == DR_QPS_RTS) {
+			dr_resp_input(qp, pkt);
+			return;
+		}
+	} else if (f & DR_OPF_RSP) {
+		if (qp->state == DR_QPS_RTS) {
+			dr_comp_input(qp, pkt);
+			return;
+		}
+	}
+	qp->stats.rx_dropped++;
+}

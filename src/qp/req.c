@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * req.c - the requester: turns send WQEs into request packets (IBA 9.7.3
+ * and ROCE-REFERENCE.md B.1/B.2), paced by the PSN window and ORD, and
+ * rewinds for go-back-N (B.6).
+ *
+ * Every WQE owns a fixed PSN range [first_psn, first_psn + npsn) assigned
+ * when it is first sent; a resend regenerates exactly the same packets, so
+ * "packet k of the WQE" is always PSN first_psn + k.  Which packet comes
+ * next follows from req.psn alone: k = req.psn - first_psn.
+ */
+#include <string.h>
+
+#include "dr_qp.h"
+
+const char *const dr_req_state_names[DR_REQ_NUM] = {
+    [DR_REQ_IDLE] = "IDLE",
+    [DR_REQ_SEND] = "SEND",
+    [DR_REQ_WAIT_WINDOW] = "WAIT_WINDOW",
+    [DR_REQ_WAIT_ORD] = "WAIT_ORD",
+    [DR_REQ_WAIT_RNR] = "WAIT_RNR",
+    [DR_REQ_ERROR] = "ERROR",
+};
+
+void dr_req_set_state(struct dr_qp *qp, enum dr_req_state s)
+{
+	if (qp->req.state == s)
+		return;
+	if (s != DR_REQ_SEND && qp->req.state != DR_REQ_SEND)
+		dr_qp_log(qp, "qp %u req: %s -> %s", qp->qpn, dr_req_state_names[qp->req.state],
+			  dr_req_state_names[s]);
+	qp->req.state = s;
+}
+
+/* Opcode of packet k of n of a SEND or WRITE (IBA 9.7.3.1, table 38). */
+static uint8_t dr_req_opcode(const struct dr_send_wqe *w, uint32_t k)
+{
+	static const uint8_t tab[4][4] = {
+	    /*		     ONLY		   FIRST	      MIDDLE		   LAST */
+	    [DR_WR_SEND] = {DR_OP_SEND_ONLY, DR_OP_SEND_FIRST, DR_OP_SEND_MIDDLE, DR_OP_SEND_LAST},
+	    [DR_WR_SEND_IMM] = {DR_OP_SEND_ONLY_IMM, DR_OP_SEND_FIRST, DR_OP_SEND_MIDDLE,
+				DR_OP_SEND_LAST_IMM},
+	    [DR_WR_WRITE] = {DR_OP_WRITE_ONLY, DR_OP_WRITE_FIRST, DR_OP_WRITE_MIDDLE,
+			     DR_OP_WRITE_LAST},
+	    [DR_WR_WRITE_IMM] = {DR_OP_WRITE_ONLY_IMM, DR_OP_WRITE_FIRST, DR_OP_WRITE_MIDDLE,
+				 DR_OP_WRITE_LAST_IMM},
+	};
+	unsigned pos;
+
+	if (w->npsn == 1)
+		pos = 0;
+	else if (k == 0)
+		pos = 1;
+	else if (k + 1 < w->npsn)
+		pos = 2;
+	else
+		pos = 3;
+	return tab[w->wr.opcode][pos];
+}
+
+/* Build and send packet k of w.  Returns the PSNs it consumes. */
+static uint32_t dr_req_send_pkt(struct dr_qp *qp, struct dr_send_wqe *w, uint32_t k)
+{
+	uint32_t pmtu = qp->attr.path_mtu, psn = dr_psn_add(w->first_psn, (int32_t)k), used = 1;
+	uint64_t off = (uint64_t)k * pmtu;
+	struct dr_pkt_desc d;
+	bool end = true;
+
+	switch (w->wr.opcode) {
+	case DR_WR_SEND:
+	case DR_WR_SEND_IMM:
+	case DR_WR_WRITE:
+	case DR_WR_WRITE_IMM: {
+		uint32_t plen = w->length - off < pmtu ? (uint32_t)(w->length - off) : pmtu;
+		const uint8_t *p;
+
+		dr_qp_desc(qp, &d, dr_req_opcode(w, k), psn);
+		end = k + 1 == w->npsn;
+		if (d.opcode == DR_OP_WRITE_FIRST || d.opcode == DR_OP_WRITE_ONLY ||
+		    d.opcode == DR_OP_WRITE_ONLY_IMM) {
+			/* RETH carries the whole message length (A.5) */
+			d.reth.va = w->wr.remote_addr;
+			d.reth.rkey = w->wr.rkey;
+			d.reth.len = (uint32_t)w->length;
+		}
+		if (end && (w->wr.opcode == DR_WR_SEND_IMM || w->wr.opcode == DR_WR_WRITE_IMM))
+			d.imm = w->wr.imm;
+		/* SE only on the last packet of a SEND or WRITE_WITH_IMM (A.4) */
+		if (end && (w->wr.flags & DR_WR_SOLICITED) && w->wr.opcode != DR_WR_WRITE)
+			d.se = true;
+		p = dr_sge_span(w->sge, w->wr.num_sge, off, plen);
+		if (!p && plen) {
+			dr_sge_copy_out(w->sge, w->wr.num_sge, off, qp->gather, plen);
+			p = qp->gather;
+		}
+		d.payload = p;
+		d.payload_len = plen;
+		break;
+	}
+	case DR_WR_READ:
+		/* one request for the rest of the read; it reserves one PSN per
+		 * response packet (B.1); a resend asks only for what is missing */
+		dr_qp_desc(qp, &d, DR_OP_READ_REQ, psn);
+		d.reth.va = w->wr.remote_addr + off;
+		d.reth.rkey = w->wr.rkey;
+		d.reth.len = (uint32_t)(w->length - (off < w->length ? off : w->length));
+		used = w->npsn - k;
+		break;
+	case DR_WR_FETCH_ADD:
+	case DR_WR_CMP_SWAP:
+		dr_qp_desc(qp, &d,
+			   w->wr.opcode == DR_WR_FETCH_ADD ? DR_OP_FETCH_ADD : DR_OP_CMP_SWAP, psn);
+		d.atmeth.va = w->wr.remote_addr;
+		d.atmeth.rkey = w->wr.rkey;
+		if (w->wr.opcode == DR_WR_FETCH_ADD) {
+			d.atmeth.swap_add = w->wr.compare_add;
+		} else {
+			d.atmeth.swap_add = w->wr.swap;
+			d.atmeth.cmp = w->wr.compare_add;
+		}
+		break;
+	default:
+		return 1;
+	}
+
+	/* AckReq on the last packet of a message and at least every
+	 * DR_QP_MAX_PKT_PER_ACK packets (B.2) */
+	if (end || ++qp->req.noack_pkts >= DR_QP_MAX_PKT_PER_ACK) {
+		d.ackreq = true;
+		qp->req.noack_pkts = 0;
+	}
+	qp->stats.tx_req_pkts++;
+	if (dr_psn_diff(psn, qp->comp.max_psn) < 0)
+		qp->stats.tx_resent_pkts++;
+	dr_qp_send_frame(qp, &d);
+	return used;
+}
+
+/* Is w allowed to start now (first transmission only)? */
+static bool dr_req_may_start(struct dr_qp *qp, const struct dr_send_wqe *w)
+{
+	/* IBA 10.8.3.3 fence: wait until earlier READ/atomics completed */
+	if ((w->wr.flags & DR_WR_FENCE) && qp->req.ord_used)
+		return false;
+	/* ORD: max_rd_atomic outstanding READ/atomics (B.8) */
+	if (dr_wr_is_rd_atomic(w->wr.opcode) && qp->req.ord_used >= qp->attr.max_rd_atomic)
+		return false;
+	return true;
+}
+
+void dr_req_run(struct dr_qp *qp)
+{
+	bool sent = false;
+
+	if (qp->state != DR_QPS_RTS || qp->req.state == DR_REQ_WAIT_RNR ||
+	    qp->req.state == DR_REQ_ERROR)
+		return;
+	for (;;) {
+		struct dr_send_wqe *w;
+		uint32_t k, used, end;
+
+		if (qp->req.wqe == qp->sq.head) {
+			dr_req_set_state(qp, DR_REQ_IDLE);
+			break;
+		}
+		w = dr_sq_wqe(qp, qp->req.wqe);
+		if (w->state == DR_WQE_POSTED && !dr_req_may_start(qp, w)) {
+			dr_req_set_state(qp, DR_REQ_WAIT_ORD);
+			break;
+		}
+		if (dr_psn_diff(qp->req.psn, qp->comp.psn) >= DR_QP_MAX_UNACKED_PSNS) {
+			dr_req_set_state(qp, DR_REQ_WAIT_WINDOW);
+			break;
+		}
+		dr_req_set_state(qp, DR_REQ_SEND);
+		if (w->state == DR_WQE_POSTED) {
+			w->first_psn = qp->req.psn;
+			w->npsn = dr_qp_npkts(qp, w->length);
+			w->rsp_psns = 0;
+			w->state = DR_WQE_PENDING;
+			if (dr_wr_is_rd_atomic(w->wr.opcode)) {
+				w->ord_token = true;
+				qp->req.ord_used++;
+			}
+		}
+		k = (uint32_t)dr_psn_diff(qp->req.psn, w->first_psn);
+		if (w->state != DR_WQE_PENDING || k >= w->npsn) {
+			/* cannot happen: the completer keeps req.wqe/req.psn
+			 * in step; skip rather than send garbage */
+			qp->req.wqe++;
+			continue;
+		}
+		used = dr_req_send_pkt(qp, w, k);
+		sent = true;
+		qp->req.psn = dr_psn_add(qp->req.psn, (int32_t)used);
+		if (dr_psn_diff(qp->req.psn, qp->comp.max_psn) > 0)
+			qp->comp.max_psn = qp->req.psn;
+		end = dr_psn_add(w->first_psn, (int32_t)w->npsn);
+		if (qp->req.psn == end)
+			qp->req.wqe++;
+	}
+	if (sent)
+		dr_comp_arm(qp);
+}
+
+/* Go-back-N (B.6): resend from the first unacknowledged PSN.  The WQE
+ * holding comp.psn restarts at its first unacknowledged packet (a READ
+ * asks again only for the missing responses); later WQEs restart whole. */
+void dr_req_rewind(struct dr_qp *qp)
+{
+	if (qp->req.state == DR_REQ_ERROR)
+		return;
+	qp->req.psn = qp->comp.psn;
+	qp->req.wqe = qp->sq.tail;
+	qp->req.noack_pkts = 0;
+	dr_req_set_state(qp, DR_REQ_SEND);
+}

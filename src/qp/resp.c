@@ -1,0 +1,559 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * resp.c - the responder: checks and executes incoming requests and
+ * answers them (IBA 9.7.4, 9.7.5.1; ROCE-REFERENCE.md B.3, B.5-B.9).
+ *
+ * One request packet walks the state machine below, checks first in the
+ * order IBA 9.7.5.1 lists them (PSN, opcode sequence, length, resources,
+ * key), then execution, completion and acknowledgement.  Every refusal is
+ * one exit: NAK_SEQ (ahead of the expected PSN), DUPLICATE (behind it),
+ * RNR (no receive WQE) or ERROR (a NAK and the QP to ERROR).
+ */
+#include <string.h>
+
+#include "dr_qp.h"
+
+enum dr_resp_state {
+	DR_RESP_CHECK_PSN,
+	DR_RESP_CHECK_OP_SEQ,
+	DR_RESP_CHECK_LENGTH,
+	DR_RESP_CHECK_RESOURCE,
+	DR_RESP_CHECK_RKEY,
+	DR_RESP_EXECUTE,
+	DR_RESP_COMPLETE,
+	DR_RESP_ACKNOWLEDGE,
+	DR_RESP_DUPLICATE,
+	DR_RESP_NAK_SEQ,
+	DR_RESP_RNR,
+	DR_RESP_ERROR,
+	DR_RESP_DONE,
+	DR_RESP_NUM
+};
+
+static const char *const dr_resp_state_names[DR_RESP_NUM] = {
+    [DR_RESP_CHECK_PSN] = "CHECK_PSN",
+    [DR_RESP_CHECK_OP_SEQ] = "CHECK_OP_SEQ",
+    [DR_RESP_CHECK_LENGTH] = "CHECK_LENGTH",
+    [DR_RESP_CHECK_RESOURCE] = "CHECK_RESOURCE",
+    [DR_RESP_CHECK_RKEY] = "CHECK_RKEY",
+    [DR_RESP_EXECUTE] = "EXECUTE",
+    [DR_RESP_COMPLETE] = "COMPLETE",
+    [DR_RESP_ACKNOWLEDGE] = "ACKNOWLEDGE",
+    [DR_RESP_DUPLICATE] = "DUPLICATE",
+    [DR_RESP_NAK_SEQ] = "NAK_SEQ",
+    [DR_RESP_RNR] = "RNR",
+    [DR_RESP_ERROR] = "ERROR",
+    [DR_RESP_DONE] = "DONE",
+};
+
+struct dr_resp_ctx {
+	const struct dr_pkt *pkt;
+	uint8_t op;
+	uint8_t nak;		   /* ERROR: the NAK syndrome */
+	enum dr_wc_status rstatus; /* ERROR: for a receive WQE in progress */
+	uint8_t *ptr;		   /* CHECK_RKEY: the local target */
+	uint64_t va;
+	uint32_t rkey, len;
+};
+
+/* ---- opcode classes ------------------------------------------------------- */
+
+static bool dr_op_is_send(uint8_t op)
+{
+	return op <= DR_OP_SEND_ONLY_IMM;
+}
+static bool dr_op_is_write(uint8_t op)
+{
+	return op >= DR_OP_WRITE_FIRST && op <= DR_OP_WRITE_ONLY_IMM;
+}
+static bool dr_op_is_atomic(uint8_t op)
+{
+	return op == DR_OP_CMP_SWAP || op == DR_OP_FETCH_ADD;
+}
+static bool dr_op_has_reth_write(uint8_t op)
+{
+	return op == DR_OP_WRITE_FIRST || op == DR_OP_WRITE_ONLY || op == DR_OP_WRITE_ONLY_IMM;
+}
+static bool dr_op_first_or_middle(uint8_t op)
+{
+	return op == DR_OP_SEND_FIRST || op == DR_OP_SEND_MIDDLE || op == DR_OP_WRITE_FIRST ||
+	       op == DR_OP_WRITE_MIDDLE;
+}
+static bool dr_op_only(uint8_t op)
+{
+	return op == DR_OP_SEND_ONLY || op == DR_OP_SEND_ONLY_IMM || op == DR_OP_WRITE_ONLY ||
+	       op == DR_OP_WRITE_ONLY_IMM;
+}
+static bool dr_op_ends(uint8_t op)
+{
+	return dr_op_only(op) || op == DR_OP_SEND_LAST || op == DR_OP_SEND_LAST_IMM ||
+	       op == DR_OP_WRITE_LAST || op == DR_OP_WRITE_LAST_IMM;
+}
+/* consumes a receive WQE with this packet (IBA 9.4.3, 9.7.4) */
+static bool dr_op_takes_rwqe(uint8_t op)
+{
+	return op == DR_OP_SEND_FIRST || op == DR_OP_SEND_ONLY || op == DR_OP_SEND_ONLY_IMM ||
+	       op == DR_OP_WRITE_LAST_IMM || op == DR_OP_WRITE_ONLY_IMM;
+}
+
+/* ---- answers ------------------------------------------------------------------ */
+
+static void dr_resp_send_aeth(struct dr_qp *qp, uint8_t opcode, uint32_t psn, uint8_t syndrome)
+{
+	struct dr_pkt_desc d;
+
+	dr_qp_desc(qp, &d, opcode, psn);
+	d.aeth.syndrome = syndrome;
+	d.aeth.msn = qp->resp.msn;
+	dr_qp_send_frame(qp, &d);
+}
+
+static void dr_resp_ack(struct dr_qp *qp, uint32_t psn)
+{
+	qp->stats.tx_acks++;
+	dr_resp_send_aeth(qp, DR_OP_ACK, psn, DR_AETH_ACK_UNLIMITED);
+}
+
+/* READ RESPONSE packets for [ptr, ptr+len) starting at psn (IBA 9.7.4;
+ * AETH on FIRST/LAST/ONLY only). */
+static void dr_resp_read_reply(struct dr_qp *qp, uint32_t psn, const uint8_t *ptr, uint32_t len)
+{
+	uint32_t pmtu = qp->attr.path_mtu, n = dr_qp_npkts(qp, len), i;
+
+	for (i = 0; i < n; i++) {
+		uint32_t off = i * pmtu, plen = len - off < pmtu ? len - off : pmtu;
+		struct dr_pkt_desc d;
+		uint8_t op;
+
+		if (n == 1)
+			op = DR_OP_READ_RSP_ONLY;
+		else if (i == 0)
+			op = DR_OP_READ_RSP_FIRST;
+		else if (i + 1 == n)
+			op = DR_OP_READ_RSP_LAST;
+		else
+			op = DR_OP_READ_RSP_MIDDLE;
+		dr_qp_desc(qp, &d, op, dr_psn_add(psn, (int32_t)i));
+		d.aeth.syndrome = DR_AETH_ACK_UNLIMITED;
+		d.aeth.msn = qp->resp.msn;
+		d.payload = plen ? ptr + off : NULL;
+		d.payload_len = plen;
+		qp->stats.tx_read_rsps++;
+		dr_qp_send_frame(qp, &d);
+	}
+}
+
+static void dr_resp_atomic_reply(struct dr_qp *qp, uint32_t psn, uint64_t orig)
+{
+	struct dr_pkt_desc d;
+
+	dr_qp_desc(qp, &d, DR_OP_ATOMIC_ACK, psn);
+	d.aeth.syndrome = DR_AETH_ACK_UNLIMITED;
+	d.aeth.msn = qp->resp.msn;
+	d.atmack_orig = orig;
+	qp->stats.tx_atomic_acks++;
+	dr_qp_send_frame(qp, &d);
+}
+
+static struct dr_rd_res *dr_resp_res_next(struct dr_qp *qp)
+{
+	/* FIFO ring of max_dest_rd_atomic entries (B.7): the requester keeps
+	 * within it by honouring its ORD */
+	struct dr_rd_res *r = &qp->resp.res[qp->resp.res_next];
+
+	qp->resp.res_next = (qp->resp.res_next + 1) % qp->resp.nres;
+	memset(r, 0, sizeof(*r));
+	return r;
+}
+
+/* ---- states ---------------------------------------------------------------------- */
+
+static enum dr_resp_state dr_resp_check_psn(struct dr_qp *qp, struct dr_resp_ctx *c)
+{
+	int32_t d = dr_psn_diff(c->pkt->psn, qp->resp.psn);
+
+	if (d > 0)
+		return DR_RESP_NAK_SEQ;
+	if (d < 0)
+		return DR_RESP_DUPLICATE;
+	qp->resp.nak_sent = false; /* the gap, if any, is closed */
+	return DR_RESP_CHECK_OP_SEQ;
+}
+
+static enum dr_resp_state dr_resp_check_op_seq(struct dr_qp *qp, struct dr_resp_ctx *c)
+{
+	uint8_t op = c->op;
+	bool ok;
+
+	/* IBA 9.7.5.1 (opcode sequence check): a message continues with MIDDLE/LAST of
+	 * its own kind; nothing else may start until it ends */
+	switch (qp->resp.in) {
+	case DR_RESP_IN_SEND:
+		ok = op == DR_OP_SEND_MIDDLE || op == DR_OP_SEND_LAST || op == DR_OP_SEND_LAST_IMM;
+		break;
+	case DR_RESP_IN_WRITE:
+		ok = op == DR_OP_WRITE_MIDDLE || op == DR_OP_WRITE_LAST ||
+		     op == DR_OP_WRITE_LAST_IMM;
+		break;
+	default:
+		ok = op == DR_OP_SEND_FIRST || op == DR_OP_WRITE_FIRST || dr_op_only(op) ||
+		     op == DR_OP_READ_REQ || dr_op_is_atomic(op);
+		break;
+	}
+	if (!ok) {
+		/* also SEND_*_WITH_INVALIDATE, which droce does not offer */
+		c->nak = DR_AETH_NAK_INV_REQ;
+		return DR_RESP_ERROR;
+	}
+	return DR_RESP_CHECK_LENGTH;
+}
+
+static enum dr_resp_state dr_resp_check_length(struct dr_qp *qp, struct dr_resp_ctx *c)
+{
+	uint32_t pmtu = qp->attr.path_mtu, plen = c->pkt->payload_len;
+	const struct dr_reth *reth = dr_pkt_reth(c->pkt);
+	uint8_t op = c->op;
+	bool ok = true;
+
+	/* B.9 / IBA 9.7.5.1 (length check): FIRST and MIDDLE exactly PMTU, LAST
+	 * 1..PMTU, ONLY up to PMTU; a WRITE's packets add up to its RETH */
+	if (dr_op_first_or_middle(op))
+		ok = plen == pmtu;
+	else if (dr_op_ends(op))
+		ok = plen <= pmtu && (dr_op_only(op) || plen > 0);
+	if (ok && reth) {
+		c->va = be64toh(reth->va);
+		c->rkey = ntohl(reth->rkey);
+		c->len = ntohl(reth->len);
+		if (c->len > DR_QP_MAX_RETH)
+			ok = false;
+		else if (dr_op_only(op))
+			ok = plen == c->len;
+		else if (op == DR_OP_WRITE_FIRST)
+			ok = c->len > pmtu;
+	} else if (ok && dr_op_is_write(op)) {
+		/* MIDDLE leaves something for LAST; LAST ends it exactly */
+		ok =
+		    op == DR_OP_WRITE_MIDDLE ? plen < qp->resp.wr_resid : plen == qp->resp.wr_resid;
+	}
+	if (ok && dr_op_is_atomic(op)) {
+		const struct dr_atmeth *a = dr_pkt_atmeth(c->pkt);
+
+		c->va = be64toh(a->va);
+		c->rkey = ntohl(a->rkey);
+		c->len = 8;
+	}
+	if (!ok) {
+		c->nak = DR_AETH_NAK_INV_REQ;
+		return DR_RESP_ERROR;
+	}
+	return DR_RESP_CHECK_RESOURCE;
+}
+
+static enum dr_resp_state dr_resp_check_resource(struct dr_qp *qp, struct dr_resp_ctx *c)
+{
+	uint8_t op = c->op;
+
+	if (dr_op_takes_rwqe(op) && qp->rq.tail == qp->rq.head)
+		return DR_RESP_RNR;
+	if ((op == DR_OP_READ_REQ || dr_op_is_atomic(op)) && qp->resp.nres == 0) {
+		/* B.7: max_dest_rd_atomic == 0 -> invalid request */
+		c->nak = DR_AETH_NAK_INV_REQ;
+		return DR_RESP_ERROR;
+	}
+	return DR_RESP_CHECK_RKEY;
+}
+
+static enum dr_resp_state dr_resp_check_rkey(struct dr_qp *qp, struct dr_resp_ctx *c)
+{
+	uint8_t op = c->op;
+	unsigned access;
+
+	if (dr_op_has_reth_write(op))
+		access = DR_ACCESS_REMOTE_WRITE;
+	else if (op == DR_OP_READ_REQ)
+		access = DR_ACCESS_REMOTE_READ;
+	else if (dr_op_is_atomic(op))
+		access = DR_ACCESS_REMOTE_ATOMIC;
+	else
+		return DR_RESP_EXECUTE;
+	if (access == DR_ACCESS_REMOTE_ATOMIC && (c->va & 7)) {
+		/* IBA 9.4.5: atomics need 8-byte alignment; rxe answers
+		 * invalid request (B.9) */
+		c->nak = DR_AETH_NAK_INV_REQ;
+		return DR_RESP_ERROR;
+	}
+	/* IBA 9.7.5.1 / 10.6.7: key, bounds, rights -> remote access error */
+	if (!qp->mrt || dr_mr_check(qp->mrt, c->rkey, c->va, c->len, access, &c->ptr) != DR_MR_OK) {
+		c->nak = DR_AETH_NAK_REM_ACCESS;
+		return DR_RESP_ERROR;
+	}
+	return DR_RESP_EXECUTE;
+}
+
+static enum dr_resp_state dr_resp_execute_read(struct dr_qp *qp, struct dr_resp_ctx *c)
+{
+	struct dr_rd_res *r = dr_resp_res_next(qp);
+	uint32_t n = dr_qp_npkts(qp, c->len), psn = c->pkt->psn;
+
+	r->valid = true;
+	r->first_psn = psn;
+	r->last_psn = dr_psn_add(psn, (int32_t)n - 1);
+	r->va = c->va;
+	r->rkey = c->rkey;
+	r->length = c->len;
+	/* the READ takes all its PSNs at once and counts as a message when
+	 * executed (B.1, C9-148) */
+	qp->resp.psn = dr_psn_add(psn, (int32_t)n);
+	qp->resp.msn = (qp->resp.msn + 1) & 0xffffff;
+	dr_resp_read_reply(qp, psn, c->ptr, c->len);
+	return DR_RESP_DONE;
+}
+
+static enum dr_resp_state dr_resp_execute_atomic(struct dr_qp *qp, struct dr_resp_ctx *c)
+{
+	const struct dr_atmeth *a = dr_pkt_atmeth(c->pkt);
+	struct dr_rd_res *r = dr_resp_res_next(qp);
+	uint64_t orig, val;
+
+	/* IBA 9.4.5: 64-bit read-modify-write, original value returned */
+	memcpy(&orig, c->ptr, 8);
+	if (c->op == DR_OP_FETCH_ADD)
+		val = orig + be64toh(a->swap_add);
+	else
+		val = orig == be64toh(a->cmp) ? be64toh(a->swap_add) : orig;
+	memcpy(c->ptr, &val, 8);
+	qp->stats.atomics_executed++;
+	r->valid = true;
+	r->atomic = true;
+	r->first_psn = r->last_psn = c->pkt->psn;
+	r->va = c->va;
+	r->rkey = c->rkey;
+	r->length = 8;
+	r->orig = orig;
+	qp->resp.psn = dr_psn_add(c->pkt->psn, 1);
+	qp->resp.msn = (qp->resp.msn + 1) & 0xffffff;
+	dr_resp_atomic_reply(qp, c->pkt->psn, orig);
+	return DR_RESP_DONE;
+}
+
+static enum dr_resp_state dr_resp_execute(struct dr_qp *qp, struct dr_resp_ctx *c)
+{
+	const struct dr_pkt *pkt = c->pkt;
+	uint8_t op = c->op;
+
+	if (op == DR_OP_READ_REQ)
+		return dr_resp_execute_read(qp, c);
+	if (dr_op_is_atomic(op))
+		return dr_resp_execute_atomic(qp, c);
+	if (dr_op_is_send(op)) {
+		struct dr_recv_wqe *rw;
+
+		if (!qp->resp.rwqe) {
+			qp->resp.rwqe = true;
+			qp->resp.rcv_off = 0;
+		}
+		rw = dr_rq_wqe(qp, qp->rq.tail);
+		if (qp->resp.rcv_off + pkt->payload_len > rw->length) {
+			/* IBA 9.7.5.1 (B.9): message too long for the
+			 * receive -> invalid request; local length error here */
+			c->nak = DR_AETH_NAK_INV_REQ;
+			c->rstatus = DR_WC_LOC_LEN_ERR;
+			return DR_RESP_ERROR;
+		}
+		dr_sge_copy_in(rw->sge, rw->wr.num_sge, qp->resp.rcv_off, pkt->payload,
+			       pkt->payload_len);
+		qp->resp.rcv_off += pkt->payload_len;
+		qp->resp.in = dr_op_ends(op) ? DR_RESP_IN_NONE : DR_RESP_IN_SEND;
+		return DR_RESP_COMPLETE;
+	}
+	/* WRITE */
+	if (dr_op_has_reth_write(op)) {
+		qp->resp.wr_ptr = c->ptr;
+		qp->resp.wr_resid = c->len;
+		qp->resp.wr_len = c->len;
+	}
+	if (pkt->payload_len) {
+		memcpy(qp->resp.wr_ptr, pkt->payload, pkt->payload_len);
+		qp->resp.wr_ptr += pkt->payload_len;
+		qp->resp.wr_resid -= pkt->payload_len;
+	}
+	qp->resp.in = dr_op_ends(op) ? DR_RESP_IN_NONE : DR_RESP_IN_WRITE;
+	if (op == DR_OP_WRITE_LAST_IMM || op == DR_OP_WRITE_ONLY_IMM) {
+		qp->resp.rwqe = true;
+		qp->resp.rcv_off = qp->resp.wr_len;
+	}
+	return DR_RESP_COMPLETE;
+}
+
+static enum dr_resp_state dr_resp_complete(struct dr_qp *qp, struct dr_resp_ctx *c)
+{
+	uint8_t op = c->op;
+
+	qp->resp.psn = dr_psn_add(qp->resp.psn, 1);
+	if (!dr_op_ends(op))
+		return DR_RESP_ACKNOWLEDGE;
+	qp->resp.msn = (qp->resp.msn + 1) & 0xffffff;
+	if (qp->resp.rwqe) {
+		const struct dr_immdt *imm = dr_pkt_immdt(c->pkt);
+		struct dr_recv_wqe *rw = dr_rq_wqe(qp, qp->rq.tail);
+		struct dr_wc wc = {
+		    .wr_id = rw->wr.wr_id,
+		    .status = DR_WC_SUCCESS,
+		    .opcode = dr_op_is_send(op) ? DR_WC_RECV : DR_WC_RECV_WRITE_IMM,
+		    .byte_len = (uint32_t)qp->resp.rcv_off,
+		    .has_imm = imm != NULL,
+		    .imm = imm ? ntohl(imm->imm) : 0,
+		    .solicited = dr_bth_se(c->pkt->bth),
+		};
+
+		qp->rq.tail++;
+		qp->resp.rwqe = false;
+		dr_qp_complete(qp, &wc);
+	}
+	return DR_RESP_ACKNOWLEDGE;
+}
+
+static enum dr_resp_state dr_resp_acknowledge(struct dr_qp *qp, struct dr_resp_ctx *c)
+{
+	/* B.3: ACK only when asked, for exactly that PSN, with the MSN */
+	if (c->pkt->ackreq)
+		dr_resp_ack(qp, c->pkt->psn);
+	return DR_RESP_DONE;
+}
+
+static enum dr_resp_state dr_resp_duplicate(struct dr_qp *qp, struct dr_resp_ctx *c)
+{
+	const struct dr_pkt *pkt = c->pkt;
+	uint32_t i;
+
+	qp->stats.rx_dup_reqs++;
+	if (dr_op_is_send(c->op) || dr_op_is_write(c->op)) {
+		/* B.7 (C9-105): not executed again; ACK the last in-order PSN */
+		dr_resp_ack(qp, dr_psn_add(qp->resp.psn, -1));
+		return DR_RESP_DONE;
+	}
+	for (i = 0; i < qp->resp.nres; i++) {
+		struct dr_rd_res *r = &qp->resp.res[i];
+
+		if (!r->valid || dr_psn_diff(pkt->psn, r->first_psn) < 0 ||
+		    dr_psn_diff(pkt->psn, r->last_psn) > 0)
+			continue;
+		if (dr_op_is_atomic(c->op)) {
+			/* answered from the replay cache, never executed twice */
+			if (!r->atomic || r->first_psn != pkt->psn)
+				break;
+			dr_resp_atomic_reply(qp, pkt->psn, r->orig);
+			return DR_RESP_DONE;
+		}
+		if (c->op == DR_OP_READ_REQ && !r->atomic) {
+			const struct dr_reth *reth = dr_pkt_reth(pkt);
+			uint64_t va = be64toh(reth->va), skip;
+			uint32_t len = ntohl(reth->len), rkey = ntohl(reth->rkey);
+			uint8_t *ptr;
+
+			/* IBA 9.7.5.1 / B.7: a retried READ must ask for the
+			 * tail of the original, starting at its PSN's offset */
+			skip = (uint64_t)(uint32_t)dr_psn_diff(pkt->psn, r->first_psn) *
+			       qp->attr.path_mtu;
+			if (rkey != r->rkey || va != r->va + skip || va + len > r->va + r->length)
+				break;
+			if (dr_mr_check(qp->mrt, rkey, va, len, DR_ACCESS_REMOTE_READ, &ptr) !=
+			    DR_MR_OK) {
+				c->nak = DR_AETH_NAK_REM_ACCESS;
+				return DR_RESP_ERROR;
+			}
+			dr_resp_read_reply(qp, pkt->psn, ptr, len);
+			return DR_RESP_DONE;
+		}
+		break;
+	}
+	/* no resource covers it: drop silently (B.7, class D) */
+	qp->stats.rx_dropped++;
+	return DR_RESP_DONE;
+}
+
+static enum dr_resp_state dr_resp_nak_seq(struct dr_qp *qp, struct dr_resp_ctx *c)
+{
+	/* B.6 (IBA 9.7.5.1, PSN check): one NAK per gap carrying the expected
+	 * PSN, then silence until the gap closes */
+	if (!qp->resp.nak_sent) {
+		qp->resp.nak_sent = true;
+		qp->stats.tx_seq_naks++;
+		dr_resp_send_aeth(qp, DR_OP_ACK, qp->resp.psn, DR_AETH_NAK_PSN_SEQ);
+	} else {
+		qp->stats.rx_dropped++;
+	}
+	return DR_RESP_DONE;
+}
+
+static enum dr_resp_state dr_resp_rnr(struct dr_qp *qp, struct dr_resp_ctx *c)
+{
+	/* B.5: RNR NAK with our min_rnr_timer for the packet's PSN.  It
+	 * counts as this gap's NAK: what follows it is dropped silently
+	 * until the requester comes back to this PSN. */
+	qp->stats.tx_rnr_naks++;
+	qp->resp.nak_sent = true;
+	dr_resp_send_aeth(qp, DR_OP_ACK, c->pkt->psn,
+			  DR_AETH_RNR_NAK | (qp->attr.min_rnr_timer & 0x1f));
+	return DR_RESP_DONE;
+}
+
+static enum dr_resp_state dr_resp_error(struct dr_qp *qp, struct dr_resp_ctx *c)
+{
+	/* B.9: NAK for the offending PSN, the receive in progress fails, the
+	 * QP moves to ERROR and flushes the rest */
+	qp->stats.tx_err_naks++;
+	dr_qp_log(qp, "qp %u resp: NAK 0x%02x psn %u opcode %s", qp->qpn, c->nak, c->pkt->psn,
+		  dr_opcode_name(c->op));
+	dr_resp_send_aeth(qp, DR_OP_ACK, c->pkt->psn, c->nak);
+	if (qp->resp.rwqe || c->rstatus != DR_WC_SUCCESS) {
+		if (qp->rq.tail != qp->rq.head) {
+			struct dr_recv_wqe *rw = dr_rq_wqe(qp, qp->rq.tail++);
+			struct dr_wc wc = {
+			    .wr_id = rw->wr.wr_id,
+			    .status =
+				c->rstatus != DR_WC_SUCCESS ? c->rstatus : DR_WC_REM_INV_REQ_ERR,
+			    .opcode = DR_WC_RECV,
+			    .syndrome = c->nak,
+			};
+
+			qp->resp.rwqe = false;
+			dr_qp_complete(qp, &wc);
+		}
+	}
+	dr_qp_error(qp);
+	return DR_RESP_DONE;
+}
+
+typedef enum dr_resp_state (*dr_resp_fn)(struct dr_qp *qp, struct dr_resp_ctx *c);
+
+static const dr_resp_fn dr_resp_tab[DR_RESP_NUM] = {
+    [DR_RESP_CHECK_PSN] = dr_resp_check_psn,
+    [DR_RESP_CHECK_OP_SEQ] = dr_resp_check_op_seq,
+    [DR_RESP_CHECK_LENGTH] = dr_resp_check_length,
+    [DR_RESP_CHECK_RESOURCE] = dr_resp_check_resource,
+    [DR_RESP_CHECK_RKEY] = dr_resp_check_rkey,
+    [DR_RESP_EXECUTE] = dr_resp_execute,
+    [DR_RESP_COMPLETE] = dr_resp_complete,
+    [DR_RESP_ACKNOWLEDGE] = dr_resp_acknowledge,
+    [DR_RESP_DUPLICATE] = dr_resp_duplicate,
+    [DR_RESP_NAK_SEQ] = dr_resp_nak_seq,
+    [DR_RESP_RNR] = dr_resp_rnr,
+    [DR_RESP_ERROR] = dr_resp_error,
+};
+
+void dr_resp_input(struct dr_qp *qp, const struct dr_pkt *pkt)
+{
+	struct dr_resp_ctx c = {.pkt = pkt, .op = pkt->opcode, .rstatus = DR_WC_SUCCESS};
+	enum dr_resp_state s = DR_RESP_CHECK_PSN;
+
+	while (s != DR_RESP_DONE) {
+		enum dr_resp_state next = dr_resp_tab[s](qp, &c);
+
+		if (next == DR_RESP_RNR || next == DR_RESP_ERROR)
+			dr_qp_log(qp, "qp %u resp: %s -> %s psn %u", qp->qpn,
+				  dr_resp_state_names[s], dr_resp_state_names[next], pkt->psn);
+		s = next;
+	}
+}

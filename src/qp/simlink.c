@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * simlink.c - the simulated link of simlink.h (tests only).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "simlink.h"
+
+struct dr_sim_ev {
+	uint64_t t_ns;
+	uint64_t seq;
+	unsigned dir;
+	size_t len;
+	uint8_t data[];
+};
+
+static uint64_t dr_sim_rand(struct dr_sim *s)
+{
+	/* xorshift64*: deterministic for a given seed */
+	s->rng ^= s->rng >> 12;
+	s->rng ^= s->rng << 25;
+	s->rng ^= s->rng >> 27;
+	return s->rng * 0x2545f4914f6cdd1dull;
+}
+
+static double dr_sim_unit(struct dr_sim *s)
+{
+	return (double)(dr_sim_rand(s) >> 11) / (double)(1ull << 53);
+}
+
+static bool dr_sim_ev_before(const struct dr_sim_ev *a, const struct dr_sim_ev *b)
+{
+	return a->t_ns < b->t_ns || (a->t_ns == b->t_ns && a->seq < b->seq);
+}
+
+static void dr_sim_push(struct dr_sim *s, struct dr_sim_ev *ev)
+{
+	size_t i;
+
+	if (s->nheap == s->heap_cap) {
+		s->heap_cap = s->heap_cap ? 2 * s->heap_cap : 256;
+		s->heap = realloc(s->heap, s->heap_cap * sizeof(*s->heap));
+		if (!s->heap)
+			abort();
+	}
+	i = s->nheap++;
+	while (i && dr_sim_ev_before(ev, s->heap[(i - 1) / 2])) {
+		s->heap[i] = s->heap[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	s->heap[i] = ev;
+}
+
+static struct dr_sim_ev *dr_sim_pop(struct dr_sim *s)
+{
+	struct dr_sim_ev *top = s->heap[0], *last = s->heap[--s->nheap];
+	size_t i = 0;
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= s->nheap)
+			break;
+		if (c + 1 < s->nheap && dr_sim_ev_before(s->heap[c + 1], s->heap[c]))
+			c++;
+		if (!dr_sim_ev_before(s->heap[c], last))
+			break;
+		s->heap[i] = s->heap[c];
+		i = c;
+	}
+	if (s->nheap)
+		s->heap[i] = last;
+	return top;
+}
+
+static void dr_sim_enqueue(struct dr_sim *s, unsigned dir, const void *frame, size_t len,
+			   uint64_t t_ns)
+{
+	struct dr_sim_ev *ev = malloc(sizeof(*ev) + len);
+
+	if (!ev)
+		abort();
+	ev->t_ns = t_ns;
+	ev->seq = s->seq++;
+	ev->dir = dir;
+	ev->len = len;
+	memcpy(ev->data, frame, len);
+	dr_sim_push(s, ev);
+}
+
+static void dr_sim_xmit(void *ctx, struct dr_qp *qp, const void *frame, size_t len)
+{
+	struct dr_sim_end *e = ctx;
+	struct dr_sim *s = e->sim;
+	enum dr_sim_action act = DR_SIM_PASS;
+	enum dr_pkt_verdict v;
+	struct dr_pkt pkt;
+	uint64_t start, tx_ns = 0, t;
+
+	/* wire fidelity: everything the engine emits must parse */
+	v = dr_pkt_parse(frame, len, 0, &pkt);
+	if (v != DR_PKT_OK) {
+		s->bad_frames++;
+		s->last_bad = v;
+		fprintf(stderr, "simlink: end %u emitted a bad frame: %s\n", e->idx,
+			dr_pkt_verdict_str(v));
+		return;
+	}
+	if (s->cfg.fault) {
+		act = s->cfg.fault(s->cfg.fault_arg, e->idx, e->frame_no, &pkt);
+	} else {
+		double u = dr_sim_unit(s);
+
+		if (u < s->cfg.drop)
+			act = DR_SIM_DROP;
+		else if (u < s->cfg.drop + s->cfg.dup)
+			act = DR_SIM_DUP;
+		else if (u < s->cfg.drop + s->cfg.dup + s->cfg.reorder)
+			act = DR_SIM_DELAY;
+	}
+	if (getenv("DR_SIM_TRACE"))
+		fprintf(stderr, "[%llu ns] %u->%u %-32s psn %u%s %s\n",
+			(unsigned long long)s->now_ns, e->idx, e->idx ^ 1,
+			dr_opcode_name(pkt.opcode), pkt.psn, pkt.ackreq ? " A" : "",
+			act == DR_SIM_DROP    ? "DROP"
+			: act == DR_SIM_DUP   ? "DUP"
+			: act == DR_SIM_DELAY ? "DELAY"
+					      : "");
+	e->frame_no++;
+	e->tx_frames++;
+	e->tx_bytes += len;
+	start = s->now_ns > e->link_free_ns ? s->now_ns : e->link_free_ns;
+	if (s->cfg.rate_bps)
+		tx_ns = (uint64_t)len * 8 * 1000000000ull / s->cfg.rate_bps;
+	e->link_free_ns = start + tx_ns;
+	t = e->link_free_ns + s->cfg.latency_ns;
+	switch (act) {
+	case DR_SIM_DROP:
+		e->dropped++;
+		return;
+	case DR_SIM_DUP:
+		e->duplicated++;
+		dr_sim_enqueue(s, e->idx, frame, len, t);
+		dr_sim_enqueue(s, e->idx, frame, len, t + tx_ns + 1);
+		return;
+	case DR_SIM_DELAY:
+		e->delayed++;
+		dr_sim_enqueue(s, e->idx, frame, len, t + s->cfg.reorder_ns);
+		return;
+	default:
+		dr_sim_enqueue(s, e->idx, frame, len, t);
+	}
+}
+
+static uint64_t dr_sim_now(void *ctx)
+{
+	struct dr_sim_end *e = ctx;
+
+	return e->sim->now_ns;
+}
+
+static void dr_sim_complete(void *ctx, struct dr_qp *qp, const struct dr_wc *wc)
+{
+	struct dr_sim_end *e = ctx;
+
+	if (e->nwc == e->wc_cap) {
+		e->wc_cap = e->wc_cap ? 2 * e->wc_cap : 64;
+		e->wc = realloc(e->wc, e->wc_cap * sizeof(*e->wc));
+		if (!e->wc)
+			abort();
+	}
+	e->wc[e->nwc++] = *wc;
+}
+
+static void dr_sim_log(void *ctx, struct dr_qp *qp, const char *msg)
+{
+	struct dr_sim_end *e = ctx;
+
+	if (getenv("DR_SIM_LOG"))
+		fprintf(stderr, "[%llu ns] end %u: %s\n", (unsigned long long)e->sim->now_ns,
+			e->idx, msg);
+}
+
+const struct dr_qp_ops dr_sim_qp_ops = {
+    .xmit = dr_sim_xmit,
+    .now_ns = dr_sim_now,
+    .timer_set = NULL, /* the run loop polls dr_qp_deadline_ns() */
+    .complete = dr_sim_complete,
+    .log = dr_sim_log,
+};
+
+void dr_sim_init(struct dr_sim *s, const struct dr_sim_cfg *cfg)
+{
+	unsigned i;
+
+	memset(s, 0, sizeof(*s));
+	s->cfg = *cfg;
+	s->rng = cfg->seed ? cfg->seed : 0x9e3779b97f4a7c15ull;
+	for (i = 0; i < 2; i++) {
+		s->end[i].sim = s;
+		s->end[i].idx = i;
+	}
+}
+
+void dr_sim_fini(struct dr_sim *s)
+{
+	unsigned i;
+
+	while (s->nheap)
+		free(dr_sim_pop(s));
+	free(s->heap);
+	for (i = 0; i < 2; i++)
+		free(s->end[i].wc);
+	memset(s, 0, sizeof(*s));
+}
+
+void dr_sim_attach(struct dr_sim *s, unsigned idx, struct dr_qp *qp)
+{
+	s->end[idx].qp = qp;
+}
+
+bool dr_sim_run(struct dr_sim *s, uint64_t limit_ns, bool (*stop)(void *arg), void *arg)
+{
+	for (;;) {
+		uint64_t t_frame = s->nheap ? s->heap[0]->t_ns : UINT64_MAX;
+		uint64_t t_timer = UINT64_MAX, t;
+		unsigned i;
+
+		if (stop && stop(arg))
+			return true;
+		for (i = 0; i < 2; i++)
+			if (s->end[i].qp && dr_qp_deadline_ns(s->end[i].qp) < t_timer)
+				t_timer = dr_qp_deadline_ns(s->end[i].qp);
+		t = t_frame < t_timer ? t_frame : t_timer;
+		if (t == UINT64_MAX)
+			return true;
+		if (t > limit_ns) {
+			if (s->now_ns < limit_ns)
+				s->now_ns = limit_ns;
+			return false;
+		}
+		if (t > s->now_ns)
+			s->now_ns = t;
+		s->events++;
+		if (t_frame <= t_timer) {
+			struct dr_sim_ev *ev = dr_sim_pop(s);
+			struct dr_qp *to = s->end[ev->dir ^ 1].qp;
+			struct dr_pkt pkt;
+
+			if (to && dr_pkt_parse(ev->data, ev->len, 0, &pkt) == DR_PKT_OK &&
+			    pkt.dqpn == to->qpn)
+				dr_qp_input(to, &pkt);
+			free(ev);
+		} else {
+			for (i = 0; i < 2; i++)
+				if (s->end[i].qp && dr_qp_deadline_ns(s->end[i].qp) <= s->now_ns)
+					dr_qp_tick(s->end[i].qp);
+		}
+	}
+}

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * simlink.h - a simulated link for the QP engine's tests: two QPs joined
+ * in memory, a virtual clock, and a fault schedule (drop, duplicate,
+ * delay/reorder) given per frame by a callback or drawn at seeded rates.
+ * Nothing sleeps: time jumps to the next frame arrival or QP deadline.
+ * Every frame a QP emits is checked with dr_pkt_parse (ICRC included).
+ */
+#ifndef DR_SIMLINK_H
+#define DR_SIMLINK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dr_qp.h"
+
+enum dr_sim_action {
+	DR_SIM_PASS,
+	DR_SIM_DROP,
+	DR_SIM_DUP,   /* deliver twice */
+	DR_SIM_DELAY, /* deliver reorder_ns late: later frames overtake it */
+};
+
+/* dir 0: end 0 -> end 1; frame_no counts frames per direction from 0. */
+typedef enum dr_sim_action (*dr_sim_fault_fn)(void *arg, unsigned dir, uint64_t frame_no,
+					      const struct dr_pkt *pkt);
+
+struct dr_sim_cfg {
+	uint64_t rate_bps;	   /* serialisation rate per direction; 0 = none */
+	uint64_t latency_ns;	   /* propagation delay */
+	double drop, dup, reorder; /* per-frame probabilities (rate mode) */
+	uint64_t reorder_ns;
+	uint64_t seed;
+	dr_sim_fault_fn fault; /* explicit schedule; replaces the rates */
+	void *fault_arg;
+};
+
+struct dr_sim;
+
+struct dr_sim_end {
+	struct dr_sim *sim;
+	unsigned idx;
+	struct dr_qp *qp;
+	struct dr_wc *wc; /* completion log */
+	size_t nwc, wc_cap;
+	uint64_t link_free_ns;
+	uint64_t tx_frames, tx_bytes, dropped, duplicated, delayed;
+	uint64_t frame_no;
+};
+
+struct dr_sim_ev;
+
+struct dr_sim {
+	struct dr_sim_cfg cfg;
+	uint64_t now_ns;
+	uint64_t rng;
+	uint64_t seq;
+	struct dr_sim_end end[2];
+	struct dr_sim_ev **heap;
+	size_t nheap, heap_cap;
+	uint64_t bad_frames; /* emitted frames dr_pkt_parse refused */
+	enum dr_pkt_verdict last_bad;
+	uint64_t events;
+};
+
+extern const struct dr_qp_ops dr_sim_qp_ops; /* ctx: &sim->end[i] */
+
+void dr_sim_init(struct dr_sim *s, const struct dr_sim_cfg *cfg);
+void dr_sim_fini(struct dr_sim *s);
+void dr_sim_attach(struct dr_sim *s, unsigned idx, struct dr_qp *qp);
+/* Run until nothing is in flight and no timer is armed (returns true), or
+ * until virtual time limit_ns (returns false).  stop, if given, is polled
+ * after every event and ends the run (returning true) when it says so. */
+bool dr_sim_run(struct dr_sim *s, uint64_t limit_ns, bool (*stop)(void *arg), void *arg);
+
+#endif /* DR_SIMLINK_H */

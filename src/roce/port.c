@@ -1,0 +1,1197 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The DPDK port: one ethdev, one rx and one tx queue, one IPv4 address.
+ *
+ * Open plugs the device (rte_dev_probe of a vdev or PCI spec, or
+ * rte_eth_from_rings for an in-process pair), configures and starts it,
+ * then sets up the neighbour table (port_neigh.c) and the capture
+ * (port_capture.c).  dr_port_poll() is the whole receive side: one rx
+ * burst, then the timers.  Sends copy the frame into an mbuf (or attach the
+ * payload as an external buffer), fill in the MAC addresses from the
+ * neighbour table and hand the mbuf to the device.
+ *
+ * Ownership of mbufs: every function that takes an mbuf consumes it, on
+ * success and on failure alike.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <ifaddrs.h>
+#include <linux/filter.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_bus.h>
+#include <rte_cycles.h>
+#include <rte_dev.h>
+#include <rte_eal.h>
+#include <rte_eth_ring.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_pci.h>
+#include <rte_ring.h>
+
+#include "port_priv.h"
+
+#define DR_PORT_RXD 512
+#define DR_PORT_TXD 512
+#define DR_PORT_MBUF_CACHE 32
+#define DR_PORT_MIN_BUF 4224 /* a 4096-PMTU RoCE frame with room to spare */
+#define DR_PORT_LOOP_SIZE 512
+#define DR_PORT_TX_TRIES 4 /* tx bursts tried before a frame is dropped */
+#define DR_PAIR_RING_SIZE 1024
+#define DR_PAIR_NAME_MAX 16
+#define DR_PORT_MIN_MTU 576
+#define DR_PORT_MAX_MTU 9600
+
+static unsigned port_serial;			 /* global lock */
+static struct dr_port *port_by_id[RTE_MAX_ETHPORTS]; /* global lock */
+
+/* Private area of an external-buffer mbuf (ext_pool): the shared info lives
+ * in the mbuf itself, so it is valid when DPDK calls its free callback
+ * (rte_pktmbuf_detach() runs it before the mbuf goes back to its pool). */
+struct dr_extbuf {
+	struct rte_mbuf_ext_shared_info shinfo;
+	void (*done)(void *arg);
+	void *arg;
+};
+#define DR_EXTBUF_PRIV RTE_ALIGN_CEIL(sizeof(struct dr_extbuf), RTE_MBUF_PRIV_ALIGN)
+#define DR_EXT_ROOM 64 /* data room of ext_pool mbufs: trailers (pad + ICRC) */
+
+static inline struct rte_mbuf *buf_mbuf(struct dr_port_buf *b)
+{
+	return (struct rte_mbuf *)b;
+}
+
+/* ---- in-process pairs ---------------------------------------------------------- */
+
+/* Two ports joined back to back by two rings: ring[s] carries what side s
+ * sends.  Rings are single-producer (one port sends into each) and
+ * multi-consumer, so that a closing end can drain what the other has not
+ * read yet while that one may still be polling.  A closed end's mempools
+ * are kept until the pair goes: the other end may still hold its mbufs. */
+struct dr_pair {
+	struct dr_pair *next;
+	char name[DR_PAIR_NAME_MAX + 1];
+	unsigned serial;
+	struct rte_ring *ring[2];
+	struct dr_port *end[2];
+	struct rte_mempool *kept[4];
+	unsigned nkept;
+};
+
+static struct dr_pair *pairs; /* global lock */
+
+static void ring_drain(struct rte_ring *r)
+{
+	void *objs[DR_PORT_BURST];
+	unsigned n;
+
+	while ((n = rte_ring_dequeue_burst(r, objs, DR_PORT_BURST, NULL)) > 0)
+		rte_pktmbuf_free_bulk((struct rte_mbuf **)objs, n);
+}
+
+static void pair_free(struct dr_pair *pr)
+{
+	struct dr_pair **pp;
+
+	for (pp = &pairs; *pp; pp = &(*pp)->next)
+		if (*pp == pr) {
+			*pp = pr->next;
+			break;
+		}
+	for (unsigned s = 0; s < 2; s++)
+		if (pr->ring[s])
+			ring_drain(pr->ring[s]);
+	for (unsigned i = 0; i < pr->nkept; i++)
+		rte_mempool_free(pr->kept[i]);
+	for (unsigned s = 0; s < 2; s++)
+		rte_ring_free(pr->ring[s]);
+	free(pr);
+}
+
+static int pair_get(const char *spec, struct dr_pair **out, unsigned *side,
+		    struct dr_port_err *err)
+{
+	const char *name = spec + strlen("pair:");
+	const char *colon = strrchr(name, ':');
+	size_t len = colon ? (size_t)(colon - name) : 0;
+	struct dr_pair *pr;
+	char rname[RTE_RING_NAMESIZE];
+
+	if (!colon || len == 0 || len > DR_PAIR_NAME_MAX || strspn(name, "abcdefghijklmnopqrstuvwxyz"
+							"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != len ||
+	    (strcmp(colon, ":0") && strcmp(colon, ":1")))
+		return dr_port_fail(err, -EINVAL, DR_PORT_PARAM_DEVICE,
+				    "bad pair device '%s': expected pair:NAME:0 or pair:NAME:1, "
+				    "NAME of 1 to %d letters, digits, '_' or '-'",
+				    spec, DR_PAIR_NAME_MAX);
+	*side = colon[1] - '0';
+	for (pr = pairs; pr; pr = pr->next)
+		if (strlen(pr->name) == len && !strncmp(pr->name, name, len))
+			break;
+	if (!pr) {
+		pr = calloc(1, sizeof(*pr));
+		if (!pr)
+			return dr_port_fail(err, -ENOMEM, DR_PORT_PARAM_NONE, "out of memory");
+		memcpy(pr->name, name, len);
+		pr->serial = port_serial++;
+		for (unsigned s = 0; s < 2; s++) {
+			snprintf(rname, sizeof(rname), "drpair%u_%u", pr->serial, s);
+			pr->ring[s] = rte_ring_create(rname, DR_PAIR_RING_SIZE, SOCKET_ID_ANY,
+						      RING_F_SP_ENQ);
+			if (!pr->ring[s]) {
+				int e = rte_errno;
+
+				pair_free(pr);
+				return dr_port_fail(err, -e, DR_PORT_PARAM_NONE,
+						    "cannot create ring %s: %s (EAL memory: -m)",
+						    rname, rte_strerror(e));
+			}
+		}
+		pr->next = pairs;
+		pairs = pr;
+	}
+	if (pr->end[*side])
+		return dr_port_fail(err, -EBUSY, DR_PORT_PARAM_DEVICE,
+				    "device '%s' is already open", spec);
+	*out = pr;
+	return 0;
+}
+
+/* Undo pair_get() for an end that never opened. */
+static void pair_put_unused(struct dr_pair *pr)
+{
+	if (!pr->end[0] && !pr->end[1] && !pr->nkept)
+		pair_free(pr);
+}
+
+/* An end closes (its ethdev is gone): drain both rings - frames for it
+ * nobody will read, and its own the peer has not read - and keep its
+ * pools until the last end closes. */
+static void pair_release(struct dr_port *p)
+{
+	struct dr_pair *pr = p->pair;
+
+	pr->end[p->pair_side] = NULL;
+	ring_drain(pr->ring[0]);
+	ring_drain(pr->ring[1]);
+	if (p->pool)
+		pr->kept[pr->nkept++] = p->pool;
+	if (p->ext_pool)
+		pr->kept[pr->nkept++] = p->ext_pool;
+	p->pool = p->ext_pool = NULL;
+	if (!pr->end[0] && !pr->end[1])
+		pair_free(pr);
+	p->pair = NULL;
+}
+
+/* ---- device plug / unplug ------------------------------------------------------- */
+
+static int plug_pair(struct dr_port *p, const char *spec, struct dr_port_err *err)
+{
+	struct dr_pair *pr = NULL;
+	char name[32], msg[256];
+	unsigned s = 0;
+	int ret;
+
+	ret = pair_get(spec, &pr, &s, err);
+	if (ret < 0)
+		return ret;
+	snprintf(name, sizeof(name), "drpair%u_%u", pr->serial, s);
+	dr_port_dpdk_err_clear();
+	ret = rte_eth_from_rings(name, &pr->ring[!s], 1, &pr->ring[s], 1, SOCKET_ID_ANY);
+	if (ret < 0) {
+		pair_put_unused(pr);
+		return dr_port_fail(err, -ENODEV, DR_PORT_PARAM_DEVICE,
+				    "cannot create net_ring port for '%s': %s", spec,
+				    *dr_port_dpdk_err(msg, sizeof(msg)) ? msg
+									 : rte_strerror(rte_errno));
+	}
+	p->port_id = ret;
+	p->pair = pr;
+	p->pair_side = s;
+	pr->end[s] = p;
+	return 0;
+}
+
+/* The ethdev of a spec, by name: a vdev's is the part before the first
+ * comma, a PCI device's its address in full form (0000:03:00.0). */
+static int find_port(const char *spec, bool pci, uint16_t *port_id)
+{
+	char name[RTE_ETH_NAME_MAX_LEN];
+	struct rte_pci_addr addr;
+
+	snprintf(name, sizeof(name), "%.*s", (int)strcspn(spec, ","), spec);
+	if (pci && rte_pci_addr_parse(name, &addr) == 0)
+		rte_pci_device_name(&addr, name, sizeof(name));
+	return rte_eth_dev_get_port_by_name(name, port_id);
+}
+
+static int plug(struct dr_port *p, const char *spec, struct dr_port_err *err)
+{
+	char msg[256];
+	uint16_t id;
+	bool pci;
+	int ret;
+
+	if (!spec || !*spec)
+		return dr_port_fail(err, -EINVAL, DR_PORT_PARAM_DEVICE, "no DPDK device given");
+	if (!strncmp(spec, "pair:", 5))
+		return plug_pair(p, spec, err);
+	pci = dr_port_spec_is_pci(spec);
+	if (pci && !rte_eal_has_pci())
+		return dr_port_fail(err, -ENODEV, DR_PORT_PARAM_DEVICE,
+				    "PCI device '%s': DPDK was started without PCI (--no-pci) "
+				    "for an earlier virtual device; open the PCI port first, or "
+				    "give -a <address> in the EAL arguments",
+				    spec);
+	if (!pci && strncmp(spec, "net_", 4))
+		return dr_port_fail(err, -EINVAL, DR_PORT_PARAM_DEVICE,
+				    "unknown device '%s': expected a DPDK vdev (net_af_packet0,"
+				    "iface=eth0 / net_memif0,... / net_tap0 / net_pcap0,... / "
+				    "net_ring0), a PCI address, or pair:NAME:0|1",
+				    spec);
+	/* Look before probing: rte_dev_probe() of a device that is already
+	 * plugged logs an error but returns 0 (22.11, for the sake of
+	 * secondary processes), and we must not take over - and later
+	 * remove - a device someone else plugged. */
+	if (find_port(spec, pci, &id) == 0) {
+		if (port_by_id[id])
+			return dr_port_fail(err, -EBUSY, DR_PORT_PARAM_DEVICE,
+					    "device '%s' is already open", spec);
+		if (!pci)
+			return dr_port_fail(err, -EEXIST, DR_PORT_PARAM_DEVICE,
+					    "a DPDK device '%.*s' already exists in this process",
+					    (int)strcspn(spec, ","), spec);
+		/* a PCI device EAL probed at start-up (-a): ours to use */
+		p->port_id = id;
+		return 0;
+	}
+	dr_port_dpdk_err_clear();
+	ret = rte_dev_probe(spec);
+	if (ret < 0) {
+		/* rte_dev_probe returns -errno, or -1 from some PMD probes */
+		ret = ret < -1 ? ret : -ENODEV;
+		dr_port_dpdk_err(msg, sizeof(msg));
+		return dr_port_fail(err, ret, DR_PORT_PARAM_DEVICE, "cannot create DPDK device '%s': %s%s",
+				    spec, *msg ? msg : strerror(-ret),
+				    !strncmp(spec, "net_memif", 9) && strstr(msg, "in use") ?
+					    " (DPDK 22.11's memif keeps an abstract listening socket "
+					    "bound after its device closes: a server cannot be "
+					    "re-created in the same process unless both sides use "
+					    "socket-abstract=no)" :
+					    "");
+	}
+	if (find_port(spec, pci, &id) != 0) {
+		char name[RTE_DEV_NAME_MAX_LEN];
+
+		snprintf(name, sizeof(name), "%.*s", (int)strcspn(spec, ","), spec);
+		rte_eal_hotplug_remove(pci ? "pci" : "vdev", name);
+		return dr_port_fail(err, -ENODEV, DR_PORT_PARAM_DEVICE,
+				    "DPDK device '%s' has no Ethernet port", spec);
+	}
+	p->port_id = id;
+	return 0;
+}
+
+/* ---- kernel interplay (net_af_packet) ----------------------------------------------
+ *
+ * net_af_packet reads and writes a kernel interface through a packet socket.
+ * The kernel keeps running its own stack on that interface: every frame
+ * droce receives, the kernel receives too.  When the interface also holds
+ * our IPv4 address in the kernel (the default set-up: droce uses the
+ * address the interface already has), the kernel's UDP layer finds no
+ * socket on port 4791 for each RoCE datagram and answers it with an ICMP
+ * port-unreachable - to the peer, which may count errors or, with rdma_rxe,
+ * tear the connection down.  So while the port is open we hold a kernel UDP
+ * socket bound to <our address>:4791 with a socket filter that drops
+ * everything: the kernel delivers each datagram to it, the filter discards
+ * it, and nothing is answered.  If 4791 is already bound on the host (the
+ * rdma_rxe module binds it while an rxe device exists), we cannot, and we
+ * say so: the kernel then processes droce's traffic itself.  The kernel also
+ * answers ARP for the address, with the interface's MAC - the MAC the
+ * af_packet port reports - so its answers and ours agree.  With an address
+ * the kernel does not hold, none of this applies: the kernel drops frames
+ * for foreign addresses silently.  (Not covered by the tests: af_packet
+ * needs CAP_NET_RAW.)
+ */
+static void kernel_hold(struct dr_port *p, const char *spec)
+{
+	static struct sock_filter drop_all = BPF_STMT(BPF_RET | BPF_K, 0);
+	struct sock_fprog prog = {.len = 1, .filter = &drop_all};
+	struct sockaddr_in sin = {
+		.sin_family = AF_INET,
+		.sin_port = htons(DR_ROCE_UDP_PORT),
+		.sin_addr.s_addr = htonl(p->ip),
+	};
+	struct ifaddrs *ifa, *i;
+	const char *s = strstr(spec, ",iface=");
+	char iface[64];
+	bool held = false;
+	int fd;
+
+	if (strncmp(spec, "net_af_packet", strlen("net_af_packet")) || !s)
+		return;
+	s += strlen(",iface=");
+	snprintf(iface, sizeof(iface), "%.*s", (int)strcspn(s, ","), s);
+	if (getifaddrs(&ifa) < 0)
+		return;
+	for (i = ifa; i; i = i->ifa_next)
+		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && !strcmp(i->ifa_name, iface) &&
+		    ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr == htonl(p->ip))
+			held = true;
+	freeifaddrs(ifa);
+	if (!held)
+		return;
+
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0 ||
+	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
+		dr_port_log(DR_PORT_LOG_WARN,
+			    "%s: cannot hold UDP port %u on %s in the kernel (%s%s): the kernel "
+			    "will answer RoCE traffic to this address itself",
+			    p->name, DR_ROCE_UDP_PORT, iface, strerror(errno),
+			    errno == EADDRINUSE ? "; is rdma_rxe using it?" : "");
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	p->kernel_fd = fd;
+	dr_port_log(DR_PORT_LOG_INFO,
+		    "%s: holding UDP port %u on %s so the kernel does not answer with ICMP",
+		    p->name, DR_ROCE_UDP_PORT, iface);
+}
+
+/* ---- open / close ------------------------------------------------------------------ */
+
+static int check_config(const struct dr_port_config *cfg, struct dr_port_err *err)
+{
+	uint32_t mask, ip = cfg->ip4;
+	unsigned mtu = cfg->mtu ? cfg->mtu : DR_PORT_DEF_MTU;
+
+	if (cfg->prefix_len < 1 || cfg->prefix_len > 32)
+		return dr_port_fail(err, -EINVAL, DR_PORT_PARAM_ADDR,
+				    "prefix length %u: must be 1 to 32", cfg->prefix_len);
+	mask = cfg->prefix_len == 32 ? ~0u : ~(~0u >> cfg->prefix_len);
+	if (ip == 0 || (ip >> 24) == 127 || (ip >> 28) >= 14 ||
+	    (cfg->prefix_len < 31 && ((ip & ~mask) == 0 || (ip & ~mask) == ~mask)))
+		return dr_port_fail(err, -EINVAL, DR_PORT_PARAM_ADDR,
+				    "%u.%u.%u.%u/%u is not a usable unicast host address", ip >> 24,
+				    (ip >> 16) & 255, (ip >> 8) & 255, ip & 255, cfg->prefix_len);
+	if (cfg->gateway4 && (cfg->gateway4 & mask) != (ip & mask))
+		return dr_port_fail(err, -EINVAL, DR_PORT_PARAM_ADDR,
+				    "gateway is not in the port's subnet");
+	if (mtu < DR_PORT_MIN_MTU || mtu > DR_PORT_MAX_MTU)
+		return dr_port_fail(err, -EINVAL, DR_PORT_PARAM_MTU, "MTU %u: must be %u to %u",
+				    mtu, DR_PORT_MIN_MTU, DR_PORT_MAX_MTU);
+	return 0;
+}
+
+static int create_pools(struct dr_port *p, unsigned nb_mbufs, struct dr_port_err *err)
+{
+	char name[RTE_MEMPOOL_NAMESIZE];
+	size_t room = RTE_MAX(p->max_frame, (size_t)DR_PORT_MIN_BUF);
+
+	p->buf_size = RTE_ALIGN_CEIL(room, RTE_CACHE_LINE_SIZE);
+	snprintf(name, sizeof(name), "drp%u_frames", p->serial);
+	p->pool = rte_pktmbuf_pool_create(name, nb_mbufs, DR_PORT_MBUF_CACHE, 0,
+					  RTE_PKTMBUF_HEADROOM + p->buf_size, p->socket_id);
+	if (!p->pool)
+		goto fail;
+	snprintf(name, sizeof(name), "drp%u_ext", p->serial);
+	p->ext_pool = rte_pktmbuf_pool_create(name, nb_mbufs, DR_PORT_MBUF_CACHE, DR_EXTBUF_PRIV,
+					      DR_EXT_ROOM, p->socket_id);
+	if (!p->ext_pool)
+		goto fail;
+	return 0;
+fail:
+	return dr_port_fail(err, -rte_errno, DR_PORT_PARAM_NONE,
+			    "cannot create mempool %s (%u mbufs of %zu bytes): %s; give DPDK more "
+			    "memory (-m in the EAL arguments)",
+			    name, nb_mbufs, p->buf_size, rte_strerror(rte_errno));
+}
+
+static int start_device(struct dr_port *p, unsigned nb_mbufs, struct dr_port_err *err)
+{
+	struct rte_eth_conf conf = {0};
+	struct rte_eth_dev_info info;
+	struct rte_eth_txconf txconf;
+	uint16_t nb_rxd = DR_PORT_RXD, nb_txd = DR_PORT_TXD;
+	char msg[256];
+	int ret;
+
+	ret = rte_eth_dev_info_get(p->port_id, &info);
+	if (ret < 0)
+		return dr_port_fail(err, ret, DR_PORT_PARAM_DEVICE, "%s: no device info: %s",
+				    p->name, strerror(-ret));
+	p->socket_id = rte_eth_dev_socket_id(p->port_id);
+	if (p->socket_id < 0)
+		p->socket_id = SOCKET_ID_ANY;
+	if (p->mtu > info.max_mtu || p->mtu < info.min_mtu)
+		return dr_port_fail(err, -EINVAL, DR_PORT_PARAM_MTU,
+				    "%s: MTU %u is outside what the device takes (%u to %u)", p->name,
+				    p->mtu, info.min_mtu, info.max_mtu);
+	p->tx_multiseg = info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	/* a NIC would DMA the payload, and only DPDK memory is mapped for it:
+	 * zero copy on virtual devices only */
+	p->zero_copy = p->tx_multiseg && info.device &&
+		       strcmp(rte_bus_name(rte_dev_bus(info.device)), "vdev") == 0;
+	ret = create_pools(p, nb_mbufs, err);
+	if (ret < 0)
+		return ret;
+
+	conf.rxmode.mtu = p->mtu;
+	if (p->tx_multiseg)
+		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	if (p->buf_size < p->max_frame && (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER))
+		conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
+	dr_port_dpdk_err_clear();
+	ret = rte_eth_dev_configure(p->port_id, 1, 1, &conf);
+	if (ret < 0)
+		goto fail;
+	ret = rte_eth_dev_adjust_nb_rx_tx_desc(p->port_id, &nb_rxd, &nb_txd);
+	if (ret < 0)
+		goto fail;
+	ret = rte_eth_rx_queue_setup(p->port_id, 0, nb_rxd, p->socket_id, NULL, p->pool);
+	if (ret < 0)
+		goto fail;
+	txconf = info.default_txconf;
+	txconf.offloads = conf.txmode.offloads;
+	ret = rte_eth_tx_queue_setup(p->port_id, 0, nb_txd, p->socket_id, &txconf);
+	if (ret < 0)
+		goto fail;
+	ret = rte_eth_dev_start(p->port_id);
+	if (ret < 0)
+		goto fail;
+	p->started = true;
+	ret = rte_eth_promiscuous_disable(p->port_id);
+	if (ret < 0 && ret != -ENOTSUP)
+		dr_port_log(DR_PORT_LOG_INFO, "%s: cannot turn promiscuous mode off: %s", p->name,
+			    strerror(-ret));
+	return 0;
+fail:
+	return dr_port_fail(err, ret, DR_PORT_PARAM_DEVICE, "%s: cannot set up the device: %s",
+			    p->name,
+			    *dr_port_dpdk_err(msg, sizeof(msg)) ? msg : strerror(-ret));
+}
+
+static void set_mac(struct dr_port *p, const uint8_t *want)
+{
+	static const uint8_t zero[6];
+	struct rte_ether_addr ea;
+	int ret;
+
+	if (rte_eth_macaddr_get(p->port_id, &ea) < 0)
+		memset(&ea, 0, sizeof(ea));
+	if (want)
+		memcpy(ea.addr_bytes, want, 6);
+	else if (!memcmp(ea.addr_bytes, zero, 6))
+		/* net_ring has none: a random locally administered unicast one */
+		rte_eth_random_addr(ea.addr_bytes);
+	else
+		goto done;
+	ret = rte_eth_dev_default_mac_addr_set(p->port_id, &ea);
+	if (ret < 0)
+		dr_port_log(DR_PORT_LOG_DEBUG, "%s: device keeps its MAC (%s); using ours anyway",
+			    p->name, strerror(-ret));
+done:
+	memcpy(p->mac, ea.addr_bytes, 6);
+}
+
+static void teardown(struct dr_port *p)
+{
+	if (p->pcapng)
+		dr_capture_close(p);
+	dr_neigh_fini(p);
+	if (p->timer_id_valid) {
+		rte_timer_stop_all(p->timer_id, &p->timer_lcore, 1, NULL, NULL);
+		rte_timer_data_dealloc(p->timer_id);
+	}
+	if (p->loop) {
+		ring_drain(p->loop);
+		rte_ring_free(p->loop);
+	}
+	if (p->kernel_fd >= 0)
+		close(p->kernel_fd);
+	if (p->port_id < RTE_MAX_ETHPORTS && port_by_id[p->port_id] == p) {
+		if (p->started)
+			rte_eth_dev_stop(p->port_id);
+		rte_eth_dev_close(p->port_id);
+		port_by_id[p->port_id] = NULL;
+	}
+	if (p->dev) {
+		int ret = rte_dev_remove(p->dev);
+
+		if (ret < 0)
+			dr_port_log(DR_PORT_LOG_WARN, "%s: cannot remove the DPDK device: %s",
+				    p->name, strerror(-ret));
+	}
+	if (p->pair) {
+		pair_release(p);
+	} else {
+		/* mbufs still out (a device that did not give back its queues)
+		 * would point into a freed pool: better leak the pool */
+		if (p->pool && rte_mempool_in_use_count(p->pool))
+			dr_port_log(DR_PORT_LOG_WARN, "%s: %u mbufs not returned, pool kept",
+				    p->name, rte_mempool_in_use_count(p->pool));
+		else
+			rte_mempool_free(p->pool);
+		if (p->ext_pool && rte_mempool_in_use_count(p->ext_pool))
+			dr_port_log(DR_PORT_LOG_WARN, "%s: %u external mbufs not returned",
+				    p->name, rte_mempool_in_use_count(p->ext_pool));
+		else
+			rte_mempool_free(p->ext_pool);
+	}
+	free(p->rx_scratch);
+	free(p->tx_scratch);
+	free(p);
+}
+
+static int open_locked(const struct dr_port_config *cfg, struct dr_port **out,
+		       struct dr_port_err *err)
+{
+	struct dr_port *p;
+	struct rte_eth_link link;
+	char name[RTE_RING_NAMESIZE];
+	unsigned nb_mbufs;
+	int ret;
+
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return dr_port_fail(err, -ENOMEM, DR_PORT_PARAM_NONE, "out of memory");
+	p->serial = port_serial++;
+	p->port_id = RTE_MAX_ETHPORTS;
+	p->kernel_fd = -1;
+	p->ip = cfg->ip4;
+	p->prefix_len = cfg->prefix_len;
+	p->netmask = cfg->prefix_len == 32 ? ~0u : ~(~0u >> cfg->prefix_len);
+	p->gateway = cfg->gateway4;
+	p->mtu = cfg->mtu ? cfg->mtu : DR_PORT_DEF_MTU;
+	p->max_frame = p->mtu + sizeof(struct dr_eth_hdr) + sizeof(struct dr_vlan_hdr);
+	p->arp = cfg->arp;
+	p->timer_lcore = rte_get_main_lcore();
+
+	ret = plug(p, cfg->device, err);
+	if (ret < 0)
+		goto fail;
+	rte_eth_dev_get_name_by_port(p->port_id, p->name);
+	port_by_id[p->port_id] = p;
+	{
+		struct rte_eth_dev_info info;
+
+		/* from now on teardown removes the device */
+		if (rte_eth_dev_info_get(p->port_id, &info) == 0)
+			p->dev = (struct rte_device *)info.device;
+	}
+
+	nb_mbufs = cfg->nb_mbufs ? cfg->nb_mbufs
+				 : rte_align32pow2(DR_PORT_RXD + DR_PORT_TXD + DR_PORT_LOOP_SIZE) - 1;
+	ret = start_device(p, nb_mbufs, err);
+	if (ret < 0)
+		goto fail;
+	set_mac(p, cfg->mac);
+
+	ret = -ENOMEM;
+	snprintf(name, sizeof(name), "drp%u_loop", p->serial);
+	p->loop = rte_ring_create(name, DR_PORT_LOOP_SIZE, p->socket_id,
+				  RING_F_SP_ENQ | RING_F_SC_DEQ);
+	p->rx_scratch = malloc(p->buf_size);
+	p->tx_scratch = malloc(p->buf_size);
+	if (!p->loop || !p->rx_scratch || !p->tx_scratch) {
+		dr_port_fail(err, ret, DR_PORT_PARAM_NONE, "%s: out of memory", p->name);
+		goto fail;
+	}
+	ret = rte_timer_data_alloc(&p->timer_id);
+	if (ret < 0) {
+		dr_port_fail(err, ret, DR_PORT_PARAM_NONE, "%s: no DPDK timer instance left",
+			     p->name);
+		goto fail;
+	}
+	p->timer_id_valid = true;
+	ret = dr_neigh_init(p);
+	if (ret < 0) {
+		dr_port_fail(err, ret, DR_PORT_PARAM_NONE,
+			     "%s: cannot create the neighbour table: %s", p->name, strerror(-ret));
+		goto fail;
+	}
+	if (cfg->pcap_path) {
+		ret = dr_capture_open(p, cfg->pcap_path, err);
+		if (ret < 0)
+			goto fail;
+	}
+	kernel_hold(p, cfg->device);
+	dr_neigh_announce(p);
+
+	if (rte_eth_link_get_nowait(p->port_id, &link) < 0)
+		memset(&link, 0, sizeof(link));
+	dr_port_log(DR_PORT_LOG_INFO,
+		    "%s: port %u, MAC %02x:%02x:%02x:%02x:%02x:%02x, IPv4 %u.%u.%u.%u/%u, MTU %u, "
+		    "link %s, %s",
+		    p->name, p->port_id, p->mac[0], p->mac[1], p->mac[2], p->mac[3], p->mac[4],
+		    p->mac[5], p->ip >> 24, (p->ip >> 16) & 255, (p->ip >> 8) & 255, p->ip & 255,
+		    p->prefix_len, p->mtu, link.link_status ? "up" : "down",
+		    p->zero_copy ? "zero-copy sends" : "copied sends");
+	*out = p;
+	return 0;
+fail:
+	teardown(p);
+	return ret;
+}
+
+int dr_port_open(const struct dr_port_config *cfg, struct dr_port **out, struct dr_port_err *err)
+{
+	int ret;
+
+	*out = NULL;
+	ret = check_config(cfg, err);
+	if (ret < 0)
+		return ret;
+	ret = dr_port_eal_init(cfg->eal_args, cfg->device, err);
+	if (ret < 0)
+		return ret;
+	pthread_mutex_lock(&dr_port_global_lock);
+	ret = open_locked(cfg, out, err);
+	pthread_mutex_unlock(&dr_port_global_lock);
+	return ret;
+}
+
+int dr_port_open_pair(const struct dr_port_config *a, const struct dr_port_config *b,
+		      struct dr_port **pa, struct dr_port **pb, struct dr_port_err *err)
+{
+	static unsigned auto_serial; /* global lock */
+	struct dr_port_config ca = *a, cb = *b;
+	char da[32], db[32];
+	unsigned n;
+	int ret;
+
+	*pa = *pb = NULL;
+	pthread_mutex_lock(&dr_port_global_lock);
+	n = auto_serial++;
+	pthread_mutex_unlock(&dr_port_global_lock);
+	snprintf(da, sizeof(da), "pair:auto%u:0", n);
+	snprintf(db, sizeof(db), "pair:auto%u:1", n);
+	ca.device = da;
+	cb.device = db;
+	ret = dr_port_open(&ca, pa, err);
+	if (ret < 0)
+		return ret;
+	ret = dr_port_open(&cb, pb, err);
+	if (ret < 0) {
+		dr_port_close(*pa);
+		*pa = NULL;
+	}
+	return ret;
+}
+
+void dr_port_close(struct dr_port *p)
+{
+	if (!p)
+		return;
+	dr_port_log(DR_PORT_LOG_INFO, "%s: closing", p->name);
+	pthread_mutex_lock(&dr_port_global_lock);
+	teardown(p);
+	pthread_mutex_unlock(&dr_port_global_lock);
+}
+
+/* ---- identity, counters, hooks ------------------------------------------------------ */
+
+void dr_port_mac(const struct dr_port *p, uint8_t mac[6])
+{
+	memcpy(mac, p->mac, 6);
+}
+
+uint32_t dr_port_ip4(const struct dr_port *p)
+{
+	return p->ip;
+}
+
+unsigned dr_port_prefix_len(const struct dr_port *p)
+{
+	return p->prefix_len;
+}
+
+unsigned dr_port_mtu(const struct dr_port *p)
+{
+	return p->mtu;
+}
+
+size_t dr_port_max_frame(const struct dr_port *p)
+{
+	return p->max_frame;
+}
+
+const char *dr_port_name(const struct dr_port *p)
+{
+	return p->name;
+}
+
+bool dr_port_zero_copy(const struct dr_port *p)
+{
+	return p->zero_copy;
+}
+
+void dr_port_get_stats(const struct dr_port *p, struct dr_port_stats *s)
+{
+	*s = p->stats;
+}
+
+void dr_port_set_rx(struct dr_port *p, dr_port_rx_fn fn, void *ctx)
+{
+	p->rx_fn = fn;
+	p->rx_ctx = ctx;
+}
+
+void dr_port_set_frame_hook(struct dr_port *p, dr_port_frame_fn fn, void *ctx)
+{
+	p->frame_fn = fn;
+	p->frame_ctx = ctx;
+}
+
+void dr_port_set_neigh_cb(struct dr_port *p, dr_port_neigh_fn fn, void *ctx)
+{
+	p->neigh_fn = fn;
+	p->neigh_ctx = ctx;
+}
+
+/* ---- clock and timers --------------------------------------------------------------- */
+
+uint64_t dr_port_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
+}
+
+/* rte_timer_alt_manage() calls this for every expired timer of the port */
+static void timer_run(struct rte_timer *tim)
+{
+	struct dr_port_timer *t = container_of(tim, struct dr_port_timer, tim);
+
+	t->fn(t->arg);
+}
+
+static void timer_cb(struct rte_timer *tim, void *arg)
+{
+	timer_run(tim);
+}
+
+void dr_port_timer_setup(struct dr_port_timer *t, struct dr_port *p, void (*fn)(void *),
+			 void *arg)
+{
+	rte_timer_init(&t->tim);
+	t->port = p;
+	t->fn = fn;
+	t->arg = arg;
+}
+
+struct dr_port_timer *dr_port_timer_new(struct dr_port *p, void (*fn)(void *arg), void *arg)
+{
+	struct dr_port_timer *t = calloc(1, sizeof(*t));
+
+	if (t)
+		dr_port_timer_setup(t, p, fn, arg);
+	return t;
+}
+
+/* Every timer of a port lives on one lcore's list of the port's own timer
+ * instance, so that whichever thread polls the port runs it (rte_timer's
+ * default puts a timer on the arming thread's lcore). */
+int dr_port_timer_arm(struct dr_port_timer *t, uint64_t delay_ns)
+{
+	struct dr_port *p = t->port;
+	uint64_t ticks = (unsigned __int128)delay_ns * rte_get_timer_hz() / 1000000000u;
+	int ret;
+
+	ret = rte_timer_alt_reset(p->timer_id, &t->tim, ticks, SINGLE, p->timer_lcore, timer_cb,
+				  t);
+	return ret == -1 ? -EBUSY : ret;
+}
+
+void dr_port_timer_cancel(struct dr_port_timer *t)
+{
+	rte_timer_alt_stop(t->port->timer_id, &t->tim);
+}
+
+bool dr_port_timer_pending(const struct dr_port_timer *t)
+{
+	return rte_timer_pending((struct rte_timer *)&t->tim);
+}
+
+void dr_port_timer_free(struct dr_port_timer *t)
+{
+	if (!t)
+		return;
+	dr_port_timer_cancel(t);
+	free(t);
+}
+
+/* ---- transmit ------------------------------------------------------------------------ */
+
+static void linearise(const struct rte_mbuf *m, uint8_t *dst)
+{
+	for (; m; m = m->next) {
+		memcpy(dst, rte_pktmbuf_mtod(m, const void *), m->data_len);
+		dst += m->data_len;
+	}
+}
+
+void dr_port_fill_l2(struct rte_mbuf *m, const uint8_t dst[6], const uint8_t src[6])
+{
+	struct dr_eth_hdr *eth = rte_pktmbuf_mtod(m, struct dr_eth_hdr *);
+
+	memcpy(eth->dst, dst, 6);
+	memcpy(eth->src, src, 6);
+}
+
+/* Report a frame that is leaving: capture copy and frame hook.  The copy
+ * is taken before the device owns the mbuf (af_packet frees it inside
+ * rte_eth_tx_burst) and committed only if it was taken. */
+static struct rte_mbuf *tx_trace(struct dr_port *p, struct rte_mbuf *m, bool *hook)
+{
+	*hook = p->frame_fn && m->pkt_len <= p->buf_size;
+	if (*hook)
+		linearise(m, p->tx_scratch);
+	return p->pcapng ? dr_capture_prepare(p, m, DR_PORT_DIR_TX) : NULL;
+}
+
+static void tx_done(struct dr_port *p, struct rte_mbuf *copy, bool hook, uint32_t len)
+{
+	p->stats.tx_frames++;
+	p->stats.tx_bytes += len;
+	if (copy)
+		dr_capture_commit(p, copy);
+	if (hook)
+		p->frame_fn(p->frame_ctx, DR_PORT_DIR_TX, p->tx_scratch, len);
+}
+
+int dr_port_xmit(struct dr_port *p, struct rte_mbuf *m)
+{
+	uint32_t len = m->pkt_len;
+	struct rte_mbuf *copy;
+	unsigned tries = 0;
+	uint16_t sent = 0;
+	bool hook;
+
+	copy = tx_trace(p, m, &hook);
+	while (!sent && tries++ < DR_PORT_TX_TRIES)
+		sent = rte_eth_tx_burst(p->port_id, 0, &m, 1);
+	if (!sent) {
+		rte_pktmbuf_free(m);
+		dr_capture_discard(copy);
+		p->stats.tx_dropped++;
+		return -EAGAIN;
+	}
+	tx_done(p, copy, hook, len);
+	return 0;
+}
+
+/* A frame to our own address: "sent" now, "received" by the next poll. */
+static int loop_xmit(struct dr_port *p, struct rte_mbuf *m)
+{
+	uint32_t len = m->pkt_len;
+	struct rte_mbuf *copy;
+	bool hook;
+
+	copy = tx_trace(p, m, &hook);
+	if (rte_ring_enqueue(p->loop, m) < 0) {
+		rte_pktmbuf_free(m);
+		dr_capture_discard(copy);
+		p->stats.tx_dropped++;
+		return -EAGAIN;
+	}
+	p->stats.loopback++;
+	tx_done(p, copy, hook, len);
+	return 0;
+}
+
+static bool on_link(const struct dr_port *p, uint32_t ip)
+{
+	return (ip & p->netmask) == (p->ip & p->netmask);
+}
+
+/* Ethernet + IPv4 in m: fill the addresses, pad, loop back, send or queue. */
+static int send_mbuf(struct dr_port *p, struct rte_mbuf *m)
+{
+	struct dr_eth_hdr *eth = rte_pktmbuf_mtod(m, struct dr_eth_hdr *);
+	size_t l3 = sizeof(*eth);
+	uint16_t type = ntohs(eth->type);
+	const struct dr_ipv4_hdr *ip;
+	uint32_t daddr, nexthop;
+
+	if (type == DR_ETH_P_VLAN && m->data_len >= l3 + sizeof(struct dr_vlan_hdr)) {
+		type = ntohs(rte_pktmbuf_mtod_offset(m, struct dr_vlan_hdr *, l3)->type);
+		l3 += sizeof(struct dr_vlan_hdr);
+	}
+	if (type != DR_ETH_P_IPV4 || m->data_len < l3 + sizeof(*ip)) {
+		rte_pktmbuf_free(m);
+		return -EINVAL;
+	}
+	ip = rte_pktmbuf_mtod_offset(m, const struct dr_ipv4_hdr *, l3);
+	daddr = ntohl(ip->daddr);
+	if (m->pkt_len < DR_ETH_ZLEN) {
+		unsigned pad = DR_ETH_ZLEN - m->pkt_len;
+		char *tail = rte_pktmbuf_append(m, pad);
+
+		if (!tail) {
+			rte_pktmbuf_free(m);
+			return -ENOBUFS;
+		}
+		memset(tail, 0, pad);
+	}
+	memcpy(eth->src, p->mac, 6);
+	if (daddr == p->ip) {
+		memcpy(eth->dst, p->mac, 6);
+		return loop_xmit(p, m);
+	}
+	nexthop = on_link(p, daddr) ? daddr : p->gateway;
+	if (!nexthop) {
+		rte_pktmbuf_free(m);
+		return -ENETUNREACH;
+	}
+	return dr_neigh_output(p, nexthop, m);
+}
+
+static struct rte_mbuf *frame_alloc(struct dr_port *p, size_t len, void **data)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(p->pool);
+
+	if (!m) {
+		p->stats.tx_nombuf++;
+		return NULL;
+	}
+	*data = rte_pktmbuf_append(m, len);
+	if (!*data) {
+		rte_pktmbuf_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+int dr_port_send(struct dr_port *p, const void *frame, size_t len)
+{
+	struct rte_mbuf *m;
+	void *data;
+
+	if (len > p->max_frame)
+		return -EMSGSIZE;
+	if (len < sizeof(struct dr_eth_hdr))
+		return -EINVAL;
+	m = frame_alloc(p, len, &data);
+	if (!m)
+		return -ENOBUFS;
+	memcpy(data, frame, len);
+	return send_mbuf(p, m);
+}
+
+int dr_port_send_raw(struct dr_port *p, const void *frame, size_t len)
+{
+	struct rte_mbuf *m;
+	void *data;
+
+	if (len > p->max_frame)
+		return -EMSGSIZE;
+	m = frame_alloc(p, len, &data);
+	if (!m)
+		return -ENOBUFS;
+	memcpy(data, frame, len);
+	return dr_port_xmit(p, m);
+}
+
+void *dr_port_buf_alloc(struct dr_port *p, size_t len, struct dr_port_buf **out)
+{
+	struct rte_mbuf *m;
+	void *data;
+
+	*out = NULL;
+	if (len > p->max_frame || len < sizeof(struct dr_eth_hdr))
+		return NULL;
+	m = frame_alloc(p, len, &data);
+	if (!m)
+		return NULL;
+	*out = (struct dr_port_buf *)m;
+	return data;
+}
+
+int dr_port_buf_send(struct dr_port *p, struct dr_port_buf *b)
+{
+	return send_mbuf(p, buf_mbuf(b));
+}
+
+void dr_port_buf_free(struct dr_port_buf *b)
+{
+	rte_pktmbuf_free(buf_mbuf(b));
+}
+
+static void extbuf_free(void *addr, void *opaque)
+{
+	struct dr_extbuf *x = opaque;
+
+	x->done(x->arg);
+}
+
+int dr_port_send_zc(struct dr_port *p, const void *hdr, size_t hdr_len, const void *payload,
+		    size_t payload_len, const void *trailer, size_t trailer_len,
+		    void (*done)(void *arg), void *arg)
+{
+	size_t len = hdr_len + payload_len + trailer_len;
+	struct rte_mbuf *h, *x, *t;
+	struct dr_extbuf *xb;
+	uint8_t *data;
+
+	if (len > p->max_frame || hdr_len < sizeof(struct dr_eth_hdr) ||
+	    trailer_len > DR_EXT_ROOM) {
+		done(arg);
+		return len > p->max_frame ? -EMSGSIZE : -EINVAL;
+	}
+	if (!p->zero_copy || !payload_len) {
+		h = frame_alloc(p, len, (void **)&data);
+		if (h) {
+			memcpy(data, hdr, hdr_len);
+			memcpy(data + hdr_len, payload, payload_len);
+			memcpy(data + hdr_len + payload_len, trailer, trailer_len);
+		}
+		done(arg);
+		return h ? send_mbuf(p, h) : -ENOBUFS;
+	}
+
+	h = frame_alloc(p, hdr_len, (void **)&data);
+	x = rte_pktmbuf_alloc(p->ext_pool);
+	/* always a third segment: it also takes the padding to 60 bytes */
+	t = rte_pktmbuf_alloc(p->ext_pool);
+	if (!h || !x || !t) {
+		rte_pktmbuf_free(h);
+		rte_pktmbuf_free(x);
+		rte_pktmbuf_free(t);
+		p->stats.tx_nombuf++;
+		done(arg);
+		return -ENOBUFS;
+	}
+	memcpy(data, hdr, hdr_len);
+
+	xb = rte_mbuf_to_priv(x);
+	xb->done = done;
+	xb->arg = arg;
+	xb->shinfo.free_cb = extbuf_free;
+	xb->shinfo.fcb_opaque = xb;
+	rte_mbuf_ext_refcnt_set(&xb->shinfo, 1);
+	/* virtual devices only (zero_copy): the IOVA is never used for DMA */
+	rte_pktmbuf_attach_extbuf(x, (void *)(uintptr_t)payload, (rte_iova_t)(uintptr_t)payload,
+				  payload_len, &xb->shinfo);
+	x->data_len = payload_len;
+	x->pkt_len = payload_len;
+	rte_pktmbuf_chain(h, x);
+
+	t->data_off = 0; /* a small buffer: no headroom needed */
+	memcpy(rte_pktmbuf_append(t, trailer_len), trailer, trailer_len);
+	rte_pktmbuf_chain(h, t);
+	return send_mbuf(p, h);
+}
+
+int dr_port_resolve(struct dr_port *p, uint32_t ip, uint8_t mac[6])
+{
+	uint32_t nexthop;
+
+	if (ip == p->ip) {
+		memcpy(mac, p->mac, 6);
+		return 0;
+	}
+	nexthop = on_link(p, ip) ? ip : p->gateway;
+	if (!nexthop)
+		return -ENETUNREACH;
+	return dr_neigh_resolve(p, nexthop, mac);
+}
+
+/* ---- receive ------------------------------------------------------------------------- */
+
+static void rx_one(struct dr_port *p, struct rte_mbuf *m, bool looped)
+{
+	uint32_t len = rte_pktmbuf_pkt_len(m);
+	const struct dr_eth_hdr *eth;
+	const uint8_t *data;
+	struct dr_pkt pkt;
+	enum dr_pkt_verdict v;
+
+	p->stats.rx_frames++;
+	p->stats.rx_bytes += len;
+	if (p->pcapng) {
+		struct rte_mbuf *copy = dr_capture_prepare(p, m, DR_PORT_DIR_RX);
+
+		if (copy)
+			dr_capture_commit(p, copy);
+	}
+	if (len > p->buf_size) {
+		p->stats.rx_too_long++;
+		goto drop;
+	}
+	/* the frame itself if contiguous, else a copy in rx_scratch */
+	data = rte_pktmbuf_read(m, 0, len, p->rx_scratch);
+	if (p->frame_fn)
+		p->frame_fn(p->frame_ctx, DR_PORT_DIR_RX, data, len);
+	if (len < sizeof(*eth)) {
+		p->stats.rx_verdict[DR_PKT_SHORT_ETH]++;
+		goto drop;
+	}
+	eth = (const struct dr_eth_hdr *)data;
+	if (!looped && !memcmp(eth->src, p->mac, 6)) {
+		p->stats.rx_looped++;
+		goto drop;
+	}
+	if (eth->type == htons(DR_ETH_P_ARP)) {
+		p->stats.rx_arp++;
+		dr_neigh_arp_input(p, data, len);
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (memcmp(eth->dst, p->mac, 6)) {
+		p->stats.rx_not_ours++;
+		goto drop;
+	}
+	v = dr_pkt_parse(data, len, 0, &pkt);
+	if (v != DR_PKT_OK) {
+		p->stats.rx_verdict[v]++;
+		goto drop;
+	}
+	if (!pkt.ip4 || ntohl(pkt.ip4->daddr) != p->ip) {
+		p->stats.rx_not_ours++;
+		goto drop;
+	}
+	if (!p->rx_fn) {
+		p->stats.rx_no_handler++;
+		goto drop;
+	}
+	p->stats.rx_roce++;
+	p->rx_fn(p->rx_ctx, data, len, &pkt);
+	rte_pktmbuf_free(m);
+	return;
+drop:
+	p->stats.rx_dropped++;
+	rte_pktmbuf_free(m);
+}
+
+int dr_port_poll(struct dr_port *p)
+{
+	struct rte_mbuf *pkts[DR_PORT_BURST];
+	unsigned n, i, total;
+	int ret;
+
+	ret = dr_port_thread_ensure();
+	if (ret < 0)
+		return ret;
+	n = rte_ring_dequeue_burst(p->loop, (void **)pkts, DR_PORT_BURST, NULL);
+	for (i = 0; i < n; i++)
+		rx_one(p, pkts[i], true);
+	total = n;
+	n = rte_eth_rx_burst(p->port_id, 0, pkts, DR_PORT_BURST);
+	for (i = 0; i < n; i++)
+		rx_one(p, pkts[i], false);
+	total += n;
+	rte_timer_alt_manage(p->timer_id, &p->timer_lcore, 1, timer_run);
+	return total;
+}

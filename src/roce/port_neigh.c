@@ -1,0 +1,418 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The neighbour table: ARP resolution, answers and the cache (RFC 826),
+ * modelled on the Linux neighbour states, reduced to what a RoCE port needs.
+ *
+ *  INCOMPLETE  asked, no answer yet; frames wait in a bounded queue.  A
+ *              request goes out every retry_ms, tries in all; then FAILED.
+ *  REACHABLE   answered; used for reachable_ms, then STALE.
+ *  STALE       still used, but the next send re-probes it (PROBE).
+ *  PROBE       used while asking again; an answer makes it REACHABLE, no
+ *              answer after the tries makes it FAILED.
+ *  FAILED      sends fail with -EHOSTUNREACH for failed_ms, then the entry
+ *              goes and the next send starts over.
+ *
+ * Entries live in an array indexed by the position rte_hash gives the key
+ * (the IPv4 address, host order); each has one rte_timer (a dr_port_timer)
+ * for retries and expiry.  Learning follows RFC 826's merge rule: any
+ * valid ARP updates the sender's existing entry; a request for our address
+ * also creates one (the requester will talk to us).  Everything runs in the
+ * port owner's context (dr_port_poll, sends): no locking.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include <rte_errno.h>
+#include <rte_hash.h>
+#include <rte_jhash.h>
+
+#include "port_priv.h"
+
+enum dr_neigh_state {
+	DR_NEIGH_FREE,
+	DR_NEIGH_INCOMPLETE,
+	DR_NEIGH_REACHABLE,
+	DR_NEIGH_STALE,
+	DR_NEIGH_PROBE,
+	DR_NEIGH_FAILED,
+	DR_NEIGH_STATE_NUM
+};
+
+static const char *const state_name[DR_NEIGH_STATE_NUM] = {
+	[DR_NEIGH_FREE] = "FREE",	    [DR_NEIGH_INCOMPLETE] = "INCOMPLETE",
+	[DR_NEIGH_REACHABLE] = "REACHABLE", [DR_NEIGH_STALE] = "STALE",
+	[DR_NEIGH_PROBE] = "PROBE",	    [DR_NEIGH_FAILED] = "FAILED",
+};
+
+struct dr_neigh {
+	struct dr_port_timer timer;
+	uint32_t ip; /* host order: the hash key */
+	uint8_t mac[6];
+	uint8_t state; /* enum dr_neigh_state */
+	uint8_t tries; /* requests sent in this round */
+	uint64_t changed_ns;
+	struct rte_mbuf **q; /* arp.queue_len slots */
+	unsigned qhead, qlen;
+};
+
+#define IP4_FMT "%u.%u.%u.%u"
+#define IP4_ARGS(ip) (ip) >> 24, ((ip) >> 16) & 255, ((ip) >> 8) & 255, (ip) & 255
+
+static const uint8_t mac_bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+
+static void set_state(struct dr_port *p, struct dr_neigh *n, enum dr_neigh_state s)
+{
+	dr_port_log(DR_PORT_LOG_DEBUG, "%s: neighbour " IP4_FMT " %s -> %s", p->name,
+		    IP4_ARGS(n->ip), state_name[n->state], state_name[s]);
+	n->state = s;
+	n->changed_ns = dr_port_now_ns();
+}
+
+static void arm_ms(struct dr_neigh *n, unsigned ms)
+{
+	dr_port_timer_arm(&n->timer, (uint64_t)ms * 1000000u);
+}
+
+static int arp_send(struct dr_port *p, const struct dr_arp_msg *a)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(p->pool);
+	void *data;
+	int ret;
+
+	if (!m) {
+		p->stats.tx_nombuf++;
+		return -ENOBUFS;
+	}
+	data = rte_pktmbuf_append(m, DR_ETH_ZLEN);
+	dr_arp_build(a, data, DR_ETH_ZLEN);
+	ret = dr_port_xmit(p, m);
+	if (ret == 0)
+		p->stats.tx_arp++;
+	return ret;
+}
+
+/* One request for n, and the timer for the next step. */
+static void solicit(struct dr_port *p, struct dr_neigh *n)
+{
+	struct dr_arp_msg a;
+
+	dr_arp_request(&a, p->mac, p->ip, n->ip);
+	arp_send(p, &a);
+	n->tries++;
+	arm_ms(n, p->arp.retry_ms);
+}
+
+static void queue_drop_all(struct dr_port *p, struct dr_neigh *n)
+{
+	while (n->qlen) {
+		rte_pktmbuf_free(n->q[n->qhead]);
+		n->qhead = (n->qhead + 1) % p->arp.queue_len;
+		n->qlen--;
+		p->stats.arp_queue_dropped++;
+	}
+	n->qhead = 0;
+}
+
+static void queue_add(struct dr_port *p, struct dr_neigh *n, struct rte_mbuf *m)
+{
+	if (n->qlen == p->arp.queue_len) {
+		/* full: the oldest goes, as Linux's unres_qlen does */
+		rte_pktmbuf_free(n->q[n->qhead]);
+		n->qhead = (n->qhead + 1) % p->arp.queue_len;
+		n->qlen--;
+		p->stats.arp_queue_dropped++;
+	}
+	n->q[(n->qhead + n->qlen) % p->arp.queue_len] = m;
+	n->qlen++;
+	p->stats.arp_queued++;
+}
+
+static void notify(struct dr_port *p, uint32_t ip, int status)
+{
+	if (p->neigh_fn)
+		p->neigh_fn(p->neigh_ctx, ip, status);
+}
+
+static void neigh_delete(struct dr_port *p, struct dr_neigh *n)
+{
+	uint32_t key = n->ip;
+
+	dr_port_timer_cancel(&n->timer);
+	queue_drop_all(p, n);
+	set_state(p, n, DR_NEIGH_FREE);
+	rte_hash_del_key(p->neigh_hash, &key);
+}
+
+static struct dr_neigh *neigh_lookup(struct dr_port *p, uint32_t ip)
+{
+	int32_t i = rte_hash_lookup(p->neigh_hash, &ip);
+
+	return i >= 0 && (unsigned)i < p->arp.entries ? &p->neigh[i] : NULL;
+}
+
+/* Make room by dropping a FAILED entry, else the stalest STALE one. */
+static bool evict(struct dr_port *p)
+{
+	struct dr_neigh *victim = NULL;
+
+	for (unsigned i = 0; i < p->arp.entries; i++) {
+		struct dr_neigh *n = &p->neigh[i];
+
+		if (n->state == DR_NEIGH_FAILED) {
+			victim = n;
+			break;
+		}
+		if (n->state == DR_NEIGH_STALE && (!victim || n->changed_ns < victim->changed_ns))
+			victim = n;
+	}
+	if (victim)
+		neigh_delete(p, victim);
+	return victim;
+}
+
+static struct dr_neigh *neigh_create(struct dr_port *p, uint32_t ip)
+{
+	struct dr_neigh *n;
+	int32_t i;
+
+	i = rte_hash_add_key(p->neigh_hash, &ip);
+	if (i == -ENOSPC && evict(p))
+		i = rte_hash_add_key(p->neigh_hash, &ip);
+	if (i < 0 || (unsigned)i >= p->arp.entries) {
+		if (i >= 0)
+			rte_hash_del_key(p->neigh_hash, &ip);
+		return NULL;
+	}
+	n = &p->neigh[i];
+	n->ip = ip;
+	n->tries = 0;
+	n->qhead = n->qlen = 0;
+	set_state(p, n, DR_NEIGH_INCOMPLETE);
+	return n;
+}
+
+/* The peer answered (or spoke): n now maps to mac. */
+static void confirm(struct dr_port *p, struct dr_neigh *n, const uint8_t mac[6])
+{
+	bool resolving = n->state == DR_NEIGH_INCOMPLETE || n->state == DR_NEIGH_FAILED;
+
+	memcpy(n->mac, mac, 6);
+	n->tries = 0;
+	if (n->state != DR_NEIGH_REACHABLE)
+		set_state(p, n, DR_NEIGH_REACHABLE);
+	arm_ms(n, p->arp.reachable_ms);
+	while (n->qlen) {
+		struct rte_mbuf *m = n->q[n->qhead];
+
+		n->qhead = (n->qhead + 1) % p->arp.queue_len;
+		n->qlen--;
+		dr_port_fill_l2(m, n->mac, p->mac);
+		dr_port_xmit(p, m);
+	}
+	n->qhead = 0;
+	if (resolving) {
+		p->stats.arp_resolved++;
+		notify(p, n->ip, 0);
+	}
+}
+
+static void fail(struct dr_port *p, struct dr_neigh *n)
+{
+	dr_port_log(DR_PORT_LOG_INFO, "%s: no ARP reply from " IP4_FMT " after %u requests",
+		    p->name, IP4_ARGS(n->ip), n->tries);
+	queue_drop_all(p, n);
+	set_state(p, n, DR_NEIGH_FAILED);
+	p->stats.arp_failed++;
+	arm_ms(n, p->arp.failed_ms);
+	notify(p, n->ip, -EHOSTUNREACH);
+}
+
+static void neigh_timer(void *arg)
+{
+	struct dr_neigh *n = arg;
+	struct dr_port *p = n->timer.port;
+
+	switch (n->state) {
+	case DR_NEIGH_INCOMPLETE:
+	case DR_NEIGH_PROBE:
+		if (n->tries < p->arp.tries)
+			solicit(p, n);
+		else
+			fail(p, n);
+		break;
+	case DR_NEIGH_REACHABLE:
+		set_state(p, n, DR_NEIGH_STALE);
+		break;
+	case DR_NEIGH_FAILED:
+		neigh_delete(p, n);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Look ip up, starting resolution if it is unknown or stale.  NULL: the
+ * table is full. */
+static struct dr_neigh *neigh_use(struct dr_port *p, uint32_t ip)
+{
+	struct dr_neigh *n = neigh_lookup(p, ip);
+
+	if (!n) {
+		n = neigh_create(p, ip);
+		if (n)
+			solicit(p, n);
+	} else if (n->state == DR_NEIGH_STALE) {
+		n->tries = 0;
+		set_state(p, n, DR_NEIGH_PROBE);
+		solicit(p, n);
+	}
+	return n;
+}
+
+int dr_neigh_output(struct dr_port *p, uint32_t nexthop, struct rte_mbuf *m)
+{
+	struct dr_neigh *n = neigh_use(p, nexthop);
+
+	if (!n) {
+		rte_pktmbuf_free(m);
+		return -ENOBUFS;
+	}
+	switch (n->state) {
+	case DR_NEIGH_REACHABLE:
+	case DR_NEIGH_STALE:
+	case DR_NEIGH_PROBE:
+		dr_port_fill_l2(m, n->mac, p->mac);
+		return dr_port_xmit(p, m);
+	case DR_NEIGH_INCOMPLETE:
+		queue_add(p, n, m);
+		return 0;
+	default:
+		rte_pktmbuf_free(m);
+		return -EHOSTUNREACH;
+	}
+}
+
+int dr_neigh_resolve(struct dr_port *p, uint32_t ip, uint8_t mac[6])
+{
+	struct dr_neigh *n = neigh_use(p, ip);
+
+	if (!n)
+		return -ENOBUFS;
+	switch (n->state) {
+	case DR_NEIGH_REACHABLE:
+	case DR_NEIGH_STALE:
+	case DR_NEIGH_PROBE:
+		memcpy(mac, n->mac, 6);
+		return 0;
+	case DR_NEIGH_INCOMPLETE:
+		return -EAGAIN;
+	default:
+		return -EHOSTUNREACH;
+	}
+}
+
+void dr_neigh_arp_input(struct dr_port *p, const void *frame, size_t len)
+{
+	struct dr_arp_msg a, r;
+	enum dr_arp_verdict v;
+	struct dr_neigh *n = NULL;
+	bool for_us;
+
+	v = dr_arp_parse(frame, len, &a);
+	if (v != DR_ARP_OK) {
+		p->stats.rx_arp_bad++;
+		dr_port_log(DR_PORT_LOG_DEBUG, "%s: ARP frame dropped: %s", p->name,
+			    dr_arp_verdict_str(v));
+		return;
+	}
+	if (memcmp(a.eth_dst, p->mac, 6) && memcmp(a.eth_dst, mac_bcast, 6)) {
+		p->stats.rx_arp_ignored++;
+		return;
+	}
+	if (a.spa == p->ip) {
+		/* someone else claims our address: say so, learn nothing */
+		dr_port_log(DR_PORT_LOG_WARN,
+			    "%s: address conflict: " IP4_FMT
+			    " is also claimed by %02x:%02x:%02x:%02x:%02x:%02x",
+			    p->name, IP4_ARGS(a.spa), a.sha[0], a.sha[1], a.sha[2], a.sha[3],
+			    a.sha[4], a.sha[5]);
+		p->stats.rx_arp_ignored++;
+		return;
+	}
+	for_us = a.tpa == p->ip;
+	if (a.spa) { /* 0.0.0.0: an RFC 5227 probe, nothing to learn */
+		n = neigh_lookup(p, a.spa);
+		if (!n && for_us && a.op == DR_ARP_OP_REQUEST &&
+		    (a.spa & p->netmask) == (p->ip & p->netmask))
+			n = neigh_create(p, a.spa);
+		if (n)
+			confirm(p, n, a.sha);
+	}
+	if (for_us && a.op == DR_ARP_OP_REQUEST) {
+		dr_arp_reply(&r, &a, p->mac);
+		arp_send(p, &r);
+	} else if (!n) {
+		p->stats.rx_arp_ignored++;
+	}
+}
+
+int dr_neigh_announce(struct dr_port *p)
+{
+	struct dr_arp_msg a;
+
+	/* RFC 5227 2.3: peers holding an old MAC for us update it now */
+	dr_arp_request(&a, p->mac, p->ip, p->ip);
+	return arp_send(p, &a);
+}
+
+int dr_neigh_init(struct dr_port *p)
+{
+	struct dr_port_arp_params *arp = &p->arp;
+	char name[RTE_HASH_NAMESIZE];
+	struct rte_hash_parameters hp = {
+		.name = name,
+		.key_len = sizeof(uint32_t),
+		.hash_func = rte_jhash,
+		.socket_id = p->socket_id,
+	};
+
+	arp->tries = arp->tries ? arp->tries : DR_PORT_ARP_TRIES;
+	arp->retry_ms = arp->retry_ms ? arp->retry_ms : DR_PORT_ARP_RETRY_MS;
+	arp->reachable_ms = arp->reachable_ms ? arp->reachable_ms : DR_PORT_ARP_REACHABLE_MS;
+	arp->failed_ms = arp->failed_ms ? arp->failed_ms : DR_PORT_ARP_FAILED_MS;
+	arp->queue_len = arp->queue_len ? arp->queue_len : DR_PORT_ARP_QUEUE_LEN;
+	/* rte_hash wants at least one bucket (8 entries) */
+	arp->entries = RTE_MAX(arp->entries ? arp->entries : DR_PORT_ARP_ENTRIES, 8u);
+	if (arp->tries > 255)
+		arp->tries = 255;
+
+	snprintf(name, sizeof(name), "drp%u_neigh", p->serial);
+	hp.entries = arp->entries;
+	p->neigh_hash = rte_hash_create(&hp);
+	if (!p->neigh_hash)
+		return -rte_errno;
+	p->neigh = calloc(arp->entries, sizeof(*p->neigh));
+	p->neigh_q = calloc((size_t)arp->entries * arp->queue_len, sizeof(*p->neigh_q));
+	if (!p->neigh || !p->neigh_q)
+		return -ENOMEM;
+	for (unsigned i = 0; i < arp->entries; i++) {
+		dr_port_timer_setup(&p->neigh[i].timer, p, neigh_timer, &p->neigh[i]);
+		p->neigh[i].q = p->neigh_q + (size_t)i * arp->queue_len;
+	}
+	return 0;
+}
+
+void dr_neigh_fini(struct dr_port *p)
+{
+	if (p->neigh) {
+		for (unsigned i = 0; i < p->arp.entries; i++)
+			if (p->neigh[i].state != DR_NEIGH_FREE)
+				neigh_delete(p, &p->neigh[i]);
+	}
+	rte_hash_free(p->neigh_hash);
+	free(p->neigh);
+	free(p->neigh_q);
+	p->neigh_hash = NULL;
+	p->neigh = NULL;
+	p->neigh_q = NULL;
+}

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * port_priv.h - what the port files (port.c, port_eal.c, port_neigh.c,
+ * port_capture.c) share.  Only these files include DPDK headers.
+ */
+#ifndef DR_PORT_PRIV_H
+#define DR_PORT_PRIV_H
+
+#include <pthread.h>
+#include <stdarg.h>
+
+#include <rte_mbuf.h>
+#include <rte_timer.h>
+
+#include "dr_port.h"
+
+#define DR_PORT_BURST 32
+
+/* ---- port_eal.c: EAL, logging, threads, the global lock ---------------- */
+
+/* Serialises EAL start-up, device plug/unplug and the pair registry. */
+extern pthread_mutex_t dr_port_global_lock;
+
+void dr_port_log(enum dr_port_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Fill err (if any) and return ret (a negative errno).  With err NULL the
+ * message is logged as a warning instead. */
+int dr_port_fail(struct dr_port_err *err, int ret, enum dr_port_param param, const char *fmt,
+		 ...) __attribute__((format(printf, 4, 5)));
+
+/* DPDK's first error-level log line since the last clear, to explain a
+ * failed DPDK call: clear it before the call, read it after ("" if none). */
+void dr_port_dpdk_err_clear(void);
+const char *dr_port_dpdk_err(char *buf, size_t len);
+
+/* Give the calling thread an lcore id if it has none (rte_thread_register;
+ * released when the thread exits).  rte_timer's manage functions index
+ * per-lcore state with rte_lcore_id() and would write out of bounds from
+ * an unregistered thread.  Returns 0 or -EBUSY. */
+int dr_port_thread_ensure(void);
+
+/* True for "[DDDD:]BB:DD.F" (optionally followed by ",args"). */
+bool dr_port_spec_is_pci(const char *spec);
+
+/* ---- timers (port.c) ------------------------------------------------------- */
+
+struct dr_port_timer {
+	struct rte_timer tim; /* armed on p->timer_id, lcore p->timer_lcore */
+	struct dr_port *port;
+	void (*fn)(void *arg);
+	void *arg;
+};
+
+void dr_port_timer_setup(struct dr_port_timer *t, struct dr_port *p, void (*fn)(void *),
+			 void *arg);
+
+/* ---- the port ------------------------------------------------------------------ */
+
+struct dr_neigh;
+struct dr_pair;
+struct rte_hash;
+struct rte_ring;
+struct rte_pcapng;
+
+struct dr_port {
+	uint16_t port_id;
+	int socket_id;
+	unsigned serial; /* makes DPDK object names unique */
+	char name[64];	 /* ethdev name */
+	struct rte_device *dev; /* the device we plugged, removed at close */
+	bool started;
+	struct dr_pair *pair;
+	unsigned pair_side;
+
+	uint8_t mac[6];
+	uint32_t ip;	  /* host order */
+	uint32_t netmask; /* host order */
+	uint32_t gateway; /* host order, 0: none */
+	unsigned prefix_len;
+	unsigned mtu;
+	size_t max_frame; /* mtu + Ethernet + 802.1Q */
+	bool tx_multiseg; /* device takes chained mbufs */
+	bool zero_copy;	  /* dr_port_send_zc may attach external buffers */
+
+	struct rte_mempool *pool;     /* frames */
+	struct rte_mempool *ext_pool; /* external-buffer and trailer mbufs */
+	struct rte_ring *loop;	      /* frames to our own address */
+	size_t buf_size;	      /* data room of a pool mbuf, headroom excluded */
+	uint8_t *rx_scratch;	      /* buf_size bytes: linearised received frames */
+	uint8_t *tx_scratch;	      /* the same for the frame hook on sends */
+
+	uint32_t timer_id; /* rte_timer data instance of this port */
+	bool timer_id_valid;
+	unsigned timer_lcore; /* every timer of the port is on this list */
+
+	struct dr_port_arp_params arp;
+	struct rte_hash *neigh_hash; /* IPv4 (host order) -> index */
+	struct dr_neigh *neigh;	     /* arp.entries slots */
+	struct rte_mbuf **neigh_q;   /* arp.entries * arp.queue_len */
+
+	struct rte_pcapng *pcapng;
+	struct rte_mempool *cap_pool;
+	char *pcap_path;
+
+	int kernel_fd; /* UDP socket held on ip:4791 (af_packet), or -1 */
+
+	dr_port_rx_fn rx_fn;
+	void *rx_ctx;
+	dr_port_frame_fn frame_fn;
+	void *frame_ctx;
+	dr_port_neigh_fn neigh_fn;
+	void *neigh_ctx;
+
+	struct dr_port_stats stats;
+};
+
+/* port.c */
+int dr_port_xmit(struct dr_port *p, struct rte_mbuf *m); /* consumes m */
+void dr_port_fill_l2(struct rte_mbuf *m, const uint8_t dst[6], const uint8_t src[6]);
+
+/* port_neigh.c */
+int dr_neigh_init(struct dr_port *p);
+void dr_neigh_fini(struct dr_port *p);
+int dr_neigh_output(struct dr_port *p, uint32_t nexthop, struct rte_mbuf *m); /* consumes m */
+int dr_neigh_resolve(struct dr_port *p, uint32_t ip, uint8_t mac[6]);
+void dr_neigh_arp_input(struct dr_port *p, const void *frame, size_t len);
+int dr_neigh_announce(struct dr_port *p);
+
+/* port_capture.c */
+int dr_capture_open(struct dr_port *p, const char *path, struct dr_port_err *err);
+void dr_capture_close(struct dr_port *p);
+/* Copy m for the capture before it is handed over; commit after the
+ * device took it, else discard.  NULL when not capturing. */
+struct rte_mbuf *dr_capture_prepare(struct dr_port *p, const struct rte_mbuf *m,
+				    enum dr_port_dir dir);
+void dr_capture_commit(struct dr_port *p, struct rte_mbuf *copy);
+void dr_capture_discard(struct rte_mbuf *copy);
+
+#endif /* DR_PORT_PRIV_H */

@@ -1,0 +1,461 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * droce through the public libfabric API, in one process: two domains on
+ * the two ends of an in-process DPDK link ("pair:" devices, net_ring),
+ * driven by fi_getinfo -> fi_listen/fi_connect/fi_accept -> fi_send/fi_recv
+ * -> fi_shutdown -> fi_close.  libfabric loads the provider from the build
+ * tree (FI_PROVIDER_PATH); nothing here calls droce directly.
+ */
+#include <arpa/inet.h>
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+
+#define NS_PER_S 1000000000ull
+
+static struct fi_info *info_a, *info_b; /* pair:0 (client), pair:1 (server) */
+static struct fid_fabric *fabric;
+static struct fid_domain *dom_a, *dom_b;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- one connection ---------------------------------------------------- */
+
+struct conn {
+	struct fid_eq *eq_a, *eq_b;
+	struct fid_pep *pep;
+	struct fid_ep *ep_a, *ep_b;
+	struct fid_cq *cq_a, *cq_b;
+	struct sockaddr_in server;
+};
+
+static void open_eq_cq(struct fid_domain *dom, struct fid_eq **eq, struct fid_cq **cq)
+{
+	struct fi_eq_attr ea = { .wait_obj = FI_WAIT_NONE };
+	struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_NONE };
+
+	ck_assert_int_eq(fi_eq_open(fabric, &ea, eq, NULL), 0);
+	ck_assert_int_eq(fi_cq_open(dom, &ca, cq, NULL), 0);
+}
+
+/* Read one event from eq within 5 s; the read drives both devices. */
+static ssize_t eq_wait(struct fid_eq *eq, uint32_t *event, void *buf, size_t len)
+{
+	uint64_t end = now_ns() + 5 * NS_PER_S;
+	ssize_t ret;
+
+	do
+		ret = fi_eq_read(eq, event, buf, len, 0);
+	while (ret == -FI_EAGAIN && now_ns() < end);
+	return ret;
+}
+
+static void listen_b(struct conn *c)
+{
+	size_t len = sizeof(c->server);
+
+	open_eq_cq(dom_b, &c->eq_b, &c->cq_b);
+	ck_assert_int_eq(fi_passive_ep(fabric, info_b, &c->pep, NULL), 0);
+	ck_assert_int_eq(fi_pep_bind(c->pep, &c->eq_b->fid, 0), 0);
+	ck_assert_int_eq(fi_listen(c->pep), 0);
+	ck_assert_int_eq(fi_getname(&c->pep->fid, &c->server, &len), 0);
+	ck_assert_uint_eq(len, sizeof(c->server));
+	ck_assert_uint_ne(c->server.sin_port, 0);
+	ck_assert_uint_eq(ntohl(c->server.sin_addr.s_addr), 0xc0000202);
+}
+
+static void connect_a(struct conn *c, const void *data, size_t len)
+{
+	open_eq_cq(dom_a, &c->eq_a, &c->cq_a);
+	ck_assert_int_eq(fi_endpoint(dom_a, info_a, &c->ep_a, NULL), 0);
+	ck_assert_int_eq(fi_ep_bind(c->ep_a, &c->eq_a->fid, 0), 0);
+	ck_assert_int_eq(fi_ep_bind(c->ep_a, &c->cq_a->fid, FI_TRANSMIT | FI_RECV), 0);
+	ck_assert_int_eq(fi_enable(c->ep_a), 0);
+	ck_assert_int_eq(fi_connect(c->ep_a, &c->server, data, len), 0);
+}
+
+/* The server side: FI_CONNREQ (with the client's data), then accept. */
+static void accept_b(struct conn *c, const void *want, size_t want_len, const void *data,
+		     size_t len)
+{
+	struct {
+		struct fi_eq_cm_entry e;
+		uint8_t data[64];
+	} ent;
+	uint32_t event;
+	ssize_t n = eq_wait(c->eq_b, &event, &ent, sizeof(ent));
+
+	ck_assert_int_eq(n, (ssize_t)(sizeof(ent.e) + want_len));
+	ck_assert_uint_eq(event, FI_CONNREQ);
+	ck_assert_ptr_eq(ent.e.fid, &c->pep->fid);
+	ck_assert_ptr_nonnull(ent.e.info->handle);
+	ck_assert(!memcmp(ent.data, want, want_len));
+	ck_assert_int_eq(fi_endpoint(dom_b, ent.e.info, &c->ep_b, NULL), 0);
+	fi_freeinfo(ent.e.info);
+	ck_assert_int_eq(fi_ep_bind(c->ep_b, &c->eq_b->fid, 0), 0);
+	ck_assert_int_eq(fi_ep_bind(c->ep_b, &c->cq_b->fid, FI_TRANSMIT | FI_RECV), 0);
+	ck_assert_int_eq(fi_accept(c->ep_b, data, len), 0);
+}
+
+static void expect_connected(struct fid_eq *eq, struct fid_ep *ep, const void *want,
+			     size_t want_len)
+{
+	struct {
+		struct fi_eq_cm_entry e;
+		uint8_t data[64];
+	} ent;
+	uint32_t event;
+	ssize_t n = eq_wait(eq, &event, &ent, sizeof(ent));
+
+	ck_assert_int_eq(n, (ssize_t)(sizeof(ent.e) + want_len));
+	ck_assert_uint_eq(event, FI_CONNECTED);
+	ck_assert_ptr_eq(ent.e.fid, &ep->fid);
+	if (want_len)
+		ck_assert(!memcmp(ent.data, want, want_len));
+}
+
+static void connect_pair(struct conn *c)
+{
+	memset(c, 0, sizeof(*c));
+	listen_b(c);
+	connect_a(c, NULL, 0);
+	accept_b(c, NULL, 0, NULL, 0);
+	expect_connected(c->eq_a, c->ep_a, NULL, 0);
+	expect_connected(c->eq_b, c->ep_b, NULL, 0);
+}
+
+static void close_pair(struct conn *c)
+{
+	struct fid *fids[] = { c->ep_a ? &c->ep_a->fid : NULL, c->ep_b ? &c->ep_b->fid : NULL,
+			       c->pep ? &c->pep->fid : NULL, &c->cq_a->fid, &c->cq_b->fid,
+			       &c->eq_a->fid, &c->eq_b->fid };
+
+	for (size_t i = 0; i < sizeof(fids) / sizeof(fids[0]); i++)
+		if (fids[i])
+			ck_assert_int_eq(fi_close(fids[i]), 0);
+}
+
+/* One completion from cq within 5 s, reading the other CQ meanwhile (one
+ * thread drives both sides). */
+static ssize_t cq_wait(struct fid_cq *cq, struct fid_cq *other, struct fi_cq_data_entry *e)
+{
+	uint64_t end = now_ns() + 5 * NS_PER_S;
+	ssize_t ret;
+
+	do {
+		ret = fi_cq_read(cq, e, 1);
+		if (ret == -FI_EAGAIN && other)
+			fi_cq_read(other, NULL, 0);
+	} while (ret == -FI_EAGAIN && now_ns() < end);
+	return ret;
+}
+
+/* ---- tests --------------------------------------------------------------- */
+
+START_TEST(test_getinfo)
+{
+	ck_assert_ptr_nonnull(info_a);
+	ck_assert_ptr_nonnull(info_b);
+	ck_assert_str_eq(info_a->domain_attr->name, "pair:fit:0");
+	ck_assert_str_eq(info_b->domain_attr->name, "pair:fit:1");
+	ck_assert_int_eq(info_a->ep_attr->type, FI_EP_MSG);
+	ck_assert_int_eq(info_a->addr_format, FI_SOCKADDR_IN);
+	ck_assert_uint_eq(info_a->domain_attr->cq_data_size, 4);
+	ck_assert_uint_eq(info_a->tx_attr->inject_size, 256);
+	ck_assert_str_eq(info_a->fabric_attr->prov_name, "droce");
+}
+END_TEST
+
+static const size_t cm_lens[] = { 0, 1, 55 };
+
+START_TEST(test_connect_cm_data)
+{
+	uint8_t req[55], rep[55];
+	struct conn c;
+
+	for (int i = 0; i < 55; i++) {
+		req[i] = (uint8_t)(0x10 + i);
+		rep[i] = (uint8_t)(0x80 + i);
+	}
+	memset(&c, 0, sizeof(c));
+	listen_b(&c);
+	connect_a(&c, req, cm_lens[_i]);
+	accept_b(&c, req, cm_lens[_i], rep, cm_lens[_i]);
+	expect_connected(c.eq_a, c.ep_a, rep, cm_lens[_i]);
+	expect_connected(c.eq_b, c.ep_b, NULL, 0);
+	close_pair(&c);
+}
+END_TEST
+
+START_TEST(test_cm_data_too_long)
+{
+	uint8_t data[56] = { 0 };
+	struct conn c;
+	size_t sz = 0, len = sizeof(sz);
+
+	memset(&c, 0, sizeof(c));
+	listen_b(&c);
+	open_eq_cq(dom_a, &c.eq_a, &c.cq_a);
+	ck_assert_int_eq(fi_endpoint(dom_a, info_a, &c.ep_a, NULL), 0);
+	ck_assert_int_eq(fi_getopt(&c.ep_a->fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, &sz, &len),
+			 0);
+	ck_assert_uint_eq(sz, 55);
+	ck_assert_int_eq(fi_ep_bind(c.ep_a, &c.eq_a->fid, 0), 0);
+	ck_assert_int_eq(fi_ep_bind(c.ep_a, &c.cq_a->fid, FI_TRANSMIT | FI_RECV), 0);
+	ck_assert_int_eq(fi_connect(c.ep_a, &c.server, data, sizeof(data)), -FI_EINVAL);
+	close_pair(&c);
+}
+END_TEST
+
+START_TEST(test_reject_with_data)
+{
+	struct {
+		struct fi_eq_cm_entry e;
+		uint8_t data[64];
+	} ent;
+	struct fi_eq_err_entry err;
+	uint8_t why[55];
+	uint32_t event;
+	struct conn c;
+
+	memset(why, 0x5a, sizeof(why));
+	memset(&c, 0, sizeof(c));
+	listen_b(&c);
+	connect_a(&c, "x", 1);
+	ck_assert_int_eq(eq_wait(c.eq_b, &event, &ent, sizeof(ent)), sizeof(ent.e) + 1);
+	ck_assert_uint_eq(event, FI_CONNREQ);
+	ck_assert_int_eq(fi_reject(c.pep, ent.e.info->handle, why, sizeof(why)), 0);
+	fi_freeinfo(ent.e.info);
+	ck_assert_int_eq(eq_wait(c.eq_a, &event, &ent, sizeof(ent)), -FI_EAVAIL);
+	memset(&err, 0, sizeof(err));
+	ck_assert_int_eq(fi_eq_readerr(c.eq_a, &err, 0), sizeof(err));
+	ck_assert_int_eq(err.err, FI_ECONNREFUSED);
+	ck_assert_int_eq(err.prov_errno, 28); /* IBA: consumer-defined reject */
+	ck_assert_ptr_eq(err.fid, &c.ep_a->fid);
+	ck_assert_uint_eq(err.err_data_size, sizeof(why));
+	ck_assert(!memcmp(err.err_data, why, sizeof(why)));
+	close_pair(&c);
+}
+END_TEST
+
+START_TEST(test_no_listener)
+{
+	struct fi_eq_err_entry err;
+	uint8_t buf[64];
+	uint32_t event;
+	struct conn c;
+
+	memset(&c, 0, sizeof(c));
+	open_eq_cq(dom_b, &c.eq_b, &c.cq_b);
+	c.server.sin_family = AF_INET;
+	c.server.sin_addr.s_addr = htonl(0xc0000202);
+	c.server.sin_port = htons(4444); /* nobody listens there */
+	connect_a(&c, NULL, 0);
+	ck_assert_int_eq(eq_wait(c.eq_a, &event, buf, sizeof(buf)), -FI_EAVAIL);
+	memset(&err, 0, sizeof(err));
+	ck_assert_int_eq(fi_eq_readerr(c.eq_a, &err, 0), sizeof(err));
+	ck_assert_int_eq(err.err, FI_ECONNREFUSED);
+	ck_assert_int_eq(err.prov_errno, 8); /* IBA: invalid service ID */
+	close_pair(&c);
+}
+END_TEST
+
+static const size_t msg_sizes[] = { 0, 1, 7, 255, 1023, 1024, 1025, 4096, 65536, 1 << 20 };
+
+START_TEST(test_send_recv_sizes)
+{
+	size_t size = msg_sizes[_i];
+	uint8_t *tx = malloc(size + 1), *rx = malloc(size + 16);
+	struct fi_cq_data_entry e;
+	struct conn c;
+	int ctx_tx, ctx_rx;
+
+	for (size_t i = 0; i < size; i++)
+		tx[i] = (uint8_t)(i * 7 + 3);
+	memset(rx, 0xee, size + 16);
+	connect_pair(&c);
+	ck_assert_int_eq(fi_recv(c.ep_b, rx, size + 16, NULL, 0, &ctx_rx), 0);
+	ck_assert_int_eq(fi_send(c.ep_a, tx, size, NULL, 0, &ctx_tx), 0);
+
+	ck_assert_int_eq(cq_wait(c.cq_b, c.cq_a, &e), 1);
+	ck_assert_ptr_eq(e.op_context, &ctx_rx);
+	ck_assert_uint_eq(e.flags, FI_RECV | FI_MSG);
+	ck_assert_uint_eq(e.len, size);
+	ck_assert(!memcmp(rx, tx, size));
+	for (size_t i = size; i < size + 16; i++)
+		ck_assert_uint_eq(rx[i], 0xee);
+	ck_assert_int_eq(cq_wait(c.cq_a, c.cq_b, &e), 1);
+	ck_assert_ptr_eq(e.op_context, &ctx_tx);
+	ck_assert_uint_eq(e.flags, FI_SEND | FI_MSG);
+	close_pair(&c);
+	free(tx);
+	free(rx);
+}
+END_TEST
+
+START_TEST(test_senddata_inject)
+{
+	struct fi_cq_data_entry e;
+	uint8_t rx[2][64], msg[] = "injected";
+	struct conn c;
+
+	connect_pair(&c);
+	ck_assert_int_eq(fi_recv(c.ep_b, rx[0], 64, NULL, 0, rx[0]), 0);
+	ck_assert_int_eq(fi_recv(c.ep_b, rx[1], 64, NULL, 0, rx[1]), 0);
+	ck_assert_int_eq(fi_senddata(c.ep_a, "data", 4, NULL, 0xdeadbeef, 0, NULL), 0);
+	ck_assert_int_eq(fi_inject(c.ep_a, msg, sizeof(msg), 0), 0);
+	memset(msg, 0, sizeof(msg)); /* inject: the buffer is free at once */
+	ck_assert_int_eq(cq_wait(c.cq_b, c.cq_a, &e), 1);
+	ck_assert_ptr_eq(e.op_context, rx[0]);
+	ck_assert_uint_eq(e.flags, FI_RECV | FI_MSG | FI_REMOTE_CQ_DATA);
+	ck_assert_uint_eq(e.data, 0xdeadbeef);
+	ck_assert_uint_eq(e.len, 4);
+	ck_assert(!memcmp(rx[0], "data", 4));
+	ck_assert_int_eq(cq_wait(c.cq_b, c.cq_a, &e), 1);
+	ck_assert_ptr_eq(e.op_context, rx[1]);
+	ck_assert_uint_eq(e.len, 9);
+	ck_assert_str_eq((char *)rx[1], "injected");
+	/* the senddata completes; the inject never does */
+	ck_assert_int_eq(cq_wait(c.cq_a, c.cq_b, &e), 1);
+	ck_assert_ptr_eq(e.op_context, NULL);
+	ck_assert_int_eq(fi_cq_read(c.cq_a, &e, 1), -FI_EAGAIN);
+	ck_assert_int_eq(fi_inject(c.ep_a, msg, 257, 0), -FI_EMSGSIZE);
+	close_pair(&c);
+}
+END_TEST
+
+START_TEST(test_truncated_recv)
+{
+	struct fi_cq_err_entry err;
+	struct fi_cq_data_entry e;
+	uint8_t tx[100] = { 1 }, rx[10];
+	struct conn c;
+
+	connect_pair(&c);
+	ck_assert_int_eq(fi_recv(c.ep_b, rx, sizeof(rx), NULL, 0, rx), 0);
+	ck_assert_int_eq(fi_send(c.ep_a, tx, sizeof(tx), NULL, 0, tx), 0);
+	ck_assert_int_eq(cq_wait(c.cq_b, c.cq_a, &e), -FI_EAVAIL);
+	memset(&err, 0, sizeof(err));
+	ck_assert_int_eq(fi_cq_readerr(c.cq_b, &err, 0), 1);
+	ck_assert_ptr_eq(err.op_context, rx);
+	ck_assert_int_eq(err.err, FI_ETRUNC);
+	close_pair(&c);
+}
+END_TEST
+
+START_TEST(test_shutdown)
+{
+	struct fi_eq_cm_entry ent;
+	uint32_t event;
+	struct conn c;
+	uint8_t rx[8];
+	struct fi_cq_err_entry err;
+	struct fi_cq_data_entry e;
+
+	connect_pair(&c);
+	ck_assert_int_eq(fi_recv(c.ep_b, rx, sizeof(rx), NULL, 0, rx), 0);
+	ck_assert_int_eq(fi_shutdown(c.ep_a, 0), 0);
+	ck_assert_int_eq(eq_wait(c.eq_b, &event, &ent, sizeof(ent)), sizeof(ent));
+	ck_assert_uint_eq(event, FI_SHUTDOWN);
+	ck_assert_ptr_eq(ent.fid, &c.ep_b->fid);
+	ck_assert_int_eq(eq_wait(c.eq_a, &event, &ent, sizeof(ent)), sizeof(ent));
+	ck_assert_uint_eq(event, FI_SHUTDOWN);
+	ck_assert_ptr_eq(ent.fid, &c.ep_a->fid);
+	/* the posted receive is flushed */
+	ck_assert_int_eq(cq_wait(c.cq_b, NULL, &e), -FI_EAVAIL);
+	memset(&err, 0, sizeof(err));
+	ck_assert_int_eq(fi_cq_readerr(c.cq_b, &err, 0), 1);
+	ck_assert_int_eq(err.err, FI_ECANCELED);
+	ck_assert_ptr_eq(err.op_context, rx);
+	ck_assert_int_eq(fi_send(c.ep_a, rx, 1, NULL, 0, NULL), -FI_EOPBADSTATE);
+	close_pair(&c);
+}
+END_TEST
+
+static void setup(void)
+{
+	struct fi_info *hints = fi_allocinfo(), *all, *i;
+
+	ck_assert_ptr_nonnull(hints);
+	hints->ep_attr->type = FI_EP_MSG;
+	hints->caps = FI_MSG;
+	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				      FI_MR_PROV_KEY;
+	hints->fabric_attr->prov_name = strdup("droce");
+	ck_assert_int_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &all), 0);
+	for (i = all; i; i = i->next) {
+		if (!strcmp(i->domain_attr->name, "pair:fit:0"))
+			info_a = fi_dupinfo(i);
+		else if (!strcmp(i->domain_attr->name, "pair:fit:1"))
+			info_b = fi_dupinfo(i);
+	}
+	fi_freeinfo(all);
+	fi_freeinfo(hints);
+	ck_assert_ptr_nonnull(info_a);
+	ck_assert_ptr_nonnull(info_b);
+	ck_assert_int_eq(fi_fabric(info_a->fabric_attr, &fabric, NULL), 0);
+	ck_assert_int_eq(fi_domain(fabric, info_a, &dom_a, NULL), 0);
+	ck_assert_int_eq(fi_domain(fabric, info_b, &dom_b, NULL), 0);
+}
+
+static void teardown(void)
+{
+	ck_assert_int_eq(fi_close(&dom_a->fid), 0);
+	ck_assert_int_eq(fi_close(&dom_b->fid), 0);
+	ck_assert_int_eq(fi_close(&fabric->fid), 0);
+	fi_freeinfo(info_a);
+	fi_freeinfo(info_b);
+}
+
+int main(void)
+{
+	char path[4096];
+	const char *top = getenv("top_builddir");
+	Suite *s = suite_create("fi_msg");
+	TCase *tc = tcase_create("msg");
+	SRunner *sr;
+	int failed;
+
+	/* before libfabric initialises: the provider from this build, two
+	 * in-process ports joined back to back */
+	snprintf(path, sizeof(path), "%s/.libs", top ? top : ".");
+	setenv("FI_PROVIDER_PATH", path, 1);
+	setenv("FI_PROVIDER", "droce", 1);
+	setenv("FI_DROCE_DEVICE", "pair:fit:0;pair:fit:1", 1);
+	setenv("FI_DROCE_ADDR", "192.0.2.1/24;192.0.2.2/24", 1);
+
+	/* DPDK's EAL starts once per process: no forking per test */
+	tcase_set_timeout(tc, 120);
+	tcase_add_unchecked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_getinfo);
+	tcase_add_loop_test(tc, test_connect_cm_data, 0, 3);
+	tcase_add_test(tc, test_cm_data_too_long);
+	tcase_add_test(tc, test_reject_with_data);
+	tcase_add_test(tc, test_no_listener);
+	tcase_add_loop_test(tc, test_send_recv_sizes, 0, sizeof(msg_sizes) / sizeof(msg_sizes[0]));
+	tcase_add_test(tc, test_senddata_inject);
+	tcase_add_test(tc, test_truncated_recv);
+	tcase_add_test(tc, test_shutdown);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_set_fork_status(sr, CK_NOFORK);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,1439 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * test_qp.c - the RC QP engine over the simulated link (src/qp/simlink.c):
+ * PSN arithmetic, MR keys, every operation at the size edges across the
+ * PSN wrap, loss/duplication/reordering, remote errors, RNR, a dead link,
+ * duplicated atomics, go-back-N details, and wire fidelity (every emitted
+ * frame passes dr_pkt_parse, ICRC included).  Virtual time only.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dr_qp.h"
+#include "simlink.h"
+
+#define QPN_A	 0x000011
+#define QPN_B	 0x0abc22
+#define LIMIT_NS (3600ull * 1000000000ull) /* an hour of virtual time */
+
+/* ---- a connected pair over the simulated link ----------------------------- */
+
+struct pair_cfg {
+	uint32_t pmtu;
+	uint32_t psn_a, psn_b; /* A's sq_psn (= B's rq_psn), and B's */
+	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
+	uint8_t ord, ird;
+	struct dr_sim_cfg sim;
+};
+
+struct pair {
+	struct dr_sim sim;
+	struct dr_mr_table mrt[2];
+	struct dr_qp *qp[2];
+};
+
+static struct pair_cfg pair_defaults(void)
+{
+	struct pair_cfg c = {
+	    .pmtu = 1024,
+	    .psn_a = 0xfffff0,
+	    .psn_b = 0xfffffd,
+	    .timeout = 8, /* 1.05 ms */
+	    .retry_cnt = 7,
+	    .rnr_retry = 7,
+	    .min_rnr_timer = 1, /* 10 us */
+	    .ord = 16,
+	    .ird = 16,
+	    .sim = {.rate_bps = 10000000000ull, .latency_ns = 2000, .reorder_ns = 20000},
+	};
+
+	return c;
+}
+
+static void pair_up(struct pair *p, const struct pair_cfg *c)
+{
+	unsigned i;
+
+	memset(p, 0, sizeof(*p));
+	dr_sim_init(&p->sim, &c->sim);
+	for (i = 0; i < 2; i++) {
+		struct dr_qp_init_attr ia = {
+		    .qpn = i ? QPN_B : QPN_A,
+		    .max_send_wr = 512,
+		    .max_recv_wr = 512,
+		    .mrt = &p->mrt[i],
+		    .ops = &dr_sim_qp_ops,
+		    .ctx = &p->sim.end[i],
+		};
+		struct dr_qp_attr a = {.state = DR_QPS_INIT};
+
+		ck_assert_int_eq(dr_mr_table_init(&p->mrt[i], 64), 0);
+		p->qp[i] = dr_qp_create(&ia);
+		ck_assert_ptr_nonnull(p->qp[i]);
+		dr_sim_attach(&p->sim, i, p->qp[i]);
+		ck_assert_int_eq(dr_qp_modify(p->qp[i], &a, DR_QP_ATTR_STATE), 0);
+	}
+	for (i = 0; i < 2; i++) {
+		struct dr_qp_attr a = {
+		    .state = DR_QPS_RTR,
+		    .dest_qpn = i ? QPN_A : QPN_B,
+		    .rq_psn = i ? c->psn_a : c->psn_b,
+		    .path_mtu = c->pmtu,
+		    .min_rnr_timer = c->min_rnr_timer,
+		    .max_dest_rd_atomic = c->ird,
+		    .path =
+			{
+			    .src_mac = {2, 0, 0, 0, 0, (uint8_t)(i + 1)},
+			    .dst_mac = {2, 0, 0, 0, 0, (uint8_t)(2 - i)},
+			    .src_ip4 = 0xc0a80101 + i,
+			    .dst_ip4 = 0xc0a80102 - i,
+			},
+		};
+
+		ck_assert_int_eq(dr_qp_modify(p->qp[i], &a,
+					      DR_QP_ATTR_STATE | DR_QP_ATTR_DEST_QPN |
+						  DR_QP_ATTR_RQ_PSN | DR_QP_ATTR_PATH_MTU |
+						  DR_QP_ATTR_MIN_RNR_TIMER |
+						  DR_QP_ATTR_MAX_DEST_RD_ATOMIC | DR_QP_ATTR_PATH),
+				 0);
+		a.state = DR_QPS_RTS;
+		a.sq_psn = i ? c->psn_b : c->psn_a;
+		a.timeout = c->timeout;
+		a.retry_cnt = c->retry_cnt;
+		a.rnr_retry = c->rnr_retry;
+		a.max_rd_atomic = c->ord;
+		ck_assert_int_eq(dr_qp_modify(p->qp[i], &a,
+					      DR_QP_ATTR_STATE | DR_QP_ATTR_SQ_PSN |
+						  DR_QP_ATTR_TIMEOUT | DR_QP_ATTR_RETRY_CNT |
+						  DR_QP_ATTR_RNR_RETRY | DR_QP_ATTR_MAX_RD_ATOMIC),
+				 0);
+		ck_assert_int_eq(p->qp[i]->state, DR_QPS_RTS);
+	}
+}
+
+static void pair_down(struct pair *p)
+{
+	unsigned i;
+
+	/* wire fidelity: nothing the engine emitted failed the parser */
+	ck_assert_uint_eq(p->sim.bad_frames, 0);
+	for (i = 0; i < 2; i++) {
+		dr_qp_destroy(p->qp[i]);
+		dr_mr_table_fini(&p->mrt[i]);
+	}
+	dr_sim_fini(&p->sim);
+}
+
+static bool pair_run(struct pair *p)
+{
+	return dr_sim_run(&p->sim, LIMIT_NS, NULL, NULL);
+}
+
+static struct dr_mr *reg(struct pair *p, unsigned side, void *buf, size_t len, unsigned access)
+{
+	struct dr_mr *mr;
+
+	ck_assert_int_eq(dr_mr_reg(&p->mrt[side], buf, len, (uintptr_t)buf, access, &mr), 0);
+	return mr;
+}
+
+static void fill(uint8_t *b, size_t n, uint32_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		seed = seed * 1103515245u + 12345u;
+		b[i] = (uint8_t)(seed >> 16);
+	}
+}
+
+static int post_send(struct pair *p, unsigned side, uint64_t wr_id, enum dr_wr_opcode op, void *buf,
+		     uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey, unsigned flags)
+{
+	struct dr_sge sge = {.addr = (uintptr_t)buf, .length = len, .lkey = lkey};
+	struct dr_send_wr wr = {
+	    .wr_id = wr_id,
+	    .opcode = op,
+	    .flags = flags,
+	    .sg_list = &sge,
+	    .num_sge = 1,
+	    .imm = (uint32_t)(0xabc00000u + wr_id),
+	    .remote_addr = raddr,
+	    .rkey = rkey,
+	};
+
+	return dr_qp_post_send(p->qp[side], &wr);
+}
+
+static void post_recv(struct pair *p, unsigned side, uint64_t wr_id, void *buf, uint32_t len)
+{
+	struct dr_sge sge = {.addr = (uintptr_t)buf, .length = len};
+	struct dr_recv_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = 1};
+
+	ck_assert_int_eq(dr_qp_post_recv(p->qp[side], &wr), 0);
+}
+
+/* ---- PSN arithmetic -------------------------------------------------------- */
+
+/* Cases at the edges of the 24-bit circle (IBA 9.7.1: serial arithmetic
+ * over 2^24, a - b > 0 when a follows b by less than 2^23). */
+static const struct {
+	uint32_t a, b;
+	int32_t diff;
+} psn_diff_tab[] = {
+    {0, 0, 0},
+    {1, 0, 1},
+    {0, 1, -1},
+    {0, 0xffffff, 1},  /* wrap forward */
+    {0xffffff, 0, -1}, /* wrap backward */
+    {5, 0xfffffe, 7},
+    {0xfffffe, 5, -7},
+    {0x7fffff, 0, 0x7fffff},  /* largest "after" */
+    {0x800000, 0, -0x800000}, /* half way counts as before */
+    {0, 0x800001, 0x7fffff},
+    {0x123456, 0x123456, 0},
+    {0x000080, 0xffff80, 0x100}, /* a window of 256 across the wrap */
+};
+
+START_TEST(test_psn_diff)
+{
+	ck_assert_int_eq(dr_psn_diff(psn_diff_tab[_i].a, psn_diff_tab[_i].b),
+			 psn_diff_tab[_i].diff);
+}
+END_TEST
+
+static const struct {
+	uint32_t psn;
+	int32_t n;
+	uint32_t sum;
+} psn_add_tab[] = {
+    {0, 1, 1},
+    {0xffffff, 1, 0},
+    {0xfffff0, 0x20, 0x10},
+    {0, -1, 0xffffff},
+    {0x10, -0x20, 0xfffff0},
+    {0xffffff, 0xffffff, 0xfffffe},
+    {0x800000, 0x800000, 0},
+};
+
+START_TEST(test_psn_add)
+{
+	ck_assert_uint_eq(dr_psn_add(psn_add_tab[_i].psn, psn_add_tab[_i].n), psn_add_tab[_i].sum);
+}
+END_TEST
+
+/* ---- timers ------------------------------------------------------------------ */
+
+START_TEST(test_timer_tables)
+{
+	ck_assert_uint_eq(dr_qp_timeout_ns(0), 0);
+	ck_assert_uint_eq(dr_qp_timeout_ns(1), 8192);
+	ck_assert_uint_eq(dr_qp_timeout_ns(17), 4096ull << 17); /* ~0.54 s, B.4 */
+	ck_assert_uint_eq(dr_rnr_timer_ns(0), 655360000ull);
+	ck_assert_uint_eq(dr_rnr_timer_ns(1), 10000);
+	ck_assert_uint_eq(dr_rnr_timer_ns(14), 1280000);
+	ck_assert_uint_eq(dr_rnr_timer_ns(25), 61440000); /* not rxe's 61.41 */
+	ck_assert_uint_eq(dr_rnr_timer_ns(31), 491520000);
+	/* the kernel's sport formula stays in the dynamic range */
+	ck_assert_uint_ge(dr_udp_sport(0, 0x11, 0x22), 0xc000);
+	ck_assert_uint_eq(dr_udp_sport(0x12345, 1, 2), 0xc000 | (0x2345 ^ 0x4));
+}
+END_TEST
+
+/* ---- MR table ---------------------------------------------------------------- */
+
+START_TEST(test_mr_keys)
+{
+	static uint8_t buf[4096];
+	struct dr_mr_table t;
+	struct dr_mr *mr, *mr2;
+	uint32_t key, key2;
+	uint8_t *ptr;
+	unsigned i;
+
+	ck_assert_int_eq(dr_mr_table_init(&t, 4), 0);
+	ck_assert_int_eq(dr_mr_reg(&t, buf, sizeof(buf), 0x10000, DR_ACCESS_REMOTE_READ, &mr), 0);
+	key = mr->key;
+	ck_assert_uint_ne(key, DR_LKEY_NONE);
+	ck_assert_ptr_eq(dr_mr_lookup(&t, key), mr);
+	ck_assert_ptr_null(dr_mr_lookup(&t, key ^ 0x100)); /* tag bits matter */
+	ck_assert_ptr_null(dr_mr_lookup(&t, 0));
+
+	ck_assert_int_eq(dr_mr_check(&t, key, 0x10000, 4096, DR_ACCESS_REMOTE_READ, &ptr),
+			 DR_MR_OK);
+	ck_assert_ptr_eq(ptr, buf);
+	ck_assert_int_eq(dr_mr_check(&t, key, 0x10010, 16, DR_ACCESS_REMOTE_READ, &ptr), DR_MR_OK);
+	ck_assert_ptr_eq(ptr, buf + 16);
+	ck_assert_int_eq(dr_mr_check(&t, key, 0x10001, 4096, DR_ACCESS_REMOTE_READ, &ptr),
+			 DR_MR_BAD_BOUNDS);
+	ck_assert_int_eq(dr_mr_check(&t, key, 0xffff, 2, DR_ACCESS_REMOTE_READ, &ptr),
+			 DR_MR_BAD_BOUNDS);
+	ck_assert_int_eq(dr_mr_check(&t, key, UINT64_MAX - 1, 4, DR_ACCESS_REMOTE_READ, &ptr),
+			 DR_MR_BAD_BOUNDS);
+	ck_assert_int_eq(dr_mr_check(&t, key, 0x10000, 8, DR_ACCESS_REMOTE_WRITE, &ptr),
+			 DR_MR_NO_ACCESS);
+	ck_assert_int_eq(dr_mr_check(&t, key + 1, 0x10000, 8, DR_ACCESS_REMOTE_READ, &ptr),
+			 DR_MR_BAD_KEY);
+	/* zero length: no key check (IBA 9.4.4) */
+	ck_assert_int_eq(dr_mr_check(&t, 12345, 0, 0, DR_ACCESS_REMOTE_WRITE, &ptr), DR_MR_OK);
+
+	/* a freed key is dead, and the next registrations do not revive it */
+	ck_assert_int_eq(dr_mr_dereg(&t, key), 0);
+	ck_assert_ptr_null(dr_mr_lookup(&t, key));
+	ck_assert_int_eq(dr_mr_dereg(&t, key), -ENOENT);
+	for (i = 0; i < 200; i++) {
+		ck_assert_int_eq(dr_mr_reg(&t, buf, 64, (uintptr_t)buf, 0, &mr2), 0);
+		key2 = mr2->key;
+		ck_assert_uint_ne(key2, key);
+		ck_assert_ptr_null(dr_mr_lookup(&t, key));
+		ck_assert_int_eq(dr_mr_dereg(&t, key2), 0);
+	}
+	/* capacity */
+	for (i = 0; i < 7; i++)
+		ck_assert_int_eq(dr_mr_reg(&t, buf, 64, 0, 0, &mr2), 0);
+	ck_assert_int_eq(dr_mr_reg(&t, buf, 64, 0, 0, &mr2), -ENOSPC);
+	dr_mr_table_fini(&t);
+}
+END_TEST
+
+/* ---- QP states ------------------------------------------------------------------ */
+
+START_TEST(test_qp_states)
+{
+	struct pair p;
+	struct dr_sim_cfg sc = {0};
+	struct dr_qp_init_attr ia = {
+	    .qpn = 5,
+	    .max_send_wr = 4,
+	    .max_recv_wr = 4,
+	    .ops = &dr_sim_qp_ops,
+	};
+	struct dr_qp_attr a = {.state = DR_QPS_RTS};
+	struct dr_qp *qp;
+	static uint8_t buf[64];
+
+	dr_sim_init(&p.sim, &sc);
+	ia.ctx = &p.sim.end[0];
+	qp = dr_qp_create(&ia);
+	ck_assert_ptr_nonnull(qp);
+	dr_sim_attach(&p.sim, 0, qp);
+	/* RESET -> RTS is not a transition; posting in RESET is refused */
+	ck_assert_int_eq(dr_qp_modify(qp, &a, DR_QP_ATTR_STATE), -EINVAL);
+	p.qp[0] = qp;
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_SEND, buf, 8, 0, 0, 0, DR_WR_SIGNALED), -EINVAL);
+	a.state = DR_QPS_INIT;
+	ck_assert_int_eq(dr_qp_modify(qp, &a, DR_QP_ATTR_STATE), 0);
+	/* INIT -> RTR needs its attributes, and valid ones */
+	a.state = DR_QPS_RTR;
+	ck_assert_int_eq(dr_qp_modify(qp, &a, DR_QP_ATTR_STATE), -EINVAL);
+	a.dest_qpn = 7;
+	a.path_mtu = 1000;
+	ck_assert_int_eq(dr_qp_modify(qp, &a,
+				      DR_QP_ATTR_STATE | DR_QP_ATTR_DEST_QPN | DR_QP_ATTR_RQ_PSN |
+					  DR_QP_ATTR_PATH_MTU | DR_QP_ATTR_MIN_RNR_TIMER |
+					  DR_QP_ATTR_MAX_DEST_RD_ATOMIC | DR_QP_ATTR_PATH),
+			 -EINVAL);
+	a.path_mtu = 4096;
+	ck_assert_int_eq(dr_qp_modify(qp, &a,
+				      DR_QP_ATTR_STATE | DR_QP_ATTR_DEST_QPN | DR_QP_ATTR_RQ_PSN |
+					  DR_QP_ATTR_PATH_MTU | DR_QP_ATTR_MIN_RNR_TIMER |
+					  DR_QP_ATTR_MAX_DEST_RD_ATOMIC | DR_QP_ATTR_PATH),
+			 0);
+	ck_assert_int_eq(qp->state, DR_QPS_RTR);
+	/* receives may be posted from INIT on; SENDs only in RTS */
+	post_recv(&p, 0, 10, buf, 64);
+	post_recv(&p, 0, 11, buf, 64);
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_SEND, buf, 8, 0, 0, 0, DR_WR_SIGNALED), -EINVAL);
+	/* to ERROR: every receive flushed, once, in order */
+	a.state = DR_QPS_ERROR;
+	ck_assert_int_eq(dr_qp_modify(qp, &a, DR_QP_ATTR_STATE), 0);
+	ck_assert_uint_eq(p.sim.end[0].nwc, 2);
+	ck_assert_uint_eq(p.sim.end[0].wc[0].wr_id, 10);
+	ck_assert_uint_eq(p.sim.end[0].wc[1].wr_id, 11);
+	ck_assert_int_eq(p.sim.end[0].wc[0].status, DR_WC_WR_FLUSH_ERR);
+	/* in ERROR, new WRs complete at once with a flush */
+	ck_assert_int_eq(post_send(&p, 0, 3, DR_WR_SEND, buf, 8, 0, 0, 0, 0), 0);
+	post_recv(&p, 0, 12, buf, 64);
+	ck_assert_uint_eq(p.sim.end[0].nwc, 4);
+	ck_assert_uint_eq(p.sim.end[0].wc[2].wr_id, 3);
+	ck_assert_int_eq(p.sim.end[0].wc[2].status, DR_WC_WR_FLUSH_ERR);
+	ck_assert_int_eq(p.sim.end[0].wc[3].status, DR_WC_WR_FLUSH_ERR);
+	/* back to RESET, then INIT again */
+	a.state = DR_QPS_RESET;
+	ck_assert_int_eq(dr_qp_modify(qp, &a, DR_QP_ATTR_STATE), 0);
+	a.state = DR_QPS_INIT;
+	ck_assert_int_eq(dr_qp_modify(qp, &a, DR_QP_ATTR_STATE), 0);
+	ck_assert_uint_eq(p.sim.bad_frames, 0);
+	dr_qp_destroy(qp);
+	dr_sim_fini(&p.sim);
+}
+END_TEST
+
+/* ---- every operation at the size edges, across the PSN wrap ------------------ */
+
+static const uint32_t size_pmtus[] = {256, 1024, 4096};
+static const enum dr_wr_opcode size_ops[] = {DR_WR_SEND, DR_WR_SEND_IMM, DR_WR_WRITE,
+					     DR_WR_WRITE_IMM, DR_WR_READ};
+#define N_SIZES 7
+#define N_OPS	(sizeof(size_ops) / sizeof(size_ops[0]))
+
+static uint32_t size_of(unsigned i, uint32_t pmtu)
+{
+	const uint32_t s[N_SIZES] = {0, 1, pmtu - 1, pmtu, pmtu + 1, 65536, 1u << 20};
+
+	return s[i];
+}
+
+static void expect_wc(const struct dr_wc *wc, uint64_t wr_id, enum dr_wc_status st)
+{
+	ck_assert_msg(wc->wr_id == wr_id && wc->status == st,
+		      "completion wr_id %llu status %s, expected %llu %s",
+		      (unsigned long long)wc->wr_id, dr_wc_status_names[wc->status],
+		      (unsigned long long)wr_id, dr_wc_status_names[st]);
+}
+
+/* _i = op * (pmtus * sizes) + pmtu * sizes + size */
+START_TEST(test_op_sizes)
+{
+	unsigned npm = sizeof(size_pmtus) / sizeof(size_pmtus[0]);
+	enum dr_wr_opcode op = size_ops[_i / (npm * N_SIZES)];
+	uint32_t pmtu = size_pmtus[(_i / N_SIZES) % npm];
+	uint32_t len = size_of(_i % N_SIZES, pmtu), cap = len + 64;
+	struct pair_cfg c = pair_defaults();
+	uint8_t *src = malloc(cap), *dst = malloc(cap);
+	struct dr_mr *smr, *dmr;
+	struct pair p;
+	uint32_t npkts = len ? (len + pmtu - 1) / pmtu : 1;
+
+	c.pmtu = pmtu;
+	/* start PSNs a few packets before 2^24 so messages cross the wrap */
+	c.psn_a = (uint32_t)(DR_PSN_MASK - (npkts > 2 ? npkts / 2 : 0));
+	pair_up(&p, &c);
+	fill(src, cap, _i);
+	memset(dst, 0xee, cap);
+	smr = reg(&p, 0, src, cap, DR_ACCESS_LOCAL_WRITE);
+	dmr = reg(&p, 1, dst, cap,
+		  DR_ACCESS_LOCAL_WRITE | DR_ACCESS_REMOTE_WRITE | DR_ACCESS_REMOTE_READ);
+
+	if (op == DR_WR_READ) {
+		/* A reads B's buffer into its own */
+		fill(dst, cap, _i + 99);
+		memset(src, 0xee, cap);
+		ck_assert_int_eq(post_send(&p, 0, 7, op, src, len, smr->key, (uintptr_t)dst,
+					   dmr->key, DR_WR_SIGNALED),
+				 0);
+	} else {
+		if (op == DR_WR_SEND || op == DR_WR_SEND_IMM || op == DR_WR_WRITE_IMM)
+			post_recv(&p, 1, 70, op == DR_WR_WRITE_IMM ? NULL : dst,
+				  op == DR_WR_WRITE_IMM ? 0 : cap);
+		ck_assert_int_eq(post_send(&p, 0, 7, op, src, len, smr->key, (uintptr_t)dst,
+					   dmr->key, DR_WR_SIGNALED),
+				 0);
+	}
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.end[0].nwc, 1);
+	expect_wc(&p.sim.end[0].wc[0], 7, DR_WC_SUCCESS);
+	if (op == DR_WR_READ) {
+		ck_assert_int_eq(p.sim.end[0].wc[0].opcode, DR_WC_READ);
+		ck_assert(memcmp(src, dst, len) == 0);
+		ck_assert_uint_eq(src[len], 0xee); /* nothing past the end */
+		ck_assert_uint_eq(p.sim.end[1].nwc, 0);
+	} else {
+		ck_assert(memcmp(src, dst, len) == 0);
+		ck_assert_uint_eq(dst[len], 0xee);
+		if (op == DR_WR_WRITE) {
+			ck_assert_uint_eq(p.sim.end[1].nwc, 0);
+		} else {
+			const struct dr_wc *wc = &p.sim.end[1].wc[0];
+
+			ck_assert_uint_eq(p.sim.end[1].nwc, 1);
+			expect_wc(wc, 70, DR_WC_SUCCESS);
+			ck_assert_uint_eq(wc->byte_len, len);
+			ck_assert_int_eq(wc->opcode,
+					 op == DR_WR_WRITE_IMM ? DR_WC_RECV_WRITE_IMM : DR_WC_RECV);
+			ck_assert_int_eq(wc->has_imm, op != DR_WR_SEND);
+			if (op != DR_WR_SEND)
+				ck_assert_uint_eq(wc->imm, 0xabc00007u);
+		}
+	}
+	/* the minimum: one packet per PMTU (READ: one request), and ACKs at
+	 * the end and every 64 packets */
+	if (op == DR_WR_READ) {
+		ck_assert_uint_eq(p.sim.end[0].tx_frames, 1);
+		ck_assert_uint_eq(p.sim.end[1].tx_frames, npkts);
+	} else {
+		ck_assert_uint_eq(p.sim.end[0].tx_frames, npkts);
+		ck_assert_uint_eq(p.sim.end[1].tx_frames, (npkts + 63) / 64);
+	}
+	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 0);
+	ck_assert_uint_eq(p.qp[0]->comp.psn, dr_psn_add(c.psn_a, (int32_t)npkts));
+	ck_assert_uint_eq(p.qp[1]->resp.psn, dr_psn_add(c.psn_a, (int32_t)npkts));
+	ck_assert_int_eq(p.qp[0]->state, DR_QPS_RTS);
+	pair_down(&p);
+	free(src);
+	free(dst);
+}
+END_TEST
+
+/* ---- atomics -------------------------------------------------------------------- */
+
+START_TEST(test_atomics)
+{
+	struct pair_cfg c = pair_defaults();
+	uint64_t target[2] = {100, 7}, res[3] = {0, 0, 0};
+	struct dr_mr *tmr, *rmr;
+	struct pair p;
+	struct dr_sge sge;
+	struct dr_send_wr wr = {.sg_list = &sge, .num_sge = 1, .flags = DR_WR_SIGNALED};
+
+	pair_up(&p, &c);
+	tmr = reg(&p, 1, target, sizeof(target), DR_ACCESS_REMOTE_ATOMIC);
+	rmr = reg(&p, 0, res, sizeof(res), DR_ACCESS_LOCAL_WRITE);
+	sge = (struct dr_sge){(uintptr_t)&res[0], 8, rmr->key};
+	wr.wr_id = 1;
+	wr.opcode = DR_WR_FETCH_ADD;
+	wr.remote_addr = (uintptr_t)&target[0];
+	wr.rkey = tmr->key;
+	wr.compare_add = 5;
+	ck_assert_int_eq(dr_qp_post_send(p.qp[0], &wr), 0);
+	sge.addr = (uintptr_t)&res[1];
+	wr.wr_id = 2;
+	wr.opcode = DR_WR_CMP_SWAP;
+	wr.remote_addr = (uintptr_t)&target[1];
+	wr.compare_add = 7;
+	wr.swap = 0x1122334455667788ull;
+	ck_assert_int_eq(dr_qp_post_send(p.qp[0], &wr), 0);
+	sge.addr = (uintptr_t)&res[2];
+	wr.wr_id = 3;
+	wr.compare_add = 8; /* no match now: unchanged, original returned */
+	wr.swap = 1;
+	ck_assert_int_eq(dr_qp_post_send(p.qp[0], &wr), 0);
+	/* an atomic needs exactly 8 local bytes */
+	sge.length = 4;
+	ck_assert_int_eq(dr_qp_post_send(p.qp[0], &wr), -EINVAL);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.end[0].nwc, 3);
+	expect_wc(&p.sim.end[0].wc[0], 1, DR_WC_SUCCESS);
+	ck_assert_int_eq(p.sim.end[0].wc[0].opcode, DR_WC_FETCH_ADD);
+	expect_wc(&p.sim.end[0].wc[2], 3, DR_WC_SUCCESS);
+	ck_assert_int_eq(p.sim.end[0].wc[2].opcode, DR_WC_CMP_SWAP);
+	ck_assert_uint_eq(res[0], 100);
+	ck_assert_uint_eq(target[0], 105);
+	ck_assert_uint_eq(res[1], 7);
+	ck_assert_uint_eq(res[2], 0x1122334455667788ull);
+	ck_assert_uint_eq(target[1], 0x1122334455667788ull);
+	ck_assert_uint_eq(p.qp[1]->stats.atomics_executed, 3);
+	pair_down(&p);
+}
+END_TEST
+
+/* ---- gather/scatter lists, inline, unsignaled, fence, ORD --------------------- */
+
+START_TEST(test_sgl_inline_fence)
+{
+	struct pair_cfg c = pair_defaults();
+	static uint8_t a[3000], b[700], r1[1500], r2[3000], r3[16], wbuf[4096], rd[4096];
+	struct dr_sge g[2] = {{(uintptr_t)a, sizeof(a), 0}, {(uintptr_t)b, sizeof(b), 0}};
+	struct dr_sge s[2] = {{(uintptr_t)r1, sizeof(r1), 0}, {(uintptr_t)r2, sizeof(r2), 0}};
+	struct dr_recv_wr rwr = {.wr_id = 50, .sg_list = s, .num_sge = 2};
+	struct dr_send_wr wr = {.wr_id = 1, .opcode = DR_WR_SEND, .sg_list = g, .num_sge = 2};
+	struct dr_mr *wmr;
+	struct pair p;
+	uint8_t expect[3700];
+	unsigned i;
+
+	c.ord = 1; /* one READ at a time */
+	pair_up(&p, &c);
+	fill(a, sizeof(a), 1);
+	fill(b, sizeof(b), 2);
+	fill(wbuf, sizeof(wbuf), 3);
+	memcpy(expect, a, sizeof(a));
+	memcpy(expect + sizeof(a), b, sizeof(b));
+	wmr = reg(&p, 1, wbuf, sizeof(wbuf), DR_ACCESS_REMOTE_READ | DR_ACCESS_REMOTE_WRITE);
+	ck_assert_int_eq(dr_qp_post_recv(p.qp[1], &rwr), 0);
+	rwr.wr_id = 51;
+	rwr.num_sge = 1;
+	s[0] = (struct dr_sge){(uintptr_t)r3, sizeof(r3), 0};
+	ck_assert_int_eq(dr_qp_post_recv(p.qp[1], &rwr), 0);
+	/* unsignaled gather SEND: no completion of its own */
+	ck_assert_int_eq(dr_qp_post_send(p.qp[0], &wr), 0);
+	/* four READs with ORD 1, then a fenced inline SEND */
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(post_send(&p, 0, 10 + i, DR_WR_READ, rd + i * 1024, 1024, 0,
+					   (uintptr_t)wbuf + i * 1024, wmr->key, DR_WR_SIGNALED),
+				 0);
+	memcpy(a, "inline!", 8);
+	g[0].length = 8;
+	wr.wr_id = 2;
+	wr.num_sge = 1;
+	wr.flags = DR_WR_INLINE | DR_WR_FENCE | DR_WR_SIGNALED | DR_WR_SOLICITED;
+	ck_assert_int_eq(dr_qp_post_send(p.qp[0], &wr), 0);
+	/* so far: the 4 packets of the SEND and one READ request; ORD holds
+	 * the other READs and the fence the last SEND */
+	ck_assert_uint_eq(p.sim.end[0].tx_frames, 5);
+	ck_assert_int_eq(p.qp[0]->req.state, DR_REQ_WAIT_ORD);
+	ck_assert_uint_eq(p.qp[0]->req.ord_used, 1);
+	memset(a, 0, 8); /* inline: the buffer is free again at once */
+	wr.opcode = DR_WR_WRITE;
+	wr.flags = DR_WR_INLINE;
+	g[0].length = DR_QP_MAX_INLINE + 1;
+	ck_assert_int_eq(dr_qp_post_send(p.qp[0], &wr), -EINVAL);
+	ck_assert(pair_run(&p));
+
+	ck_assert_uint_eq(p.sim.end[0].nwc, 5);
+	for (i = 0; i < 4; i++)
+		expect_wc(&p.sim.end[0].wc[i], 10 + i, DR_WC_SUCCESS);
+	expect_wc(&p.sim.end[0].wc[4], 2, DR_WC_SUCCESS);
+	ck_assert(memcmp(rd, wbuf, sizeof(rd)) == 0);
+	ck_assert_uint_eq(p.sim.end[1].nwc, 2);
+	expect_wc(&p.sim.end[1].wc[0], 50, DR_WC_SUCCESS);
+	ck_assert_uint_eq(p.sim.end[1].wc[0].byte_len, 3700);
+	expect_wc(&p.sim.end[1].wc[1], 51, DR_WC_SUCCESS);
+	ck_assert_uint_eq(p.sim.end[1].wc[1].byte_len, 8);
+	ck_assert(!p.sim.end[1].wc[0].solicited);
+	ck_assert(p.sim.end[1].wc[1].solicited);
+	ck_assert(memcmp(r1, expect, sizeof(r1)) == 0);
+	ck_assert(memcmp(r2, expect + sizeof(r1), 3700 - sizeof(r1)) == 0);
+	ck_assert(memcmp(r3, "inline!", 8) == 0);
+	ck_assert_int_eq(p.qp[0]->req.ord_used, 0);
+	pair_down(&p);
+}
+END_TEST
+
+/* ---- loss, duplication, reordering --------------------------------------------- */
+
+static const double loss_rates[] = {0.0, 0.01, 0.05, 0.20};
+static const uint64_t loss_seeds[] = {1, 0x5eed, 20240601};
+#define N_RATES (sizeof(loss_rates) / sizeof(loss_rates[0]))
+#define N_SEEDS (sizeof(loss_seeds) / sizeof(loss_seeds[0]))
+
+#define MIX_N	 48
+#define MIX_SLOT (1u << 17) /* room per WR in the target buffers */
+
+static const uint32_t mix_sizes[] = {0, 1, 1023, 1024, 1025, 3000, 65536, 60000, 7, 4096};
+
+static enum dr_wr_opcode mix_op(unsigned i)
+{
+	static const enum dr_wr_opcode ops[] = {DR_WR_SEND,	 DR_WR_WRITE,	  DR_WR_READ,
+						DR_WR_FETCH_ADD, DR_WR_WRITE_IMM, DR_WR_SEND_IMM,
+						DR_WR_CMP_SWAP};
+
+	return ops[i % (sizeof(ops) / sizeof(ops[0]))];
+}
+
+/* Both sides run a mixed workload at each other at once: A sends MIX_N WRs
+ * to B and B MIX_N/4 to A, over a link that drops, duplicates and reorders
+ * at the same rate in both directions. */
+START_TEST(test_loss_mix)
+{
+	double rate = loss_rates[_i / N_SEEDS];
+	struct pair_cfg c = pair_defaults();
+	size_t big = (size_t)MIX_N * MIX_SLOT;
+	uint8_t *src[2], *dst[2];
+	uint64_t *ctr, *res, sum = 0;
+	struct dr_mr *smr[2], *dmr[2], *cmr, *rmr;
+	unsigned side, i, nrecv[2] = {0, 0};
+	struct pair p;
+
+	c.sim.drop = rate;
+	c.sim.dup = rate;
+	/* soak knobs (not used by make check): DR_QP_NOREORDER=1 turns the
+	 * reordering off, DR_QP_SEED_OFFSET=n shifts the seeds, and
+	 * DR_QP_VERBOSE=1 prints the fault and recovery counts of each run;
+	 * simlink.c adds DR_SIM_LOG and DR_SIM_TRACE */
+	c.sim.reorder = getenv("DR_QP_NOREORDER") ? 0 : rate;
+	c.sim.seed = loss_seeds[_i % N_SEEDS];
+	if (getenv("DR_QP_SEED_OFFSET"))
+		c.sim.seed += strtoull(getenv("DR_QP_SEED_OFFSET"), NULL, 0);
+	c.ord = 4;
+	c.ird = 4;
+	pair_up(&p, &c);
+	ctr = calloc(2, sizeof(*ctr));
+	res = calloc(MIX_N, sizeof(*res));
+	cmr = reg(&p, 1, ctr, 2 * sizeof(*ctr), DR_ACCESS_REMOTE_ATOMIC);
+	rmr = reg(&p, 0, res, MIX_N * sizeof(*res), DR_ACCESS_LOCAL_WRITE);
+	for (side = 0; side < 2; side++) {
+		src[side] = malloc(big);
+		dst[side] = malloc(big);
+		fill(src[side], big, (uint32_t)(side + 1 + _i * 7));
+		fill(dst[side], big, (uint32_t)(side + 11 + _i * 7));
+		smr[side] = reg(&p, side, src[side], big, DR_ACCESS_LOCAL_WRITE);
+		dmr[side] =
+		    reg(&p, side ^ 1, dst[side], big,
+			DR_ACCESS_LOCAL_WRITE | DR_ACCESS_REMOTE_WRITE | DR_ACCESS_REMOTE_READ);
+	}
+	/* receives first: both directions' SENDs and WRITE_IMMs */
+	for (side = 0; side < 2; side++) {
+		unsigned n = side ? MIX_N / 4 : MIX_N;
+
+		for (i = 0; i < n; i++) {
+			enum dr_wr_opcode op = mix_op(i);
+
+			if (op == DR_WR_SEND || op == DR_WR_SEND_IMM || op == DR_WR_WRITE_IMM)
+				post_recv(&p, side ^ 1, 1000 + i,
+					  dst[side] + (size_t)i * MIX_SLOT + MIX_SLOT / 2,
+					  MIX_SLOT / 2);
+		}
+	}
+	for (side = 0; side < 2; side++) {
+		unsigned n = side ? MIX_N / 4 : MIX_N;
+
+		for (i = 0; i < n; i++) {
+			enum dr_wr_opcode op = mix_op(i);
+			uint32_t len = mix_sizes[i % (sizeof(mix_sizes) / sizeof(mix_sizes[0]))];
+			uint8_t *s = src[side] + (size_t)i * MIX_SLOT;
+			uint8_t *d = dst[side] + (size_t)i * MIX_SLOT;
+			struct dr_sge sge = {(uintptr_t)s, len, smr[side]->key};
+			struct dr_send_wr wr = {
+			    .wr_id = i,
+			    .opcode = op,
+			    .flags = DR_WR_SIGNALED,
+			    .sg_list = &sge,
+			    .num_sge = 1,
+			    .imm = i * 3,
+			    .remote_addr = (uintptr_t)d,
+			    .rkey = dmr[side]->key,
+			};
+
+			if (dr_wr_is_atomic(op)) {
+				if (side) { /* A owns the counter */
+					wr.opcode = DR_WR_WRITE;
+				} else {
+					sge = (struct dr_sge){(uintptr_t)&res[i], 8, rmr->key};
+					wr.remote_addr = (uintptr_t)&ctr[op == DR_WR_CMP_SWAP];
+					wr.rkey = cmr->key;
+					wr.compare_add = i + 1;
+					wr.swap = i;
+					if (op == DR_WR_CMP_SWAP)
+						wr.compare_add = ctr[1]; /* set up below */
+				}
+			}
+			if (op == DR_WR_READ) {
+				/* read the remote dst slot into our own src slot copy */
+				sge.addr = (uintptr_t)(s + MIX_SLOT / 2);
+			}
+			ck_assert_int_eq(dr_qp_post_send(p.qp[side], &wr), 0);
+		}
+	}
+	ck_assert(pair_run(&p));
+
+	/* every WR completed exactly once, in order, successfully */
+	for (side = 0; side < 2; side++) {
+		unsigned n = side ? MIX_N / 4 : MIX_N, ns = 0, nr = 0;
+		struct dr_sim_end *e = &p.sim.end[side];
+
+		for (i = 0; i < e->nwc; i++) {
+			const struct dr_wc *wc = &e->wc[i];
+
+			ck_assert_msg(wc->status == DR_WC_SUCCESS, "side %u wc %u: %s", side, i,
+				      dr_wc_status_names[wc->status]);
+			if (wc->opcode == DR_WC_RECV || wc->opcode == DR_WC_RECV_WRITE_IMM) {
+				/* receives: the peer's WRs that consume one, in order */
+				while (nr < (side ? MIX_N : MIX_N / 4)) {
+					enum dr_wr_opcode op = mix_op(nr);
+
+					if (op == DR_WR_SEND || op == DR_WR_SEND_IMM ||
+					    op == DR_WR_WRITE_IMM)
+						break;
+					nr++;
+				}
+				ck_assert_uint_eq(wc->wr_id, 1000 + nr);
+				nr++;
+				nrecv[side]++;
+			} else {
+				ck_assert_uint_eq(wc->wr_id, ns);
+				ns++;
+			}
+		}
+		ck_assert_uint_eq(ns, n);
+	}
+	/* byte-exact data */
+	for (side = 0; side < 2; side++) {
+		unsigned n = side ? MIX_N / 4 : MIX_N;
+
+		for (i = 0; i < n; i++) {
+			enum dr_wr_opcode op = mix_op(i);
+			uint32_t len = mix_sizes[i % (sizeof(mix_sizes) / sizeof(mix_sizes[0]))];
+			uint8_t *s = src[side] + (size_t)i * MIX_SLOT;
+			uint8_t *d = dst[side] + (size_t)i * MIX_SLOT;
+
+			if (dr_wr_is_atomic(op) && !side)
+				continue;
+			if (op == DR_WR_READ)
+				ck_assert(memcmp(s + MIX_SLOT / 2, d, len) == 0);
+			else if (op == DR_WR_SEND || op == DR_WR_SEND_IMM)
+				ck_assert(memcmp(s, d + MIX_SLOT / 2, len) == 0);
+			else
+				ck_assert(memcmp(s, d, len) == 0);
+		}
+	}
+	/* atomics executed once each, in order: each FETCH_ADD saw the sum of
+	 * the ones before it */
+	for (i = 0; i < MIX_N; i++) {
+		if (mix_op(i) == DR_WR_FETCH_ADD) {
+			ck_assert_uint_eq(res[i], sum);
+			sum += i + 1;
+		}
+	}
+	ck_assert_uint_eq(ctr[0], sum);
+	ck_assert_int_eq(p.qp[0]->state, DR_QPS_RTS);
+	ck_assert_int_eq(p.qp[1]->state, DR_QPS_RTS);
+	if (getenv("DR_QP_VERBOSE"))
+		printf("loss %.2f seed %llu: frames %llu/%llu dropped %llu/%llu dup %llu/%llu "
+		       "delayed %llu/%llu resent %llu/%llu timeouts %llu/%llu seq-naks %llu/%llu "
+		       "dup-reqs %llu/%llu t=%.3f ms\n",
+		       rate, (unsigned long long)c.sim.seed,
+		       (unsigned long long)p.sim.end[0].tx_frames,
+		       (unsigned long long)p.sim.end[1].tx_frames,
+		       (unsigned long long)p.sim.end[0].dropped,
+		       (unsigned long long)p.sim.end[1].dropped,
+		       (unsigned long long)p.sim.end[0].duplicated,
+		       (unsigned long long)p.sim.end[1].duplicated,
+		       (unsigned long long)p.sim.end[0].delayed,
+		       (unsigned long long)p.sim.end[1].delayed,
+		       (unsigned long long)p.qp[0]->stats.tx_resent_pkts,
+		       (unsigned long long)p.qp[1]->stats.tx_resent_pkts,
+		       (unsigned long long)p.qp[0]->stats.timeouts,
+		       (unsigned long long)p.qp[1]->stats.timeouts,
+		       (unsigned long long)p.qp[1]->stats.tx_seq_naks,
+		       (unsigned long long)p.qp[0]->stats.tx_seq_naks,
+		       (unsigned long long)p.qp[1]->stats.rx_dup_reqs,
+		       (unsigned long long)p.qp[0]->stats.rx_dup_reqs, p.sim.now_ns / 1e6);
+	if (rate == 0.0) {
+		ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 0);
+		ck_assert_uint_eq(p.qp[0]->stats.timeouts, 0);
+	}
+	for (side = 0; side < 2; side++) {
+		free(src[side]);
+		free(dst[side]);
+	}
+	free(ctr);
+	free(res);
+	pair_down(&p);
+}
+END_TEST
+
+/* ---- remote access errors ---------------------------------------------------------- */
+
+enum err_case { ERR_BAD_KEY, ERR_BOUNDS, ERR_NO_PERM, ERR_MISALIGNED, ERR_READ_PERM, ERR_NUM };
+
+START_TEST(test_remote_errors)
+{
+	static const enum dr_wc_status want[ERR_NUM] = {
+	    [ERR_BAD_KEY] = DR_WC_REM_ACCESS_ERR,   [ERR_BOUNDS] = DR_WC_REM_ACCESS_ERR,
+	    [ERR_NO_PERM] = DR_WC_REM_ACCESS_ERR,   [ERR_MISALIGNED] = DR_WC_REM_INV_REQ_ERR,
+	    [ERR_READ_PERM] = DR_WC_REM_ACCESS_ERR,
+	};
+	static const uint8_t syn[ERR_NUM] = {
+	    [ERR_BAD_KEY] = DR_AETH_NAK_REM_ACCESS,   [ERR_BOUNDS] = DR_AETH_NAK_REM_ACCESS,
+	    [ERR_NO_PERM] = DR_AETH_NAK_REM_ACCESS,   [ERR_MISALIGNED] = DR_AETH_NAK_INV_REQ,
+	    [ERR_READ_PERM] = DR_AETH_NAK_REM_ACCESS,
+	};
+	struct pair_cfg c = pair_defaults();
+	static uint8_t src[8192], dst[8192], ro[64];
+	static uint64_t atom[4], res;
+	struct dr_mr *dmr, *romr, *amr;
+	struct pair p;
+	unsigned i;
+
+	pair_up(&p, &c);
+	dmr = reg(&p, 1, dst, sizeof(dst), DR_ACCESS_REMOTE_WRITE);
+	romr = reg(&p, 1, ro, sizeof(ro), DR_ACCESS_REMOTE_READ);
+	amr = reg(&p, 1, atom, sizeof(atom), DR_ACCESS_REMOTE_ATOMIC);
+	post_recv(&p, 1, 900, dst, 64);
+	post_recv(&p, 1, 901, dst, 64);
+	post_recv(&p, 0, 800, src, 64); /* the initiator's own receive */
+	/* a good WRITE first: it completes before the failure */
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_WRITE, src, 3000, 0, (uintptr_t)dst, dmr->key,
+				   DR_WR_SIGNALED),
+			 0);
+	switch (_i) {
+	case ERR_BAD_KEY:
+		ck_assert_int_eq(post_send(&p, 0, 2, DR_WR_WRITE, src, 100, 0, (uintptr_t)dst,
+					   dmr->key ^ 0x80000000u, 0),
+				 0);
+		break;
+	case ERR_BOUNDS: /* multi-packet, one byte too far */
+		ck_assert_int_eq(post_send(&p, 0, 2, DR_WR_WRITE, src, 4000, 0,
+					   (uintptr_t)dst + sizeof(dst) - 3999, dmr->key, 0),
+				 0);
+		break;
+	case ERR_NO_PERM: /* WRITE into a read-only region */
+		ck_assert_int_eq(
+		    post_send(&p, 0, 2, DR_WR_WRITE, src, 10, 0, (uintptr_t)ro, romr->key, 0), 0);
+		break;
+	case ERR_MISALIGNED: {
+		struct dr_sge sge = {(uintptr_t)&res, 8, 0};
+		struct dr_send_wr wr = {.wr_id = 2,
+					.opcode = DR_WR_FETCH_ADD,
+					.sg_list = &sge,
+					.num_sge = 1,
+					.remote_addr = (uintptr_t)atom + 4,
+					.rkey = amr->key,
+					.compare_add = 1};
+
+		ck_assert_int_eq(dr_qp_post_send(p.qp[0], &wr), 0);
+		break;
+	}
+	case ERR_READ_PERM: /* READ from a write-only region */
+		ck_assert_int_eq(
+		    post_send(&p, 0, 2, DR_WR_READ, src, 10, 0, (uintptr_t)dst, dmr->key, 0), 0);
+		break;
+	}
+	for (i = 3; i < 6; i++)
+		ck_assert_int_eq(post_send(&p, 0, i, DR_WR_SEND, src, 10, 0, 0, 0, DR_WR_SIGNALED),
+				 0);
+	ck_assert(pair_run(&p));
+
+	/* initiator: 1 ok, 2 fails with the NAK's status (though unsignaled),
+	 * 3..5 flushed, each once, in order */
+	ck_assert_uint_eq(p.sim.end[0].nwc, 6);
+	expect_wc(&p.sim.end[0].wc[0], 1, DR_WC_SUCCESS);
+	expect_wc(&p.sim.end[0].wc[1], 2, want[_i]);
+	ck_assert_uint_eq(p.sim.end[0].wc[1].syndrome, syn[_i]);
+	for (i = 3; i < 6; i++)
+		expect_wc(&p.sim.end[0].wc[i - 1], i, DR_WC_WR_FLUSH_ERR);
+	expect_wc(&p.sim.end[0].wc[5], 800, DR_WC_WR_FLUSH_ERR);
+	ck_assert_int_eq(p.sim.end[0].wc[5].opcode, DR_WC_RECV);
+	ck_assert_int_eq(p.qp[0]->state, DR_QPS_ERROR);
+	/* the responder is in error too, its receives flushed */
+	ck_assert_int_eq(p.qp[1]->state, DR_QPS_ERROR);
+	ck_assert_uint_eq(p.sim.end[1].nwc, 2);
+	expect_wc(&p.sim.end[1].wc[0], 900, DR_WC_WR_FLUSH_ERR);
+	expect_wc(&p.sim.end[1].wc[1], 901, DR_WC_WR_FLUSH_ERR);
+	ck_assert_uint_eq(p.qp[1]->stats.tx_err_naks, 1);
+	ck_assert_uint_eq(atom[0] | atom[1], 0);
+	pair_down(&p);
+}
+END_TEST
+
+START_TEST(test_recv_too_small)
+{
+	struct pair_cfg c = pair_defaults();
+	static uint8_t src[4000], dst[2000];
+	struct pair p;
+
+	pair_up(&p, &c);
+	post_recv(&p, 1, 900, dst, sizeof(dst));
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_SEND, src, sizeof(src), 0, 0, 0, 0), 0);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.end[0].nwc, 1);
+	expect_wc(&p.sim.end[0].wc[0], 1, DR_WC_REM_INV_REQ_ERR);
+	ck_assert_uint_eq(p.sim.end[1].nwc, 1);
+	expect_wc(&p.sim.end[1].wc[0], 900, DR_WC_LOC_LEN_ERR);
+	ck_assert_int_eq(p.qp[1]->state, DR_QPS_ERROR);
+	pair_down(&p);
+}
+END_TEST
+
+/* ---- RNR ---------------------------------------------------------------------------- */
+
+static bool saw_rnr(void *arg)
+{
+	struct pair *p = arg;
+
+	return p->qp[0]->stats.rx_rnr_naks > 0;
+}
+
+START_TEST(test_rnr_then_recv)
+{
+	struct pair_cfg c = pair_defaults();
+	static uint8_t src[5000], dst[5000];
+	struct pair p;
+
+	c.min_rnr_timer = 14; /* 1.28 ms */
+	pair_up(&p, &c);
+	fill(src, sizeof(src), 5);
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_SEND, src, sizeof(src), 0, 0, 0, DR_WR_SIGNALED),
+			 0);
+	ck_assert(dr_sim_run(&p.sim, LIMIT_NS, saw_rnr, &p));
+	ck_assert_uint_eq(p.qp[1]->stats.tx_rnr_naks, 1);
+	ck_assert_int_eq(p.qp[0]->req.state, DR_REQ_WAIT_RNR);
+	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), p.sim.now_ns + 1280000);
+	/* later packets of the message were dropped silently, no extra NAK */
+	ck_assert(!dr_sim_run(&p.sim, p.sim.now_ns + 1000000, NULL, NULL));
+	ck_assert_uint_eq(p.qp[1]->stats.tx_seq_naks, 0);
+	ck_assert_uint_eq(p.sim.end[0].nwc, 0);
+	post_recv(&p, 1, 900, dst, sizeof(dst));
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.end[0].nwc, 1);
+	expect_wc(&p.sim.end[0].wc[0], 1, DR_WC_SUCCESS);
+	expect_wc(&p.sim.end[1].wc[0], 900, DR_WC_SUCCESS);
+	ck_assert(memcmp(src, dst, sizeof(src)) == 0);
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 0);
+	pair_down(&p);
+}
+END_TEST
+
+START_TEST(test_rnr_exhausted)
+{
+	struct pair_cfg c = pair_defaults();
+	static uint8_t src[100], dst[100];
+	struct pair p;
+
+	c.rnr_retry = 3;
+	c.min_rnr_timer = 5; /* 60 us */
+	pair_up(&p, &c);
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_SEND_IMM, src, 100, 0, 0, 0, 0), 0);
+	ck_assert_int_eq(post_send(&p, 0, 2, DR_WR_WRITE_IMM, src, 100, 0, (uintptr_t)dst, 1, 0),
+			 0);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.qp[1]->stats.tx_rnr_naks, 4); /* first try + 3 retries */
+	ck_assert_uint_eq(p.sim.end[0].nwc, 2);
+	expect_wc(&p.sim.end[0].wc[0], 1, DR_WC_RNR_RETRY_EXC_ERR);
+	expect_wc(&p.sim.end[0].wc[1], 2, DR_WC_WR_FLUSH_ERR);
+	ck_assert_int_eq(p.qp[0]->state, DR_QPS_ERROR);
+	/* the responder did nothing wrong and stays up */
+	ck_assert_int_eq(p.qp[1]->state, DR_QPS_RTS);
+	/* three RNR waits of 60 us each, at least */
+	ck_assert_uint_ge(p.sim.now_ns, 3 * 60000);
+	pair_down(&p);
+}
+END_TEST
+
+/* WRITE_WITH_IMM: the RNR comes on its LAST packet after the data went in */
+START_TEST(test_rnr_write_imm)
+{
+	struct pair_cfg c = pair_defaults();
+	static uint8_t src[3000], dst[3000];
+	struct dr_mr *dmr;
+	struct pair p;
+
+	pair_up(&p, &c);
+	fill(src, sizeof(src), 9);
+	dmr = reg(&p, 1, dst, sizeof(dst), DR_ACCESS_REMOTE_WRITE);
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_WRITE_IMM, src, sizeof(src), 0, (uintptr_t)dst,
+				   dmr->key, DR_WR_SIGNALED),
+			 0);
+	ck_assert(dr_sim_run(&p.sim, LIMIT_NS, saw_rnr, &p));
+	post_recv(&p, 1, 900, NULL, 0);
+	ck_assert(pair_run(&p));
+	expect_wc(&p.sim.end[0].wc[0], 1, DR_WC_SUCCESS);
+	expect_wc(&p.sim.end[1].wc[0], 900, DR_WC_SUCCESS);
+	ck_assert_uint_eq(p.sim.end[1].wc[0].byte_len, sizeof(src));
+	ck_assert(memcmp(src, dst, sizeof(src)) == 0);
+	/* only the LAST packet was resent */
+	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 1);
+	pair_down(&p);
+}
+END_TEST
+
+/* ---- a dead link ------------------------------------------------------------------ */
+
+static enum dr_sim_action drop_all(void *arg, unsigned dir, uint64_t n, const struct dr_pkt *pkt)
+{
+	return DR_SIM_DROP;
+}
+
+START_TEST(test_dead_link)
+{
+	struct pair_cfg c = pair_defaults();
+	static uint8_t src[10000];
+	struct pair p;
+
+	c.sim = (struct dr_sim_cfg){.fault = drop_all};
+	c.timeout = 14; /* 67.1 ms */
+	c.retry_cnt = 3;
+	pair_up(&p, &c);
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_WRITE, src, sizeof(src), 0, 0, 0, 0), 0);
+	ck_assert_int_eq(post_send(&p, 0, 2, DR_WR_SEND, src, 1, 0, 0, 0, DR_WR_SIGNALED), 0);
+	ck_assert(pair_run(&p)); /* it ends: nothing hangs */
+	ck_assert_uint_eq(p.sim.end[0].nwc, 2);
+	expect_wc(&p.sim.end[0].wc[0], 1, DR_WC_RETRY_EXC_ERR);
+	expect_wc(&p.sim.end[0].wc[1], 2, DR_WC_WR_FLUSH_ERR);
+	ck_assert_int_eq(p.qp[0]->state, DR_QPS_ERROR);
+	/* first send at t=0, then retry_cnt timeouts each followed by a
+	 * resend, and the failing one: (retry_cnt + 1) * 4.096 us * 2^timeout */
+	ck_assert_uint_eq(p.sim.now_ns, 4ull * 4096 * (1u << 14));
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 4);
+	ck_assert_uint_eq(p.qp[0]->stats.retries, 3);
+	/* 10 packets + 1 each try */
+	ck_assert_uint_eq(p.sim.end[0].tx_frames, 4 * 11);
+	pair_down(&p);
+}
+END_TEST
+
+/* ---- duplicated atomics -------------------------------------------------------------- */
+
+struct dup_sched {
+	unsigned mode; /* 0: duplicate the request; 1: drop the first reply */
+	unsigned acks;
+	uint64_t orig[4];
+	bool done;
+};
+
+static enum dr_sim_action dup_atomic(void *arg, unsigned dir, uint64_t n, const struct dr_pkt *pkt)
+{
+	struct dup_sched *d = arg;
+
+	if (dir == 1 && pkt->opcode == DR_OP_ATOMIC_ACK) {
+		if (d->acks < 4)
+			d->orig[d->acks] = be64toh(dr_pkt_atmack(pkt)->orig);
+		if (d->mode == 1 && d->acks++ == 0)
+			return DR_SIM_DROP;
+		if (d->mode == 0)
+			d->acks++;
+		return DR_SIM_PASS;
+	}
+	if (d->mode == 0 && dir == 0 && pkt->opcode == DR_OP_FETCH_ADD && !d->done) {
+		d->done = true;
+		return DR_SIM_DUP;
+	}
+	return DR_SIM_PASS;
+}
+
+START_TEST(test_dup_atomic)
+{
+	struct pair_cfg c = pair_defaults();
+	struct dup_sched d = {.mode = _i};
+	uint64_t target = 40, res = 0;
+	struct dr_sge sge = {(uintptr_t)&res, 8, 0};
+	struct dr_send_wr wr = {.wr_id = 1,
+				.opcode = DR_WR_FETCH_ADD,
+				.flags = DR_WR_SIGNALED,
+				.sg_list = &sge,
+				.num_sge = 1,
+				.compare_add = 2};
+	struct dr_mr *tmr;
+	struct pair p;
+
+	c.sim.fault = dup_atomic;
+	c.sim.fault_arg = &d;
+	pair_up(&p, &c);
+	tmr = reg(&p, 1, &target, 8, DR_ACCESS_REMOTE_ATOMIC);
+	wr.remote_addr = (uintptr_t)&target;
+	wr.rkey = tmr->key;
+	ck_assert_int_eq(dr_qp_post_send(p.qp[0], &wr), 0);
+	ck_assert(pair_run(&p));
+	/* executed once, answered twice with the same original value */
+	ck_assert_uint_eq(target, 42);
+	ck_assert_uint_eq(p.qp[1]->stats.atomics_executed, 1);
+	ck_assert_uint_eq(p.qp[1]->stats.tx_atomic_acks, 2);
+	ck_assert_uint_eq(d.acks, 2);
+	ck_assert_uint_eq(d.orig[0], 40);
+	ck_assert_uint_eq(d.orig[1], 40);
+	ck_assert_uint_eq(p.sim.end[0].nwc, 1);
+	expect_wc(&p.sim.end[0].wc[0], 1, DR_WC_SUCCESS);
+	ck_assert_uint_eq(res, 40);
+	if (_i == 1)
+		ck_assert_uint_eq(p.qp[0]->stats.timeouts, 1);
+	pair_down(&p);
+}
+END_TEST
+
+/* ---- go-back-N details ------------------------------------------------------------------ */
+
+struct gbn_sched {
+	uint32_t drop_psn;
+	bool dropped;
+	unsigned naks;
+	uint32_t nak_psn;
+	unsigned seen[2048]; /* by PSN offset from the start */
+	uint32_t start;
+};
+
+static enum dr_sim_action gbn_drop(void *arg, unsigned dir, uint64_t n, const struct dr_pkt *pkt)
+{
+	struct gbn_sched *g = arg;
+
+	if (dir == 0) {
+		uint32_t off = (uint32_t)dr_psn_diff(pkt->psn, g->start);
+
+		if (off < 2048)
+			g->seen[off]++;
+		if (pkt->psn == g->drop_psn && !g->dropped) {
+			g->dropped = true;
+			return DR_SIM_DROP;
+		}
+	} else if (pkt->opcode == DR_OP_ACK &&
+		   dr_aeth_syndrome(dr_pkt_aeth(pkt)) == DR_AETH_NAK_PSN_SEQ) {
+		g->naks++;
+		g->nak_psn = pkt->psn;
+	}
+	return DR_SIM_PASS;
+}
+
+/* One packet lost in the middle of a 1 MiB WRITE: exactly one sequence NAK,
+ * and the resend starts at the lost PSN -- the part already acknowledged
+ * (the AckReq every 64 packets) is not sent again. */
+START_TEST(test_gbn_partial)
+{
+	struct pair_cfg c = pair_defaults();
+	struct gbn_sched g = {0};
+	uint32_t len = 1u << 20, i;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	struct dr_mr *dmr;
+	struct pair p;
+
+	g.start = c.psn_a;
+	g.drop_psn = dr_psn_add(c.psn_a, 100);
+	c.sim.fault = gbn_drop;
+	c.sim.fault_arg = &g;
+	c.sim.latency_ns = 50000; /* ACKs of 0..63 are back before the NAK */
+	pair_up(&p, &c);
+	fill(src, len, 77);
+	dmr = reg(&p, 1, dst, len, DR_ACCESS_REMOTE_WRITE);
+	ck_assert_int_eq(
+	    post_send(&p, 0, 1, DR_WR_WRITE, src, len, 0, (uintptr_t)dst, dmr->key, DR_WR_SIGNALED),
+	    0);
+	ck_assert(pair_run(&p));
+	expect_wc(&p.sim.end[0].wc[0], 1, DR_WC_SUCCESS);
+	ck_assert(memcmp(src, dst, len) == 0);
+	ck_assert_uint_eq(p.qp[1]->stats.tx_seq_naks, 1);
+	ck_assert_uint_eq(g.naks, 1);
+	ck_assert_uint_eq(g.nak_psn, g.drop_psn); /* the expected PSN */
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 0);
+	for (i = 0; i < 100; i++)
+		ck_assert_msg(g.seen[i] == 1, "psn +%u sent %u times", i, g.seen[i]);
+	ck_assert_uint_eq(g.seen[100], 2);
+	pair_down(&p);
+	free(src);
+	free(dst);
+}
+END_TEST
+
+/* A lost READ response: the READ is asked again from the missing PSN only
+ * and the responder replays just that tail. */
+static enum dr_sim_action drop_rsp(void *arg, unsigned dir, uint64_t n, const struct dr_pkt *pkt)
+{
+	struct gbn_sched *g = arg;
+
+	if (dir == 1 && pkt->psn == g->drop_psn && !g->dropped) {
+		g->dropped = true;
+		return DR_SIM_DROP;
+	}
+	return DR_SIM_PASS;
+}
+
+START_TEST(test_read_retry_tail)
+{
+	struct pair_cfg c = pair_defaults();
+	struct gbn_sched g = {0};
+	static uint8_t src[20 * 1024], dst[20 * 1024];
+	struct dr_mr *smr;
+	struct pair p;
+
+	g.drop_psn = dr_psn_add(c.psn_a, 15);
+	c.sim.fault = drop_rsp;
+	c.sim.fault_arg = &g;
+	pair_up(&p, &c);
+	fill(src, sizeof(src), 31);
+	smr = reg(&p, 1, src, sizeof(src), DR_ACCESS_REMOTE_READ);
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_READ, dst, sizeof(dst), 0, (uintptr_t)src,
+				   smr->key, DR_WR_SIGNALED),
+			 0);
+	ck_assert(pair_run(&p));
+	expect_wc(&p.sim.end[0].wc[0], 1, DR_WC_SUCCESS);
+	ck_assert(memcmp(src, dst, sizeof(src)) == 0);
+	/* 20 responses, then the 5 from PSN +15 again */
+	ck_assert_uint_eq(p.qp[1]->stats.tx_read_rsps, 25);
+	ck_assert_uint_eq(p.qp[1]->stats.rx_dup_reqs, 1);
+	pair_down(&p);
+}
+END_TEST
+
+/* ---- duplicate SEND re-ACKed with the last in-order PSN and the MSN ------ */
+
+struct ack_log {
+	bool delayed;
+	unsigned n;
+	uint32_t psn[16], msn[16];
+	uint8_t syn[16];
+};
+
+static enum dr_sim_action log_acks(void *arg, unsigned dir, uint64_t n, const struct dr_pkt *pkt)
+{
+	struct ack_log *l = arg;
+
+	if (dir == 1 && pkt->opcode == DR_OP_ACK && l->n < 16) {
+		l->psn[l->n] = pkt->psn;
+		l->msn[l->n] = dr_aeth_msn(dr_pkt_aeth(pkt));
+		l->syn[l->n++] = dr_aeth_syndrome(dr_pkt_aeth(pkt));
+	}
+	if (dir == 0 && n == 0 && !l->delayed) {
+		l->delayed = true;
+		return DR_SIM_DUP;
+	}
+	return DR_SIM_PASS;
+}
+
+START_TEST(test_dup_send_reack)
+{
+	struct pair_cfg c = pair_defaults();
+	struct ack_log l = {0};
+	static uint8_t src[64], dst[3][64];
+	struct pair p;
+	unsigned i;
+
+	c.sim.fault = log_acks;
+	c.sim.fault_arg = &l;
+	/* no serialisation delay: all three go at t=0 and the copy of the
+	 * first, one nanosecond later, arrives behind the other two */
+	c.sim.rate_bps = 0;
+	pair_up(&p, &c);
+	for (i = 0; i < 3; i++)
+		post_recv(&p, 1, 900 + i, dst[i], 64);
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(post_send(&p, 0, i, DR_WR_SEND, src, 10, 0, 0, 0, DR_WR_SIGNALED),
+				 0);
+	ck_assert(pair_run(&p));
+	/* three SENDs, one ACK each (AckReq on every last packet), and the
+	 * duplicate of the first answered with the last in-order PSN */
+	ck_assert_uint_eq(p.qp[1]->stats.rx_dup_reqs, 1);
+	ck_assert_uint_eq(p.sim.end[1].nwc, 3);
+	ck_assert_uint_eq(l.n, 4);
+	ck_assert_uint_eq(l.psn[0], c.psn_a);
+	ck_assert_uint_eq(l.msn[0], 1);
+	ck_assert_uint_eq(l.syn[0], DR_AETH_ACK_UNLIMITED);
+	ck_assert_uint_eq(l.psn[1], dr_psn_add(c.psn_a, 1));
+	ck_assert_uint_eq(l.msn[1], 2);
+	ck_assert_uint_eq(l.psn[2], dr_psn_add(c.psn_a, 2));
+	ck_assert_uint_eq(l.msn[2], 3);
+	/* the late copy of SEND 0: the last in-order PSN, not its own */
+	ck_assert_uint_eq(l.psn[3], dr_psn_add(c.psn_a, 2));
+	ck_assert_uint_eq(l.msn[3], 3);
+	ck_assert_uint_eq(p.sim.end[0].nwc, 3);
+	for (i = 0; i < 3; i++)
+		expect_wc(&p.sim.end[0].wc[i], i, DR_WC_SUCCESS);
+	pair_down(&p);
+}
+END_TEST
+
+/* a duplicate that arrives after later messages: re-ACK the newest PSN */
+static enum dr_sim_action delay_first(void *arg, unsigned dir, uint64_t n, const struct dr_pkt *pkt)
+{
+	struct ack_log *l = arg;
+
+	if (dir == 1 && pkt->opcode == DR_OP_ACK && l->n < 16) {
+		l->psn[l->n] = pkt->psn;
+		l->msn[l->n] = dr_aeth_msn(dr_pkt_aeth(pkt));
+		l->syn[l->n++] = dr_aeth_syndrome(dr_pkt_aeth(pkt));
+	}
+	return DR_SIM_PASS;
+}
+
+START_TEST(test_dup_send_late)
+{
+	struct pair_cfg c = pair_defaults();
+	struct ack_log l = {0};
+	static uint8_t src[64], dst[3][64];
+	struct dr_pkt_desc d;
+	struct pair p;
+	uint8_t frame[256];
+	struct dr_pkt pkt;
+	unsigned i;
+	int len;
+
+	c.sim.fault = delay_first;
+	c.sim.fault_arg = &l;
+	pair_up(&p, &c);
+	for (i = 0; i < 3; i++)
+		post_recv(&p, 1, 900 + i, dst[i], 64);
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(post_send(&p, 0, i, DR_WR_SEND, src, 10, 0, 0, 0, DR_WR_SIGNALED),
+				 0);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(l.n, 3);
+	/* now replay SEND 0 by hand, built with the codec as A built it */
+	dr_qp_desc(p.qp[0], &d, DR_OP_SEND_ONLY, c.psn_a);
+	d.ackreq = true;
+	d.payload = src;
+	d.payload_len = 10;
+	len = dr_pkt_build(&d, frame, sizeof(frame));
+	ck_assert_int_gt(len, 0);
+	ck_assert_int_eq(dr_pkt_parse(frame, (size_t)len, 0, &pkt), DR_PKT_OK);
+	dr_qp_input(p.qp[1], &pkt);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(l.n, 4);
+	ck_assert_uint_eq(l.psn[3], dr_psn_add(c.psn_a, 2)); /* last in-order PSN */
+	ck_assert_uint_eq(l.msn[3], 3);
+	ck_assert_uint_eq(l.syn[3], DR_AETH_ACK_UNLIMITED);
+	ck_assert_uint_eq(p.sim.end[1].nwc, 3); /* not delivered twice */
+	ck_assert_uint_eq(p.sim.end[0].nwc, 3);
+	pair_down(&p);
+}
+END_TEST
+
+/* ---- the window -------------------------------------------------------------------------- */
+
+START_TEST(test_window)
+{
+	struct pair_cfg c = pair_defaults();
+	uint32_t len = 1u << 20;
+	uint8_t *src = malloc(len), *dst = malloc(len);
+	struct dr_mr *dmr;
+	struct pair p;
+
+	c.sim.latency_ns = 1000000; /* 1 ms: the window, not the link, limits */
+	c.timeout = 12;
+	pair_up(&p, &c);
+	dmr = reg(&p, 1, dst, len, DR_ACCESS_REMOTE_WRITE);
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_WRITE, src, len, 0, (uintptr_t)dst, dmr->key, 0),
+			 0);
+	/* at t=0 exactly the window went out */
+	ck_assert_uint_eq(p.sim.end[0].tx_frames, DR_QP_MAX_UNACKED_PSNS);
+	ck_assert_int_eq(p.qp[0]->req.state, DR_REQ_WAIT_WINDOW);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.end[0].tx_frames, 1024);
+	pair_down(&p);
+	free(src);
+	free(dst);
+}
+END_TEST
+
+static Suite *qp_suite(void)
+{
+	Suite *s = suite_create("qp");
+	TCase *tc;
+	unsigned npm = sizeof(size_pmtus) / sizeof(size_pmtus[0]);
+
+	tc = tcase_create("psn");
+	tcase_add_loop_test(tc, test_psn_diff, 0, sizeof(psn_diff_tab) / sizeof(psn_diff_tab[0]));
+	tcase_add_loop_test(tc, test_psn_add, 0, sizeof(psn_add_tab) / sizeof(psn_add_tab[0]));
+	tcase_add_test(tc, test_timer_tables);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("mr");
+	tcase_add_test(tc, test_mr_keys);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("ops");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_qp_states);
+	tcase_add_loop_test(tc, test_op_sizes, 0, (int)(N_OPS * npm * N_SIZES));
+	tcase_add_test(tc, test_atomics);
+	tcase_add_test(tc, test_sgl_inline_fence);
+	tcase_add_test(tc, test_window);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("faults");
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, test_loss_mix, 0, (int)(N_RATES * N_SEEDS));
+	tcase_add_loop_test(tc, test_remote_errors, 0, ERR_NUM);
+	tcase_add_test(tc, test_recv_too_small);
+	tcase_add_test(tc, test_rnr_then_recv);
+	tcase_add_test(tc, test_rnr_exhausted);
+	tcase_add_test(tc, test_rnr_write_imm);
+	tcase_add_test(tc, test_dead_link);
+	tcase_add_loop_test(tc, test_dup_atomic, 0, 2);
+	tcase_add_test(tc, test_gbn_partial);
+	tcase_add_test(tc, test_read_retry_tail);
+	tcase_add_test(tc, test_dup_send_reack);
+	tcase_add_test(tc, test_dup_send_late);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(qp_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
