@@ -426,6 +426,7 @@ struct dr_pkt_desc {
 	uint32_t flow_label; /* IPv6 */
 
 	uint16_t sport, dport;
+	uint16_t udp_csum; /* 0, as RoCEv2 senders write it (A.3) */
 
 	uint8_t opcode;
 	bool se, mig;
@@ -460,6 +461,7 @@ struct dr_pkt_desc {
 
 	const void *payload;
 	uint32_t payload_len;
+	uint8_t pad[3]; /* the pad bytes' values: zero as sent (IBA 9.2) */
 };
 
 /* Defaults: IPv4, TTL 64, DF, UDP 0xC000 -> 4791, P_Key 0xFFFF, TVer 0. */

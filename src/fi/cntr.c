@@ -130,8 +130,13 @@ static int cntr_wait(struct fid_cntr *fid, uint64_t threshold, int timeout)
 static int cntr_control(struct fid *fid, int command, void *arg)
 {
 	struct dr_cntr *c = container_of(fid, struct dr_cntr, cntr.fid);
+	int ret;
 
-	return dr_wait_control(&c->wait, command, arg);
+	ret = dr_wait_control(&c->wait, command, arg);
+	/* blocking on the fd: nobody reads, so progress must run alone */
+	if (!ret && command == FI_GETWAIT)
+		dr_progress_background(&c->progress);
+	return ret;
 }
 
 static int cntr_close(struct fid *fid)

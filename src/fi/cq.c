@@ -332,8 +332,13 @@ static const char *cq_strerror(struct fid_cq *fid, int prov_errno, const void *e
 static int cq_control(struct fid *fid, int command, void *arg)
 {
 	struct dr_cq *cq = container_of(fid, struct dr_cq, cq.fid);
+	int ret;
 
-	return dr_wait_control(&cq->wait, command, arg);
+	ret = dr_wait_control(&cq->wait, command, arg);
+	/* blocking on the fd: nobody reads, so progress must run alone */
+	if (!ret && command == FI_GETWAIT)
+		dr_progress_background(&cq->progress);
+	return ret;
 }
 
 static int cq_close(struct fid *fid)

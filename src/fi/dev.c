@@ -6,6 +6,7 @@
  * the rest to the endpoint that owns the QPN.
  */
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
@@ -162,6 +163,12 @@ static void dev_neigh(void *ctx, uint32_t ip, int status)
 
 static void dev_free(struct dr_dev *dev)
 {
+	if (dev->thread_on) {
+		pthread_mutex_lock(&dev->lock);
+		dev->thread_stop = true;
+		pthread_mutex_unlock(&dev->lock);
+		pthread_join(dev->thread, NULL);
+	}
 	dr_cm_fini(&dev->cm);
 	if (dev->cm_timer)
 		dr_port_timer_free(dev->cm_timer);
@@ -304,6 +311,8 @@ int dr_dev_get(struct dr_fabric *fab, const struct fi_info *info, struct dr_dev 
 		if (!ret) {
 			dev->next = fab->devs;
 			fab->devs = dev;
+			if (fab->background)
+				dr_dev_background(dev);
 		}
 	}
 	pthread_mutex_unlock(&fab->lock);
@@ -332,7 +341,7 @@ void dr_dev_put(struct dr_dev *dev)
 	dev_free(dev);
 }
 
-void dr_dev_progress(struct dr_dev *dev)
+static int dev_poll(struct dr_dev *dev)
 {
 	int ret;
 
@@ -341,6 +350,60 @@ void dr_dev_progress(struct dr_dev *dev)
 	pthread_mutex_unlock(&dev->lock);
 	if (ret < 0)
 		DR_WARN(FI_LOG_DOMAIN, "polling %s failed: %d\n", dev->cfg.name, ret);
+	return ret;
+}
+
+void dr_dev_progress(struct dr_dev *dev)
+{
+	dev_poll(dev);
+}
+
+/*
+ * Background progress for applications that sleep on a wait fd (after
+ * fi_trywait) instead of reading: DPDK ports raise no interrupt droce could
+ * wait on, so a thread polls.  It spins while frames flow and backs off to
+ * DR_DEV_IDLE_SLEEP_US naps when the port is idle, which bounds both the
+ * added latency and the CPU it burns.  Started only by FI_GETWAIT.
+ */
+#define DR_DEV_IDLE_SPINS 2000
+#define DR_DEV_IDLE_SLEEP_US 50
+
+static void *dev_thread(void *arg)
+{
+	struct dr_dev *dev = arg;
+	struct timespec nap = { 0, DR_DEV_IDLE_SLEEP_US * 1000 };
+	unsigned idle = 0;
+
+	for (;;) {
+		bool stop;
+
+		pthread_mutex_lock(&dev->lock);
+		stop = dev->thread_stop;
+		pthread_mutex_unlock(&dev->lock);
+		if (stop)
+			break;
+		if (dev_poll(dev) > 0)
+			idle = 0;
+		else if (++idle > DR_DEV_IDLE_SPINS)
+			nanosleep(&nap, NULL);
+	}
+	return NULL;
+}
+
+void dr_dev_background(void *arg)
+{
+	struct dr_dev *dev = arg;
+
+	pthread_mutex_lock(&dev->lock);
+	if (!dev->thread_on) {
+		dev->thread_stop = false;
+		if (!pthread_create(&dev->thread, NULL, dev_thread, dev))
+			dev->thread_on = true;
+		else
+			DR_WARN(FI_LOG_DOMAIN, "no progress thread for %s: fd waiters may stall\n",
+				dev->cfg.name);
+	}
+	pthread_mutex_unlock(&dev->lock);
 }
 
 void dr_dev_progress_fn(void *dev)

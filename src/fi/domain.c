@@ -10,7 +10,9 @@
 
 struct dr_progress dr_domain_progress_hook(struct fid_domain *domain)
 {
-	return (struct dr_progress){ .fn = dr_dev_progress_fn, .arg = dr_domain_of(domain)->dev };
+	return (struct dr_progress){ .fn = dr_dev_progress_fn,
+				     .arg = dr_domain_of(domain)->dev,
+				     .background = dr_dev_background };
 }
 
 static int domain_close(struct fid *fid)

@@ -121,7 +121,16 @@ int dr_resolve_ip4(const char *node, uint32_t *ip4);
 struct dr_progress {
 	void (*fn)(void *arg);
 	void *arg;
+	/* a waiter is about to block on a wait fd instead of reading: keep
+	 * progress going without it (a progress thread per device) */
+	void (*background)(void *arg);
 };
+
+static inline void dr_progress_background(const struct dr_progress *p)
+{
+	if (p->background)
+		p->background(p->arg);
+}
 
 static inline void dr_progress_run(const struct dr_progress *p)
 {
@@ -287,6 +296,8 @@ struct dr_fabric {
 	struct dr_dev *devs;  /* every open device, a list */
 	int ref;	      /* domains, peps and EQs opened on it */
 	uint32_t api_version;
+	bool background;      /* an EQ waiter blocks on its fd: devices run
+			       * progress threads (under lock) */
 };
 
 static inline struct dr_fabric *dr_fabric_of(struct fid_fabric *f)
@@ -330,6 +341,8 @@ struct dr_dev {
 	uint16_t port_next;	/* ephemeral rdma_cm ports for connect */
 	struct dr_pep *peps;	/* listening passive endpoints */
 	uint64_t rx_dropped_qp; /* frames for a QPN we do not have */
+	pthread_t thread;	/* background progress, for fd waiters */
+	bool thread_on, thread_stop; /* under lock */
 };
 
 /* Find or open the device an fi_info names (domain name and source
@@ -339,6 +352,8 @@ void dr_dev_put(struct dr_dev *dev);
 /* One round of progress: rx burst, dispatch, timers.  Takes dev->lock. */
 void dr_dev_progress(struct dr_dev *dev);
 void dr_dev_progress_fn(void *dev);
+/* Start the device's progress thread (idempotent). */
+void dr_dev_background(void *dev);
 
 struct dr_domain {
 	struct fid_domain dom;

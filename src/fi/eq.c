@@ -305,8 +305,13 @@ static const char *eq_strerror(struct fid_eq *fid, int prov_errno, const void *e
 static int eq_control(struct fid *fid, int command, void *arg)
 {
 	struct dr_eq *eq = container_of(fid, struct dr_eq, eq.fid);
+	int ret;
 
-	return dr_wait_control(&eq->wait, command, arg);
+	ret = dr_wait_control(&eq->wait, command, arg);
+	/* blocking on the fd: nobody reads, so progress must run alone */
+	if (!ret && command == FI_GETWAIT)
+		dr_progress_background(&eq->progress);
+	return ret;
 }
 
 static int eq_close(struct fid *fid)

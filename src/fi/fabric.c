@@ -32,9 +32,24 @@ static void fabric_progress_fn(void *arg)
 	dr_fabric_progress(arg);
 }
 
+/* An EQ waiter will sleep on its fd: every device, now and later, runs a
+ * progress thread so that connection events arrive without reads. */
+static void fabric_background(void *arg)
+{
+	struct dr_fabric *fab = arg;
+
+	pthread_mutex_lock(&fab->lock);
+	fab->background = true;
+	for (struct dr_dev *d = fab->devs; d; d = d->next)
+		dr_dev_background(d);
+	pthread_mutex_unlock(&fab->lock);
+}
+
 struct dr_progress dr_fabric_progress_hook(struct fid_fabric *fabric)
 {
-	return (struct dr_progress){ .fn = fabric_progress_fn, .arg = dr_fabric_of(fabric) };
+	return (struct dr_progress){ .fn = fabric_progress_fn,
+				     .arg = dr_fabric_of(fabric),
+				     .background = fabric_background };
 }
 
 static int fabric_close(struct fid *fid)

@@ -158,7 +158,9 @@ static uint8_t *write_hdrs(const struct dr_pkt_desc *d, uint8_t *buf)
 	udp->sport = htons(d->sport);
 	udp->dport = htons(d->dport);
 	udp->len = htons((uint16_t)udp_len);
-	udp->csum = 0; /* RoCEv2: the ICRC protects the payload (A17.3.3) */
+	/* RoCEv2: 0, the ICRC protects the payload (A17.3.3); a parsed
+	 * frame's own value is carried so that it rebuilds byte for byte */
+	udp->csum = htons(d->udp_csum);
 
 	bth = (struct dr_bth *)(udp + 1);
 	dr_bth_set_opcode(bth, d->opcode);
@@ -212,7 +214,7 @@ int dr_pkt_build_split(const struct dr_pkt_desc *d, void *hdr, size_t cap, uint8
 	if ((size_t)hl > cap)
 		return -ENOSPC;
 	l3 = write_hdrs(d, hdr);
-	memset(trailer, 0, pad);
+	memcpy(trailer, d->pad, pad);
 	/* cannot fail: write_hdrs wrote a whole IP/UDP/BTH */
 	(void)dr_icrc_start(l3, (size_t)hl - (size_t)(l3 - (uint8_t *)hdr), &icrc);
 	icrc = dr_icrc_update(icrc, d->payload, d->payload_len);
@@ -428,6 +430,7 @@ void dr_pkt_to_desc(const struct dr_pkt *pkt, struct dr_pkt_desc *d)
 	}
 	d->sport = ntohs(pkt->udp->sport);
 	d->dport = ntohs(pkt->udp->dport);
+	d->udp_csum = ntohs(pkt->udp->csum);
 
 	d->opcode = pkt->opcode;
 	d->se = dr_bth_se(bth);
@@ -467,4 +470,5 @@ void dr_pkt_to_desc(const struct dr_pkt *pkt, struct dr_pkt_desc *d)
 	}
 	d->payload = pkt->payload;
 	d->payload_len = pkt->payload_len;
+	memcpy(d->pad, pkt->payload + pkt->payload_len, pkt->padcnt);
 }
