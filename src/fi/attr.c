@@ -13,9 +13,10 @@
 #include "dr_fi.h"
 
 /* Capabilities by role (fi_getinfo(3)); see DR_CAPS in dr_fi.h. */
-#define DR_TX_CAPS (DR_CAPS & (FI_MSG | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ | FI_WRITE))
+#define DR_TX_CAPS (DR_CAPS & (FI_MSG | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ | FI_WRITE | \
+			       FI_FENCE))
 #define DR_RX_CAPS (DR_CAPS & (FI_MSG | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ | \
-			       FI_REMOTE_WRITE))
+			       FI_REMOTE_WRITE | FI_RMA_EVENT))
 #define DR_DOMAIN_CAPS (FI_LOCAL_COMM | FI_REMOTE_COMM)
 
 /* RC executes requests in PSN order at the responder (IBA 9.5); a READ may
@@ -196,9 +197,10 @@ static int check_hints(uint32_t version, const struct fi_info *h, uint64_t caps)
 		if ((ret = check_order(t->msg_order, DR_MSG_ORDER, "tx msg_order")) ||
 		    (ret = check_order(t->comp_order, FI_ORDER_STRICT, "tx comp_order")))
 			return ret;
-		if (t->op_flags & ~(FI_COMPLETION | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE |
-				    FI_DELIVERY_COMPLETE | FI_COMMIT_COMPLETE))
-			NODATA("droce: tx op_flags not supported\n");
+		/* no FI_COMMIT_COMPLETE: no persistent memory (FI_RMA_PMEM) */
+		if (t->op_flags & ~DR_TX_OP_FLAGS)
+			NODATA("droce: tx op_flags 0x%llx not supported\n",
+			       (unsigned long long)(t->op_flags & ~DR_TX_OP_FLAGS));
 	}
 	if (h->rx_attr) {
 		const struct fi_rx_attr *r = h->rx_attr;
@@ -274,6 +276,14 @@ static struct fi_info *info_new(uint32_t version, const struct fi_info *h, uint6
 	if (!fi->domain_attr->name || !fi->fabric_attr->name)
 		goto out_free;
 
+	/* FI_RX_CQ_DATA (fi_getinfo(3)): an application that accepts it
+	 * posts receives for fi_writedata's CQ data, which consumes them as
+	 * on IB; one that does not is served without (ep.c). */
+	if (h && (caps & FI_RMA) &&
+	    ((h->mode | (h->rx_attr ? h->rx_attr->mode : 0)) & FI_RX_CQ_DATA)) {
+		fi->mode |= FI_RX_CQ_DATA;
+		fi->rx_attr->mode |= FI_RX_CQ_DATA;
+	}
 	if (h) {
 		/* narrow to what was asked for */
 		if (h->domain_attr) {

@@ -34,7 +34,7 @@ static int domain_close(struct fid *fid)
 static int domain_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
 			       enum fi_op op, struct fi_atomic_attr *attr, uint64_t flags)
 {
-	return -FI_EOPNOTSUPP; /* atomics are not offered yet (DR_CAPS) */
+	return dr_atomic_query(datatype, op, attr, flags); /* atomic.c */
 }
 
 static int domain_endpoint2(struct fid_domain *domain, struct fi_info *info,

@@ -42,14 +42,16 @@
 #define DR_FI_VERSION FI_VERSION(1, 17)
 #define DR_FABRIC_NAME "droce"
 
-/* What droce offers (attr.c builds fi_info from these).  DR_CAPS grows as
- * the operations behind each capability land: only what works is offered. */
-#define DR_CAPS (FI_MSG | FI_SEND | FI_RECV)
+/* What droce offers (attr.c builds fi_info from these): messages, RMA
+ * write/read, 64-bit atomics, FI_FENCE, and FI_RMA_EVENT (remote counters:
+ * the target's responder sees every request, ep.c). */
+#define DR_CAPS (FI_MSG | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ | FI_WRITE | \
+		 FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RMA_EVENT | FI_FENCE)
 #define DR_MAX_INLINE 256    /* inject_size: copied at post time */
 #define DR_MAX_TX_SIZE 4096  /* send queue depth */
 #define DR_MAX_RX_SIZE 4096  /* receive queue depth */
 #define DR_MAX_IOV 8	     /* gather/scatter entries */
-#define DR_MAX_MSG_SIZE (1ull << 31) /* RETH DMA length limit (rxe) */
+#define DR_MAX_MSG_SIZE ((uint64_t)DR_QP_MAX_MSG) /* the engine posts up to 1 GiB */
 #define DR_MAX_EP 1024	     /* QPs per device */
 #define DR_MAX_MR 65536
 #define DR_MAX_ERR_DATA 64
@@ -383,12 +385,22 @@ int dr_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags
 		  struct fid_mr **mr);
 extern struct fi_ops_mr dr_mr_ops;
 
-/* ---- passive and active endpoints (pep.c, ep.c, nosys.c) ----------------- */
+/* ---- passive and active endpoints (pep.c, ep.c, rma.c, atomic.c, nosys.c) */
 
+/* For endpoints opened without FI_RMA / FI_ATOMIC, and what droce never
+ * offers (tagged, collectives): every call -FI_ENOSYS. */
 extern struct fi_ops_rma dr_no_rma_ops;
 extern struct fi_ops_tagged dr_no_tagged_ops;
 extern struct fi_ops_atomic dr_no_atomic_ops;
 extern struct fi_ops_collective dr_no_collective_ops;
+/* RDMA WRITE (with immediate) and READ (rma.c); 64-bit FETCH_ADD and
+ * CMP_SWAP behind the fi_atomic calls (atomic.c). */
+extern struct fi_ops_rma dr_rma_ops;
+extern struct fi_ops_atomic dr_atomic_ops;
+/* fi_query_atomic: 0 with attr {count 1, size 8} for a pair droce executes,
+ * -FI_EOPNOTSUPP for every other (op, datatype), -FI_EINVAL for bad flags. */
+int dr_atomic_query(enum fi_datatype datatype, enum fi_op op, struct fi_atomic_attr *attr,
+		    uint64_t flags);
 
 struct dr_pep {
 	struct fid_pep pep;
@@ -426,6 +438,33 @@ enum dr_ep_state {
 	DR_EP_ERROR,	  /* rejected or unreachable */
 };
 
+/* The counters an endpoint may be bound to (fi_ep_bind flags). */
+enum dr_ep_cntr {
+	DR_CNTR_SEND,	      /* FI_SEND: messages sent */
+	DR_CNTR_RECV,	      /* FI_RECV: messages received */
+	DR_CNTR_READ,	      /* FI_READ: RMA reads, fetching and compare atomics */
+	DR_CNTR_WRITE,	      /* FI_WRITE: RMA writes, base atomics */
+	DR_CNTR_REMOTE_READ,  /* FI_REMOTE_READ: needs FI_RMA_EVENT */
+	DR_CNTR_REMOTE_WRITE, /* FI_REMOTE_WRITE: needs FI_RMA_EVENT */
+	DR_CNTR_NUM
+};
+
+/* What a posted send-queue work request reports when the engine completes
+ * it: every WR is posted signaled and its wr_id is its SQ index, so this
+ * ring runs beside the SQ (ep->txq[wr_id & sq.mask]). */
+struct dr_tx_op {
+	void *context;
+	uint64_t cq_flags; /* FI_SEND|FI_MSG, FI_RMA|FI_WRITE, FI_ATOMIC|FI_READ... */
+	enum dr_ep_cntr cntr; /* DR_CNTR_SEND, _READ or _WRITE */
+	bool comp;	   /* a CQ entry on success (errors always have one) */
+};
+
+/* The same for a posted receive (ep->rxq[wr_id & rq.mask]). */
+struct dr_rx_op {
+	void *context;
+	bool comp;
+};
+
 struct dr_ep {
 	struct fid_ep ep;
 	struct dr_domain *dom;
@@ -434,6 +473,7 @@ struct dr_ep {
 	struct dr_eq *eq;
 	struct dr_cq *tx_cq, *rx_cq;
 	bool tx_selective, rx_selective; /* FI_SELECTIVE_COMPLETION */
+	struct dr_cntr *cntr[DR_CNTR_NUM]; /* bound counters, NULL if none */
 	struct dr_qp *qp;
 	struct dr_port_timer *qp_timer;
 	struct dr_cm_id *cm_id;
@@ -443,12 +483,46 @@ struct dr_ep {
 	struct sockaddr_in src, dst;
 	uint32_t start_psn;
 	uint64_t tx_op_flags, rx_op_flags;
+	/* set at open from fi_info: */
+	bool rx_cq_data;  /* FI_RX_CQ_DATA mode: WRITE_IMM consumes app receives */
+	bool rma_event;	  /* FI_RMA_EVENT: remote counters may be bound */
+	/* under dev->lock: */
+	struct dr_tx_op *txq; /* beside the SQ, sq.mask + 1 entries */
+	struct dr_rx_op *rxq; /* beside the RQ, rq.mask + 1 entries */
+	bool imm_unconsume;   /* a WRITE_IMM took an app receive (ep.c) */
+	uint64_t atomic_sink; /* where fi_atomic's unwanted fetch lands */
 };
 
 static inline struct dr_ep *dr_ep_of(struct fid_ep *f)
 {
 	return container_of(f, struct dr_ep, ep);
 }
+
+/* Transmit flags each kind of call accepts (the *msg calls, and default
+ * op_flags for the others).  FI_MORE is accepted and has no effect: the
+ * engine transmits at post time. */
+#define DR_TX_COMP_FLAGS (FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)
+#define DR_TX_OP_FLAGS (FI_COMPLETION | FI_INJECT | FI_FENCE | DR_TX_COMP_FLAGS)
+#define DR_SENDMSG_FLAGS (DR_TX_OP_FLAGS | FI_REMOTE_CQ_DATA | FI_MORE)
+#define DR_READMSG_FLAGS (FI_COMPLETION | FI_FENCE | FI_MORE | DR_TX_COMP_FLAGS)
+#define DR_ATOMICMSG_FLAGS (DR_TX_OP_FLAGS | FI_MORE)
+
+/* Does a transmit posted with these flags want a CQ entry on success? */
+static inline bool dr_ep_tx_comp(const struct dr_ep *ep, uint64_t flags)
+{
+	return !ep->tx_selective || (flags & FI_COMPLETION);
+}
+
+/* An iovec list as engine SGEs (local memory needs no registration: no
+ * FI_MR_LOCAL); *len is the total.  -FI_EINVAL (count), -FI_EMSGSIZE. */
+int dr_ep_sge_of_iov(const struct iovec *iov, size_t count, struct dr_sge *sge, uint64_t *len);
+/* Post one send-queue work request for ep (ep.c; rma.c and atomic.c use
+ * it).  op says how it completes; flags are the operation's (FI_INJECT:
+ * the gather list is copied now, FI_FENCE).  wr_id and the engine flags
+ * are filled in here.  0, -FI_EAGAIN (queue full), -FI_EMSGSIZE (inject
+ * too large), -FI_EOPBADSTATE (not connected) or -FI_EINVAL. */
+ssize_t dr_ep_post_send(struct dr_ep *ep, struct dr_send_wr *wr, const struct dr_tx_op *op,
+			uint64_t flags);
 
 int dr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
 	       void *context);

@@ -9,9 +9,16 @@
  *            first data packet) -> FI_CONNECTED
  *   either:  fi_shutdown -> DREQ, QP to ERROR (flush); DREQ/DREP -> FI_SHUTDOWN
  *
+ * Data transfer: messages here; RMA in rma.c and atomics in atomic.c, all
+ * posted through dr_ep_post_send.  Completions of every kind come back
+ * through qp_complete, which applies FI_SELECTIVE_COMPLETION and bumps the
+ * bound counters; the receive path (dr_ep_input) handles WRITE with
+ * immediate without FI_RX_CQ_DATA and the FI_RMA_EVENT counters.
+ *
  * Every call that touches the QP, the CM or the port holds dev->lock.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -91,50 +98,99 @@ static int wc_err(enum dr_wc_status st)
 	}
 }
 
-static void qp_complete(void *ctx, struct dr_qp *qp, const struct dr_wc *wc)
+static void push_err(struct dr_cq *cq, void *context, uint64_t flags, const struct dr_wc *wc)
 {
-	struct dr_ep *ep = ctx;
 	struct dr_cq_ent e = {
-		.op_context = (void *)(uintptr_t)wc->wr_id,
+		.op_context = context,
+		.flags = flags,
 		.err = wc_err(wc->status),
-		.prov_errno = wc->status == DR_WC_SUCCESS ? 0 : (int)wc->status,
+		.prov_errno = (int)wc->status,
 	};
-	struct dr_cq *cq;
 
-	switch (wc->opcode) {
-	case DR_WC_SEND:
-		e.flags = FI_SEND | FI_MSG;
-		cq = ep->tx_cq;
-		break;
-	case DR_WC_WRITE:
-		e.flags = FI_WRITE | FI_RMA;
-		cq = ep->tx_cq;
-		break;
-	case DR_WC_READ:
-		e.flags = FI_READ | FI_RMA;
-		cq = ep->tx_cq;
-		break;
-	case DR_WC_FETCH_ADD:
-	case DR_WC_CMP_SWAP:
-		e.flags = FI_ATOMIC | FI_READ;
-		cq = ep->tx_cq;
-		break;
-	case DR_WC_RECV_WRITE_IMM:
-		e.flags = FI_REMOTE_WRITE | FI_RMA;
-		cq = ep->rx_cq;
-		break;
-	default:
-		e.flags = FI_RECV | FI_MSG;
-		e.len = wc->byte_len;
-		cq = ep->rx_cq;
-		break;
-	}
-	if (wc->has_imm) {
-		e.flags |= FI_REMOTE_CQ_DATA;
-		e.data = wc->imm;
-	}
 	if (cq)
 		dr_cq_push(cq, &e);
+}
+
+/* A send-queue WR is done.  Every WR is posted signaled, so this sees them
+ * all: a CQ entry when it failed or asked for one (FI_COMPLETION under
+ * FI_SELECTIVE_COMPLETION; never for the fi_inject* calls), and its counter
+ * either way (fi_cntr(3) counts every completion).  The CQ entry goes
+ * first, so a counter waiter finds it there. */
+static void tx_complete(struct dr_ep *ep, const struct dr_wc *wc)
+{
+	const struct dr_tx_op *op = &ep->txq[wc->wr_id & ep->qp->sq.mask];
+	struct dr_cntr *c = ep->cntr[op->cntr];
+
+	if (wc->status != DR_WC_SUCCESS) {
+		push_err(ep->tx_cq, op->context, op->cq_flags, wc);
+		if (c)
+			dr_cntr_inc_err(c);
+		return;
+	}
+	if (op->comp && ep->tx_cq) {
+		struct dr_cq_ent e = { .op_context = op->context, .flags = op->cq_flags };
+
+		dr_cq_push(ep->tx_cq, &e);
+	}
+	if (c)
+		dr_cntr_inc(c);
+}
+
+/* wr_id of the internal zero-length receive (see imm_needs_internal_recv);
+ * application receives have their RQ index, below 2^32. */
+#define DR_RX_INTERNAL (UINT64_C(1) << 32)
+
+static void rx_complete(struct dr_ep *ep, const struct dr_wc *wc)
+{
+	bool internal = wc->wr_id == DR_RX_INTERNAL;
+	const struct dr_rx_op *op = internal ? NULL : &ep->rxq[wc->wr_id & ep->qp->rq.mask];
+	struct dr_cntr *c = ep->cntr[DR_CNTR_RECV];
+	struct dr_cq_ent e = { .op_context = op ? op->context : NULL };
+
+	if (wc->opcode == DR_WC_RECV_WRITE_IMM && wc->status == DR_WC_SUCCESS) {
+		/* RDMA WRITE with immediate: the data is in place, the entry
+		 * carries the immediate.  Always reported, whatever the
+		 * receive's FI_COMPLETION: it is the only trace of the data.
+		 * Counted by FI_RMA_EVENT's FI_REMOTE_WRITE, not FI_RECV. */
+		e.flags = FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA;
+		e.len = wc->byte_len;
+		e.data = wc->imm;
+		if (!ep->rx_cq_data) {
+			e.op_context = NULL; /* no receive of the application's */
+			if (!internal)
+				ep->imm_unconsume = true;
+		}
+		if (ep->rx_cq)
+			dr_cq_push(ep->rx_cq, &e);
+		return;
+	}
+	if (internal)
+		return; /* the internal receive, flushed with the QP */
+	if (wc->status != DR_WC_SUCCESS) {
+		push_err(ep->rx_cq, e.op_context, FI_RECV | FI_MSG, wc);
+		if (c)
+			dr_cntr_inc_err(c);
+		return;
+	}
+	if (op->comp && ep->rx_cq) {
+		e.flags = FI_RECV | FI_MSG;
+		e.len = wc->byte_len;
+		if (wc->has_imm) {
+			e.flags |= FI_REMOTE_CQ_DATA;
+			e.data = wc->imm;
+		}
+		dr_cq_push(ep->rx_cq, &e);
+	}
+	if (c)
+		dr_cntr_inc(c);
+}
+
+static void qp_complete(void *ctx, struct dr_qp *qp, const struct dr_wc *wc)
+{
+	if (wc->opcode == DR_WC_RECV || wc->opcode == DR_WC_RECV_WRITE_IMM)
+		rx_complete(ctx, wc);
+	else
+		tx_complete(ctx, wc);
 }
 
 static void qp_log(void *ctx, struct dr_qp *qp, const char *msg)
@@ -300,15 +356,101 @@ void dr_ep_cm_event(struct dr_ep *ep, const struct dr_cm_event *ev)
 	}
 }
 
+/* ---- receive path ----------------------------------------------------------- */
+
+/*
+ * RDMA WRITE with immediate consumes a receive WQE at the target (IBA
+ * 9.4.3, 9.7.4).  With FI_RX_CQ_DATA the application agreed to that and
+ * posts receives for it (its context comes back in the entry).  Without it
+ * droce keeps WRITE_IMM away from the application's receives, which SENDs
+ * must find in posting order:
+ *  - if no receive is posted, an internal zero-length one (wr_id
+ *    DR_RX_INTERNAL) is posted just before the packet that will take it,
+ *    so the write never meets an RNR NAK;
+ *  - if the engine took the application's oldest receive, it is handed
+ *    back (rq.tail - 1): nothing was placed in it (a WRITE_IMM writes
+ *    through its RETH) and its slot stays intact until posted over.
+ * This leans on the engine (resp.c): only WRITE_LAST_IMM / WRITE_ONLY_IMM
+ * take a WQE, at the expected PSN, and the WQE is then either consumed or,
+ * if the request fails, flushed with the QP -- never left for a SEND.
+ */
+static bool imm_needs_internal_recv(const struct dr_ep *ep, const struct dr_pkt *pkt)
+{
+	const struct dr_qp *qp = ep->qp;
+
+	return !ep->rx_cq_data &&
+	       (pkt->opcode == DR_OP_WRITE_LAST_IMM || pkt->opcode == DR_OP_WRITE_ONLY_IMM) &&
+	       qp->rq.head == qp->rq.tail && (qp->state == DR_QPS_RTR || qp->state == DR_QPS_RTS) &&
+	       dr_psn_diff(pkt->psn, qp->resp.psn) == 0;
+}
+
+/*
+ * FI_RMA_EVENT: droce's responder sees every request, so the target can
+ * count remote operations.  One is counted when the responder executed it
+ * (its MSN moved: duplicates and out-of-order packets do not count), or as
+ * an error when it NAKed it.  fi_endpoint(3) classes: writes and base
+ * atomics -> FI_REMOTE_WRITE; reads, fetching and compare atomics ->
+ * FI_REMOTE_READ.  On the wire fi_atomic(FI_SUM) and fi_fetch_atomic(FI_SUM)
+ * are the same FETCH_ADD: a non-zero addend counts as a write, an addend of
+ * 0 (FI_ATOMIC_READ) as a read; CMP_SWAP (fi_compare_atomic) as a read.
+ */
+static void rma_event(struct dr_ep *ep, const struct dr_pkt *pkt, uint32_t msn, uint64_t naks)
+{
+	enum dr_ep_cntr which;
+	struct dr_cntr *c;
+
+	switch (pkt->opcode) {
+	case DR_OP_WRITE_FIRST:
+	case DR_OP_WRITE_MIDDLE:
+	case DR_OP_WRITE_LAST:
+	case DR_OP_WRITE_LAST_IMM:
+	case DR_OP_WRITE_ONLY:
+	case DR_OP_WRITE_ONLY_IMM:
+		which = DR_CNTR_REMOTE_WRITE;
+		break;
+	case DR_OP_READ_REQ:
+	case DR_OP_CMP_SWAP:
+		which = DR_CNTR_REMOTE_READ;
+		break;
+	case DR_OP_FETCH_ADD:
+		which = dr_pkt_atmeth(pkt)->swap_add ? DR_CNTR_REMOTE_WRITE : DR_CNTR_REMOTE_READ;
+		break;
+	default:
+		return;
+	}
+	c = ep->cntr[which];
+	if (!c)
+		return;
+	if (ep->qp->stats.tx_err_naks != naks)
+		dr_cntr_inc_err(c);
+	else if (ep->qp->resp.msn != msn)
+		dr_cntr_inc(c);
+}
+
 void dr_ep_input(struct dr_ep *ep, const struct dr_pkt *pkt)
 {
+	struct dr_qp *qp = ep->qp;
+	uint32_t msn = qp->resp.msn;
+	uint64_t naks = qp->stats.tx_err_naks;
+
 	/* rxe_recv.c check_addr: only the connected peer's address */
 	if (pkt->ip4->saddr != ep->dst.sin_addr.s_addr)
 		return;
 	/* IBA 12.9.6: data before the RTU establishes the connection */
 	if (ep->state == DR_EP_ACCEPTING)
 		dr_cm_established(ep->cm_id);
-	dr_qp_input(ep->qp, pkt);
+	if (imm_needs_internal_recv(ep, pkt)) {
+		struct dr_recv_wr wr = { .wr_id = DR_RX_INTERNAL };
+
+		dr_qp_post_recv(qp, &wr);
+	}
+	ep->imm_unconsume = false;
+	dr_qp_input(qp, pkt);
+	if (ep->imm_unconsume && qp->state != DR_QPS_ERROR)
+		qp->rq.tail--;
+	ep->imm_unconsume = false;
+	if (ep->rma_event)
+		rma_event(ep, pkt, msn, naks);
 }
 
 static int ep_enable_locked(struct dr_ep *ep)
@@ -566,76 +708,145 @@ static ssize_t post_errno(int ret)
 	}
 }
 
-static ssize_t ep_post_send(struct dr_ep *ep, const struct iovec *iov, size_t count,
-			    void *context, uint64_t data, uint64_t flags)
+int dr_ep_sge_of_iov(const struct iovec *iov, size_t count, struct dr_sge *sge, uint64_t *len)
 {
-	struct dr_sge sge[DR_MAX_IOV];
-	struct dr_send_wr wr;
-	uint64_t len = 0;
-	ssize_t ret;
+	uint64_t total = 0;
 
-	if (count > DR_MAX_IOV || (count && !iov))
+	if (count > DR_MAX_IOV || (count && !iov)) {
+		DR_WARN(FI_LOG_EP_DATA, "%zu iov entries: iov_limit is %d\n", count, DR_MAX_IOV);
 		return -FI_EINVAL;
+	}
 	for (size_t i = 0; i < count; i++) {
+		if (iov[i].iov_len > UINT32_MAX) {
+			DR_WARN(FI_LOG_EP_DATA, "iov entry of %zu bytes: at most 4 GiB - 1\n",
+				iov[i].iov_len);
+			return -FI_EMSGSIZE;
+		}
 		sge[i].addr = (uintptr_t)iov[i].iov_base;
 		sge[i].length = (uint32_t)iov[i].iov_len;
 		sge[i].lkey = DR_LKEY_NONE; /* no FI_MR_LOCAL: any local memory */
-		len += iov[i].iov_len;
-		if (iov[i].iov_len > UINT32_MAX)
-			return -FI_EMSGSIZE;
+		total += iov[i].iov_len;
 	}
-	if (len > DR_MAX_MSG_SIZE)
+	if (total > DR_MAX_MSG_SIZE) {
+		DR_WARN(FI_LOG_EP_DATA, "%llu bytes: max_msg_size is %llu\n",
+			(unsigned long long)total, (unsigned long long)DR_MAX_MSG_SIZE);
 		return -FI_EMSGSIZE;
-	if ((flags & FI_INJECT) && len > DR_MAX_INLINE)
-		return -FI_EMSGSIZE;
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = (uintptr_t)context;
-	wr.opcode = (flags & FI_REMOTE_CQ_DATA) ? DR_WR_SEND_IMM : DR_WR_SEND;
-	wr.imm = (uint32_t)data;
-	wr.sg_list = sge;
-	wr.num_sge = (unsigned)count;
-	if (!ep->tx_selective || (flags & FI_COMPLETION))
-		wr.flags |= DR_WR_SIGNALED;
-	if (flags & FI_INJECT)
-		wr.flags |= DR_WR_INLINE;
+	}
+	*len = total;
+	return 0;
+}
+
+static bool wr_carries_data(enum dr_wr_opcode op)
+{
+	return op == DR_WR_SEND || op == DR_WR_SEND_IMM || op == DR_WR_WRITE ||
+	       op == DR_WR_WRITE_IMM;
+}
+
+/*
+ * Completion levels: the engine completes a SEND or WRITE when the peer's
+ * ACK covers it, a READ or atomic when its response is in place.  An ACK
+ * means the responder executed the request (IBA 9.7.5.1), so completion
+ * then satisfies FI_INJECT_COMPLETE, FI_TRANSMIT_COMPLETE and
+ * FI_DELIVERY_COMPLETE alike; FI_INJECT copies the data at post time.
+ * FI_FENCE is the IB fence (IBA 10.8.3.3): the WR waits for every earlier
+ * READ and atomic to complete; RC already executes earlier SENDs and WRITEs
+ * first, so later operations see the results of all earlier ones.
+ */
+ssize_t dr_ep_post_send(struct dr_ep *ep, struct dr_send_wr *wr, const struct dr_tx_op *op,
+			uint64_t flags)
+{
+	struct dr_qp *qp = ep->qp;
+	ssize_t ret;
+
+	wr->flags = DR_WR_SIGNALED; /* always: counters count every WR */
 	if (flags & FI_FENCE)
-		wr.flags |= DR_WR_FENCE;
+		wr->flags |= DR_WR_FENCE;
+	if ((flags & FI_INJECT) && wr_carries_data(wr->opcode)) {
+		uint64_t len = 0;
+
+		for (unsigned i = 0; i < wr->num_sge; i++)
+			len += wr->sg_list[i].length;
+		if (len > DR_MAX_INLINE) {
+			DR_WARN(FI_LOG_EP_DATA, "FI_INJECT of %llu bytes: inject_size is %d\n",
+				(unsigned long long)len, DR_MAX_INLINE);
+			return -FI_EMSGSIZE;
+		}
+		wr->flags |= DR_WR_INLINE;
+	}
 
 	pthread_mutex_lock(&ep->dev->lock);
-	if (ep->state != DR_EP_CONNECTED && ep->state != DR_EP_ACCEPTING)
+	if (ep->state != DR_EP_CONNECTED && ep->state != DR_EP_ACCEPTING) {
+		DR_WARN(FI_LOG_EP_DATA, "%s: the endpoint is not connected\n",
+			dr_wr_opcode_names[wr->opcode]);
 		ret = -FI_EOPBADSTATE;
-	else
-		ret = post_errno(dr_qp_post_send(ep->qp, &wr));
+	} else if (qp->sq.head - qp->sq.tail > qp->sq.mask) {
+		ret = -FI_EAGAIN; /* before its txq slot is overwritten */
+	} else {
+		wr->wr_id = qp->sq.head;
+		ep->txq[qp->sq.head & qp->sq.mask] = *op;
+		ret = post_errno(dr_qp_post_send(qp, wr));
+	}
 	pthread_mutex_unlock(&ep->dev->lock);
 	if (ret == -FI_EAGAIN)
 		dr_dev_progress(ep->dev);
 	return ret;
 }
 
-static ssize_t ep_post_recv(struct dr_ep *ep, const struct iovec *iov, size_t count,
-			    void *context)
+static ssize_t ep_post_send(struct dr_ep *ep, const struct iovec *iov, size_t count,
+			    void *context, uint64_t data, uint64_t flags, bool inject_call)
 {
 	struct dr_sge sge[DR_MAX_IOV];
+	struct dr_send_wr wr;
+	struct dr_tx_op op = {
+		.context = context,
+		.cq_flags = FI_SEND | FI_MSG,
+		.cntr = DR_CNTR_SEND,
+		.comp = !inject_call && dr_ep_tx_comp(ep, flags),
+	};
+	uint64_t len;
+	int ret;
+
+	ret = dr_ep_sge_of_iov(iov, count, sge, &len);
+	if (ret)
+		return ret;
+	memset(&wr, 0, sizeof(wr));
+	wr.opcode = (flags & FI_REMOTE_CQ_DATA) ? DR_WR_SEND_IMM : DR_WR_SEND;
+	wr.imm = (uint32_t)data; /* cq_data_size 4 */
+	wr.sg_list = sge;
+	wr.num_sge = (unsigned)count;
+	return dr_ep_post_send(ep, &wr, &op, flags);
+}
+
+/* A receive completes on the CQ unless the CQ was bound with
+ * FI_SELECTIVE_COMPLETION and the receive lacks FI_COMPLETION; errors
+ * always complete. */
+static ssize_t ep_post_recv(struct dr_ep *ep, const struct iovec *iov, size_t count,
+			    void *context, uint64_t flags)
+{
+	struct dr_sge sge[DR_MAX_IOV];
+	struct dr_qp *qp = ep->qp;
 	struct dr_recv_wr wr;
+	uint64_t len;
 	ssize_t ret;
 
-	if (count > DR_MAX_IOV || (count && !iov))
-		return -FI_EINVAL;
-	for (size_t i = 0; i < count; i++) {
-		if (iov[i].iov_len > UINT32_MAX)
-			return -FI_EMSGSIZE;
-		sge[i].addr = (uintptr_t)iov[i].iov_base;
-		sge[i].length = (uint32_t)iov[i].iov_len;
-		sge[i].lkey = DR_LKEY_NONE;
-	}
-	wr.wr_id = (uintptr_t)context;
+	ret = dr_ep_sge_of_iov(iov, count, sge, &len);
+	if (ret)
+		return ret;
 	wr.sg_list = sge;
 	wr.num_sge = (unsigned)count;
 	pthread_mutex_lock(&ep->dev->lock);
-	if (!ep->enabled)
+	if (!ep->enabled) {
 		ret = -FI_EOPBADSTATE;
-	else
-		ret = post_errno(dr_qp_post_recv(ep->qp, &wr));
+	} else if (qp->rq.head - qp->rq.tail > qp->rq.mask) {
+		ret = -FI_EAGAIN;
+	} else {
+		wr.wr_id = qp->rq.head;
+		ep->rxq[qp->rq.head & qp->rq.mask] = (struct dr_rx_op){
+			.context = context,
+			.comp = !ep->rx_selective || (flags & FI_COMPLETION),
+		};
+		ret = post_errno(dr_qp_post_recv(qp, &wr));
+	}
 	pthread_mutex_unlock(&ep->dev->lock);
 	if (ret == -FI_EAGAIN)
 		dr_dev_progress(ep->dev);
@@ -645,22 +856,31 @@ static ssize_t ep_post_recv(struct dr_ep *ep, const struct iovec *iov, size_t co
 static ssize_t ep_recv(struct fid_ep *fep, void *buf, size_t len, void *desc, fi_addr_t src,
 		       void *context)
 {
+	struct dr_ep *ep = dr_ep_of(fep);
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
 
-	return ep_post_recv(dr_ep_of(fep), &iov, 1, context);
+	return ep_post_recv(ep, &iov, 1, context, ep->rx_op_flags);
 }
 
 static ssize_t ep_recvv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count,
 			fi_addr_t src, void *context)
 {
-	return ep_post_recv(dr_ep_of(fep), iov, count, context);
+	struct dr_ep *ep = dr_ep_of(fep);
+
+	return ep_post_recv(ep, iov, count, context, ep->rx_op_flags);
 }
 
 static ssize_t ep_recvmsg(struct fid_ep *fep, const struct fi_msg *msg, uint64_t flags)
 {
-	if (flags & ~(FI_COMPLETION | FI_MORE))
-		return -FI_EBADFLAGS; /* no FI_MULTI_RECV, no FI_CLAIM/FI_PEEK */
-	return ep_post_recv(dr_ep_of(fep), msg->msg_iov, msg->iov_count, msg->context);
+	if (!msg)
+		return -FI_EINVAL;
+	if (flags & ~(FI_COMPLETION | FI_MORE)) {
+		/* no FI_MULTI_RECV, no FI_CLAIM/FI_PEEK */
+		DR_WARN(FI_LOG_EP_DATA, "fi_recvmsg: flags 0x%llx not supported\n",
+			(unsigned long long)(flags & ~(FI_COMPLETION | FI_MORE)));
+		return -FI_EBADFLAGS;
+	}
+	return ep_post_recv(dr_ep_of(fep), msg->msg_iov, msg->iov_count, msg->context, flags);
 }
 
 static ssize_t ep_send(struct fid_ep *fep, const void *buf, size_t len, void *desc,
@@ -669,7 +889,7 @@ static ssize_t ep_send(struct fid_ep *fep, const void *buf, size_t len, void *de
 	struct dr_ep *ep = dr_ep_of(fep);
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
-	return ep_post_send(ep, &iov, 1, context, 0, ep->tx_op_flags);
+	return ep_post_send(ep, &iov, 1, context, 0, ep->tx_op_flags, false);
 }
 
 static ssize_t ep_sendv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count,
@@ -677,33 +897,28 @@ static ssize_t ep_sendv(struct fid_ep *fep, const struct iovec *iov, void **desc
 {
 	struct dr_ep *ep = dr_ep_of(fep);
 
-	return ep_post_send(ep, iov, count, context, 0, ep->tx_op_flags);
+	return ep_post_send(ep, iov, count, context, 0, ep->tx_op_flags, false);
 }
-
-#define DR_SENDMSG_FLAGS (FI_REMOTE_CQ_DATA | FI_COMPLETION | FI_INJECT | FI_FENCE | FI_MORE | \
-			  FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)
 
 static ssize_t ep_sendmsg(struct fid_ep *fep, const struct fi_msg *msg, uint64_t flags)
 {
-	if (flags & ~DR_SENDMSG_FLAGS)
+	if (!msg)
+		return -FI_EINVAL;
+	if (flags & ~DR_SENDMSG_FLAGS) {
+		DR_WARN(FI_LOG_EP_DATA, "fi_sendmsg: flags 0x%llx not supported\n",
+			(unsigned long long)(flags & ~DR_SENDMSG_FLAGS));
 		return -FI_EBADFLAGS;
+	}
 	return ep_post_send(dr_ep_of(fep), msg->msg_iov, msg->iov_count, msg->context, msg->data,
-			    flags);
+			    flags, false);
 }
 
+/* fi_inject and fi_injectdata never complete on the CQ (errors aside). */
 static ssize_t ep_inject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest)
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	struct dr_ep *ep = dr_ep_of(fep);
 
-	/* fi_inject never completes: selective without FI_COMPLETION */
-	bool sel = ep->tx_selective;
-	ssize_t ret;
-
-	ep->tx_selective = true;
-	ret = ep_post_send(ep, &iov, 1, NULL, 0, FI_INJECT);
-	ep->tx_selective = sel;
-	return ret;
+	return ep_post_send(dr_ep_of(fep), &iov, 1, NULL, 0, FI_INJECT, true);
 }
 
 static ssize_t ep_senddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
@@ -712,21 +927,17 @@ static ssize_t ep_senddata(struct fid_ep *fep, const void *buf, size_t len, void
 	struct dr_ep *ep = dr_ep_of(fep);
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
-	return ep_post_send(ep, &iov, 1, context, data, ep->tx_op_flags | FI_REMOTE_CQ_DATA);
+	return ep_post_send(ep, &iov, 1, context, data, ep->tx_op_flags | FI_REMOTE_CQ_DATA,
+			    false);
 }
 
 static ssize_t ep_injectdata(struct fid_ep *fep, const void *buf, size_t len, uint64_t data,
 			     fi_addr_t dest)
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	struct dr_ep *ep = dr_ep_of(fep);
-	bool sel = ep->tx_selective;
-	ssize_t ret;
 
-	ep->tx_selective = true;
-	ret = ep_post_send(ep, &iov, 1, NULL, data, FI_INJECT | FI_REMOTE_CQ_DATA);
-	ep->tx_selective = sel;
-	return ret;
+	return ep_post_send(dr_ep_of(fep), &iov, 1, NULL, data, FI_INJECT | FI_REMOTE_CQ_DATA,
+			    true);
 }
 
 static struct fi_ops_msg ep_msg_ops = {
@@ -773,9 +984,74 @@ static int ep_close(struct fid *fid)
 		__atomic_sub_fetch(&ep->tx_cq->ref, 1, __ATOMIC_RELEASE);
 	if (ep->rx_cq)
 		__atomic_sub_fetch(&ep->rx_cq->ref, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < DR_CNTR_NUM; i++) {
+		struct dr_cntr *c = ep->cntr[i];
+
+		if (c) {
+			pthread_mutex_lock(&c->lock);
+			c->ref--;
+			pthread_mutex_unlock(&c->lock);
+		}
+	}
 	__atomic_sub_fetch(&ep->dom->ref, 1, __ATOMIC_RELEASE);
 	fi_freeinfo(ep->info);
+	free(ep->txq);
+	free(ep->rxq);
 	free(ep);
+	return 0;
+}
+
+/* fi_ep_bind of a counter: one counter per kind of event (a counter may
+ * take several kinds at once); remote kinds only with FI_RMA_EVENT. */
+static int ep_bind_cntr(struct dr_ep *ep, struct dr_cntr *c, uint64_t flags)
+{
+	static const struct {
+		uint64_t flag;
+		enum dr_ep_cntr which;
+	} kinds[] = {
+		{ FI_SEND, DR_CNTR_SEND },
+		{ FI_RECV, DR_CNTR_RECV },
+		{ FI_READ, DR_CNTR_READ },
+		{ FI_WRITE, DR_CNTR_WRITE },
+		{ FI_REMOTE_READ, DR_CNTR_REMOTE_READ },
+		{ FI_REMOTE_WRITE, DR_CNTR_REMOTE_WRITE },
+	};
+	const size_t n = sizeof(kinds) / sizeof(kinds[0]);
+	uint64_t all = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		all |= kinds[i].flag;
+	if (!flags || (flags & ~all)) {
+		DR_WARN(FI_LOG_EP_CTRL, "fi_ep_bind(counter): flags 0x%llx; use FI_SEND, FI_RECV, "
+			"FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE\n",
+			(unsigned long long)flags);
+		return -FI_EBADFLAGS;
+	}
+	if ((flags & (FI_REMOTE_READ | FI_REMOTE_WRITE)) && !ep->rma_event) {
+		DR_WARN(FI_LOG_EP_CTRL, "fi_ep_bind(counter): FI_REMOTE_READ/FI_REMOTE_WRITE need "
+			"FI_RMA_EVENT in the endpoint's caps\n");
+		return -FI_EINVAL;
+	}
+	if (c->dom != ep->dom) {
+		DR_WARN(FI_LOG_EP_CTRL, "fi_ep_bind(counter): the counter is of another domain\n");
+		return -FI_EINVAL;
+	}
+	for (i = 0; i < n; i++) {
+		if ((flags & kinds[i].flag) && ep->cntr[kinds[i].which]) {
+			DR_WARN(FI_LOG_EP_CTRL, "fi_ep_bind(counter): 0x%llx already has a counter\n",
+				(unsigned long long)kinds[i].flag);
+			return -FI_EINVAL;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		if (!(flags & kinds[i].flag))
+			continue;
+		ep->cntr[kinds[i].which] = c;
+		pthread_mutex_lock(&c->lock);
+		c->ref++;
+		pthread_mutex_unlock(&c->lock);
+	}
 	return 0;
 }
 
@@ -812,6 +1088,8 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		}
 		return 0;
 	}
+	case FI_CLASS_CNTR:
+		return ep_bind_cntr(ep, container_of(bfid, struct dr_cntr, cntr.fid), flags);
 	default:
 		DR_WARN(FI_LOG_EP_CTRL, "fi_ep_bind: class %zu not supported\n", bfid->fclass);
 		return -FI_EINVAL;
@@ -843,12 +1121,23 @@ static int ep_control(struct fid *fid, int command, void *arg)
 	case FI_SETOPSFLAG:
 		if (!flags)
 			return -FI_EINVAL;
-		if (*flags & FI_TRANSMIT)
+		if (*flags & FI_TRANSMIT) {
+			if (*flags & ~(FI_TRANSMIT | DR_TX_OP_FLAGS)) {
+				DR_WARN(FI_LOG_EP_CTRL, "FI_SETOPSFLAG: tx flags 0x%llx not supported\n",
+					(unsigned long long)(*flags & ~(FI_TRANSMIT | DR_TX_OP_FLAGS)));
+				return -FI_EINVAL;
+			}
 			ep->tx_op_flags = *flags & ~FI_TRANSMIT;
-		else if (*flags & FI_RECV)
+		} else if (*flags & FI_RECV) {
+			if (*flags & ~(FI_RECV | FI_COMPLETION)) {
+				DR_WARN(FI_LOG_EP_CTRL, "FI_SETOPSFLAG: rx flags 0x%llx not supported\n",
+					(unsigned long long)(*flags & ~(FI_RECV | FI_COMPLETION)));
+				return -FI_EINVAL;
+			}
 			ep->rx_op_flags = *flags & ~FI_RECV;
-		else
+		} else {
 			return -FI_EINVAL;
+		}
 		return 0;
 	default:
 		return -FI_ENOSYS;
@@ -941,6 +1230,7 @@ int dr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **
 	struct dr_qp_init_attr ia;
 	struct dr_ep *ep;
 	uint32_t slot = 0;
+	uint64_t caps;
 	int ret;
 
 	if (!info || (info->ep_attr && info->ep_attr->type != FI_EP_MSG)) {
@@ -963,8 +1253,12 @@ int dr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **
 	ep->src.sin_addr.s_addr = htonl(dev->cfg.ip4);
 	if (info->src_addr && info->src_addrlen >= sizeof(struct sockaddr_in) && !info->handle)
 		ep->src.sin_port = ((struct sockaddr_in *)info->src_addr)->sin_port;
-	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
-	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
+	/* getinfo refused other op_flags; a hand-made info gets them masked */
+	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags & DR_TX_OP_FLAGS : 0;
+	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags & FI_COMPLETION : 0;
+	caps = info->caps ? info->caps : DR_CAPS;
+	ep->rma_event = caps & FI_RMA_EVENT;
+	ep->rx_cq_data = (info->mode | (info->rx_attr ? info->rx_attr->mode : 0)) & FI_RX_CQ_DATA;
 
 	pthread_mutex_lock(&dev->lock);
 	/* a QPN: the table slot in the low bits, a generation above, so a
@@ -995,7 +1289,13 @@ int dr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **
 	ia.ctx = ep;
 	ep->qp = dr_qp_create(&ia);
 	ep->qp_timer = ep->qp ? dr_port_timer_new(dev->port, qp_timer_fire, ep) : NULL;
-	if (!ep->qp || !ep->qp_timer) {
+	if (ep->qp) {
+		ep->txq = calloc(ep->qp->sq.mask + 1, sizeof(*ep->txq));
+		ep->rxq = calloc(ep->qp->rq.mask + 1, sizeof(*ep->rxq));
+	}
+	if (!ep->qp || !ep->qp_timer || !ep->txq || !ep->rxq) {
+		if (ep->qp_timer)
+			dr_port_timer_free(ep->qp_timer);
 		if (ep->qp)
 			dr_qp_destroy(ep->qp);
 		pthread_mutex_unlock(&dev->lock);
@@ -1013,9 +1313,10 @@ int dr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **
 	ep->ep.ops = &ep_ops;
 	ep->ep.cm = &ep_cm_ops;
 	ep->ep.msg = &ep_msg_ops;
-	ep->ep.rma = &dr_no_rma_ops;
+	/* chosen once: an endpoint without the capability answers -FI_ENOSYS */
+	ep->ep.rma = (caps & FI_RMA) ? &dr_rma_ops : &dr_no_rma_ops;
 	ep->ep.tagged = &dr_no_tagged_ops;
-	ep->ep.atomic = &dr_no_atomic_ops;
+	ep->ep.atomic = (caps & FI_ATOMIC) ? &dr_atomic_ops : &dr_no_atomic_ops;
 	ep->ep.collective = &dr_no_collective_ops;
 	__atomic_add_fetch(&dom->ref, 1, __ATOMIC_RELEASE);
 	*out = &ep->ep;
@@ -1023,6 +1324,8 @@ int dr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **
 
 out_free:
 	fi_freeinfo(ep->info);
+	free(ep->txq);
+	free(ep->rxq);
 	free(ep);
 	return ret;
 }

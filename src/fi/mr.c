@@ -4,6 +4,17 @@
  * A region is named by its virtual address and a key droce chooses (random
  * bits beside the table index, mr.c of the engine); local buffers need no
  * registration (no FI_MR_LOCAL), so descriptors are accepted and ignored.
+ *
+ * Remote rights, which the target's engine checks on every request:
+ *   FI_REMOTE_READ                    RDMA READ
+ *   FI_REMOTE_WRITE                   RDMA WRITE (with immediate)
+ *   FI_REMOTE_READ | FI_REMOTE_WRITE  atomics as well
+ * Atomics need both because every RoCE atomic is a read-modify-write that
+ * sends the original value back (IBA 9.4.5): a write-only region would
+ * leak its contents, a read-only one would be modified.  (libfabric's
+ * verbs provider grants atomics with FI_REMOTE_WRITE alone; droce is
+ * stricter.)  FI_SEND, FI_RECV, FI_READ and FI_WRITE are local uses, which
+ * need no registration here.
  */
 #include <stdlib.h>
 
@@ -73,7 +84,10 @@ int dr_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags
 	if (attr->access & FI_REMOTE_READ)
 		access |= DR_ACCESS_REMOTE_READ;
 	if (attr->access & FI_REMOTE_WRITE)
-		access |= DR_ACCESS_REMOTE_WRITE | DR_ACCESS_REMOTE_ATOMIC;
+		access |= DR_ACCESS_REMOTE_WRITE;
+	if ((attr->access & (FI_REMOTE_READ | FI_REMOTE_WRITE)) ==
+	    (FI_REMOTE_READ | FI_REMOTE_WRITE))
+		access |= DR_ACCESS_REMOTE_ATOMIC;
 
 	m = calloc(1, sizeof(*m));
 	if (!m)

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Operation tables for what droce's MSG endpoints do not offer (tagged
- * messages, collectives; RMA and atomics until they land): every slot
- * set, every call answered -FI_ENOSYS, so an application that calls one
- * without the capability gets an error, not a crash.
+ * messages, collectives) and for RMA and atomics on an endpoint opened
+ * without FI_RMA / FI_ATOMIC: every slot set, every call answered
+ * -FI_ENOSYS, so an application that calls one without the capability
+ * gets an error, not a crash.
  */
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_collective.h>
