@@ -24,7 +24,7 @@
 
 #include "dr_fi.h"
 
-/* "a.b.c.d" or "a.b.c.d/nn" -> host-order address and prefix (32 if none) */
+/* "a.b.c.d" or "a.b.c.d/nn" -> host-order address and prefix (0 if none) */
 int dr_parse_ip4_prefix(const char *s, uint32_t *ip4, uint8_t *prefix)
 {
 	char buf[32];
@@ -39,7 +39,7 @@ int dr_parse_ip4_prefix(const char *s, uint32_t *ip4, uint8_t *prefix)
 	if (inet_pton(AF_INET, buf, &a) != 1)
 		return -FI_EINVAL;
 	*ip4 = ntohl(a.s_addr);
-	*prefix = 32;
+	*prefix = 0;
 	if (slash) {
 		char *end;
 		long p = strtol(slash + 1, &end, 10);
@@ -178,11 +178,14 @@ int dr_devcfg_resolve(const struct dr_settings *s, const char *src_node, const c
 		strcpy(cfg->spec, s->device);
 		memcpy(cfg->name, s->device, n);
 		cfg->name[n] = '\0';
-		/* af_packet on a named interface: its own address by default */
-		if (spec_af_packet_iface(s->device, cfg->ifname, sizeof(cfg->ifname)) && !local &&
+		/* af_packet on a named interface: its own address by default,
+		 * and its netmask for an address it holds */
+		if (spec_af_packet_iface(s->device, cfg->ifname, sizeof(cfg->ifname)) &&
 		    !pick_iface(PICK_NAME, 0, cfg)) {
-			local = cfg->ip4;
-			prefix = cfg->prefix;
+			if (!local)
+				local = cfg->ip4;
+			if (!prefix && local == cfg->ip4)
+				prefix = cfg->prefix;
 		}
 		if (!local) {
 			DR_WARN(FI_LOG_CORE,

@@ -1,0 +1,786 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * droce-pcapcheck - check a capture of RoCEv2 traffic with droce's own
+ * parser: every frame to UDP port 4791 must parse with dr_pkt_parse() and
+ * carry a valid ICRC (Wireshark never checks the ICRC, ROCE-REFERENCE.md E).
+ *
+ *   droce-pcapcheck [options] FILE.pcapng...
+ *
+ * Every frame of every file is classified:
+ *   RoCE   UDP destination port 4791 over IPv4/IPv6 (a VLAN tag is allowed);
+ *          its dr_pkt_parse() verdict must be DR_PKT_OK, ICRC included.  A
+ *          frame the capture cut short (caplen < wire length) is bad too: it
+ *          cannot be checked.
+ *   ARP    ethertype 0x0806
+ *   other  everything else (TCP, ICMP, IPv6 ND, ...); an ICMP destination
+ *          unreachable that quotes a UDP/4791 datagram is counted apart
+ *          (ICMP_PORT_UNREACH: the kernel answered RoCE traffic).
+ *
+ * Good RoCE frames are counted by BTH opcode, QP1 MADs by CM attribute
+ * (CM_REQ .. CM_DREP), and AETHs by syndrome (ACK, RNR_NAK, NAK_PSN_SEQ...).
+ * RC request packets are followed per flow (source IP, destination IP,
+ * destination QP): a PSN seen before is a RETRANSMIT when the frame differs
+ * (droce gives every transmission a new IPv4 ID) or a DUPLICATE when it is
+ * byte-identical as far as the ICRC tells (e.g. netem's duplicate); a PSN
+ * ahead of the next expected one is a PSN_GAP (loss before the capture
+ * point, or reordering), and a PSN never seen before that is behind the
+ * newest is PSN_LATE (it fills a gap: reordered, or the retransmission of a
+ * packet lost before the capture point).
+ *
+ * Options:
+ *   -v, --verbose       list every bad frame (number, file offset, verdict,
+ *                       addresses, opcode, PSN, carried/computed ICRC) and the
+ *                       first PSN events per flow; -vv lists every PSN event
+ *   -q, --quiet         print only failures
+ *   --require LIST      comma-separated counter names that must be present,
+ *                       each optionally NAME:N for "at least N" (default 1):
+ *                       an opcode name (RC_SEND_ONLY, RC_ACKNOWLEDGE, ...,
+ *                       UD_SEND_ONLY), a CM attribute (CM_REQ, CM_REP, CM_RTU,
+ *                       CM_REJ, CM_MRA, CM_DREQ, CM_DREP, or Wireshark's
+ *                       ConnectRequest, ...), an AETH syndrome (ACK, NAK (any
+ *                       NAK or RNR NAK), RNR_NAK, NAK_PSN_SEQ, NAK_INV_REQ,
+ *                       NAK_REM_ACCESS, NAK_REM_OP, NAK_INV_RD_REQ), ARP,
+ *                       RETRANSMIT, DUPLICATE, PSN_GAP, PSN_LATE,
+ *                       ICMP_PORT_UNREACH, ROCE
+ *   --forbid LIST       counter names that must be zero (same names)
+ *   --min-roce N        at least N RoCE frames in all (default 1)
+ *   --list-names        print every counter name and exit
+ *
+ * Exit: 0 all good; 1 a bad RoCE frame, a missing requirement or a forbidden
+ * counter; 2 usage error or an unreadable/corrupt capture.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "dr_roce.h"
+#include "pcapng.h"
+
+#define ETH_P_ARP 0x0806
+#define IPPROTO_ICMP_ 1
+#define IPPROTO_TCP_ 6
+#define V_TRUNCATED DR_PKT_VERDICT_NUM /* pseudo-verdict: caplen < origlen */
+#define EVENTS_SHOWN 10		       /* PSN events listed per flow and kind at -v */
+
+/* ---- counters -------------------------------------------------------------- */
+
+enum psn_event { EV_RETRANSMIT, EV_DUPLICATE, EV_GAP, EV_LATE, EV_NUM };
+static const char *const ev_name[EV_NUM] = { "RETRANSMIT", "DUPLICATE", "PSN_GAP", "PSN_LATE" };
+
+static struct {
+	uint64_t frames, roce, roce_ok, roce_bad, arp, other;
+	uint64_t other_tcp, other_udp, other_icmp, other_ipv6, other_nonip, other_nonether;
+	uint64_t icmp_unreach_roce;
+	uint64_t verdict[DR_PKT_VERDICT_NUM + 1];
+	uint64_t opcode[256];
+	uint64_t cm[0x20];	    /* by CM attribute ID (0x10..0x16) */
+	uint64_t mad_other;	    /* QP1 datagrams that are not CM MADs */
+	uint64_t aeth[256];	    /* by syndrome byte */
+	uint64_t ev[EV_NUM];
+	uint64_t rc_requests;	    /* RC request packets followed */
+	uint64_t flows;
+} tot;
+
+static const struct {
+	const char *name, *ws_name;
+	uint16_t attr;
+} cm_names[] = {
+	{ "CM_REQ", "ConnectRequest", DR_CM_ATTR_REQ },
+	{ "CM_MRA", "MsgRcptAck", DR_CM_ATTR_MRA },
+	{ "CM_REJ", "ConnectReject", DR_CM_ATTR_REJ },
+	{ "CM_REP", "ConnectReply", DR_CM_ATTR_REP },
+	{ "CM_RTU", "ReadyToUse", DR_CM_ATTR_RTU },
+	{ "CM_DREQ", "DisconnectRequest", DR_CM_ATTR_DREQ },
+	{ "CM_DREP", "DisconnectReply", DR_CM_ATTR_DREP },
+};
+#define N_CM (sizeof(cm_names) / sizeof(cm_names[0]))
+
+static const struct {
+	const char *name;
+	uint8_t syndrome;
+} nak_names[] = {
+	{ "NAK_PSN_SEQ", DR_AETH_NAK_PSN_SEQ },	  { "NAK_INV_REQ", DR_AETH_NAK_INV_REQ },
+	{ "NAK_REM_ACCESS", DR_AETH_NAK_REM_ACCESS }, { "NAK_REM_OP", DR_AETH_NAK_REM_OP },
+	{ "NAK_INV_RD_REQ", DR_AETH_NAK_INV_RD_REQ },
+};
+#define N_NAK (sizeof(nak_names) / sizeof(nak_names[0]))
+
+static uint64_t aeth_class(uint8_t lo, uint8_t hi)
+{
+	uint64_t n = 0;
+
+	for (unsigned s = lo; s <= hi; s++)
+		n += tot.aeth[s];
+	return n;
+}
+
+static uint64_t count_acks(void) { return aeth_class(0x00, 0x1f); }
+static uint64_t count_rnr(void) { return aeth_class(0x20, 0x3f); }
+static uint64_t count_naks(void) { return aeth_class(0x60, 0x7f); }
+
+/* The value of a counter by name; false if no counter has that name. */
+static bool counter_get(const char *name, uint64_t *v)
+{
+	for (unsigned op = 0; op < 256; op++)
+		if (dr_opcode_valid(op) && !strcasecmp(name, dr_opcode_name(op))) {
+			*v = tot.opcode[op];
+			return true;
+		}
+	for (unsigned i = 0; i < N_CM; i++)
+		if (!strcasecmp(name, cm_names[i].name) || !strcasecmp(name, cm_names[i].ws_name)) {
+			*v = tot.cm[cm_names[i].attr];
+			return true;
+		}
+	for (unsigned i = 0; i < N_NAK; i++)
+		if (!strcasecmp(name, nak_names[i].name)) {
+			*v = tot.aeth[nak_names[i].syndrome];
+			return true;
+		}
+	for (unsigned i = 0; i < EV_NUM; i++)
+		if (!strcasecmp(name, ev_name[i])) {
+			*v = tot.ev[i];
+			return true;
+		}
+	if (!strcasecmp(name, "ACK"))
+		*v = count_acks();
+	else if (!strcasecmp(name, "RNR_NAK"))
+		*v = count_rnr();
+	else if (!strcasecmp(name, "NAK"))
+		*v = count_rnr() + count_naks();
+	else if (!strcasecmp(name, "ARP"))
+		*v = tot.arp;
+	else if (!strcasecmp(name, "ICMP_PORT_UNREACH"))
+		*v = tot.icmp_unreach_roce;
+	else if (!strcasecmp(name, "ROCE"))
+		*v = tot.roce;
+	else
+		return false;
+	return true;
+}
+
+static void list_names(void)
+{
+	printf("opcodes:");
+	for (unsigned op = 0; op < 256; op++)
+		if (dr_opcode_valid(op))
+			printf(" %s", dr_opcode_name(op));
+	printf("\nCM attributes:");
+	for (unsigned i = 0; i < N_CM; i++)
+		printf(" %s (%s)", cm_names[i].name, cm_names[i].ws_name);
+	printf("\nAETH: ACK NAK RNR_NAK");
+	for (unsigned i = 0; i < N_NAK; i++)
+		printf(" %s", nak_names[i].name);
+	printf("\nother: ARP ROCE ICMP_PORT_UNREACH RETRANSMIT DUPLICATE PSN_GAP PSN_LATE\n");
+}
+
+/* ---- RC request PSN tracking ------------------------------------------------ */
+
+/* One RC send queue as seen on the wire: source and destination IP, UDP
+ * source port and destination QP.  A new connection may reuse all four (QP
+ * numbers are small and reused); its random start PSN gives it away: a PSN
+ * further than PSN_EPOCH from the flow's starts a new flow. */
+#define PSN_EPOCH (1 << 16)
+
+struct flow {
+	uint8_t src[16], dst[16]; /* IPv4 in the first 4 bytes */
+	uint8_t v6;
+	uint16_t sport;
+	uint32_t dqpn;
+	uint32_t first_psn;
+	uint32_t next_psn; /* one past the highest PSN seen */
+	bool superseded;   /* a later connection took over this key */
+	uint64_t first_frame;
+	uint64_t requests, ev[EV_NUM];
+};
+
+static struct flow *flows;
+static size_t n_flows, cap_flows;
+
+/* (flow, PSN) -> ICRC of the last frame seen with that PSN: open addressing */
+struct psn_slot {
+	uint64_t key; /* flow index << 24 | PSN, plus 1 (0 = empty) */
+	uint32_t icrc;
+};
+static struct psn_slot *slots;
+static size_t n_slots, used_slots;
+
+static int verbose;
+static bool quiet;
+
+static size_t slot_index(uint64_t key)
+{
+	uint64_t h = key * 0x9e3779b97f4a7c15ull;
+
+	return (size_t)(h >> 20) & (n_slots - 1);
+}
+
+/* Find or insert key; returns the slot, *fresh when it was inserted. */
+static struct psn_slot *psn_lookup(uint64_t key, bool *fresh)
+{
+	size_t i;
+
+	if ((used_slots + 1) * 4 > n_slots * 3) {
+		struct psn_slot *old = slots;
+		size_t old_n = n_slots;
+
+		n_slots = n_slots ? n_slots * 2 : 1u << 16;
+		slots = calloc(n_slots, sizeof(*slots));
+		if (!slots) {
+			perror("droce-pcapcheck");
+			exit(2);
+		}
+		for (size_t j = 0; j < old_n; j++) {
+			if (!old[j].key)
+				continue;
+			i = slot_index(old[j].key);
+			while (slots[i].key)
+				i = (i + 1) & (n_slots - 1);
+			slots[i] = old[j];
+		}
+		free(old);
+	}
+	for (i = slot_index(key); slots[i].key; i = (i + 1) & (n_slots - 1))
+		if (slots[i].key == key) {
+			*fresh = false;
+			return &slots[i];
+		}
+	slots[i].key = key;
+	used_slots++;
+	*fresh = true;
+	return &slots[i];
+}
+
+static void psn_reset(void)
+{
+	free(slots);
+	slots = NULL;
+	n_slots = used_slots = 0;
+	free(flows);
+	flows = NULL;
+	n_flows = cap_flows = 0;
+}
+
+static void addr_str(const struct flow *f, const uint8_t *a, char *buf, size_t len)
+{
+	inet_ntop(f->v6 ? AF_INET6 : AF_INET, a, buf, len);
+}
+
+static void flow_name(const struct flow *f, char *buf, size_t len)
+{
+	char s[INET6_ADDRSTRLEN], d[INET6_ADDRSTRLEN];
+
+	addr_str(f, f->src, s, sizeof(s));
+	addr_str(f, f->dst, d, sizeof(d));
+	snprintf(buf, len, "%s:%u -> %s QP 0x%06x", s, f->sport, d, f->dqpn);
+}
+
+static struct flow *flow_get(const struct dr_pkt *p, uint64_t num)
+{
+	uint8_t src[16] = { 0 }, dst[16] = { 0 };
+	uint8_t v6 = p->ip6 != NULL;
+	uint16_t sport = ntohs(p->udp->sport);
+
+	if (v6) {
+		memcpy(src, p->ip6->saddr, 16);
+		memcpy(dst, p->ip6->daddr, 16);
+	} else {
+		memcpy(src, &p->ip4->saddr, 4);
+		memcpy(dst, &p->ip4->daddr, 4);
+	}
+	for (size_t i = 0; i < n_flows; i++) {
+		struct flow *f = &flows[i];
+		int32_t d;
+
+		if (f->superseded || f->dqpn != p->dqpn || f->sport != sport || f->v6 != v6 ||
+		    memcmp(f->src, src, 16) || memcmp(f->dst, dst, 16))
+			continue;
+		d = dr_psn_diff(p->psn, f->next_psn);
+		if (d < PSN_EPOCH && d > -PSN_EPOCH)
+			return f;
+		f->superseded = true; /* a new connection on the same addresses */
+		break;
+	}
+	if (n_flows == cap_flows) {
+		size_t nc = cap_flows ? cap_flows * 2 : 16;
+		struct flow *nf;
+
+		/* the PSN key holds the flow index in 40 bits: plenty */
+		nf = realloc(flows, nc * sizeof(*nf));
+		if (!nf) {
+			perror("droce-pcapcheck");
+			exit(2);
+		}
+		flows = nf;
+		cap_flows = nc;
+	}
+	memset(&flows[n_flows], 0, sizeof(flows[n_flows]));
+	memcpy(flows[n_flows].src, src, 16);
+	memcpy(flows[n_flows].dst, dst, 16);
+	flows[n_flows].v6 = v6;
+	flows[n_flows].sport = sport;
+	flows[n_flows].dqpn = p->dqpn;
+	flows[n_flows].first_psn = p->psn;
+	flows[n_flows].next_psn = p->psn;
+	flows[n_flows].first_frame = num;
+	tot.flows++;
+	return &flows[n_flows++];
+}
+
+static void psn_event(struct flow *f, enum psn_event ev, uint64_t num, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void psn_event(struct flow *f, enum psn_event ev, uint64_t num, const char *fmt, ...)
+{
+	char name[128];
+	va_list ap;
+
+	f->ev[ev]++;
+	tot.ev[ev]++;
+	if (!verbose || quiet || (verbose < 2 && f->ev[ev] > EVENTS_SHOWN))
+		return;
+	flow_name(f, name, sizeof(name));
+	printf("  frame %" PRIu64 ": %s %s: ", num, ev_name[ev], name);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	if (verbose < 2 && f->ev[ev] == EVENTS_SHOWN)
+		printf(" (further %s events of this flow not listed; -vv lists all)", ev_name[ev]);
+	putchar('\n');
+}
+
+/* Follow the PSNs of RC request packets, flow by flow. */
+static void psn_track(const struct dr_pkt *p, uint64_t num)
+{
+	struct flow *f;
+	struct psn_slot *s;
+	bool fresh;
+	int32_t d;
+
+	if (!(p->op->flags & DR_OPF_REQ) || (p->op->flags & DR_OPF_UD))
+		return;
+	f = flow_get(p, num);
+	f->requests++;
+	tot.rc_requests++;
+	s = psn_lookup((((uint64_t)(f - flows) << 24) | p->psn) + 1, &fresh);
+	d = dr_psn_diff(p->psn, f->next_psn);
+	if (!fresh) {
+		if (s->icrc == p->icrc)
+			psn_event(f, EV_DUPLICATE, num, "PSN %u (%s) again, byte-identical", p->psn,
+				  dr_opcode_name(p->opcode));
+		else
+			psn_event(f, EV_RETRANSMIT, num, "PSN %u (%s) resent, %d behind the newest",
+				  p->psn, dr_opcode_name(p->opcode), -d - 1);
+	} else if (d > 0) {
+		psn_event(f, EV_GAP, num, "PSN %u (%s), expected %u: %d PSN(s) not seen yet",
+			  p->psn, dr_opcode_name(p->opcode), f->next_psn, d);
+	} else if (d < 0) {
+		psn_event(f, EV_LATE, num, "PSN %u (%s) first seen %d behind the newest", p->psn,
+			  dr_opcode_name(p->opcode), -d - 1);
+	}
+	s->icrc = p->icrc;
+	if (d >= 0)
+		f->next_psn = dr_psn_add(p->psn, 1);
+}
+
+/* ---- classification ------------------------------------------------------------ */
+
+enum kind { K_ROCE, K_ARP, K_OTHER };
+
+/* Decide what a frame is without trusting it: UDP/4791 over IP is RoCE,
+ * whatever else is wrong with it (that is for dr_pkt_parse to say). */
+static enum kind classify(const uint8_t *f, size_t len)
+{
+	size_t off = sizeof(struct dr_eth_hdr);
+	uint16_t type;
+
+	if (len < off) {
+		tot.other_nonip++;
+		return K_OTHER;
+	}
+	type = (uint16_t)(f[12] << 8 | f[13]);
+	if (type == DR_ETH_P_VLAN && len >= off + 4) {
+		type = (uint16_t)(f[16] << 8 | f[17]);
+		off += 4;
+	}
+	if (type == ETH_P_ARP)
+		return K_ARP;
+	if (type == DR_ETH_P_IPV4 && len >= off + 20) {
+		const uint8_t *ip = f + off;
+		size_t ihl = (size_t)(ip[0] & 0x0f) * 4;
+		unsigned frag = (unsigned)(ip[6] << 8 | ip[7]) & DR_IP_OFFMASK;
+
+		if (ip[9] == DR_IPPROTO_UDP && !frag && ihl >= 20 && len >= off + ihl + 4 &&
+		    (ip[ihl + 2] << 8 | ip[ihl + 3]) == DR_ROCE_UDP_PORT)
+			return K_ROCE;
+		if (ip[9] == DR_IPPROTO_UDP) {
+			tot.other_udp++;
+		} else if (ip[9] == IPPROTO_TCP_) {
+			tot.other_tcp++;
+		} else if (ip[9] == IPPROTO_ICMP_) {
+			const uint8_t *ic = ip + ihl, *in = ic + 8;
+
+			tot.other_icmp++;
+			/* type 3 code 3 quoting IPv4 + UDP to 4791 */
+			if (ihl >= 20 && len >= off + ihl + 8 + 20 && ic[0] == 3 && ic[1] == 3 &&
+			    (in[0] >> 4) == 4 && in[9] == DR_IPPROTO_UDP) {
+				size_t iihl = (size_t)(in[0] & 0x0f) * 4;
+
+				if ((size_t)(in - f) + iihl + 4 <= len &&
+				    (in[iihl + 2] << 8 | in[iihl + 3]) == DR_ROCE_UDP_PORT)
+					tot.icmp_unreach_roce++;
+			}
+		}
+		return K_OTHER;
+	}
+	if (type == DR_ETH_P_IPV6 && len >= off + 40 + 4) {
+		const uint8_t *ip6 = f + off;
+
+		if (ip6[6] == DR_IPPROTO_UDP && (ip6[42] << 8 | ip6[43]) == DR_ROCE_UDP_PORT)
+			return K_ROCE;
+		tot.other_ipv6++;
+		return K_OTHER;
+	}
+	if (type == DR_ETH_P_IPV6)
+		tot.other_ipv6++;
+	else
+		tot.other_nonip++;
+	return K_OTHER;
+}
+
+static void print_bad(const char *path, const struct dr_pcapng_pkt *cp, enum dr_pkt_verdict v,
+		      const struct dr_pkt *p)
+{
+	char s[INET6_ADDRSTRLEN] = "?", d[INET6_ADDRSTRLEN] = "?";
+
+	if (quiet && verbose == 0)
+		return;
+	if (p->ip4) {
+		inet_ntop(AF_INET, &p->ip4->saddr, s, sizeof(s));
+		inet_ntop(AF_INET, &p->ip4->daddr, d, sizeof(d));
+	} else if (p->ip6) {
+		inet_ntop(AF_INET6, p->ip6->saddr, s, sizeof(s));
+		inet_ntop(AF_INET6, p->ip6->daddr, d, sizeof(d));
+	}
+	printf("  BAD frame %" PRIu64 " (%s, offset %" PRIu64 ", %u bytes): %s; %s -> %s", cp->number,
+	       path, cp->offset, cp->origlen,
+	       v == V_TRUNCATED ? "capture truncated the frame (caplen < wire length)"
+				: dr_pkt_verdict_str(v),
+	       s, d);
+	if (p->op)
+		printf(" %s QP 0x%06x PSN %u", dr_opcode_name(p->opcode), p->dqpn, p->psn);
+	if (v == DR_PKT_BAD_ICRC)
+		printf(" ICRC carried 0x%08x computed 0x%08x", p->icrc, dr_pkt_icrc(p));
+	putchar('\n');
+}
+
+static void count_good(const struct dr_pkt *p, uint64_t num)
+{
+	tot.opcode[p->opcode]++;
+	if (p->hdr[DR_HDR_AETH])
+		tot.aeth[dr_aeth_syndrome(dr_pkt_aeth(p))]++;
+	if ((p->op->flags & DR_OPF_UD) && p->dqpn == DR_GSI_QPN) {
+		struct dr_mad mad;
+
+		if (!dr_mad_parse(p->payload, p->payload_len, &mad) && dr_mad_is_cm(&mad) &&
+		    mad.attr_id < sizeof(tot.cm) / sizeof(tot.cm[0]))
+			tot.cm[mad.attr_id]++;
+		else
+			tot.mad_other++;
+	}
+	psn_track(p, num);
+}
+
+static int check_file(const char *path)
+{
+	char err[256];
+	struct dr_pcapng *r = dr_pcapng_open(path, err, sizeof(err));
+	struct dr_pcapng_pkt cp;
+	uint64_t bad_before = tot.roce_bad;
+	int rc;
+
+	if (!r) {
+		fprintf(stderr, "droce-pcapcheck: %s\n", err);
+		return 2;
+	}
+	psn_reset();
+	while ((rc = dr_pcapng_next(r, &cp)) == 1) {
+		struct dr_pkt p;
+		enum dr_pkt_verdict v;
+
+		tot.frames++;
+		if (cp.linktype != DR_LINKTYPE_ETHERNET) {
+			tot.other++;
+			tot.other_nonether++;
+			continue;
+		}
+		switch (classify(cp.data, cp.caplen)) {
+		case K_ARP:
+			tot.arp++;
+			continue;
+		case K_OTHER:
+			tot.other++;
+			continue;
+		case K_ROCE:
+			break;
+		}
+		tot.roce++;
+		v = dr_pkt_parse(cp.data, cp.caplen, 0, &p);
+		if (cp.caplen < cp.origlen)
+			v = V_TRUNCATED;
+		tot.verdict[v]++;
+		if (v == DR_PKT_OK) {
+			tot.roce_ok++;
+			count_good(&p, cp.number);
+			continue;
+		}
+		tot.roce_bad++;
+		if (v == DR_PKT_BAD_ICRC)
+			(void)dr_pkt_parse(cp.data, cp.caplen, DR_PARSE_NO_ICRC, &p);
+		print_bad(path, &cp, v, &p);
+	}
+	if (rc < 0) {
+		fprintf(stderr, "droce-pcapcheck: %s\n", dr_pcapng_strerror(r));
+		dr_pcapng_close(r);
+		return 2;
+	}
+	dr_pcapng_close(r);
+	if (verbose && !quiet)
+		for (size_t i = 0; i < n_flows; i++) {
+			char name[128];
+
+			flow_name(&flows[i], name, sizeof(name));
+			printf("  flow %s from frame %" PRIu64 " PSN %u: %" PRIu64
+			       " request packets, %" PRIu64
+			       " retransmitted, %" PRIu64 " duplicated, %" PRIu64
+			       " PSN gaps, %" PRIu64 " late\n",
+			       name, flows[i].first_frame, flows[i].first_psn, flows[i].requests,
+			       flows[i].ev[EV_RETRANSMIT],
+			       flows[i].ev[EV_DUPLICATE], flows[i].ev[EV_GAP], flows[i].ev[EV_LATE]);
+		}
+	psn_reset();
+	return tot.roce_bad > bad_before;
+}
+
+/* ---- report ------------------------------------------------------------------ */
+
+static void report(void)
+{
+	printf("frames: %" PRIu64 "  RoCEv2 (UDP/4791): %" PRIu64 " (ok %" PRIu64 ", bad %" PRIu64
+	       ")  ARP: %" PRIu64 "  other: %" PRIu64 "\n",
+	       tot.frames, tot.roce, tot.roce_ok, tot.roce_bad, tot.arp, tot.other);
+	if (tot.other)
+		printf("  other: TCP %" PRIu64 ", UDP %" PRIu64 ", ICMP %" PRIu64
+		       " (port unreachable for UDP/4791: %" PRIu64 "), IPv6 %" PRIu64
+		       ", non-IP %" PRIu64 ", non-Ethernet %" PRIu64 "\n",
+		       tot.other_tcp, tot.other_udp, tot.other_icmp, tot.icmp_unreach_roce,
+		       tot.other_ipv6, tot.other_nonip, tot.other_nonether);
+	if (!tot.roce) {
+		printf("no RoCE frames\n");
+		return;
+	}
+	printf("by verdict:\n");
+	for (unsigned v = 0; v <= DR_PKT_VERDICT_NUM; v++)
+		if (tot.verdict[v])
+			printf("  %-44s %10" PRIu64 "\n",
+			       v == V_TRUNCATED ? "truncated by the capture" : dr_pkt_verdict_str(v),
+			       tot.verdict[v]);
+	printf("by opcode:\n");
+	for (unsigned op = 0; op < 256; op++)
+		if (tot.opcode[op])
+			printf("  0x%02x %-39s %10" PRIu64 "\n", op, dr_opcode_name(op),
+			       tot.opcode[op]);
+	if (tot.opcode[DR_OP_UD_SEND_ONLY] || tot.opcode[DR_OP_UD_SEND_ONLY_IMM]) {
+		printf("QP1 MADs:\n");
+		for (unsigned i = 0; i < N_CM; i++)
+			if (tot.cm[cm_names[i].attr])
+				printf("  %-8s %-35s %10" PRIu64 "\n", cm_names[i].name,
+				       cm_names[i].ws_name, tot.cm[cm_names[i].attr]);
+		if (tot.mad_other)
+			printf("  %-44s %10" PRIu64 "\n", "not a CM MAD", tot.mad_other);
+	}
+	if (count_acks() + count_rnr() + count_naks()) {
+		printf("AETH syndromes:\n");
+		printf("  %-44s %10" PRIu64 "\n", "ACK", count_acks());
+		if (count_rnr())
+			printf("  %-44s %10" PRIu64 "\n", "RNR_NAK", count_rnr());
+		for (unsigned i = 0; i < N_NAK; i++)
+			if (tot.aeth[nak_names[i].syndrome])
+				printf("  %-44s %10" PRIu64 "\n", nak_names[i].name,
+				       tot.aeth[nak_names[i].syndrome]);
+		if (count_naks() > aeth_class(0x60, 0x64))
+			printf("  %-44s %10" PRIu64 "\n", "NAK (reserved code)",
+			       count_naks() - aeth_class(0x60, 0x64));
+		if (aeth_class(0x40, 0x5f) + aeth_class(0x80, 0xff))
+			printf("  %-44s %10" PRIu64 "\n", "reserved syndrome",
+			       aeth_class(0x40, 0x5f) + aeth_class(0x80, 0xff));
+	}
+	printf("RC request PSNs: %" PRIu64 " packets in %" PRIu64 " flow(s); RETRANSMIT %" PRIu64
+	       ", DUPLICATE %" PRIu64 ", PSN_GAP %" PRIu64 ", PSN_LATE %" PRIu64 "\n",
+	       tot.rc_requests, tot.flows, tot.ev[EV_RETRANSMIT], tot.ev[EV_DUPLICATE],
+	       tot.ev[EV_GAP], tot.ev[EV_LATE]);
+}
+
+struct cond {
+	char name[64];
+	uint64_t min; /* --require: at least min; --forbid: min = 0 means "must be 0" */
+	bool forbid;
+};
+
+static struct cond conds[256];
+static unsigned n_conds;
+
+static int add_conds(const char *list, bool forbid)
+{
+	char *dup = strdup(list), *save = NULL;
+	uint64_t dummy;
+
+	if (!dup)
+		return -1;
+	for (char *t = strtok_r(dup, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
+		char *colon = strchr(t, ':');
+		struct cond *c;
+
+		if (n_conds == sizeof(conds) / sizeof(conds[0])) {
+			fprintf(stderr, "droce-pcapcheck: too many conditions\n");
+			free(dup);
+			return -1;
+		}
+		c = &conds[n_conds];
+		c->forbid = forbid;
+		c->min = 1;
+		if (colon) {
+			char *end;
+
+			*colon = '\0';
+			errno = 0;
+			c->min = strtoull(colon + 1, &end, 10);
+			if (errno || *end || end == colon + 1 || forbid) {
+				fprintf(stderr, "droce-pcapcheck: bad count in '%s:%s'\n", t,
+					colon + 1);
+				free(dup);
+				return -1;
+			}
+		}
+		if (!counter_get(t, &dummy) || strlen(t) >= sizeof(c->name)) {
+			fprintf(stderr,
+				"droce-pcapcheck: unknown counter '%s' (--list-names lists them)\n",
+				t);
+			free(dup);
+			return -1;
+		}
+		strcpy(c->name, t);
+		n_conds++;
+	}
+	free(dup);
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: droce-pcapcheck [-v|-vv] [-q] [--require NAME[:N],...] "
+		   "[--forbid NAME,...] [--min-roce N] [--list-names] FILE.pcapng...\n"
+		   "Checks every UDP/4791 frame with droce's parser (ICRC included) and counts "
+		   "frames by opcode,\nCM message, AETH syndrome and verdict.  Exit 0 pass, 1 "
+		   "check failed, 2 usage or file error.\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "require", required_argument, NULL, 'r' },
+		{ "forbid", required_argument, NULL, 'f' },
+		{ "min-roce", required_argument, NULL, 'm' },
+		{ "list-names", no_argument, NULL, 'l' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	uint64_t min_roce = 1;
+	int c, fail = 0;
+
+	while ((c = getopt_long(argc, argv, "vqh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'v':
+			verbose++;
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		case 'r':
+		case 'f':
+			if (add_conds(optarg, c == 'f'))
+				return 2;
+			break;
+		case 'm': {
+			char *end;
+
+			errno = 0;
+			min_roce = strtoull(optarg, &end, 10);
+			if (errno || *end || end == optarg) {
+				fprintf(stderr, "droce-pcapcheck: bad --min-roce '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		}
+		case 'l':
+			list_names();
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	for (int i = optind; i < argc; i++) {
+		int rc;
+
+		if (!quiet)
+			printf("%s:\n", argv[i]);
+		rc = check_file(argv[i]);
+		if (rc == 2)
+			return 2;
+	}
+	if (!quiet)
+		report();
+
+	if (tot.roce_bad) {
+		printf("FAIL: %" PRIu64 " bad RoCE frame(s)%s\n", tot.roce_bad,
+		       verbose ? "" : " (-v lists them)");
+		fail = 1;
+	}
+	if (tot.roce < min_roce) {
+		printf("FAIL: %" PRIu64 " RoCE frame(s), at least %" PRIu64 " required\n", tot.roce,
+		       min_roce);
+		fail = 1;
+	}
+	for (unsigned i = 0; i < n_conds; i++) {
+		uint64_t v = 0;
+
+		(void)counter_get(conds[i].name, &v);
+		if (conds[i].forbid && v) {
+			printf("FAIL: %s: %" PRIu64 ", forbidden\n", conds[i].name, v);
+			fail = 1;
+		} else if (!conds[i].forbid && v < conds[i].min) {
+			printf("FAIL: %s: %" PRIu64 ", at least %" PRIu64 " required\n",
+			       conds[i].name, v, conds[i].min);
+			fail = 1;
+		}
+	}
+	if (!fail && !quiet)
+		printf("PASS: every RoCE frame parses with a valid ICRC%s\n",
+		       n_conds ? "; every --require/--forbid holds" : "");
+	return fail;
+}
