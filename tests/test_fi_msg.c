@@ -596,6 +596,38 @@ START_TEST(test_threads)
 }
 END_TEST
 
+/* A peer that does not answer ARP: the connect fails with FI_EHOSTUNREACH
+ * once ARP gives up (3 tries, 1 s apart), not after every CM retry. */
+START_TEST(test_unreachable_peer)
+{
+	struct fi_eq_err_entry err;
+	uint8_t buf[64];
+	uint32_t event;
+	struct conn c;
+	uint64_t t0, end;
+	ssize_t ret;
+
+	memset(&c, 0, sizeof(c));
+	open_eq_cq(dom_b, &c.eq_b, &c.cq_b);
+	c.server.sin_family = AF_INET;
+	c.server.sin_addr.s_addr = htonl(0xc0000209); /* 192.0.2.9: nobody */
+	c.server.sin_port = htons(7471);
+	t0 = now_ns();
+	connect_a(&c, NULL, 0);
+	end = t0 + 15 * NS_PER_S;
+	do
+		ret = fi_eq_read(c.eq_a, &event, buf, sizeof(buf), 0);
+	while (ret == -FI_EAGAIN && now_ns() < end);
+	ck_assert_int_eq(ret, -FI_EAVAIL);
+	ck_assert_uint_lt(now_ns() - t0, 10 * NS_PER_S);
+	memset(&err, 0, sizeof(err));
+	ck_assert_int_eq(fi_eq_readerr(c.eq_a, &err, 0), sizeof(err));
+	ck_assert_int_eq(err.err, FI_EHOSTUNREACH);
+	ck_assert_ptr_eq(err.fid, &c.ep_a->fid);
+	close_pair(&c);
+}
+END_TEST
+
 static void setup(void)
 {
 	struct fi_info *hints = fi_allocinfo(), *all, *i;
@@ -664,6 +696,7 @@ int main(void)
 	tcase_add_test(tc, test_getinfo_addresses);
 	tcase_add_test(tc, test_wait_fd);
 	tcase_add_test(tc, test_threads);
+	tcase_add_test(tc, test_unreachable_peer);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_set_fork_status(sr, CK_NOFORK);
