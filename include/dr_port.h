@@ -33,9 +33,9 @@
 /* ---- ARP codec (RFC 826, Ethernet/IPv4 only) ---------------------------- */
 
 #define DR_ARP_HTYPE_ETHER 1
-#define DR_ARP_OP_REQUEST 1
-#define DR_ARP_OP_REPLY 2
-#define DR_ETH_ZLEN 60 /* shortest Ethernet frame, without the FCS */
+#define DR_ARP_OP_REQUEST  1
+#define DR_ARP_OP_REPLY	   2
+#define DR_ETH_ZLEN	   60 /* shortest Ethernet frame, without the FCS */
 /* An ARP frame's meaningful bytes: Ethernet header + ARP body (42). */
 #define DR_ARP_LEN (sizeof(struct dr_eth_hdr) + sizeof(struct dr_arp_hdr))
 
@@ -101,7 +101,7 @@ enum dr_port_param {
 struct dr_port_err {
 	int err;		  /* the negative errno that was returned */
 	enum dr_port_param param; /* what to fix */
-	char msg[320];		  /* one line, no trailing newline */
+	char msg[512];		  /* one line, no trailing newline */
 };
 
 enum dr_port_log_level {
@@ -143,7 +143,11 @@ void dr_port_set_log(dr_port_log_fn fn, void *ctx);
  * returns the same error.  Options that make EAL exit the process (-h,
  * --help, --log-level=help) are refused.  If the application started EAL
  * itself, it is used as it is and extra_args are ignored.  Never exits or
- * aborts; returns 0 or -errno with err filled. */
+ * aborts; returns 0 or -errno with err filled (the message quotes the first
+ * error DPDK logged).  On bad arguments EAL 22.11 still prints its usage on
+ * stdout and "EAL: FATAL: ..." on stderr itself; nothing stops that.  The
+ * runtime directory EAL leaves ($XDG_RUNTIME_DIR/dpdk/droce-<pid> or
+ * /var/run/dpdk/droce-<pid>, empty) is removed. */
 int dr_port_eal_init(const char *extra_args, const char *device, struct dr_port_err *err);
 bool dr_port_eal_running(void);
 
@@ -158,12 +162,12 @@ struct dr_port_arp_params {
 	unsigned queue_len;    /* frames held per peer while resolving */
 	unsigned entries;      /* size of the neighbour table */
 };
-#define DR_PORT_ARP_TRIES 3
-#define DR_PORT_ARP_RETRY_MS 1000
+#define DR_PORT_ARP_TRIES	 3
+#define DR_PORT_ARP_RETRY_MS	 1000
 #define DR_PORT_ARP_REACHABLE_MS 30000
-#define DR_PORT_ARP_FAILED_MS 3000
-#define DR_PORT_ARP_QUEUE_LEN 16
-#define DR_PORT_ARP_ENTRIES 256
+#define DR_PORT_ARP_FAILED_MS	 3000
+#define DR_PORT_ARP_QUEUE_LEN	 16
+#define DR_PORT_ARP_ENTRIES	 256
 
 #define DR_PORT_DEF_MTU 1500
 
@@ -171,19 +175,23 @@ struct dr_port_config {
 	/* The DPDK device:
 	 *  - a vdev: "net_af_packet0,iface=eth0", "net_memif0,role=server,
 	 *    socket=/tmp/droce.sock", "net_tap0,iface=dtap0", "net_pcap0,...",
-	 *    "net_ring0" - hot-plugged at open, removed at close;
+	 *    "net_ring0" - hot-plugged at open, removed at close (one EAL
+	 *    created from --vdev in the EAL arguments is used, and removed
+	 *    at close, the same way);
 	 *  - a PCI address: "0000:03:00.0" (the device must be bound to
 	 *    vfio-pci; EAL must have been started for PCI, see above);
 	 *  - "pair:NAME:0" / "pair:NAME:1": the two ends of an in-process
 	 *    back-to-back link (two rte_rings crossed, net_ring PMD), for
 	 *    tests; NAME is [A-Za-z0-9_-]{1,16}.  See dr_port_open_pair(). */
 	const char *device;
-	uint32_t ip4;	    /* our IPv4 address, host order */
-	unsigned prefix_len; /* 1..32 */
-	uint32_t gateway4;  /* next hop for off-link peers; 0: none */
-	unsigned mtu;	    /* Ethernet (IP) MTU; 0: DR_PORT_DEF_MTU */
-	const uint8_t *mac; /* NULL: the device's (a random locally
-			     * administered one if the device has none) */
+	uint32_t ip4;	       /* our IPv4 address, host order */
+	unsigned prefix_len;   /* 1..32 */
+	uint32_t gateway4;     /* next hop for off-link peers; 0: none */
+	unsigned mtu;	       /* Ethernet (IP) MTU; 0: DR_PORT_DEF_MTU */
+	const uint8_t *mac;    /* NULL: the device's; for a pair end
+				* 02:64:72:hh:hh:0<side> (hh: a hash of NAME);
+				* random, locally administered, for a vdev
+				* that has none */
 	const char *pcap_path; /* capture every frame to this pcapng file */
 	const char *eal_args;  /* for dr_port_eal_init() if EAL is not up */
 	unsigned nb_mbufs;     /* frame pool size; 0: sized from the queues */
@@ -236,7 +244,8 @@ static inline unsigned dr_port_pmtu_of(unsigned mtu)
 
 /* A RoCEv2 frame for us: dr_pkt_parse() accepted it (ICRC included), its
  * destination MAC and IPv4 address are ours.  frame/pkt are valid only
- * during the call.  The callback may send on the port; it must not close it. */
+ * during the call.  The callback may send on the port; it must not poll or
+ * close it. */
 typedef void (*dr_port_rx_fn)(void *ctx, const void *frame, size_t len, const struct dr_pkt *pkt);
 void dr_port_set_rx(struct dr_port *p, dr_port_rx_fn fn, void *ctx);
 
@@ -278,9 +287,9 @@ int dr_port_poll(struct dr_port *p);
  *   - unresolvable (no reply after the tries, for failed_ms): -EHOSTUNREACH;
  *   - off-link with no gateway: -ENETUNREACH.
  * Other returns: -EMSGSIZE (longer than dr_port_max_frame), -EINVAL (not
- * IPv4), -ENOBUFS (no mbuf), -EAGAIN (device queue full: the frame was
- * dropped - RC retransmission recovers it).  A frame is never kept past a
- * failed return. */
+ * IPv4), -ENOBUFS (no mbuf, or the neighbour table is full), -EAGAIN
+ * (device queue full: the frame was dropped - RC retransmission recovers
+ * it).  A frame is never kept past a failed return. */
 int dr_port_send(struct dr_port *p, const void *frame, size_t len);
 
 /* The same for a frame in three pieces, as dr_pkt_build_split() makes them:
@@ -334,26 +343,26 @@ void dr_port_timer_free(struct dr_port_timer *t);
 /* ---- Counters ------------------------------------------------------------------------ */
 
 struct dr_port_stats {
-	uint64_t rx_frames, rx_bytes; /* everything received */
-	uint64_t tx_frames, tx_bytes; /* everything handed to the device */
-	uint64_t rx_roce;	      /* delivered to the rx callback */
-	uint64_t rx_arp, tx_arp;      /* ARP frames in and out */
-	uint64_t rx_dropped;	      /* every frame not delivered nor ARP (sum) */
-	uint64_t rx_not_ours;	      /* destination MAC or IP not ours */
-	uint64_t rx_looped;	      /* our own source MAC (af_packet echo) */
-	uint64_t rx_no_handler;	      /* RoCE frame, no rx callback set */
-	uint64_t rx_too_long;	      /* longer than the port's frame buffer */
+	uint64_t rx_frames, rx_bytes;		 /* everything received */
+	uint64_t tx_frames, tx_bytes;		 /* everything handed to the device */
+	uint64_t rx_roce;			 /* delivered to the rx callback */
+	uint64_t rx_arp, tx_arp;		 /* ARP frames in and out */
+	uint64_t rx_dropped;			 /* every frame not delivered nor ARP (sum) */
+	uint64_t rx_not_ours;			 /* destination MAC or IP not ours */
+	uint64_t rx_looped;			 /* our own source MAC (af_packet echo) */
+	uint64_t rx_no_handler;			 /* RoCE frame, no rx callback set */
+	uint64_t rx_too_long;			 /* longer than the port's frame buffer */
 	uint64_t rx_verdict[DR_PKT_VERDICT_NUM]; /* by dr_pkt_parse verdict */
-	uint64_t rx_arp_bad;	      /* refused by dr_arp_parse */
-	uint64_t rx_arp_ignored;      /* valid ARP not for us */
-	uint64_t tx_dropped;	      /* device queue full */
-	uint64_t tx_nombuf;	      /* frame pool empty */
-	uint64_t loopback;	      /* frames sent to our own address */
-	uint64_t arp_queued;	      /* frames held while resolving */
-	uint64_t arp_queue_dropped;   /* dropped: queue full or peer unreachable */
-	uint64_t arp_resolved;	      /* resolutions that succeeded */
-	uint64_t arp_failed;	      /* resolutions that failed */
-	uint64_t capture_errors;      /* frames the pcapng capture lost */
+	uint64_t rx_arp_bad;			 /* refused by dr_arp_parse */
+	uint64_t rx_arp_ignored;		 /* valid ARP not for us */
+	uint64_t tx_dropped;			 /* device queue full */
+	uint64_t tx_nombuf;			 /* frame pool empty */
+	uint64_t loopback;			 /* frames sent to our own address */
+	uint64_t arp_queued;			 /* frames held while resolving */
+	uint64_t arp_queue_dropped;		 /* dropped: queue full or peer unreachable */
+	uint64_t arp_resolved;			 /* resolutions that succeeded */
+	uint64_t arp_failed;			 /* resolutions that failed */
+	uint64_t capture_errors;		 /* frames the pcapng capture lost */
 };
 
 void dr_port_get_stats(const struct dr_port *p, struct dr_port_stats *s);

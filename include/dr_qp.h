@@ -5,7 +5,9 @@
  *
  * The engine knows neither DPDK nor libfabric.  It talks to the outside
  * through struct dr_qp_ops only: a frame-transmit function, a clock, a
- * timer request and a completion sink.  Frames are built and parsed only
+ * timer request, a completion sink and an optional responder event sink.
+ * Users outside src/qp read a QP only through the accessors below
+ * (dr_qp_state(), dr_qp_sq_free(), ...), never its fields.  Frames are built and parsed only
  * with the wire codec (dr_roce.h).  Behaviour follows IBA vol. 1 ch. 9.7
  * (RC reliability) and ../shared/ROCE-REFERENCE.md section B (rdma_rxe).
  *
@@ -172,14 +174,44 @@ enum dr_wc_opcode {
 };
 
 struct dr_wc {
-	uint64_t wr_id;
+	uint64_t wr_id; /* 0 when no_wqe */
 	enum dr_wc_status status;
 	enum dr_wc_opcode opcode;
-	uint32_t byte_len; /* receives: bytes placed */
+	uint32_t byte_len; /* receives: bytes placed (WRITE_IMM: the RETH length) */
 	bool has_imm;
 	uint32_t imm;	  /* host order */
 	bool solicited;	  /* receives: the last packet had BTH SE set */
+	bool no_wqe;	  /* DR_WC_RECV_WRITE_IMM that took no receive WQE
+			   * (DR_QP_WRITE_IMM_NO_WQE) */
 	uint8_t syndrome; /* AETH syndrome of the NAK that failed it, else 0 */
+};
+
+/* ==== Responder events (struct dr_qp_ops.remote_op) ======================= */
+
+enum dr_remote_op_kind {
+	DR_REMOTE_WRITE,     /* RDMA WRITE, with or without immediate */
+	DR_REMOTE_READ,	     /* RDMA READ */
+	DR_REMOTE_FETCH_ADD, /* ATOMIC FETCH_ADD */
+	DR_REMOTE_CMP_SWAP,  /* ATOMIC CMP_SWAP */
+	DR_REMOTE_OP_NUM
+};
+extern const char *const dr_remote_op_names[DR_REMOTE_OP_NUM];
+
+/* One request the responder executed or refused.  Reported once per
+ * request: a WRITE when its last packet is placed, a READ or an atomic
+ * when executed, any of them when refused with an error NAK (IBA 9.7.5.1,
+ * B.9; the QP then goes to ERROR).  Never for duplicates (B.7: replayed
+ * from the cache or re-ACKed, not executed again), packets out of order
+ * (NAK_SEQ or dropped) or RNR NAKs (retried later).  SENDs are not
+ * reported: they complete receive WQEs instead. */
+struct dr_remote_op {
+	enum dr_remote_op_kind kind;
+	enum dr_wc_status status; /* DR_WC_SUCCESS or the DR_WC_REM_*_ERR of the NAK */
+	uint8_t syndrome;	  /* the NAK's AETH syndrome, else 0 */
+	uint32_t psn;		  /* the packet that finished (or failed) it */
+	uint64_t length;	  /* WRITE/READ: the RETH length (0 if not yet known) */
+	uint64_t compare_add;	  /* FETCH_ADD: the addend; CMP_SWAP: the compare value */
+	uint64_t swap;		  /* CMP_SWAP: the swap value */
 };
 
 /* ==== QP model ========================================================== */
@@ -233,14 +265,29 @@ struct dr_qp;
  * protocol recovers).  now_ns: a monotonic clock.  timer_set: the engine
  * wants dr_qp_tick() called at or after deadline_ns (UINT64_MAX: no timer);
  * optional, dr_qp_deadline_ns() gives the same answer.  complete: one work
- * completion, send or receive, in posting order per queue.  log: optional
- * debug log (state transitions, NAKs). */
+ * completion, send or receive, in posting order per queue.  remote_op:
+ * optional, one responder event (struct dr_remote_op), called after the
+ * request's completions, answer and any flush.  log: optional debug log
+ * (state transitions, NAKs). */
 struct dr_qp_ops {
 	void (*xmit)(void *ctx, struct dr_qp *qp, const void *frame, size_t len);
 	uint64_t (*now_ns)(void *ctx);
 	void (*timer_set)(void *ctx, struct dr_qp *qp, uint64_t deadline_ns);
 	void (*complete)(void *ctx, struct dr_qp *qp, const struct dr_wc *wc);
+	void (*remote_op)(void *ctx, struct dr_qp *qp, const struct dr_remote_op *op);
 	void (*log)(void *ctx, struct dr_qp *qp, const char *msg);
+};
+
+/* QP options, fixed at creation (struct dr_qp_init_attr.flags). */
+enum dr_qp_flags {
+	/* RDMA WRITE with immediate consumes no receive WQE: its last
+	 * packet, once executed, completes on its own as a receive
+	 * (DR_WC_RECV_WRITE_IMM, wc.no_wqe, byte_len the RETH length) and
+	 * never meets an RNR NAK.  Not IBA behaviour (IBA 9.4.3, 9.7.4: it
+	 * takes a WQE like a SEND), for APIs that keep RMA apart from the
+	 * posted receives (libfabric without FI_RX_CQ_DATA).  The peer sees
+	 * no difference on the wire. */
+	DR_QP_WRITE_IMM_NO_WQE = 1u << 0,
 };
 
 struct dr_qp_init_attr {
@@ -250,6 +297,7 @@ struct dr_qp_init_attr {
 	struct dr_mr_table *mrt; /* the protection domain's keys */
 	const struct dr_qp_ops *ops;
 	void *ctx;
+	unsigned flags; /* enum dr_qp_flags */
 };
 
 struct dr_qp_stats {
@@ -318,6 +366,7 @@ struct dr_rd_res {
 struct dr_qp {
 	uint32_t qpn;
 	enum dr_qp_state state;
+	unsigned flags; /* enum dr_qp_flags */
 	struct dr_qp_attr attr;
 	const struct dr_qp_ops *ops;
 	void *ctx;
@@ -394,6 +443,15 @@ void dr_qp_input(struct dr_qp *qp, const struct dr_pkt *pkt);
 void dr_qp_tick(struct dr_qp *qp);
 uint64_t dr_qp_deadline_ns(const struct dr_qp *qp);
 
+/* Read-only views for the layers above (struct dr_qp is the engine's). */
+uint32_t dr_qp_num(const struct dr_qp *qp);
+enum dr_qp_state dr_qp_state(const struct dr_qp *qp);
+/* Work requests dr_qp_post_send / dr_qp_post_recv would take now.  On a
+ * QP with nothing outstanding this is the queue's depth: max_send_wr or
+ * max_recv_wr rounded up to a power of two. */
+uint32_t dr_qp_sq_free(const struct dr_qp *qp);
+uint32_t dr_qp_rq_free(const struct dr_qp *qp);
+
 /* The kernel's rdma_get_udp_sport(): a stable 0xC000..0xFFFF source port
  * from the flow label or, if it is 0, from both QPNs (A.3). */
 uint16_t dr_udp_sport(uint32_t flow_label, uint32_t lqpn, uint32_t rqpn);
@@ -435,6 +493,8 @@ void dr_qp_desc(struct dr_qp *qp, struct dr_pkt_desc *d, uint8_t opcode, uint32_
 void dr_qp_send_frame(struct dr_qp *qp, const struct dr_pkt_desc *d);
 void dr_qp_error(struct dr_qp *qp);
 void dr_qp_complete(struct dr_qp *qp, const struct dr_wc *wc);
+/* The completion status an error NAK's AETH syndrome stands for (B.9). */
+enum dr_wc_status dr_qp_nak_status(uint8_t syndrome);
 /* Copy between an SGE list and a flat buffer, starting at byte off of the
  * list.  The SGEs were checked and turned into local pointers at post time
  * (their lkey is then DR_LKEY_NONE). */

@@ -19,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "dr_port.h"
@@ -27,13 +29,13 @@
 #include "../tools/pcapng.h"
 
 #define IP4(a, b, c, d) ((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (d))
-#define IP_A IP4(192, 0, 2, 1)
-#define IP_B IP4(192, 0, 2, 2)
-#define IP_NOBODY IP4(192, 0, 2, 77)
-#define IP_FAKE IP4(192, 0, 2, 99)
-#define TEST_MTU 4200 /* room for a 4096-byte payload */
-#define MAX_FRAME 9216
-#define DEADLINE_NS 2000000000ull
+#define IP_A		IP4(192, 0, 2, 1)
+#define IP_B		IP4(192, 0, 2, 2)
+#define IP_NOBODY	IP4(192, 0, 2, 77)
+#define IP_FAKE		IP4(192, 0, 2, 99)
+#define TEST_MTU	4200 /* room for a 4096-byte payload */
+#define MAX_FRAME	9216
+#define DEADLINE_NS	2000000000ull
 
 static bool verbose;
 static char last_warning[512];
@@ -51,13 +53,13 @@ static void test_log(void *ctx, enum dr_port_log_level level, const char *msg)
 /* ---- per-port test state -------------------------------------------------- */
 
 struct sink {
-	unsigned rx;			/* RoCE frames delivered */
-	uint8_t frame[MAX_FRAME];	/* the last one */
+	unsigned rx;		  /* RoCE frames delivered */
+	uint8_t frame[MAX_FRAME]; /* the last one */
 	size_t len;
-	unsigned hook_rx, hook_tx;	/* frames seen by the frame hook */
-	uint8_t arp_reply[64];		/* the last ARP reply received */
+	unsigned hook_rx, hook_tx; /* frames seen by the frame hook */
+	uint8_t arp_reply[64];	   /* the last ARP reply received */
 	size_t arp_reply_len;
-	unsigned arp_req_to_nobody;	/* requests we sent for IP_NOBODY */
+	unsigned arp_req_to_nobody; /* requests we sent for IP_NOBODY */
 	unsigned neigh_events;
 	uint32_t neigh_ip;
 	int neigh_status;
@@ -244,10 +246,11 @@ static const struct {
 	size_t len;
 	enum dr_arp_verdict want;
 } arp_parse_vec[] = {
-	{~0u, 0, 60, DR_ARP_OK},
-	{~0u, 0, 42, DR_ARP_OK},		/* no padding: still whole */
-	{~0u, 0, 41, DR_ARP_SHORT},
-	{~0u, 0, 13, DR_ARP_SHORT},
+	/* clang-format off */ /* one case per line */
+	{~0u, 0x00, 60, DR_ARP_OK},
+	{~0u, 0x00, 42, DR_ARP_OK},		/* no padding: still whole */
+	{~0u, 0x00, 41, DR_ARP_SHORT},
+	{~0u, 0x00, 13, DR_ARP_SHORT},
 	{13, 0x00, 60, DR_ARP_NOT_ARP},		/* ethertype 0x0800 */
 	{15, 0x06, 60, DR_ARP_BAD_HTYPE},	/* IEEE 802 (6) */
 	{16, 0x86, 60, DR_ARP_BAD_PTYPE},	/* 0x8600 */
@@ -258,6 +261,7 @@ static const struct {
 	{21, 0x02, 60, DR_ARP_OK},		/* op 2 */
 	{22, 0x03, 60, DR_ARP_BAD_SHA},		/* multicast sender */
 	{22, 0x00, 60, DR_ARP_OK},		/* 00:00:00:00:00:0a is fine */
+	/* clang-format on */
 };
 
 START_TEST(test_arp_parse)
@@ -299,6 +303,70 @@ START_TEST(test_eal_refused_args)
 	ck_assert_int_eq(dr_port_eal_init("--log-level='warning", "pair:x:0", &err), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.msg, "quote"));
 	ck_assert(!dr_port_eal_running());
+}
+END_TEST
+
+/* EAL failing for real: in a child, since EAL starts once per process.
+ * The child checks and exits with the number of the first check that
+ * failed; EAL's usage text (stdout) and "EAL: FATAL" (stderr) go to
+ * /dev/null. */
+static int eal_child(const char *extra)
+{
+	struct dr_port_config a, b;
+	struct dr_port_err err = {0};
+	struct dr_port *pa, *pb;
+	int devnull = open("/dev/null", O_WRONLY);
+
+	dup2(devnull, 1);
+	dup2(devnull, 2);
+	cfg_init(&a, IP_A);
+	cfg_init(&b, IP_B);
+	if (!strcmp(extra, "-m 12")) {
+		/* EAL starts, but the pools do not fit: the message says -m */
+		if (dr_port_eal_init(extra, NULL, &err) != 0)
+			return 1;
+		if (dr_port_open_pair(&a, &b, &pa, &pb, &err) >= 0)
+			return 2;
+		if (err.param != DR_PORT_PARAM_NONE || !strstr(err.msg, "-m in the EAL"))
+			return 3;
+		return 0;
+	}
+	if (dr_port_eal_init(extra, NULL, &err) != -EINVAL)
+		return 4;
+	if (err.param != DR_PORT_PARAM_EAL_ARGS || !strstr(err.msg, "EAL failed to start: EAL: ") ||
+	    !strstr(err.msg, extra))
+		return 5;
+	/* sticky, and what opening a port says too */
+	if (dr_port_eal_init(NULL, NULL, &err) != -EINVAL || err.param != DR_PORT_PARAM_EAL_ARGS)
+		return 6;
+	if (dr_port_open_pair(&a, &b, &pa, &pb, &err) != -EINVAL ||
+	    err.param != DR_PORT_PARAM_EAL_ARGS)
+		return 7;
+	return 0;
+}
+
+static void run_eal_child(const char *extra)
+{
+	pid_t pid;
+	int status;
+
+	ck_assert(!dr_port_eal_running()); /* fork before EAL has threads */
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(eal_child(extra));
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status), "'%s': child died (signal %d)", extra,
+		      WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	ck_assert_msg(WEXITSTATUS(status) == 0, "'%s': check %d failed in the child", extra,
+		      WEXITSTATUS(status));
+}
+
+START_TEST(test_eal_failure)
+{
+	run_eal_child("--no-such-eal-option");
+	run_eal_child("--iova-mode=nonsense");
+	run_eal_child("-m 12");
 }
 END_TEST
 
@@ -510,8 +578,7 @@ END_TEST
 /* ---- RoCE frames across ------------------------------------------------------------------ */
 
 /* A frame from a to b (whose sink is sb) arrives whole. */
-static void check_cross(struct dr_port *a, struct dr_port *b, struct sink *sb,
-			uint32_t payload_len)
+static void check_cross(struct dr_port *a, struct dr_port *b, struct sink *sb, uint32_t payload_len)
 {
 	struct dr_pkt_desc d;
 	uint8_t frame[MAX_FRAME];
@@ -541,7 +608,7 @@ START_TEST(test_roce_cross)
 
 	open_pair(&a, &b, NULL);
 	ck_assert_int_eq(resolve_wait(a, b, IP_B, mac), 0);
-	check_cross(a, b, &sink_b, 0);	  /* 58 bytes: padded to 60 */
+	check_cross(a, b, &sink_b, 0); /* 58 bytes: padded to 60 */
 	check_cross(a, b, &sink_b, 1);
 	check_cross(a, b, &sink_b, 5);
 	check_cross(a, b, &sink_b, 1024);
@@ -598,9 +665,8 @@ static void check_zc(struct dr_port *a, struct dr_port *b, uint32_t payload_len)
 	hlen = dr_pkt_build_split(&d, hdr, sizeof(hdr), trailer, &tlen);
 	ck_assert_int_gt(hlen, 0);
 	ck_assert_int_eq(hlen + payload_len + tlen, len);
-	ck_assert_int_eq(dr_port_send_zc(a, hdr, hlen, pattern, payload_len, trailer, tlen,
-					 zc_done, &z),
-			 0);
+	ck_assert_int_eq(
+	    dr_port_send_zc(a, hdr, hlen, pattern, payload_len, trailer, tlen, zc_done, &z), 0);
 	/* still referenced, not copied: the mbuf waits in the ring */
 	ck_assert_uint_eq(z.calls, 0);
 	poll_until_rx(a, b, &sink_b, before + 1);
@@ -804,8 +870,9 @@ START_TEST(test_capture)
 		ck_assert_uint_eq(tshark_count(tshark, path, NULL), 9);
 		ck_assert_uint_eq(tshark_count(tshark, path, "arp"), 4);
 		ck_assert_uint_eq(tshark_count(tshark, path, "infiniband"), 5);
-		ck_assert_uint_eq(tshark_count(tshark, path, "_ws.malformed || "
-							     "_ws.expert.severity >= error"),
+		ck_assert_uint_eq(tshark_count(tshark, path,
+					       "_ws.malformed || "
+					       "_ws.expert.severity >= error"),
 				  0);
 	}
 	if (!getenv("KEEP_PCAP"))
@@ -858,6 +925,21 @@ START_TEST(test_reopen)
 			dr_port_close(b);
 		}
 	}
+	/* one end re-opened again and again while the other stays */
+	open_named("half", &a, &b);
+	for (int round = 0; round < 12; round++) {
+		struct dr_port_config ca;
+
+		ck_assert_int_eq(resolve_wait(b, a, IP_A, mac), 0);
+		check_cross(b, a, &sink_a, 64 + round);
+		dr_port_close(a);
+		cfg_init(&ca, IP_A);
+		ca.device = "pair:half:0";
+		ck_assert_msg(dr_port_open(&ca, &a, &err) == 0, "%s", err.msg);
+		attach(a, &sink_a);
+	}
+	dr_port_close(a);
+	dr_port_close(b);
 	/* a hot-plugged vdev: created and removed each time */
 	cfg_init(&c, IP_A);
 	c.device = "net_ring0";
@@ -870,6 +952,58 @@ START_TEST(test_reopen)
 		dr_port_close(p);
 	}
 	dr_port_close(NULL);
+}
+END_TEST
+
+/* net_memif, server and client in this process: a real PMD, hot-plugged
+ * and removed.  socket-abstract=no: 22.11's memif leaves an abstract
+ * listening socket bound after close, so a server could not be re-created. */
+START_TEST(test_memif)
+{
+	struct dr_port_config ca, cb;
+	struct dr_port_err err = {0};
+	struct dr_port *a, *b;
+	struct dr_pkt_desc d;
+	struct zc_done z = {0};
+	uint8_t frame[2048], hdr[128], trailer[7], mac[6], mb[6];
+	char path[64], da[160], db[160];
+	unsigned tlen;
+	int len, hlen;
+
+	snprintf(path, sizeof(path), "/tmp/droce-test-%d.sock", (int)getpid());
+	snprintf(da, sizeof(da), "net_memif0,role=server,socket=%s,socket-abstract=no", path);
+	snprintf(db, sizeof(db), "net_memif1,role=client,socket=%s,socket-abstract=no", path);
+	for (int round = 0; round < 2; round++) {
+		cfg_init(&ca, IP_A);
+		cfg_init(&cb, IP_B);
+		ca.device = da;
+		cb.device = db;
+		ca.mtu = cb.mtu = 1500;
+		ca.arp.tries = cb.arp.tries = 50; /* the link comes up asynchronously */
+		ck_assert_msg(dr_port_open(&ca, &a, &err) == 0, "%s", err.msg);
+		ck_assert_msg(dr_port_open(&cb, &b, &err) == 0, "%s", err.msg);
+		attach(a, &sink_a);
+		attach(b, &sink_b);
+		ck_assert_str_eq(dr_port_name(a), "net_memif0");
+		ck_assert_int_eq(resolve_wait(a, b, IP_B, mac), 0);
+		dr_port_mac(b, mb);
+		ck_assert_mem_eq(mac, mb, 6);
+		check_cross(a, b, &sink_b, 1000);
+		check_cross(b, a, &sink_a, 33);
+		/* memif copies into its shared ring: the payload is released
+		 * once the frame is sent, received byte for byte */
+		len = build_send(&d, a, b, pattern, 1400, frame, sizeof(frame));
+		hlen = dr_pkt_build_split(&d, hdr, sizeof(hdr), trailer, &tlen);
+		ck_assert_int_eq(
+		    dr_port_send_zc(a, hdr, hlen, pattern, 1400, trailer, tlen, zc_done, &z), 0);
+		poll_until_rx(a, b, &sink_b, 2);
+		ck_assert_uint_eq(z.calls, round + 1);
+		ck_assert_uint_eq(sink_b.len, len);
+		ck_assert_mem_eq(sink_b.frame, frame, len);
+		dr_port_close(a);
+		dr_port_close(b);
+	}
+	ck_assert_int_ne(access(path, F_OK), 0); /* memif removed it */
 }
 END_TEST
 
@@ -977,6 +1111,7 @@ int main(void)
 	tcase_add_test(tc, test_arp_build);
 	tcase_add_test(tc, test_arp_parse);
 	tcase_add_test(tc, test_eal_refused_args);
+	tcase_add_test(tc, test_eal_failure);
 	tcase_add_test(tc, test_eal_start);
 	tcase_add_test(tc, test_bad_config);
 	tcase_add_test(tc, test_arp_resolve);
@@ -989,6 +1124,7 @@ int main(void)
 	tcase_add_test(tc, test_loopback);
 	tcase_add_test(tc, test_capture);
 	tcase_add_test(tc, test_reopen);
+	tcase_add_test(tc, test_memif);
 	tcase_add_test(tc, test_timers);
 	tcase_add_test(tc, test_foreign_thread);
 	suite_add_tcase(s, tc);

@@ -3,7 +3,9 @@
  * test_qp.c - the RC QP engine over the simulated link (src/qp/simlink.c):
  * PSN arithmetic, MR keys, every operation at the size edges across the
  * PSN wrap, loss/duplication/reordering, remote errors, RNR, a dead link,
- * duplicated atomics, go-back-N details, and wire fidelity (every emitted
+ * duplicated atomics, go-back-N details, WRITE_WITH_IMM without a receive
+ * WQE (DR_QP_WRITE_IMM_NO_WQE), the responder's remote_op events (exactly
+ * once per executed or refused request), and wire fidelity (every emitted
  * frame passes dr_pkt_parse, ICRC included).  Virtual time only.
  */
 #include <check.h>
@@ -26,6 +28,8 @@ struct pair_cfg {
 	uint32_t psn_a, psn_b; /* A's sq_psn (= B's rq_psn), and B's */
 	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
 	uint8_t ord, ird;
+	unsigned qp_flags[2]; /* enum dr_qp_flags of A and B */
+	bool no_rop;	      /* leave ops->remote_op NULL */
 	struct dr_sim_cfg sim;
 };
 
@@ -53,21 +57,65 @@ static struct pair_cfg pair_defaults(void)
 	return c;
 }
 
+/* Every remote_op event of each side, in order (ctx is &sim.end[i]).
+ * Each test runs in its own process, so one global log will do. */
+struct rop_log {
+	struct dr_remote_op *op;
+	size_t n, cap;
+};
+static struct rop_log rops[2];
+
+static void rop_record(void *ctx, struct dr_qp *qp, const struct dr_remote_op *op)
+{
+	struct rop_log *l = &rops[((struct dr_sim_end *)ctx)->idx];
+
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 64;
+		l->op = realloc(l->op, l->cap * sizeof(*l->op));
+		ck_assert_ptr_nonnull(l->op);
+	}
+	l->op[l->n++] = *op;
+}
+
+/* dr_sim_qp_ops with remote_op recorded */
+static struct dr_qp_ops rop_ops;
+
+static void expect_rop(unsigned side, size_t i, enum dr_remote_op_kind kind, enum dr_wc_status st,
+		       uint64_t length)
+{
+	const struct dr_remote_op *r;
+
+	ck_assert_msg(i < rops[side].n, "side %u: %zu remote ops, wanted #%zu", side, rops[side].n,
+		      i);
+	r = &rops[side].op[i];
+	ck_assert_msg(r->kind == kind && r->status == st && r->length == length,
+		      "side %u remote op %zu: %s %s len %llu, expected %s %s len %llu", side, i,
+		      dr_remote_op_names[r->kind], dr_wc_status_names[r->status],
+		      (unsigned long long)r->length, dr_remote_op_names[kind],
+		      dr_wc_status_names[st], (unsigned long long)length);
+}
+
 static void pair_up(struct pair *p, const struct pair_cfg *c)
 {
 	unsigned i;
 
 	memset(p, 0, sizeof(*p));
 	dr_sim_init(&p->sim, &c->sim);
+	rop_ops = dr_sim_qp_ops;
+	rop_ops.remote_op = rop_record;
 	for (i = 0; i < 2; i++) {
 		struct dr_qp_init_attr ia = {
 		    .qpn = i ? QPN_B : QPN_A,
 		    .max_send_wr = 512,
 		    .max_recv_wr = 512,
 		    .mrt = &p->mrt[i],
-		    .ops = &dr_sim_qp_ops,
+		    .ops = c->no_rop ? &dr_sim_qp_ops : &rop_ops,
 		    .ctx = &p->sim.end[i],
+		    .flags = c->qp_flags[i],
 		};
+
+		free(rops[i].op);
+		memset(&rops[i], 0, sizeof(rops[i]));
 		struct dr_qp_attr a = {.state = DR_QPS_INIT};
 
 		ck_assert_int_eq(dr_mr_table_init(&p->mrt[i], 64), 0);
@@ -123,6 +171,8 @@ static void pair_down(struct pair *p)
 	for (i = 0; i < 2; i++) {
 		dr_qp_destroy(p->qp[i]);
 		dr_mr_table_fini(&p->mrt[i]);
+		free(rops[i].op);
+		memset(&rops[i], 0, sizeof(rops[i]));
 	}
 	dr_sim_fini(&p->sim);
 }
@@ -317,9 +367,17 @@ START_TEST(test_qp_states)
 
 	dr_sim_init(&p.sim, &sc);
 	ia.ctx = &p.sim.end[0];
+	ia.flags = 1u << 7; /* no such option */
+	ck_assert_ptr_null(dr_qp_create(&ia));
+	ia.flags = DR_QP_WRITE_IMM_NO_WQE;
 	qp = dr_qp_create(&ia);
 	ck_assert_ptr_nonnull(qp);
 	dr_sim_attach(&p.sim, 0, qp);
+	/* the accessors: number, state, and free slots = the depths */
+	ck_assert_uint_eq(dr_qp_num(qp), 5);
+	ck_assert_int_eq(dr_qp_state(qp), DR_QPS_RESET);
+	ck_assert_uint_eq(dr_qp_sq_free(qp), 4);
+	ck_assert_uint_eq(dr_qp_rq_free(qp), 4);
 	/* RESET -> RTS is not a transition; posting in RESET is refused */
 	ck_assert_int_eq(dr_qp_modify(qp, &a, DR_QP_ATTR_STATE), -EINVAL);
 	p.qp[0] = qp;
@@ -346,6 +404,8 @@ START_TEST(test_qp_states)
 	/* receives may be posted from INIT on; SENDs only in RTS */
 	post_recv(&p, 0, 10, buf, 64);
 	post_recv(&p, 0, 11, buf, 64);
+	ck_assert_uint_eq(dr_qp_rq_free(qp), 2);
+	ck_assert_int_eq(dr_qp_state(qp), DR_QPS_RTR);
 	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_SEND, buf, 8, 0, 0, 0, DR_WR_SIGNALED), -EINVAL);
 	/* to ERROR: every receive flushed, once, in order */
 	a.state = DR_QPS_ERROR;
@@ -354,6 +414,8 @@ START_TEST(test_qp_states)
 	ck_assert_uint_eq(p.sim.end[0].wc[0].wr_id, 10);
 	ck_assert_uint_eq(p.sim.end[0].wc[1].wr_id, 11);
 	ck_assert_int_eq(p.sim.end[0].wc[0].status, DR_WC_WR_FLUSH_ERR);
+	ck_assert_uint_eq(dr_qp_rq_free(qp), 4);
+	ck_assert_int_eq(dr_qp_state(qp), DR_QPS_ERROR);
 	/* in ERROR, new WRs complete at once with a flush */
 	ck_assert_int_eq(post_send(&p, 0, 3, DR_WR_SEND, buf, 8, 0, 0, 0, 0), 0);
 	post_recv(&p, 0, 12, buf, 64);
@@ -468,6 +530,17 @@ START_TEST(test_op_sizes)
 		ck_assert_uint_eq(p.sim.end[0].tx_frames, npkts);
 		ck_assert_uint_eq(p.sim.end[1].tx_frames, (npkts + 63) / 64);
 	}
+	/* the responder reports the RDMA operation once, SENDs never */
+	ck_assert_uint_eq(rops[0].n, 0);
+	if (op == DR_WR_SEND || op == DR_WR_SEND_IMM) {
+		ck_assert_uint_eq(rops[1].n, 0);
+	} else {
+		ck_assert_uint_eq(rops[1].n, 1);
+		expect_rop(1, 0, op == DR_WR_READ ? DR_REMOTE_READ : DR_REMOTE_WRITE, DR_WC_SUCCESS,
+			   len);
+		ck_assert_uint_eq(rops[1].op[0].psn,
+				  dr_psn_add(c.psn_a, op == DR_WR_READ ? 0 : (int32_t)npkts - 1));
+	}
 	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 0);
 	ck_assert_uint_eq(p.qp[0]->comp.psn, dr_psn_add(c.psn_a, (int32_t)npkts));
 	ck_assert_uint_eq(p.qp[1]->resp.psn, dr_psn_add(c.psn_a, (int32_t)npkts));
@@ -526,6 +599,17 @@ START_TEST(test_atomics)
 	ck_assert_uint_eq(res[2], 0x1122334455667788ull);
 	ck_assert_uint_eq(target[1], 0x1122334455667788ull);
 	ck_assert_uint_eq(p.qp[1]->stats.atomics_executed, 3);
+	/* each reported once with its operands (IBA 9.4.5 AtomicETH) */
+	ck_assert_uint_eq(rops[1].n, 3);
+	expect_rop(1, 0, DR_REMOTE_FETCH_ADD, DR_WC_SUCCESS, 0);
+	ck_assert_uint_eq(rops[1].op[0].compare_add, 5);
+	expect_rop(1, 1, DR_REMOTE_CMP_SWAP, DR_WC_SUCCESS, 0);
+	ck_assert_uint_eq(rops[1].op[1].compare_add, 7);
+	ck_assert_uint_eq(rops[1].op[1].swap, 0x1122334455667788ull);
+	expect_rop(1, 2, DR_REMOTE_CMP_SWAP, DR_WC_SUCCESS, 0);
+	ck_assert_uint_eq(rops[1].op[2].compare_add, 8);
+	ck_assert_uint_eq(rops[1].op[2].swap, 1);
+	ck_assert_uint_eq(rops[0].n, 0);
 	pair_down(&p);
 }
 END_TEST
@@ -624,12 +708,29 @@ static enum dr_wr_opcode mix_op(unsigned i)
 	return ops[i % (sizeof(ops) / sizeof(ops[0]))];
 }
 
+static uint32_t mix_len(unsigned i)
+{
+	return mix_sizes[i % (sizeof(mix_sizes) / sizeof(mix_sizes[0]))];
+}
+
+/* Does the peer's WR i take one of our receive WQEs? */
+static bool mix_takes_rwqe(unsigned i, bool imm_no_wqe)
+{
+	enum dr_wr_opcode op = mix_op(i);
+
+	return op == DR_WR_SEND || op == DR_WR_SEND_IMM || (op == DR_WR_WRITE_IMM && !imm_no_wqe);
+}
+
 /* Both sides run a mixed workload at each other at once: A sends MIX_N WRs
  * to B and B MIX_N/4 to A, over a link that drops, duplicates and reorders
- * at the same rate in both directions. */
+ * at the same rate in both directions.  The second half of the runs does
+ * it with DR_QP_WRITE_IMM_NO_WQE on both QPs.  Either way each responder
+ * reports each RDMA and atomic request of its peer exactly once, in order. */
 START_TEST(test_loss_mix)
 {
-	double rate = loss_rates[_i / N_SEEDS];
+	bool imm_no_wqe = _i >= (int)(N_RATES * N_SEEDS);
+	unsigned run = (unsigned)_i % (N_RATES * N_SEEDS);
+	double rate = loss_rates[run / N_SEEDS];
 	struct pair_cfg c = pair_defaults();
 	size_t big = (size_t)MIX_N * MIX_SLOT;
 	uint8_t *src[2], *dst[2];
@@ -638,6 +739,8 @@ START_TEST(test_loss_mix)
 	unsigned side, i, nrecv[2] = {0, 0};
 	struct pair p;
 
+	if (imm_no_wqe)
+		c.qp_flags[0] = c.qp_flags[1] = DR_QP_WRITE_IMM_NO_WQE;
 	c.sim.drop = rate;
 	c.sim.dup = rate;
 	/* soak knobs (not used by make check): DR_QP_NOREORDER=1 turns the
@@ -645,7 +748,7 @@ START_TEST(test_loss_mix)
 	 * DR_QP_VERBOSE=1 prints the fault and recovery counts of each run;
 	 * simlink.c adds DR_SIM_LOG and DR_SIM_TRACE */
 	c.sim.reorder = getenv("DR_QP_NOREORDER") ? 0 : rate;
-	c.sim.seed = loss_seeds[_i % N_SEEDS];
+	c.sim.seed = loss_seeds[run % N_SEEDS];
 	if (getenv("DR_QP_SEED_OFFSET"))
 		c.sim.seed += strtoull(getenv("DR_QP_SEED_OFFSET"), NULL, 0);
 	c.ord = 4;
@@ -670,9 +773,7 @@ START_TEST(test_loss_mix)
 		unsigned n = side ? MIX_N / 4 : MIX_N;
 
 		for (i = 0; i < n; i++) {
-			enum dr_wr_opcode op = mix_op(i);
-
-			if (op == DR_WR_SEND || op == DR_WR_SEND_IMM || op == DR_WR_WRITE_IMM)
+			if (mix_takes_rwqe(i, imm_no_wqe))
 				post_recv(&p, side ^ 1, 1000 + i,
 					  dst[side] + (size_t)i * MIX_SLOT + MIX_SLOT / 2,
 					  MIX_SLOT / 2);
@@ -722,7 +823,8 @@ START_TEST(test_loss_mix)
 
 	/* every WR completed exactly once, in order, successfully */
 	for (side = 0; side < 2; side++) {
-		unsigned n = side ? MIX_N / 4 : MIX_N, ns = 0, nr = 0;
+		unsigned n = side ? MIX_N / 4 : MIX_N, ns = 0, nr = 0, nw = 0, nimm = 0;
+		unsigned npeer = side ? MIX_N : MIX_N / 4;
 		struct dr_sim_end *e = &p.sim.end[side];
 
 		for (i = 0; i < e->nwc; i++) {
@@ -730,16 +832,22 @@ START_TEST(test_loss_mix)
 
 			ck_assert_msg(wc->status == DR_WC_SUCCESS, "side %u wc %u: %s", side, i,
 				      dr_wc_status_names[wc->status]);
-			if (wc->opcode == DR_WC_RECV || wc->opcode == DR_WC_RECV_WRITE_IMM) {
+			if (wc->no_wqe) {
+				/* the peer's WRITE_IMMs, in order, each once */
+				ck_assert(imm_no_wqe);
+				ck_assert_int_eq(wc->opcode, DR_WC_RECV_WRITE_IMM);
+				while (nw < npeer && mix_op(nw) != DR_WR_WRITE_IMM)
+					nw++;
+				ck_assert_uint_lt(nw, npeer);
+				ck_assert(wc->has_imm);
+				ck_assert_uint_eq(wc->imm, nw * 3);
+				ck_assert_uint_eq(wc->byte_len, mix_len(nw));
+				nw++;
+				nimm++;
+			} else if (wc->opcode == DR_WC_RECV || wc->opcode == DR_WC_RECV_WRITE_IMM) {
 				/* receives: the peer's WRs that consume one, in order */
-				while (nr < (side ? MIX_N : MIX_N / 4)) {
-					enum dr_wr_opcode op = mix_op(nr);
-
-					if (op == DR_WR_SEND || op == DR_WR_SEND_IMM ||
-					    op == DR_WR_WRITE_IMM)
-						break;
+				while (nr < npeer && !mix_takes_rwqe(nr, imm_no_wqe))
 					nr++;
-				}
 				ck_assert_uint_eq(wc->wr_id, 1000 + nr);
 				nr++;
 				nrecv[side]++;
@@ -749,6 +857,51 @@ START_TEST(test_loss_mix)
 			}
 		}
 		ck_assert_uint_eq(ns, n);
+		/* every receive used, every WRITE_IMM seen, none twice */
+		for (i = 0; i < npeer; i++) {
+			if (mix_takes_rwqe(i, imm_no_wqe))
+				nrecv[side]--;
+			else if (mix_op(i) == DR_WR_WRITE_IMM)
+				nimm--;
+		}
+		ck_assert_uint_eq(nrecv[side], 0);
+		ck_assert_uint_eq(nimm, 0);
+		ck_assert_uint_eq(dr_qp_rq_free(p.qp[side]), 512);
+	}
+	/* each responder: one event per RDMA or atomic request of its peer,
+	 * in the peer's posting order, whatever was lost or duplicated */
+	for (side = 0; side < 2; side++) {
+		unsigned n = side ? MIX_N / 4 : MIX_N;
+		size_t k = 0;
+
+		for (i = 0; i < n; i++) {
+			enum dr_wr_opcode op = mix_op(i);
+
+			if (dr_wr_is_atomic(op) && side)
+				op = DR_WR_WRITE; /* as posted above */
+			switch (op) {
+			case DR_WR_WRITE:
+			case DR_WR_WRITE_IMM:
+				expect_rop(side ^ 1, k++, DR_REMOTE_WRITE, DR_WC_SUCCESS,
+					   mix_len(i));
+				break;
+			case DR_WR_READ:
+				expect_rop(side ^ 1, k++, DR_REMOTE_READ, DR_WC_SUCCESS,
+					   mix_len(i));
+				break;
+			case DR_WR_FETCH_ADD:
+				expect_rop(side ^ 1, k, DR_REMOTE_FETCH_ADD, DR_WC_SUCCESS, 0);
+				ck_assert_uint_eq(rops[side ^ 1].op[k++].compare_add, i + 1);
+				break;
+			case DR_WR_CMP_SWAP:
+				expect_rop(side ^ 1, k, DR_REMOTE_CMP_SWAP, DR_WC_SUCCESS, 0);
+				ck_assert_uint_eq(rops[side ^ 1].op[k++].swap, i);
+				break;
+			default:
+				break;
+			}
+		}
+		ck_assert_uint_eq(rops[side ^ 1].n, k);
 	}
 	/* byte-exact data */
 	for (side = 0; side < 2; side++) {
@@ -832,6 +985,17 @@ START_TEST(test_remote_errors)
 	    [ERR_NO_PERM] = DR_AETH_NAK_REM_ACCESS,   [ERR_MISALIGNED] = DR_AETH_NAK_INV_REQ,
 	    [ERR_READ_PERM] = DR_AETH_NAK_REM_ACCESS,
 	};
+	static const enum dr_remote_op_kind rop_kind[ERR_NUM] = {
+	    [ERR_BAD_KEY] = DR_REMOTE_WRITE,  [ERR_BOUNDS] = DR_REMOTE_WRITE,
+	    [ERR_NO_PERM] = DR_REMOTE_WRITE,  [ERR_MISALIGNED] = DR_REMOTE_FETCH_ADD,
+	    [ERR_READ_PERM] = DR_REMOTE_READ,
+	};
+	static const uint64_t rop_len[ERR_NUM] = {
+	    [ERR_BAD_KEY] = 100,
+	    [ERR_BOUNDS] = 4000,
+	    [ERR_NO_PERM] = 10,
+	    [ERR_READ_PERM] = 10,
+	};
 	struct pair_cfg c = pair_defaults();
 	static uint8_t src[8192], dst[8192], ro[64];
 	static uint64_t atom[4], res;
@@ -906,6 +1070,15 @@ START_TEST(test_remote_errors)
 	expect_wc(&p.sim.end[1].wc[1], 901, DR_WC_WR_FLUSH_ERR);
 	ck_assert_uint_eq(p.qp[1]->stats.tx_err_naks, 1);
 	ck_assert_uint_eq(atom[0] | atom[1], 0);
+	/* the good WRITE executed, the bad request refused: once each, the
+	 * SENDs behind it never reached execution */
+	ck_assert_uint_eq(rops[1].n, 2);
+	expect_rop(1, 0, DR_REMOTE_WRITE, DR_WC_SUCCESS, 3000);
+	expect_rop(1, 1, rop_kind[_i], want[_i], rop_len[_i]);
+	ck_assert_uint_eq(rops[1].op[1].syndrome, syn[_i]);
+	if (_i == ERR_MISALIGNED)
+		ck_assert_uint_eq(rops[1].op[1].compare_add, 1);
+	ck_assert_uint_eq(rops[0].n, 0);
 	pair_down(&p);
 }
 END_TEST
@@ -1017,6 +1190,9 @@ START_TEST(test_rnr_write_imm)
 	ck_assert(memcmp(src, dst, sizeof(src)) == 0);
 	/* only the LAST packet was resent */
 	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 1);
+	/* the RNR NAK reported nothing; the resent LAST completed the write */
+	ck_assert_uint_eq(rops[1].n, 1);
+	expect_rop(1, 0, DR_REMOTE_WRITE, DR_WC_SUCCESS, sizeof(src));
 	pair_down(&p);
 }
 END_TEST
@@ -1052,6 +1228,7 @@ START_TEST(test_dead_link)
 	ck_assert_uint_eq(p.qp[0]->stats.retries, 3);
 	/* 10 packets + 1 each try */
 	ck_assert_uint_eq(p.sim.end[0].tx_frames, 4 * 11);
+	ck_assert_uint_eq(rops[1].n, 0);
 	pair_down(&p);
 }
 END_TEST
@@ -1120,6 +1297,10 @@ START_TEST(test_dup_atomic)
 	ck_assert_uint_eq(res, 40);
 	if (_i == 1)
 		ck_assert_uint_eq(p.qp[0]->stats.timeouts, 1);
+	/* the replay from the cache is no second event */
+	ck_assert_uint_eq(rops[1].n, 1);
+	expect_rop(1, 0, DR_REMOTE_FETCH_ADD, DR_WC_SUCCESS, 0);
+	ck_assert_uint_eq(rops[1].op[0].compare_add, 2);
 	pair_down(&p);
 }
 END_TEST
@@ -1189,6 +1370,9 @@ START_TEST(test_gbn_partial)
 	for (i = 0; i < 100; i++)
 		ck_assert_msg(g.seen[i] == 1, "psn +%u sent %u times", i, g.seen[i]);
 	ck_assert_uint_eq(g.seen[100], 2);
+	/* the packets behind the gap (NAK_SEQ, then dropped) report nothing */
+	ck_assert_uint_eq(rops[1].n, 1);
+	expect_rop(1, 0, DR_REMOTE_WRITE, DR_WC_SUCCESS, len);
 	pair_down(&p);
 	free(src);
 	free(dst);
@@ -1231,6 +1415,8 @@ START_TEST(test_read_retry_tail)
 	/* 20 responses, then the 5 from PSN +15 again */
 	ck_assert_uint_eq(p.qp[1]->stats.tx_read_rsps, 25);
 	ck_assert_uint_eq(p.qp[1]->stats.rx_dup_reqs, 1);
+	ck_assert_uint_eq(rops[1].n, 1); /* the replayed tail is not a second READ */
+	expect_rop(1, 0, DR_REMOTE_READ, DR_WC_SUCCESS, sizeof(src));
 	pair_down(&p);
 }
 END_TEST
@@ -1298,6 +1484,7 @@ START_TEST(test_dup_send_reack)
 	ck_assert_uint_eq(p.sim.end[0].nwc, 3);
 	for (i = 0; i < 3; i++)
 		expect_wc(&p.sim.end[0].wc[i], i, DR_WC_SUCCESS);
+	ck_assert_uint_eq(rops[1].n, 0); /* SENDs are not remote operations */
 	pair_down(&p);
 }
 END_TEST
@@ -1357,6 +1544,325 @@ START_TEST(test_dup_send_late)
 }
 END_TEST
 
+/* ---- WRITE_WITH_IMM without a receive WQE (DR_QP_WRITE_IMM_NO_WQE) ---------------------- */
+
+#define WIMM_LONG 3000 /* 'L': three packets at PMTU 1024 */
+
+static uint32_t wimm_len(char op)
+{
+	switch (op) {
+	case 'S':
+		return 10;
+	case 'W':
+		return 100;
+	case 'L':
+		return WIMM_LONG;
+	default: /* 'Z' */
+		return 0;
+	}
+}
+
+static bool b_sent_rnr(void *arg)
+{
+	return ((struct pair *)arg)->qp[1]->stats.tx_rnr_naks > 0;
+}
+
+/* A's WRs, one letter each: S a SEND, W a one-packet WRITE_IMM, L a
+ * three-packet one, Z a zero-length one.  B's receive completions, one per
+ * WR of A's in the same order: R the SEND in the next posted receive, J a
+ * WRITE_IMM on the next posted receive (IBA 9.7.4), I a WRITE_IMM on no
+ * WQE (wc.no_wqe). */
+static const struct {
+	bool no_wqe;	 /* DR_QP_WRITE_IMM_NO_WQE on B */
+	bool no_rop;	 /* B without a remote_op callback */
+	unsigned nrecv;	 /* receives B posts before A posts */
+	const char *ops; /* A's WRs */
+	const char *want;
+	bool rnr; /* B NAKs RNR until a receive is posted for the J */
+} wimm_tab[] = {
+    /* the option: no receive needed, none taken, never an RNR */
+    {true, false, 0, "W", "I", false},
+    {true, false, 0, "L", "I", false},
+    {true, false, 0, "Z", "I", false},
+    {true, false, 0, "WLZW", "IIII", false},
+    {true, true, 0, "LW", "II", false},
+    {true, false, 3, "WL", "II", false},
+    {true, false, 2, "SWSL", "RIRI", false},
+    {true, false, 2, "WSLS", "IRIR", false},
+    {true, false, 1, "WWSLW", "IIRII", false},
+    {true, false, 1, "SZ", "RI", false},
+    /* without it, IB: each takes the next receive, RNR when there is none */
+    {false, false, 2, "WS", "JR", false},
+    {false, false, 2, "SL", "RJ", false},
+    {false, false, 3, "LSW", "JRJ", false},
+    {false, false, 0, "W", "J", true},
+    {false, false, 0, "L", "J", true},
+};
+
+START_TEST(test_write_imm_no_wqe)
+{
+	const char *ops = wimm_tab[_i].ops, *want = wimm_tab[_i].want;
+	struct pair_cfg c = pair_defaults();
+	static uint8_t src[8][WIMM_LONG], dst[8][WIMM_LONG + 1], rbuf[8][64];
+	unsigned n = (unsigned)strlen(ops), nrecv = wimm_tab[_i].nrecv, next_recv = 0, nw = 0, i;
+	struct dr_mr *dmr;
+	struct pair p;
+
+	ck_assert_uint_eq(strlen(want), n);
+	c.qp_flags[1] = wimm_tab[_i].no_wqe ? DR_QP_WRITE_IMM_NO_WQE : 0;
+	c.no_rop = wimm_tab[_i].no_rop;
+	pair_up(&p, &c);
+	memset(dst, 0xee, sizeof(dst));
+	memset(rbuf, 0, sizeof(rbuf));
+	dmr = reg(&p, 1, dst, sizeof(dst), DR_ACCESS_REMOTE_WRITE);
+	for (i = 0; i < nrecv; i++)
+		post_recv(&p, 1, 900 + i, rbuf[i], sizeof(rbuf[i]));
+	for (i = 0; i < n; i++) {
+		fill(src[i], sizeof(src[i]), i + 1);
+		ck_assert_int_eq(post_send(&p, 0, i, ops[i] == 'S' ? DR_WR_SEND : DR_WR_WRITE_IMM,
+					   src[i], wimm_len(ops[i]), 0, (uintptr_t)dst[i], dmr->key,
+					   DR_WR_SIGNALED),
+				 0);
+	}
+	if (wimm_tab[_i].rnr) {
+		ck_assert(dr_sim_run(&p.sim, LIMIT_NS, b_sent_rnr, &p));
+		ck_assert_uint_eq(p.sim.end[1].nwc, 0);
+		post_recv(&p, 1, 900 + nrecv, rbuf[nrecv], sizeof(rbuf[nrecv]));
+		nrecv++;
+	}
+	ck_assert(pair_run(&p));
+
+	ck_assert_uint_eq(p.sim.end[0].nwc, n);
+	for (i = 0; i < n; i++)
+		expect_wc(&p.sim.end[0].wc[i], i, DR_WC_SUCCESS);
+	ck_assert_uint_eq(p.sim.end[1].nwc, n);
+	for (i = 0; i < n; i++) {
+		const struct dr_wc *wc = &p.sim.end[1].wc[i];
+		uint32_t len = wimm_len(ops[i]);
+
+		ck_assert_int_eq(wc->status, DR_WC_SUCCESS);
+		ck_assert_int_eq(wc->no_wqe, want[i] == 'I');
+		if (want[i] == 'R') {
+			ck_assert_int_eq(wc->opcode, DR_WC_RECV);
+			ck_assert_uint_eq(wc->wr_id, 900 + next_recv);
+			ck_assert_uint_eq(wc->byte_len, len);
+			ck_assert(memcmp(rbuf[next_recv], src[i], len) == 0);
+			next_recv++;
+			continue;
+		}
+		ck_assert_int_eq(wc->opcode, DR_WC_RECV_WRITE_IMM);
+		ck_assert_uint_eq(wc->wr_id, want[i] == 'J' ? 900 + next_recv++ : 0);
+		ck_assert(wc->has_imm);
+		ck_assert_uint_eq(wc->imm, 0xabc00000u + i);
+		ck_assert_uint_eq(wc->byte_len, len); /* the DMA length */
+		ck_assert(memcmp(dst[i], src[i], len) == 0);
+		ck_assert_uint_eq(dst[i][len], 0xee);
+		if (!c.no_rop)
+			expect_rop(1, nw, DR_REMOTE_WRITE, DR_WC_SUCCESS, len);
+		nw++;
+	}
+	/* a WRITE_IMM's receive takes no data; the ones left are untouched */
+	for (i = 0; i < nrecv; i++)
+		if (i >= next_recv || wimm_len('S') == 0)
+			ck_assert_uint_eq(rbuf[i][0], 0);
+	ck_assert_uint_eq(dr_qp_rq_free(p.qp[1]), 512 - (nrecv - next_recv));
+	ck_assert_uint_eq(p.qp[1]->stats.tx_rnr_naks > 0, wimm_tab[_i].rnr);
+	ck_assert_uint_eq(rops[1].n, c.no_rop ? 0 : nw);
+	ck_assert_uint_eq(rops[0].n, 0);
+	ck_assert_int_eq(p.qp[1]->state, DR_QPS_RTS);
+	pair_down(&p);
+}
+END_TEST
+
+/* Loss and duplication around WRITE_IMM, the option on and off: each write
+ * completes at B once, and is reported once. */
+enum wimm_fault { WF_DUP, WF_DROP_LAST, WF_DROP_ACKS, WF_DELAY_FIRST, WF_NUM };
+
+struct wimm_sched {
+	enum wimm_fault mode;
+	unsigned hits;
+};
+
+static enum dr_sim_action wimm_fault(void *arg, unsigned dir, uint64_t n, const struct dr_pkt *pkt)
+{
+	struct wimm_sched *w = arg;
+	bool imm = pkt->opcode == DR_OP_WRITE_LAST_IMM || pkt->opcode == DR_OP_WRITE_ONLY_IMM;
+
+	switch (w->mode) {
+	case WF_DUP: /* every packet that completes a WRITE_IMM, resends too */
+		if (dir == 0 && imm) {
+			w->hits++;
+			return DR_SIM_DUP;
+		}
+		break;
+	case WF_DROP_LAST: /* the first WRITE_LAST_IMM: a gap, NAK_SEQ, go-back-N */
+		if (dir == 0 && pkt->opcode == DR_OP_WRITE_LAST_IMM && !w->hits) {
+			w->hits++;
+			return DR_SIM_DROP;
+		}
+		break;
+	case WF_DROP_ACKS: /* all four first ACKs: timeout, resend, duplicates */
+		if (dir == 1 && pkt->opcode == DR_OP_ACK && w->hits < 4) {
+			w->hits++;
+			return DR_SIM_DROP;
+		}
+		break;
+	case WF_DELAY_FIRST: /* the WRITE_FIRST overtaken by the rest */
+		if (dir == 0 && n == 0) {
+			w->hits++;
+			return DR_SIM_DELAY;
+		}
+		break;
+	default:
+		break;
+	}
+	return DR_SIM_PASS;
+}
+
+/* _i = fault * 2 + option */
+START_TEST(test_write_imm_faults)
+{
+	static const char ops[] = "LSWW";
+	struct wimm_sched w = {.mode = (enum wimm_fault)(_i / 2)};
+	bool no_wqe = _i % 2;
+	struct pair_cfg c = pair_defaults();
+	static uint8_t src[4][WIMM_LONG], dst[4][WIMM_LONG], rbuf[6][64];
+	unsigned nrecv = no_wqe ? 3 : 6, next_recv = 0, i;
+	struct dr_mr *dmr;
+	struct pair p;
+
+	c.qp_flags[1] = no_wqe ? DR_QP_WRITE_IMM_NO_WQE : 0;
+	c.sim.fault = wimm_fault;
+	c.sim.fault_arg = &w;
+	pair_up(&p, &c);
+	dmr = reg(&p, 1, dst, sizeof(dst), DR_ACCESS_REMOTE_WRITE);
+	/* one receive for each that takes one, and two to spare */
+	for (i = 0; i < nrecv; i++)
+		post_recv(&p, 1, 900 + i, rbuf[i], sizeof(rbuf[i]));
+	for (i = 0; i < 4; i++) {
+		fill(src[i], sizeof(src[i]), i + 40);
+		ck_assert_int_eq(post_send(&p, 0, i, ops[i] == 'S' ? DR_WR_SEND : DR_WR_WRITE_IMM,
+					   src[i], wimm_len(ops[i]), 0, (uintptr_t)dst[i], dmr->key,
+					   DR_WR_SIGNALED),
+				 0);
+	}
+	ck_assert(pair_run(&p));
+
+	ck_assert_uint_gt(w.hits, 0);
+	ck_assert_uint_eq(p.sim.end[0].nwc, 4);
+	for (i = 0; i < 4; i++)
+		expect_wc(&p.sim.end[0].wc[i], i, DR_WC_SUCCESS);
+	ck_assert_uint_eq(p.sim.end[1].nwc, 4);
+	for (i = 0; i < 4; i++) {
+		const struct dr_wc *wc = &p.sim.end[1].wc[i];
+		uint32_t len = wimm_len(ops[i]);
+
+		ck_assert_int_eq(wc->status, DR_WC_SUCCESS);
+		if (ops[i] == 'S') {
+			ck_assert_int_eq(wc->opcode, DR_WC_RECV);
+			ck_assert_uint_eq(wc->wr_id, 900 + next_recv++);
+			continue;
+		}
+		ck_assert_int_eq(wc->opcode, DR_WC_RECV_WRITE_IMM);
+		ck_assert_int_eq(wc->no_wqe, no_wqe);
+		ck_assert_uint_eq(wc->wr_id, no_wqe ? 0 : 900 + next_recv++);
+		ck_assert_uint_eq(wc->imm, 0xabc00000u + i);
+		ck_assert_uint_eq(wc->byte_len, len);
+		ck_assert(memcmp(dst[i], src[i], len) == 0);
+	}
+	ck_assert_uint_eq(dr_qp_rq_free(p.qp[1]), 512 - 2);
+	ck_assert_uint_eq(p.qp[1]->stats.tx_rnr_naks, 0);
+	if (w.mode == WF_DUP || w.mode == WF_DROP_ACKS)
+		ck_assert_uint_gt(p.qp[1]->stats.rx_dup_reqs, 0);
+	else
+		ck_assert_uint_gt(p.qp[1]->stats.tx_seq_naks, 0);
+	ck_assert_uint_eq(rops[1].n, 3);
+	expect_rop(1, 0, DR_REMOTE_WRITE, DR_WC_SUCCESS, WIMM_LONG);
+	expect_rop(1, 1, DR_REMOTE_WRITE, DR_WC_SUCCESS, 100);
+	expect_rop(1, 2, DR_REMOTE_WRITE, DR_WC_SUCCESS, 100);
+	ck_assert_int_eq(p.qp[1]->state, DR_QPS_RTS);
+	pair_down(&p);
+}
+END_TEST
+
+/* A WRITE_IMM refused (bad rkey), the option on and off: B's receives are
+ * flushed, not completed by it; one event with the NAK's status. */
+static const struct {
+	bool no_wqe;
+	unsigned nrecv;
+} wimm_ref_tab[] = {{false, 1}, {true, 1}, {true, 0}};
+
+START_TEST(test_write_imm_refused)
+{
+	struct pair_cfg c = pair_defaults();
+	static uint8_t src[64], dst[64];
+	struct dr_mr *dmr;
+	struct pair p;
+
+	c.qp_flags[1] = wimm_ref_tab[_i].no_wqe ? DR_QP_WRITE_IMM_NO_WQE : 0;
+	pair_up(&p, &c);
+	dmr = reg(&p, 1, dst, sizeof(dst), DR_ACCESS_REMOTE_WRITE);
+	if (wimm_ref_tab[_i].nrecv)
+		post_recv(&p, 1, 900, dst, sizeof(dst));
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_WRITE_IMM, src, 8, 0, (uintptr_t)dst,
+				   dmr->key ^ 0x80000000u, DR_WR_SIGNALED),
+			 0);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.end[0].nwc, 1);
+	expect_wc(&p.sim.end[0].wc[0], 1, DR_WC_REM_ACCESS_ERR);
+	ck_assert_uint_eq(p.qp[1]->stats.tx_rnr_naks, 0);
+	ck_assert_uint_eq(p.sim.end[1].nwc, wimm_ref_tab[_i].nrecv);
+	if (wimm_ref_tab[_i].nrecv) {
+		expect_wc(&p.sim.end[1].wc[0], 900, DR_WC_WR_FLUSH_ERR);
+		ck_assert_int_eq(p.sim.end[1].wc[0].opcode, DR_WC_RECV);
+	}
+	ck_assert_int_eq(p.qp[1]->state, DR_QPS_ERROR);
+	ck_assert_uint_eq(rops[1].n, 1);
+	expect_rop(1, 0, DR_REMOTE_WRITE, DR_WC_REM_ACCESS_ERR, 8);
+	ck_assert_uint_eq(rops[1].op[0].syndrome, DR_AETH_NAK_REM_ACCESS);
+	pair_down(&p);
+}
+END_TEST
+
+/* A READ executed, one response lost, and its region deregistered before
+ * the retry: the replay is refused (NAK remote access, B.7), yet the
+ * request was reported once -- as executed. */
+static bool rsp_dropped(void *arg)
+{
+	return ((struct gbn_sched *)arg)->dropped;
+}
+
+START_TEST(test_read_replay_refused)
+{
+	struct pair_cfg c = pair_defaults();
+	struct gbn_sched g = {0};
+	static uint8_t src[8 * 1024], dst[8 * 1024];
+	struct dr_mr *smr;
+	struct pair p;
+
+	g.drop_psn = dr_psn_add(c.psn_a, 3);
+	c.sim.fault = drop_rsp;
+	c.sim.fault_arg = &g;
+	pair_up(&p, &c);
+	smr = reg(&p, 1, src, sizeof(src), DR_ACCESS_REMOTE_READ);
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_READ, dst, sizeof(dst), 0, (uintptr_t)src,
+				   smr->key, DR_WR_SIGNALED),
+			 0);
+	ck_assert(dr_sim_run(&p.sim, LIMIT_NS, rsp_dropped, &g));
+	ck_assert_uint_eq(rops[1].n, 1);
+	ck_assert_int_eq(dr_mr_dereg(&p.mrt[1], smr->key), 0);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.end[0].nwc, 1);
+	expect_wc(&p.sim.end[0].wc[0], 1, DR_WC_REM_ACCESS_ERR);
+	ck_assert_uint_eq(p.qp[1]->stats.rx_dup_reqs, 1);
+	ck_assert_uint_eq(p.qp[1]->stats.tx_err_naks, 1);
+	ck_assert_int_eq(p.qp[1]->state, DR_QPS_ERROR);
+	ck_assert_uint_eq(rops[1].n, 1);
+	expect_rop(1, 0, DR_REMOTE_READ, DR_WC_SUCCESS, sizeof(src));
+	pair_down(&p);
+}
+END_TEST
+
 /* ---- the window -------------------------------------------------------------------------- */
 
 START_TEST(test_window)
@@ -1411,7 +1917,7 @@ static Suite *qp_suite(void)
 
 	tc = tcase_create("faults");
 	tcase_set_timeout(tc, 120);
-	tcase_add_loop_test(tc, test_loss_mix, 0, (int)(N_RATES * N_SEEDS));
+	tcase_add_loop_test(tc, test_loss_mix, 0, (int)(2 * N_RATES * N_SEEDS));
 	tcase_add_loop_test(tc, test_remote_errors, 0, ERR_NUM);
 	tcase_add_test(tc, test_recv_too_small);
 	tcase_add_test(tc, test_rnr_then_recv);
@@ -1423,6 +1929,19 @@ static Suite *qp_suite(void)
 	tcase_add_test(tc, test_read_retry_tail);
 	tcase_add_test(tc, test_dup_send_reack);
 	tcase_add_test(tc, test_dup_send_late);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("write_imm");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, test_write_imm_no_wqe, 0,
+			    (int)(sizeof(wimm_tab) / sizeof(wimm_tab[0])));
+	tcase_add_loop_test(tc, test_write_imm_faults, 0, 2 * WF_NUM);
+	tcase_add_loop_test(tc, test_write_imm_refused, 0,
+			    (int)(sizeof(wimm_ref_tab) / sizeof(wimm_ref_tab[0])));
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("remote_op");
+	tcase_add_test(tc, test_read_replay_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }

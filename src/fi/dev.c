@@ -139,7 +139,7 @@ static void dev_rx(void *ctx, const void *frame, size_t len, const struct dr_pkt
 		return;
 	}
 	ep = dev->qp_tab[pkt->dqpn & (DR_MAX_EP - 1)];
-	if (!ep || !ep->qp || ep->qp->qpn != pkt->dqpn) {
+	if (!ep || !ep->qp || dr_qp_num(ep->qp) != pkt->dqpn) {
 		dev->rx_dropped_qp++;
 		return;
 	}

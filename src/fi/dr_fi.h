@@ -450,8 +450,10 @@ enum dr_ep_cntr {
 };
 
 /* What a posted send-queue work request reports when the engine completes
- * it: every WR is posted signaled and its wr_id is its SQ index, so this
- * ring runs beside the SQ (ep->txq[wr_id & sq.mask]). */
+ * it: every WR is posted signaled and its wr_id counts the endpoint's
+ * posts, so this ring runs beside the SQ (ep->txq[wr_id & (tx_depth - 1)]);
+ * a slot is reused only once the engine has a free SQ entry, that is once
+ * the WR that held it has completed (completions come in posting order). */
 struct dr_tx_op {
 	void *context;
 	uint64_t cq_flags; /* FI_SEND|FI_MSG, FI_RMA|FI_WRITE, FI_ATOMIC|FI_READ... */
@@ -459,7 +461,7 @@ struct dr_tx_op {
 	bool comp;	   /* a CQ entry on success (errors always have one) */
 };
 
-/* The same for a posted receive (ep->rxq[wr_id & rq.mask]). */
+/* The same for a posted receive (ep->rxq[wr_id & (rx_depth - 1)]). */
 struct dr_rx_op {
 	void *context;
 	bool comp;
@@ -486,10 +488,11 @@ struct dr_ep {
 	/* set at open from fi_info: */
 	bool rx_cq_data;  /* FI_RX_CQ_DATA mode: WRITE_IMM consumes app receives */
 	bool rma_event;	  /* FI_RMA_EVENT: remote counters may be bound */
+	uint32_t tx_depth, rx_depth; /* the QP's queue depths (powers of two) */
 	/* under dev->lock: */
-	struct dr_tx_op *txq; /* beside the SQ, sq.mask + 1 entries */
-	struct dr_rx_op *rxq; /* beside the RQ, rq.mask + 1 entries */
-	bool imm_unconsume;   /* a WRITE_IMM took an app receive (ep.c) */
+	struct dr_tx_op *txq; /* beside the SQ, tx_depth entries */
+	struct dr_rx_op *rxq; /* beside the RQ, rx_depth entries */
+	uint32_t tx_posted, rx_posted; /* WRs posted, free-running: next wr_id */
 	uint64_t atomic_sink; /* where fi_atomic's unwanted fetch lands */
 };
 

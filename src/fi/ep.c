@@ -12,8 +12,9 @@
  * Data transfer: messages here; RMA in rma.c and atomics in atomic.c, all
  * posted through dr_ep_post_send.  Completions of every kind come back
  * through qp_complete, which applies FI_SELECTIVE_COMPLETION and bumps the
- * bound counters; the receive path (dr_ep_input) handles WRITE with
- * immediate without FI_RX_CQ_DATA and the FI_RMA_EVENT counters.
+ * bound counters; the responder's events come back through qp_remote_op,
+ * which feeds the FI_RMA_EVENT counters.  Only dr_qp.h's public calls are
+ * used on the QP: the engine's fields are its own.
  *
  * Every call that touches the QP, the CM or the port holds dev->lock.
  */
@@ -118,7 +119,7 @@ static void push_err(struct dr_cq *cq, void *context, uint64_t flags, const stru
  * first, so a counter waiter finds it there. */
 static void tx_complete(struct dr_ep *ep, const struct dr_wc *wc)
 {
-	const struct dr_tx_op *op = &ep->txq[wc->wr_id & ep->qp->sq.mask];
+	const struct dr_tx_op *op = &ep->txq[wc->wr_id & (ep->tx_depth - 1)];
 	struct dr_cntr *c = ep->cntr[op->cntr];
 
 	if (wc->status != DR_WC_SUCCESS) {
@@ -136,14 +137,17 @@ static void tx_complete(struct dr_ep *ep, const struct dr_wc *wc)
 		dr_cntr_inc(c);
 }
 
-/* wr_id of the internal zero-length receive (see imm_needs_internal_recv);
- * application receives have their RQ index, below 2^32. */
-#define DR_RX_INTERNAL (UINT64_C(1) << 32)
-
+/*
+ * RDMA WRITE with immediate takes a receive WQE at the target (IBA 9.4.3,
+ * 9.7.4).  With FI_RX_CQ_DATA the application agreed to that and posts
+ * receives for it: its context comes back in the entry.  Without it the QP
+ * was created with DR_QP_WRITE_IMM_NO_WQE: the write completes on its own
+ * (wc->no_wqe, no context), never takes a receive the SENDs must find in
+ * posting order, and never waits for one (no RNR).
+ */
 static void rx_complete(struct dr_ep *ep, const struct dr_wc *wc)
 {
-	bool internal = wc->wr_id == DR_RX_INTERNAL;
-	const struct dr_rx_op *op = internal ? NULL : &ep->rxq[wc->wr_id & ep->qp->rq.mask];
+	const struct dr_rx_op *op = wc->no_wqe ? NULL : &ep->rxq[wc->wr_id & (ep->rx_depth - 1)];
 	struct dr_cntr *c = ep->cntr[DR_CNTR_RECV];
 	struct dr_cq_ent e = { .op_context = op ? op->context : NULL };
 
@@ -155,17 +159,10 @@ static void rx_complete(struct dr_ep *ep, const struct dr_wc *wc)
 		e.flags = FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA;
 		e.len = wc->byte_len;
 		e.data = wc->imm;
-		if (!ep->rx_cq_data) {
-			e.op_context = NULL; /* no receive of the application's */
-			if (!internal)
-				ep->imm_unconsume = true;
-		}
 		if (ep->rx_cq)
 			dr_cq_push(ep->rx_cq, &e);
 		return;
 	}
-	if (internal)
-		return; /* the internal receive, flushed with the QP */
 	if (wc->status != DR_WC_SUCCESS) {
 		push_err(ep->rx_cq, e.op_context, FI_RECV | FI_MSG, wc);
 		if (c)
@@ -193,9 +190,46 @@ static void qp_complete(void *ctx, struct dr_qp *qp, const struct dr_wc *wc)
 		tx_complete(ctx, wc);
 }
 
+/*
+ * FI_RMA_EVENT: the responder reports each request it executed or refused
+ * with an error NAK, once (duplicates and out-of-order packets are not
+ * reported), after the request's CQ entries.  fi_endpoint(3) classes:
+ * writes and base atomics -> FI_REMOTE_WRITE; reads, fetching and compare
+ * atomics -> FI_REMOTE_READ.  On the wire fi_atomic(FI_SUM) and
+ * fi_fetch_atomic(FI_SUM) are the same FETCH_ADD: a non-zero addend counts
+ * as a write, an addend of 0 (FI_ATOMIC_READ) as a read; CMP_SWAP
+ * (fi_compare_atomic) as a read.  Without FI_RMA_EVENT no remote counter
+ * can be bound (ep_bind_cntr), so nothing is counted.
+ */
+static void qp_remote_op(void *ctx, struct dr_qp *qp, const struct dr_remote_op *rop)
+{
+	struct dr_ep *ep = ctx;
+	enum dr_ep_cntr which;
+	struct dr_cntr *c;
+
+	switch (rop->kind) {
+	case DR_REMOTE_WRITE:
+		which = DR_CNTR_REMOTE_WRITE;
+		break;
+	case DR_REMOTE_FETCH_ADD:
+		which = rop->compare_add ? DR_CNTR_REMOTE_WRITE : DR_CNTR_REMOTE_READ;
+		break;
+	default: /* READ, CMP_SWAP */
+		which = DR_CNTR_REMOTE_READ;
+		break;
+	}
+	c = ep->cntr[which];
+	if (!c)
+		return;
+	if (rop->status != DR_WC_SUCCESS)
+		dr_cntr_inc_err(c);
+	else
+		dr_cntr_inc(c);
+}
+
 static void qp_log(void *ctx, struct dr_qp *qp, const char *msg)
 {
-	DR_DBG(FI_LOG_EP_DATA, "qp %06x: %s\n", qp->qpn, msg);
+	DR_DBG(FI_LOG_EP_DATA, "qp %06x: %s\n", dr_qp_num(qp), msg);
 }
 
 static const struct dr_qp_ops ep_qp_ops = {
@@ -203,6 +237,7 @@ static const struct dr_qp_ops ep_qp_ops = {
 	.now_ns = qp_now,
 	.timer_set = qp_timer_set,
 	.complete = qp_complete,
+	.remote_op = qp_remote_op,
 	.log = qp_log,
 };
 
@@ -230,7 +265,7 @@ static int qp_go_rts(struct dr_ep *ep, const struct dr_cm_peer *peer, uint32_t f
 	a.path.ttl = 64;
 	/* both sides derive the same UDP source port from the REQ's flow
 	 * label, as rxe does (A.3) */
-	a.path.sport = dr_udp_sport(flow_label, ep->qp->qpn, peer->qpn);
+	a.path.sport = dr_udp_sport(flow_label, dr_qp_num(ep->qp), peer->qpn);
 	ret = dr_qp_modify(ep->qp, &a,
 			   DR_QP_ATTR_STATE | DR_QP_ATTR_DEST_QPN | DR_QP_ATTR_RQ_PSN |
 				   DR_QP_ATTR_PATH_MTU | DR_QP_ATTR_MIN_RNR_TIMER |
@@ -252,8 +287,9 @@ static int qp_go_rts(struct dr_ep *ep, const struct dr_cm_peer *peer, uint32_t f
 static void qp_to_error(struct dr_ep *ep)
 {
 	struct dr_qp_attr a = { .state = DR_QPS_ERROR };
+	enum dr_qp_state st = dr_qp_state(ep->qp);
 
-	if (ep->qp->state != DR_QPS_ERROR && ep->qp->state != DR_QPS_RESET)
+	if (st != DR_QPS_ERROR && st != DR_QPS_RESET)
 		dr_qp_modify(ep->qp, &a, DR_QP_ATTR_STATE);
 }
 
@@ -314,7 +350,7 @@ void dr_ep_cm_event(struct dr_ep *ep, const struct dr_cm_event *ev)
 					(uint8_t)dr_settings_get()->retry_cnt);
 			if (ret) {
 				DR_WARN(FI_LOG_EP_CTRL, "QP %06x: cannot go to RTS (%d)\n",
-					ep->qp->qpn, ret);
+					dr_qp_num(ep->qp), ret);
 				ep->state = DR_EP_ERROR;
 				dr_cm_disconnect(ev->id);
 				push_error(ep, FI_EIO, 0, NULL, 0);
@@ -358,99 +394,15 @@ void dr_ep_cm_event(struct dr_ep *ep, const struct dr_cm_event *ev)
 
 /* ---- receive path ----------------------------------------------------------- */
 
-/*
- * RDMA WRITE with immediate consumes a receive WQE at the target (IBA
- * 9.4.3, 9.7.4).  With FI_RX_CQ_DATA the application agreed to that and
- * posts receives for it (its context comes back in the entry).  Without it
- * droce keeps WRITE_IMM away from the application's receives, which SENDs
- * must find in posting order:
- *  - if no receive is posted, an internal zero-length one (wr_id
- *    DR_RX_INTERNAL) is posted just before the packet that will take it,
- *    so the write never meets an RNR NAK;
- *  - if the engine took the application's oldest receive, it is handed
- *    back (rq.tail - 1): nothing was placed in it (a WRITE_IMM writes
- *    through its RETH) and its slot stays intact until posted over.
- * This leans on the engine (resp.c): only WRITE_LAST_IMM / WRITE_ONLY_IMM
- * take a WQE, at the expected PSN, and the WQE is then either consumed or,
- * if the request fails, flushed with the QP -- never left for a SEND.
- */
-static bool imm_needs_internal_recv(const struct dr_ep *ep, const struct dr_pkt *pkt)
-{
-	const struct dr_qp *qp = ep->qp;
-
-	return !ep->rx_cq_data &&
-	       (pkt->opcode == DR_OP_WRITE_LAST_IMM || pkt->opcode == DR_OP_WRITE_ONLY_IMM) &&
-	       qp->rq.head == qp->rq.tail && (qp->state == DR_QPS_RTR || qp->state == DR_QPS_RTS) &&
-	       dr_psn_diff(pkt->psn, qp->resp.psn) == 0;
-}
-
-/*
- * FI_RMA_EVENT: droce's responder sees every request, so the target can
- * count remote operations.  One is counted when the responder executed it
- * (its MSN moved: duplicates and out-of-order packets do not count), or as
- * an error when it NAKed it.  fi_endpoint(3) classes: writes and base
- * atomics -> FI_REMOTE_WRITE; reads, fetching and compare atomics ->
- * FI_REMOTE_READ.  On the wire fi_atomic(FI_SUM) and fi_fetch_atomic(FI_SUM)
- * are the same FETCH_ADD: a non-zero addend counts as a write, an addend of
- * 0 (FI_ATOMIC_READ) as a read; CMP_SWAP (fi_compare_atomic) as a read.
- */
-static void rma_event(struct dr_ep *ep, const struct dr_pkt *pkt, uint32_t msn, uint64_t naks)
-{
-	enum dr_ep_cntr which;
-	struct dr_cntr *c;
-
-	switch (pkt->opcode) {
-	case DR_OP_WRITE_FIRST:
-	case DR_OP_WRITE_MIDDLE:
-	case DR_OP_WRITE_LAST:
-	case DR_OP_WRITE_LAST_IMM:
-	case DR_OP_WRITE_ONLY:
-	case DR_OP_WRITE_ONLY_IMM:
-		which = DR_CNTR_REMOTE_WRITE;
-		break;
-	case DR_OP_READ_REQ:
-	case DR_OP_CMP_SWAP:
-		which = DR_CNTR_REMOTE_READ;
-		break;
-	case DR_OP_FETCH_ADD:
-		which = dr_pkt_atmeth(pkt)->swap_add ? DR_CNTR_REMOTE_WRITE : DR_CNTR_REMOTE_READ;
-		break;
-	default:
-		return;
-	}
-	c = ep->cntr[which];
-	if (!c)
-		return;
-	if (ep->qp->stats.tx_err_naks != naks)
-		dr_cntr_inc_err(c);
-	else if (ep->qp->resp.msn != msn)
-		dr_cntr_inc(c);
-}
-
 void dr_ep_input(struct dr_ep *ep, const struct dr_pkt *pkt)
 {
-	struct dr_qp *qp = ep->qp;
-	uint32_t msn = qp->resp.msn;
-	uint64_t naks = qp->stats.tx_err_naks;
-
 	/* rxe_recv.c check_addr: only the connected peer's address */
 	if (pkt->ip4->saddr != ep->dst.sin_addr.s_addr)
 		return;
 	/* IBA 12.9.6: data before the RTU establishes the connection */
 	if (ep->state == DR_EP_ACCEPTING)
 		dr_cm_established(ep->cm_id);
-	if (imm_needs_internal_recv(ep, pkt)) {
-		struct dr_recv_wr wr = { .wr_id = DR_RX_INTERNAL };
-
-		dr_qp_post_recv(qp, &wr);
-	}
-	ep->imm_unconsume = false;
-	dr_qp_input(qp, pkt);
-	if (ep->imm_unconsume && qp->state != DR_QPS_ERROR)
-		qp->rq.tail--;
-	ep->imm_unconsume = false;
-	if (ep->rma_event)
-		rma_event(ep, pkt, msn, naks);
+	dr_qp_input(ep->qp, pkt);
 }
 
 static int ep_enable_locked(struct dr_ep *ep)
@@ -511,7 +463,7 @@ static int ep_connect(struct fid_ep *fep, const void *addr, const void *param, s
 	if (paramlen)
 		memcpy(priv + 1, param, paramlen);
 	memset(&cp, 0, sizeof(cp));
-	cp.qpn = ep->qp->qpn;
+	cp.qpn = dr_qp_num(ep->qp);
 	cp.start_psn = ep->start_psn;
 	cp.responder_resources = DR_IRD;
 	cp.initiator_depth = DR_ORD;
@@ -524,7 +476,15 @@ static int ep_connect(struct fid_ep *fep, const void *addr, const void *param, s
 	ret = dr_cm_connect(&dev->cm, ntohl(sin->sin_addr.s_addr), ntohs(sin->sin_port),
 			    ntohs(ep->src.sin_port), &cp, ep, &ep->cm_id);
 	if (ret) {
-		ret = -FI_ENOMEM;
+		/* the REQ could not leave: no route (off-link, no gateway) or
+		 * ARP already knows the peer does not answer */
+		if (ret == -ENETUNREACH || ret == -EHOSTUNREACH)
+			DR_WARN(FI_LOG_EP_CTRL, "fi_connect: %s is %s from %s/%u\n",
+				inet_ntoa(sin->sin_addr),
+				ret == -ENETUNREACH ? "not on the subnet (no gateway)" :
+						      "not answering ARP",
+				dev->cfg.name, dev->cfg.prefix);
+		ret = ret == -ENOMEM ? -FI_ENOMEM : ret; /* FI_E* are errno values */
 		goto out_unlock;
 	}
 	ep->state = DR_EP_CONNECTING;
@@ -581,7 +541,7 @@ static int ep_accept(struct fid_ep *fep, const void *param, size_t paramlen)
 	if (paramlen)
 		memcpy(priv + 1, param, paramlen);
 	memset(&cp, 0, sizeof(cp));
-	cp.qpn = ep->qp->qpn;
+	cp.qpn = dr_qp_num(ep->qp);
 	cp.start_psn = ep->start_psn;
 	/* the passive side swaps the REQ's depths (cm.c cm_req_handler) */
 	cp.responder_resources = peer->initiator_depth < DR_IRD ? peer->initiator_depth : DR_IRD;
@@ -755,7 +715,6 @@ static bool wr_carries_data(enum dr_wr_opcode op)
 ssize_t dr_ep_post_send(struct dr_ep *ep, struct dr_send_wr *wr, const struct dr_tx_op *op,
 			uint64_t flags)
 {
-	struct dr_qp *qp = ep->qp;
 	ssize_t ret;
 
 	wr->flags = DR_WR_SIGNALED; /* always: counters count every WR */
@@ -779,12 +738,15 @@ ssize_t dr_ep_post_send(struct dr_ep *ep, struct dr_send_wr *wr, const struct dr
 		DR_WARN(FI_LOG_EP_DATA, "%s: the endpoint is not connected\n",
 			dr_wr_opcode_names[wr->opcode]);
 		ret = -FI_EOPBADSTATE;
-	} else if (qp->sq.head - qp->sq.tail > qp->sq.mask) {
+	} else if (!dr_qp_sq_free(ep->qp)) {
 		ret = -FI_EAGAIN; /* before its txq slot is overwritten */
 	} else {
-		wr->wr_id = qp->sq.head;
-		ep->txq[qp->sq.head & qp->sq.mask] = *op;
-		ret = post_errno(dr_qp_post_send(qp, wr));
+		/* the slot is filled first: in ERROR the post completes at once */
+		wr->wr_id = ep->tx_posted;
+		ep->txq[ep->tx_posted & (ep->tx_depth - 1)] = *op;
+		ret = post_errno(dr_qp_post_send(ep->qp, wr));
+		if (!ret)
+			ep->tx_posted++;
 	}
 	pthread_mutex_unlock(&ep->dev->lock);
 	if (ret == -FI_EAGAIN)
@@ -824,7 +786,6 @@ static ssize_t ep_post_recv(struct dr_ep *ep, const struct iovec *iov, size_t co
 			    void *context, uint64_t flags)
 {
 	struct dr_sge sge[DR_MAX_IOV];
-	struct dr_qp *qp = ep->qp;
 	struct dr_recv_wr wr;
 	uint64_t len;
 	ssize_t ret;
@@ -837,15 +798,17 @@ static ssize_t ep_post_recv(struct dr_ep *ep, const struct iovec *iov, size_t co
 	pthread_mutex_lock(&ep->dev->lock);
 	if (!ep->enabled) {
 		ret = -FI_EOPBADSTATE;
-	} else if (qp->rq.head - qp->rq.tail > qp->rq.mask) {
+	} else if (!dr_qp_rq_free(ep->qp)) {
 		ret = -FI_EAGAIN;
 	} else {
-		wr.wr_id = qp->rq.head;
-		ep->rxq[qp->rq.head & qp->rq.mask] = (struct dr_rx_op){
+		wr.wr_id = ep->rx_posted;
+		ep->rxq[ep->rx_posted & (ep->rx_depth - 1)] = (struct dr_rx_op){
 			.context = context,
 			.comp = !ep->rx_selective || (flags & FI_COMPLETION),
 		};
-		ret = post_errno(dr_qp_post_recv(qp, &wr));
+		ret = post_errno(dr_qp_post_recv(ep->qp, &wr));
+		if (!ret)
+			ep->rx_posted++;
 	}
 	pthread_mutex_unlock(&ep->dev->lock);
 	if (ret == -FI_EAGAIN)
@@ -971,8 +934,8 @@ static int ep_close(struct fid *fid)
 		dr_cm_release(ep->connreq->id);
 		free(ep->connreq);
 	}
-	if (dev->qp_tab[ep->qp->qpn & (DR_MAX_EP - 1)] == ep)
-		dev->qp_tab[ep->qp->qpn & (DR_MAX_EP - 1)] = NULL;
+	if (dev->qp_tab[dr_qp_num(ep->qp) & (DR_MAX_EP - 1)] == ep)
+		dev->qp_tab[dr_qp_num(ep->qp) & (DR_MAX_EP - 1)] = NULL;
 	dr_qp_destroy(ep->qp);
 	if (ep->qp_timer)
 		dr_port_timer_free(ep->qp_timer);
@@ -1185,7 +1148,7 @@ static ssize_t ep_tx_size_left(struct fid_ep *fep)
 	ssize_t n;
 
 	pthread_mutex_lock(&ep->dev->lock);
-	n = (ssize_t)(ep->qp->sq.mask + 1) - (ssize_t)(ep->qp->sq.head - ep->qp->sq.tail);
+	n = (ssize_t)dr_qp_sq_free(ep->qp);
 	pthread_mutex_unlock(&ep->dev->lock);
 	return n;
 }
@@ -1196,7 +1159,7 @@ static ssize_t ep_rx_size_left(struct fid_ep *fep)
 	ssize_t n;
 
 	pthread_mutex_lock(&ep->dev->lock);
-	n = (ssize_t)(ep->qp->rq.mask + 1) - (ssize_t)(ep->qp->rq.head - ep->qp->rq.tail);
+	n = (ssize_t)dr_qp_rq_free(ep->qp);
 	pthread_mutex_unlock(&ep->dev->lock);
 	return n;
 }
@@ -1227,7 +1190,7 @@ int dr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **
 {
 	struct dr_domain *dom = dr_domain_of(domain);
 	struct dr_dev *dev = dom->dev;
-	struct dr_qp_init_attr ia;
+	struct dr_qp_init_attr ia = { 0 };
 	struct dr_ep *ep;
 	uint32_t slot = 0;
 	uint64_t caps;
@@ -1287,11 +1250,16 @@ int dr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **
 	ia.mrt = &dev->mrt;
 	ia.ops = &ep_qp_ops;
 	ia.ctx = ep;
+	/* without FI_RX_CQ_DATA, writes with CQ data leave the receives alone */
+	ia.flags = ep->rx_cq_data ? 0 : DR_QP_WRITE_IMM_NO_WQE;
 	ep->qp = dr_qp_create(&ia);
 	ep->qp_timer = ep->qp ? dr_port_timer_new(dev->port, qp_timer_fire, ep) : NULL;
 	if (ep->qp) {
-		ep->txq = calloc(ep->qp->sq.mask + 1, sizeof(*ep->txq));
-		ep->rxq = calloc(ep->qp->rq.mask + 1, sizeof(*ep->rxq));
+		/* nothing posted yet: the free slots are the queue depths */
+		ep->tx_depth = dr_qp_sq_free(ep->qp);
+		ep->rx_depth = dr_qp_rq_free(ep->qp);
+		ep->txq = calloc(ep->tx_depth, sizeof(*ep->txq));
+		ep->rxq = calloc(ep->rx_depth, sizeof(*ep->rxq));
 	}
 	if (!ep->qp || !ep->qp_timer || !ep->txq || !ep->rxq) {
 		if (ep->qp_timer)

@@ -310,17 +310,7 @@ static enum dr_comp_state dr_comp_nak(struct dr_qp *qp, struct dr_comp_ctx *c)
 		return DR_COMP_RETRY;
 	}
 	qp->stats.rx_err_naks++;
-	switch (s) {
-	case DR_AETH_NAK_INV_REQ:
-		c->status = DR_WC_REM_INV_REQ_ERR;
-		break;
-	case DR_AETH_NAK_REM_ACCESS:
-		c->status = DR_WC_REM_ACCESS_ERR;
-		break;
-	default: /* remote operational error, and codes we do not know (B.9) */
-		c->status = DR_WC_REM_OP_ERR;
-		break;
-	}
+	c->status = dr_qp_nak_status(s);
 	return DR_COMP_ERROR;
 }
 

@@ -41,6 +41,13 @@ const char *const dr_wc_status_names[DR_WC_STATUS_NUM] = {
     [DR_WC_RNR_RETRY_EXC_ERR] = "RNR retry counter exceeded",
 };
 
+const char *const dr_remote_op_names[DR_REMOTE_OP_NUM] = {
+    [DR_REMOTE_WRITE] = "RDMA_WRITE",
+    [DR_REMOTE_READ] = "RDMA_READ",
+    [DR_REMOTE_FETCH_ADD] = "ATOMIC_FETCH_ADD",
+    [DR_REMOTE_CMP_SWAP] = "ATOMIC_CMP_SWAP",
+};
+
 /* ---- small services ------------------------------------------------------ */
 
 void dr_qp_log(struct dr_qp *qp, const char *fmt, ...)
@@ -110,6 +117,27 @@ void dr_qp_timer_update(struct dr_qp *qp)
 uint64_t dr_qp_deadline_ns(const struct dr_qp *qp)
 {
 	return qp->deadline_ns;
+}
+
+uint32_t dr_qp_num(const struct dr_qp *qp)
+{
+	return qp->qpn;
+}
+
+enum dr_qp_state dr_qp_state(const struct dr_qp *qp)
+{
+	return qp->state;
+}
+
+/* head - tail never exceeds mask + 1 (the post functions refuse) */
+uint32_t dr_qp_sq_free(const struct dr_qp *qp)
+{
+	return qp->sq.mask + 1 - (qp->sq.head - qp->sq.tail);
+}
+
+uint32_t dr_qp_rq_free(const struct dr_qp *qp)
+{
+	return qp->rq.mask + 1 - (qp->rq.head - qp->rq.tail);
 }
 
 void dr_qp_tick(struct dr_qp *qp)
@@ -247,6 +275,18 @@ void dr_qp_complete(struct dr_qp *qp, const struct dr_wc *wc)
 	qp->ops->complete(qp->ctx, qp, wc);
 }
 
+enum dr_wc_status dr_qp_nak_status(uint8_t syndrome)
+{
+	switch (syndrome) {
+	case DR_AETH_NAK_INV_REQ:
+		return DR_WC_REM_INV_REQ_ERR;
+	case DR_AETH_NAK_REM_ACCESS:
+		return DR_WC_REM_ACCESS_ERR;
+	default: /* remote operational error, and codes we do not know (B.9) */
+		return DR_WC_REM_OP_ERR;
+	}
+}
+
 static enum dr_wc_opcode dr_wc_opcode_of(enum dr_wr_opcode op)
 {
 	static const enum dr_wc_opcode map[DR_WR_NUM] = {
@@ -324,8 +364,9 @@ struct dr_qp *dr_qp_create(const struct dr_qp_init_attr *ia)
 	uint32_t ns, nr;
 
 	if (!ia->ops || !ia->ops->xmit || !ia->ops->now_ns || !ia->ops->complete || ia->qpn == 0 ||
-	    ia->qpn > DR_QPN_MASK || !ia->max_send_wr || !ia->max_recv_wr ||
-	    ia->max_send_wr > (1u << 16) || ia->max_recv_wr > (1u << 16))
+	    (ia->flags & ~(unsigned)DR_QP_WRITE_IMM_NO_WQE) || ia->qpn > DR_QPN_MASK ||
+	    !ia->max_send_wr || !ia->max_recv_wr || ia->max_send_wr > (1u << 16) ||
+	    ia->max_recv_wr > (1u << 16))
 		return NULL;
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
@@ -346,6 +387,7 @@ struct dr_qp *dr_qp_create(const struct dr_qp_init_attr *ia)
 	qp->ops = ia->ops;
 	qp->ctx = ia->ctx;
 	qp->mrt = ia->mrt;
+	qp->flags = ia->flags;
 	qp->state = DR_QPS_RESET;
 	qp->deadline_ns = UINT64_MAX;
 	return qp;

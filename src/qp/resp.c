@@ -8,6 +8,11 @@
  * key), then execution, completion and acknowledgement.  Every refusal is
  * one exit: NAK_SEQ (ahead of the expected PSN), DUPLICATE (behind it),
  * RNR (no receive WQE) or ERROR (a NAK and the QP to ERROR).
+ *
+ * An RDMA or atomic request that executes (a WRITE: its last packet) or is
+ * refused with an error NAK is reported once through ops->remote_op, when
+ * the packet has been dealt with entirely; duplicates, replays, sequence
+ * NAKs and RNR NAKs are not.
  */
 #include <string.h>
 
@@ -54,6 +59,9 @@ struct dr_resp_ctx {
 	uint8_t *ptr;		   /* CHECK_RKEY: the local target */
 	uint64_t va;
 	uint32_t rkey, len;
+	bool replay;  /* DUPLICATE: a request executed before */
+	bool rop_due; /* rop is to be reported (ops->remote_op) */
+	struct dr_remote_op rop;
 };
 
 /* ---- opcode classes ------------------------------------------------------- */
@@ -89,11 +97,32 @@ static bool dr_op_ends(uint8_t op)
 	return dr_op_only(op) || op == DR_OP_SEND_LAST || op == DR_OP_SEND_LAST_IMM ||
 	       op == DR_OP_WRITE_LAST || op == DR_OP_WRITE_LAST_IMM;
 }
-/* consumes a receive WQE with this packet (IBA 9.4.3, 9.7.4) */
-static bool dr_op_takes_rwqe(uint8_t op)
+static bool dr_op_is_write_imm(uint8_t op)
 {
-	return op == DR_OP_SEND_FIRST || op == DR_OP_SEND_ONLY || op == DR_OP_SEND_ONLY_IMM ||
-	       op == DR_OP_WRITE_LAST_IMM || op == DR_OP_WRITE_ONLY_IMM;
+	return op == DR_OP_WRITE_LAST_IMM || op == DR_OP_WRITE_ONLY_IMM;
+}
+/* consumes a receive WQE with this packet (IBA 9.4.3, 9.7.4), unless the
+ * QP keeps WRITE_WITH_IMMEDIATE off its receive queue */
+static bool dr_resp_takes_rwqe(const struct dr_qp *qp, uint8_t op)
+{
+	if (dr_op_is_write_imm(op))
+		return !(qp->flags & DR_QP_WRITE_IMM_NO_WQE);
+	return op == DR_OP_SEND_FIRST || op == DR_OP_SEND_ONLY || op == DR_OP_SEND_ONLY_IMM;
+}
+/* the remote operation an opcode belongs to; false for SENDs */
+static bool dr_op_remote_kind(uint8_t op, enum dr_remote_op_kind *kind)
+{
+	if (dr_op_is_write(op))
+		*kind = DR_REMOTE_WRITE;
+	else if (op == DR_OP_READ_REQ)
+		*kind = DR_REMOTE_READ;
+	else if (op == DR_OP_FETCH_ADD)
+		*kind = DR_REMOTE_FETCH_ADD;
+	else if (op == DR_OP_CMP_SWAP)
+		*kind = DR_REMOTE_CMP_SWAP;
+	else
+		return false;
+	return true;
 }
 
 /* ---- answers ------------------------------------------------------------------ */
@@ -164,6 +193,34 @@ static struct dr_rd_res *dr_resp_res_next(struct dr_qp *qp)
 	qp->resp.res_next = (qp->resp.res_next + 1) % qp->resp.nres;
 	memset(r, 0, sizeof(*r));
 	return r;
+}
+
+/* Note the request's outcome for ops->remote_op (called by dr_resp_input
+ * once the packet is dealt with).  status: DR_WC_SUCCESS, else the NAK's. */
+static void dr_resp_note_remote_op(struct dr_qp *qp, struct dr_resp_ctx *c,
+				   enum dr_wc_status status)
+{
+	const struct dr_reth *reth = dr_pkt_reth(c->pkt);
+	struct dr_remote_op *r = &c->rop;
+
+	if (!dr_op_remote_kind(c->op, &r->kind))
+		return;
+	c->rop_due = true;
+	r->status = status;
+	r->syndrome = status == DR_WC_SUCCESS ? 0 : c->nak;
+	r->psn = c->pkt->psn;
+	if (reth)
+		r->length = ntohl(reth->len);
+	else if (r->kind == DR_REMOTE_WRITE &&
+		 (status == DR_WC_SUCCESS || qp->resp.in == DR_RESP_IN_WRITE))
+		r->length = qp->resp.wr_len; /* a WRITE's MIDDLE or LAST */
+	if (r->kind == DR_REMOTE_FETCH_ADD || r->kind == DR_REMOTE_CMP_SWAP) {
+		const struct dr_atmeth *a = dr_pkt_atmeth(c->pkt);
+
+		/* IBA 9.4.5: FETCH_ADD's addend travels in the swap/add field */
+		r->compare_add = be64toh(r->kind == DR_REMOTE_FETCH_ADD ? a->swap_add : a->cmp);
+		r->swap = r->kind == DR_REMOTE_CMP_SWAP ? be64toh(a->swap_add) : 0;
+	}
 }
 
 /* ---- states ---------------------------------------------------------------------- */
@@ -254,7 +311,7 @@ static enum dr_resp_state dr_resp_check_resource(struct dr_qp *qp, struct dr_res
 {
 	uint8_t op = c->op;
 
-	if (dr_op_takes_rwqe(op) && qp->rq.tail == qp->rq.head)
+	if (dr_resp_takes_rwqe(qp, op) && qp->rq.tail == qp->rq.head)
 		return DR_RESP_RNR;
 	if ((op == DR_OP_READ_REQ || dr_op_is_atomic(op)) && qp->resp.nres == 0) {
 		/* B.7: max_dest_rd_atomic == 0 -> invalid request */
@@ -307,6 +364,7 @@ static enum dr_resp_state dr_resp_execute_read(struct dr_qp *qp, struct dr_resp_
 	qp->resp.psn = dr_psn_add(psn, (int32_t)n);
 	qp->resp.msn = (qp->resp.msn + 1) & 0xffffff;
 	dr_resp_read_reply(qp, psn, c->ptr, c->len);
+	dr_resp_note_remote_op(qp, c, DR_WC_SUCCESS);
 	return DR_RESP_DONE;
 }
 
@@ -334,6 +392,7 @@ static enum dr_resp_state dr_resp_execute_atomic(struct dr_qp *qp, struct dr_res
 	qp->resp.psn = dr_psn_add(c->pkt->psn, 1);
 	qp->resp.msn = (qp->resp.msn + 1) & 0xffffff;
 	dr_resp_atomic_reply(qp, c->pkt->psn, orig);
+	dr_resp_note_remote_op(qp, c, DR_WC_SUCCESS);
 	return DR_RESP_DONE;
 }
 
@@ -379,10 +438,8 @@ static enum dr_resp_state dr_resp_execute(struct dr_qp *qp, struct dr_resp_ctx *
 		qp->resp.wr_resid -= pkt->payload_len;
 	}
 	qp->resp.in = dr_op_ends(op) ? DR_RESP_IN_NONE : DR_RESP_IN_WRITE;
-	if (op == DR_OP_WRITE_LAST_IMM || op == DR_OP_WRITE_ONLY_IMM) {
-		qp->resp.rwqe = true;
-		qp->resp.rcv_off = qp->resp.wr_len;
-	}
+	if (dr_resp_takes_rwqe(qp, op))
+		qp->resp.rwqe = true; /* it takes the immediate, no data */
 	return DR_RESP_COMPLETE;
 }
 
@@ -394,23 +451,30 @@ static enum dr_resp_state dr_resp_complete(struct dr_qp *qp, struct dr_resp_ctx 
 	if (!dr_op_ends(op))
 		return DR_RESP_ACKNOWLEDGE;
 	qp->resp.msn = (qp->resp.msn + 1) & 0xffffff;
-	if (qp->resp.rwqe) {
+	if (qp->resp.rwqe || dr_op_is_write_imm(op)) {
 		const struct dr_immdt *imm = dr_pkt_immdt(c->pkt);
-		struct dr_recv_wqe *rw = dr_rq_wqe(qp, qp->rq.tail);
 		struct dr_wc wc = {
-		    .wr_id = rw->wr.wr_id,
 		    .status = DR_WC_SUCCESS,
 		    .opcode = dr_op_is_send(op) ? DR_WC_RECV : DR_WC_RECV_WRITE_IMM,
-		    .byte_len = (uint32_t)qp->resp.rcv_off,
+		    /* WRITE_WITH_IMM: the DMA length, though its WQE took nothing */
+		    .byte_len = (uint32_t)(dr_op_is_send(op) ? qp->resp.rcv_off : qp->resp.wr_len),
 		    .has_imm = imm != NULL,
 		    .imm = imm ? ntohl(imm->imm) : 0,
 		    .solicited = dr_bth_se(c->pkt->bth),
 		};
 
-		qp->rq.tail++;
-		qp->resp.rwqe = false;
+		if (qp->resp.rwqe) {
+			wc.wr_id = dr_rq_wqe(qp, qp->rq.tail)->wr.wr_id;
+			qp->rq.tail++;
+			qp->resp.rwqe = false;
+		} else {
+			/* DR_QP_WRITE_IMM_NO_WQE: a completion of its own */
+			wc.no_wqe = true;
+		}
 		dr_qp_complete(qp, &wc);
 	}
+	if (dr_op_is_write(op))
+		dr_resp_note_remote_op(qp, c, DR_WC_SUCCESS);
 	return DR_RESP_ACKNOWLEDGE;
 }
 
@@ -428,6 +492,7 @@ static enum dr_resp_state dr_resp_duplicate(struct dr_qp *qp, struct dr_resp_ctx
 	uint32_t i;
 
 	qp->stats.rx_dup_reqs++;
+	c->replay = true;
 	if (dr_op_is_send(c->op) || dr_op_is_write(c->op)) {
 		/* B.7 (C9-105): not executed again; ACK the last in-order PSN */
 		dr_resp_ack(qp, dr_psn_add(qp->resp.psn, -1));
@@ -522,6 +587,9 @@ static enum dr_resp_state dr_resp_error(struct dr_qp *qp, struct dr_resp_ctx *c)
 			dr_qp_complete(qp, &wc);
 		}
 	}
+	/* a refused replay was reported when it first executed */
+	if (!c->replay)
+		dr_resp_note_remote_op(qp, c, dr_qp_nak_status(c->nak));
 	dr_qp_error(qp);
 	return DR_RESP_DONE;
 }
@@ -556,4 +624,6 @@ void dr_resp_input(struct dr_qp *qp, const struct dr_pkt *pkt)
 				  dr_resp_state_names[s], dr_resp_state_names[next], pkt->psn);
 		s = next;
 	}
+	if (c.rop_due && qp->ops->remote_op)
+		qp->ops->remote_op(qp->ctx, qp, &c.rop);
 }

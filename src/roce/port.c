@@ -38,18 +38,18 @@
 
 #include "port_priv.h"
 
-#define DR_PORT_RXD 512
-#define DR_PORT_TXD 512
+#define DR_PORT_RXD	   512
+#define DR_PORT_TXD	   512
 #define DR_PORT_MBUF_CACHE 32
-#define DR_PORT_MIN_BUF 4224 /* a 4096-PMTU RoCE frame with room to spare */
-#define DR_PORT_LOOP_SIZE 512
-#define DR_PORT_TX_TRIES 4 /* tx bursts tried before a frame is dropped */
-#define DR_PAIR_RING_SIZE 1024
-#define DR_PAIR_NAME_MAX 16
-#define DR_PORT_MIN_MTU 576
-#define DR_PORT_MAX_MTU 9600
+#define DR_PORT_MIN_BUF	   4224 /* a 4096-PMTU RoCE frame with room to spare */
+#define DR_PORT_LOOP_SIZE  512
+#define DR_PORT_TX_TRIES   4 /* tx bursts tried before a frame is dropped */
+#define DR_PAIR_RING_SIZE  1024
+#define DR_PAIR_NAME_MAX   16
+#define DR_PORT_MIN_MTU	   576
+#define DR_PORT_MAX_MTU	   9600
 
-static unsigned port_serial;			 /* global lock */
+static unsigned port_serial;			     /* global lock */
 static struct dr_port *port_by_id[RTE_MAX_ETHPORTS]; /* global lock */
 
 /* Private area of an external-buffer mbuf (ext_pool): the shared info lives
@@ -61,7 +61,7 @@ struct dr_extbuf {
 	void *arg;
 };
 #define DR_EXTBUF_PRIV RTE_ALIGN_CEIL(sizeof(struct dr_extbuf), RTE_MBUF_PRIV_ALIGN)
-#define DR_EXT_ROOM 64 /* data room of ext_pool mbufs: trailers (pad + ICRC) */
+#define DR_EXT_ROOM    64 /* data room of ext_pool mbufs: trailers (pad + ICRC) */
 
 static inline struct rte_mbuf *buf_mbuf(struct dr_port_buf *b)
 {
@@ -73,15 +73,17 @@ static inline struct rte_mbuf *buf_mbuf(struct dr_port_buf *b)
 /* Two ports joined back to back by two rings: ring[s] carries what side s
  * sends.  Rings are single-producer (one port sends into each) and
  * multi-consumer, so that a closing end can drain what the other has not
- * read yet while that one may still be polling.  A closed end's mempools
- * are kept until the pair goes: the other end may still hold its mbufs. */
+ * read yet while that one may still be polling.  A closed end's mempool
+ * whose mbufs are not all back (the other end is using one right now) is
+ * kept, and freed by a later open or close once they are. */
+#define DR_PAIR_KEPT 8
 struct dr_pair {
 	struct dr_pair *next;
 	char name[DR_PAIR_NAME_MAX + 1];
 	unsigned serial;
 	struct rte_ring *ring[2];
 	struct dr_port *end[2];
-	struct rte_mempool *kept[4];
+	struct rte_mempool *kept[DR_PAIR_KEPT];
 	unsigned nkept;
 };
 
@@ -115,8 +117,35 @@ static void pair_free(struct dr_pair *pr)
 	free(pr);
 }
 
-static int pair_get(const char *spec, struct dr_pair **out, unsigned *side,
-		    struct dr_port_err *err)
+/* Free the kept pools whose mbufs are all back: no one can hold one then
+ * (the rings were drained and the end that fed them is closed). */
+static void pair_sweep(struct dr_pair *pr)
+{
+	unsigned i = 0;
+
+	while (i < pr->nkept) {
+		if (rte_mempool_in_use_count(pr->kept[i])) {
+			i++;
+			continue;
+		}
+		rte_mempool_free(pr->kept[i]);
+		pr->kept[i] = pr->kept[--pr->nkept];
+	}
+}
+
+static void pair_keep(struct dr_pair *pr, struct rte_mempool *mp)
+{
+	if (!mp)
+		return;
+	if (pr->nkept == DR_PAIR_KEPT) {
+		dr_port_log(DR_PORT_LOG_WARN, "pair %s: %u mbufs of %s still in use, pool leaked",
+			    pr->name, rte_mempool_in_use_count(mp), mp->name);
+		return;
+	}
+	pr->kept[pr->nkept++] = mp;
+}
+
+static int pair_get(const char *spec, struct dr_pair **out, unsigned *side, struct dr_port_err *err)
 {
 	const char *name = spec + strlen("pair:");
 	const char *colon = strrchr(name, ':');
@@ -124,8 +153,9 @@ static int pair_get(const char *spec, struct dr_pair **out, unsigned *side,
 	struct dr_pair *pr;
 	char rname[RTE_RING_NAMESIZE];
 
-	if (!colon || len == 0 || len > DR_PAIR_NAME_MAX || strspn(name, "abcdefghijklmnopqrstuvwxyz"
-							"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != len ||
+	if (!colon || len == 0 || len > DR_PAIR_NAME_MAX ||
+	    strspn(name, "abcdefghijklmnopqrstuvwxyz"
+			 "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != len ||
 	    (strcmp(colon, ":0") && strcmp(colon, ":1")))
 		return dr_port_fail(err, -EINVAL, DR_PORT_PARAM_DEVICE,
 				    "bad pair device '%s': expected pair:NAME:0 or pair:NAME:1, "
@@ -143,8 +173,8 @@ static int pair_get(const char *spec, struct dr_pair **out, unsigned *side,
 		pr->serial = port_serial++;
 		for (unsigned s = 0; s < 2; s++) {
 			snprintf(rname, sizeof(rname), "drpair%u_%u", pr->serial, s);
-			pr->ring[s] = rte_ring_create(rname, DR_PAIR_RING_SIZE, SOCKET_ID_ANY,
-						      RING_F_SP_ENQ);
+			pr->ring[s] =
+			    rte_ring_create(rname, DR_PAIR_RING_SIZE, SOCKET_ID_ANY, RING_F_SP_ENQ);
 			if (!pr->ring[s]) {
 				int e = rte_errno;
 
@@ -160,6 +190,7 @@ static int pair_get(const char *spec, struct dr_pair **out, unsigned *side,
 	if (pr->end[*side])
 		return dr_port_fail(err, -EBUSY, DR_PORT_PARAM_DEVICE,
 				    "device '%s' is already open", spec);
+	pair_sweep(pr);
 	*out = pr;
 	return 0;
 }
@@ -172,8 +203,8 @@ static void pair_put_unused(struct dr_pair *pr)
 }
 
 /* An end closes (its ethdev is gone): drain both rings - frames for it
- * nobody will read, and its own the peer has not read - and keep its
- * pools until the last end closes. */
+ * nobody will read, and its own the peer has not read - and free its
+ * pools, or keep them while the peer still uses one of their mbufs. */
 static void pair_release(struct dr_port *p)
 {
 	struct dr_pair *pr = p->pair;
@@ -181,13 +212,13 @@ static void pair_release(struct dr_port *p)
 	pr->end[p->pair_side] = NULL;
 	ring_drain(pr->ring[0]);
 	ring_drain(pr->ring[1]);
-	if (p->pool)
-		pr->kept[pr->nkept++] = p->pool;
-	if (p->ext_pool)
-		pr->kept[pr->nkept++] = p->ext_pool;
+	pair_keep(pr, p->pool);
+	pair_keep(pr, p->ext_pool);
 	p->pool = p->ext_pool = NULL;
 	if (!pr->end[0] && !pr->end[1])
 		pair_free(pr);
+	else
+		pair_sweep(pr);
 	p->pair = NULL;
 }
 
@@ -208,10 +239,9 @@ static int plug_pair(struct dr_port *p, const char *spec, struct dr_port_err *er
 	ret = rte_eth_from_rings(name, &pr->ring[!s], 1, &pr->ring[s], 1, SOCKET_ID_ANY);
 	if (ret < 0) {
 		pair_put_unused(pr);
-		return dr_port_fail(err, -ENODEV, DR_PORT_PARAM_DEVICE,
-				    "cannot create net_ring port for '%s': %s", spec,
-				    *dr_port_dpdk_err(msg, sizeof(msg)) ? msg
-									 : rte_strerror(rte_errno));
+		return dr_port_fail(
+		    err, -ENODEV, DR_PORT_PARAM_DEVICE, "cannot create net_ring port for '%s': %s",
+		    spec, *dr_port_dpdk_err(msg, sizeof(msg)) ? msg : rte_strerror(rte_errno));
 	}
 	p->port_id = ret;
 	p->pair = pr;
@@ -265,11 +295,10 @@ static int plug(struct dr_port *p, const char *spec, struct dr_port_err *err)
 		if (port_by_id[id])
 			return dr_port_fail(err, -EBUSY, DR_PORT_PARAM_DEVICE,
 					    "device '%s' is already open", spec);
-		if (!pci)
-			return dr_port_fail(err, -EEXIST, DR_PORT_PARAM_DEVICE,
-					    "a DPDK device '%.*s' already exists in this process",
-					    (int)strcspn(spec, ","), spec);
-		/* a PCI device EAL probed at start-up (-a): ours to use */
+		/* created by EAL at start-up (-a, or --vdev in the EAL
+		 * arguments): used, and removed at close, like our own */
+		dr_port_log(DR_PORT_LOG_INFO, "using DPDK device %.*s, created by EAL",
+			    (int)strcspn(spec, ","), spec);
 		p->port_id = id;
 		return 0;
 	}
@@ -279,14 +308,15 @@ static int plug(struct dr_port *p, const char *spec, struct dr_port_err *err)
 		/* rte_dev_probe returns -errno, or -1 from some PMD probes */
 		ret = ret < -1 ? ret : -ENODEV;
 		dr_port_dpdk_err(msg, sizeof(msg));
-		return dr_port_fail(err, ret, DR_PORT_PARAM_DEVICE, "cannot create DPDK device '%s': %s%s",
-				    spec, *msg ? msg : strerror(-ret),
-				    !strncmp(spec, "net_memif", 9) && strstr(msg, "in use") ?
-					    " (DPDK 22.11's memif keeps an abstract listening socket "
-					    "bound after its device closes: a server cannot be "
-					    "re-created in the same process unless both sides use "
-					    "socket-abstract=no)" :
-					    "");
+		return dr_port_fail(err, ret, DR_PORT_PARAM_DEVICE,
+				    "cannot create DPDK device '%s': %s%s", spec,
+				    *msg ? msg : strerror(-ret),
+				    !strncmp(spec, "net_memif", 9) && strstr(msg, "in use")
+					? " (DPDK 22.11's memif keeps an abstract listening socket "
+					  "bound after its device closes: a server cannot be "
+					  "re-created in the same process unless both sides use "
+					  "socket-abstract=no)"
+					: "");
 	}
 	if (find_port(spec, pci, &id) != 0) {
 		char name[RTE_DEV_NAME_MAX_LEN];
@@ -326,9 +356,9 @@ static void kernel_hold(struct dr_port *p, const char *spec)
 	static struct sock_filter drop_all = BPF_STMT(BPF_RET | BPF_K, 0);
 	struct sock_fprog prog = {.len = 1, .filter = &drop_all};
 	struct sockaddr_in sin = {
-		.sin_family = AF_INET,
-		.sin_port = htons(DR_ROCE_UDP_PORT),
-		.sin_addr.s_addr = htonl(p->ip),
+	    .sin_family = AF_INET,
+	    .sin_port = htons(DR_ROCE_UDP_PORT),
+	    .sin_addr.s_addr = htonl(p->ip),
 	};
 	struct ifaddrs *ifa, *i;
 	const char *s = strstr(spec, ",iface=");
@@ -343,7 +373,8 @@ static void kernel_hold(struct dr_port *p, const char *spec)
 	if (getifaddrs(&ifa) < 0)
 		return;
 	for (i = ifa; i; i = i->ifa_next)
-		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && !strcmp(i->ifa_name, iface) &&
+		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+		    !strcmp(i->ifa_name, iface) &&
 		    ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr == htonl(p->ip))
 			held = true;
 	freeifaddrs(ifa);
@@ -393,28 +424,34 @@ static int check_config(const struct dr_port_config *cfg, struct dr_port_err *er
 	return 0;
 }
 
-static int create_pools(struct dr_port *p, unsigned nb_mbufs, struct dr_port_err *err)
+static struct rte_mempool *make_pool(struct dr_port *p, const char *what, unsigned n, unsigned priv,
+				     unsigned room, struct dr_port_err *err)
 {
 	char name[RTE_MEMPOOL_NAMESIZE];
+	struct rte_mempool *mp;
+
+	snprintf(name, sizeof(name), "drp%u_%s", p->serial, what);
+	mp = rte_pktmbuf_pool_create(name, n, DR_PORT_MBUF_CACHE, priv, room, p->socket_id);
+	if (!mp)
+		dr_port_fail(err, -rte_errno, DR_PORT_PARAM_NONE,
+			     "cannot create mempool %s (%u mbufs of %u bytes): %s; give DPDK "
+			     "more memory (-m in the EAL arguments)",
+			     name, n, room, rte_strerror(rte_errno));
+	return mp;
+}
+
+static int create_pools(struct dr_port *p, unsigned nb_mbufs, struct dr_port_err *err)
+{
 	size_t room = RTE_MAX(p->max_frame, (size_t)DR_PORT_MIN_BUF);
 
 	p->buf_size = RTE_ALIGN_CEIL(room, RTE_CACHE_LINE_SIZE);
-	snprintf(name, sizeof(name), "drp%u_frames", p->serial);
-	p->pool = rte_pktmbuf_pool_create(name, nb_mbufs, DR_PORT_MBUF_CACHE, 0,
-					  RTE_PKTMBUF_HEADROOM + p->buf_size, p->socket_id);
+	p->pool = make_pool(p, "frames", nb_mbufs, 0, RTE_PKTMBUF_HEADROOM + p->buf_size, err);
 	if (!p->pool)
-		goto fail;
-	snprintf(name, sizeof(name), "drp%u_ext", p->serial);
-	p->ext_pool = rte_pktmbuf_pool_create(name, nb_mbufs, DR_PORT_MBUF_CACHE, DR_EXTBUF_PRIV,
-					      DR_EXT_ROOM, p->socket_id);
+		return err ? err->err : -ENOMEM;
+	p->ext_pool = make_pool(p, "ext", nb_mbufs, DR_EXTBUF_PRIV, DR_EXT_ROOM, err);
 	if (!p->ext_pool)
-		goto fail;
+		return err ? err->err : -ENOMEM;
 	return 0;
-fail:
-	return dr_port_fail(err, -rte_errno, DR_PORT_PARAM_NONE,
-			    "cannot create mempool %s (%u mbufs of %zu bytes): %s; give DPDK more "
-			    "memory (-m in the EAL arguments)",
-			    name, nb_mbufs, p->buf_size, rte_strerror(rte_errno));
 }
 
 static int start_device(struct dr_port *p, unsigned nb_mbufs, struct dr_port_err *err)
@@ -435,8 +472,8 @@ static int start_device(struct dr_port *p, unsigned nb_mbufs, struct dr_port_err
 		p->socket_id = SOCKET_ID_ANY;
 	if (p->mtu > info.max_mtu || p->mtu < info.min_mtu)
 		return dr_port_fail(err, -EINVAL, DR_PORT_PARAM_MTU,
-				    "%s: MTU %u is outside what the device takes (%u to %u)", p->name,
-				    p->mtu, info.min_mtu, info.max_mtu);
+				    "%s: MTU %u is outside what the device takes (%u to %u)",
+				    p->name, p->mtu, info.min_mtu, info.max_mtu);
 	p->tx_multiseg = info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
 	/* a NIC would DMA the payload, and only DPDK memory is mapped for it:
 	 * zero copy on virtual devices only */
@@ -454,31 +491,47 @@ static int start_device(struct dr_port *p, unsigned nb_mbufs, struct dr_port_err
 	dr_port_dpdk_err_clear();
 	ret = rte_eth_dev_configure(p->port_id, 1, 1, &conf);
 	if (ret < 0)
-		goto fail;
+		goto out_dev_err;
 	ret = rte_eth_dev_adjust_nb_rx_tx_desc(p->port_id, &nb_rxd, &nb_txd);
 	if (ret < 0)
-		goto fail;
+		goto out_dev_err;
 	ret = rte_eth_rx_queue_setup(p->port_id, 0, nb_rxd, p->socket_id, NULL, p->pool);
 	if (ret < 0)
-		goto fail;
+		goto out_dev_err;
 	txconf = info.default_txconf;
 	txconf.offloads = conf.txmode.offloads;
 	ret = rte_eth_tx_queue_setup(p->port_id, 0, nb_txd, p->socket_id, &txconf);
 	if (ret < 0)
-		goto fail;
+		goto out_dev_err;
 	ret = rte_eth_dev_start(p->port_id);
 	if (ret < 0)
-		goto fail;
+		goto out_dev_err;
 	p->started = true;
 	ret = rte_eth_promiscuous_disable(p->port_id);
 	if (ret < 0 && ret != -ENOTSUP)
 		dr_port_log(DR_PORT_LOG_INFO, "%s: cannot turn promiscuous mode off: %s", p->name,
 			    strerror(-ret));
 	return 0;
-fail:
+out_dev_err: /* teardown() undoes what was done */
 	return dr_port_fail(err, ret, DR_PORT_PARAM_DEVICE, "%s: cannot set up the device: %s",
-			    p->name,
-			    *dr_port_dpdk_err(msg, sizeof(msg)) ? msg : strerror(-ret));
+			    p->name, *dr_port_dpdk_err(msg, sizeof(msg)) ? msg : strerror(-ret));
+}
+
+/* An in-process pair end's MAC: locally administered, from the pair's name
+ * and the side (02:64:72:hh:hh:0s), so that an end keeps its MAC when it
+ * is re-opened, as a NIC would, and captures are reproducible. */
+static void pair_mac(const struct dr_pair *pr, unsigned side, uint8_t mac[6])
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	for (const char *c = pr->name; *c; c++)
+		h = (h ^ (uint8_t)*c) * 16777619u;
+	mac[0] = 0x02;
+	mac[1] = 0x64; /* 'd' */
+	mac[2] = 0x72; /* 'r' */
+	mac[3] = h >> 8;
+	mac[4] = h;
+	mac[5] = side;
 }
 
 static void set_mac(struct dr_port *p, const uint8_t *want)
@@ -491,8 +544,10 @@ static void set_mac(struct dr_port *p, const uint8_t *want)
 		memset(&ea, 0, sizeof(ea));
 	if (want)
 		memcpy(ea.addr_bytes, want, 6);
+	else if (p->pair)
+		pair_mac(p->pair, p->pair_side, ea.addr_bytes);
 	else if (!memcmp(ea.addr_bytes, zero, 6))
-		/* net_ring has none: a random locally administered unicast one */
+		/* a vdev without one (net_ring): random, locally administered */
 		rte_eth_random_addr(ea.addr_bytes);
 	else
 		goto done;
@@ -520,6 +575,7 @@ static void teardown(struct dr_port *p)
 	if (p->kernel_fd >= 0)
 		close(p->kernel_fd);
 	if (p->port_id < RTE_MAX_ETHPORTS && port_by_id[p->port_id] == p) {
+		dr_port_intr_barrier();
 		if (p->started)
 			rte_eth_dev_stop(p->port_id);
 		rte_eth_dev_close(p->port_id);
@@ -543,8 +599,8 @@ static void teardown(struct dr_port *p)
 		else
 			rte_mempool_free(p->pool);
 		if (p->ext_pool && rte_mempool_in_use_count(p->ext_pool))
-			dr_port_log(DR_PORT_LOG_WARN, "%s: %u external mbufs not returned",
-				    p->name, rte_mempool_in_use_count(p->ext_pool));
+			dr_port_log(DR_PORT_LOG_WARN, "%s: %u external mbufs not returned", p->name,
+				    rte_mempool_in_use_count(p->ext_pool));
 		else
 			rte_mempool_free(p->ext_pool);
 	}
@@ -579,7 +635,7 @@ static int open_locked(const struct dr_port_config *cfg, struct dr_port **out,
 
 	ret = plug(p, cfg->device, err);
 	if (ret < 0)
-		goto fail;
+		goto out_teardown;
 	rte_eth_dev_get_name_by_port(p->port_id, p->name);
 	port_by_id[p->port_id] = p;
 	{
@@ -590,40 +646,41 @@ static int open_locked(const struct dr_port_config *cfg, struct dr_port **out,
 			p->dev = (struct rte_device *)info.device;
 	}
 
-	nb_mbufs = cfg->nb_mbufs ? cfg->nb_mbufs
-				 : rte_align32pow2(DR_PORT_RXD + DR_PORT_TXD + DR_PORT_LOOP_SIZE) - 1;
+	nb_mbufs = cfg->nb_mbufs
+		       ? cfg->nb_mbufs
+		       : rte_align32pow2(DR_PORT_RXD + DR_PORT_TXD + DR_PORT_LOOP_SIZE) - 1;
 	ret = start_device(p, nb_mbufs, err);
 	if (ret < 0)
-		goto fail;
+		goto out_teardown;
 	set_mac(p, cfg->mac);
 
 	ret = -ENOMEM;
 	snprintf(name, sizeof(name), "drp%u_loop", p->serial);
-	p->loop = rte_ring_create(name, DR_PORT_LOOP_SIZE, p->socket_id,
-				  RING_F_SP_ENQ | RING_F_SC_DEQ);
+	p->loop =
+	    rte_ring_create(name, DR_PORT_LOOP_SIZE, p->socket_id, RING_F_SP_ENQ | RING_F_SC_DEQ);
 	p->rx_scratch = malloc(p->buf_size);
 	p->tx_scratch = malloc(p->buf_size);
 	if (!p->loop || !p->rx_scratch || !p->tx_scratch) {
 		dr_port_fail(err, ret, DR_PORT_PARAM_NONE, "%s: out of memory", p->name);
-		goto fail;
+		goto out_teardown;
 	}
 	ret = rte_timer_data_alloc(&p->timer_id);
 	if (ret < 0) {
 		dr_port_fail(err, ret, DR_PORT_PARAM_NONE, "%s: no DPDK timer instance left",
 			     p->name);
-		goto fail;
+		goto out_teardown;
 	}
 	p->timer_id_valid = true;
 	ret = dr_neigh_init(p);
 	if (ret < 0) {
 		dr_port_fail(err, ret, DR_PORT_PARAM_NONE,
 			     "%s: cannot create the neighbour table: %s", p->name, strerror(-ret));
-		goto fail;
+		goto out_teardown;
 	}
 	if (cfg->pcap_path) {
 		ret = dr_capture_open(p, cfg->pcap_path, err);
 		if (ret < 0)
-			goto fail;
+			goto out_teardown;
 	}
 	kernel_hold(p, cfg->device);
 	dr_neigh_announce(p);
@@ -639,7 +696,7 @@ static int open_locked(const struct dr_port_config *cfg, struct dr_port **out,
 		    p->zero_copy ? "zero-copy sends" : "copied sends");
 	*out = p;
 	return 0;
-fail:
+out_teardown:
 	teardown(p);
 	return ret;
 }
@@ -782,8 +839,7 @@ static void timer_cb(struct rte_timer *tim, void *arg)
 	timer_run(tim);
 }
 
-void dr_port_timer_setup(struct dr_port_timer *t, struct dr_port *p, void (*fn)(void *),
-			 void *arg)
+void dr_port_timer_setup(struct dr_port_timer *t, struct dr_port *p, void (*fn)(void *), void *arg)
 {
 	rte_timer_init(&t->tim);
 	t->port = p;
@@ -809,8 +865,7 @@ int dr_port_timer_arm(struct dr_port_timer *t, uint64_t delay_ns)
 	uint64_t ticks = (unsigned __int128)delay_ns * rte_get_timer_hz() / 1000000000u;
 	int ret;
 
-	ret = rte_timer_alt_reset(p->timer_id, &t->tim, ticks, SINGLE, p->timer_lcore, timer_cb,
-				  t);
+	ret = rte_timer_alt_reset(p->timer_id, &t->tim, ticks, SINGLE, p->timer_lcore, timer_cb, t);
 	return ret == -1 ? -EBUSY : ret;
 }
 

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <rte_alarm.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
@@ -75,8 +76,7 @@ void dr_port_log(enum dr_port_log_level level, const char *fmt, ...)
 	log_line(level, msg);
 }
 
-int dr_port_fail(struct dr_port_err *err, int ret, enum dr_port_param param, const char *fmt,
-		 ...)
+int dr_port_fail(struct dr_port_err *err, int ret, enum dr_port_param param, const char *fmt, ...)
 {
 	char msg[sizeof(err->msg)];
 	va_list ap;
@@ -272,8 +272,8 @@ static int lcores_arg(char *buf, size_t len)
 			continue;
 		if (off >= len)
 			return -E2BIG;
-		off += snprintf(buf + off, len - off, "%s%d", buf[off - 1] == '(' ? "" : ",",
-				first);
+		off +=
+		    snprintf(buf + off, len - off, "%s%d", buf[off - 1] == '(' ? "" : ",", first);
 		if (off < len && cpu - 1 > first)
 			off += snprintf(buf + off, len - off, "-%d", cpu - 1);
 		first = -1;
@@ -286,8 +286,8 @@ static int lcores_arg(char *buf, size_t len)
 
 /* ---- start-up ----------------------------------------------------------------------- */
 
-static bool eal_running;   /* global lock */
-static int eal_failed;	   /* sticky -errno of a failed start */
+static bool eal_running; /* global lock */
+static int eal_failed;	 /* sticky -errno of a failed start */
 static char eal_fail_msg[sizeof(((struct dr_port_err *)0)->msg)];
 
 bool dr_port_eal_running(void)
@@ -491,4 +491,34 @@ int dr_port_thread_ensure(void)
 	pthread_setspecific(thread_key, &thread_key);
 	dr_port_log(DR_PORT_LOG_DEBUG, "thread registered with DPDK as lcore %u", rte_lcore_id());
 	return 0;
+}
+
+/* ---- the interrupt thread ------------------------------------------------------------- */
+
+/* Global lock: one barrier at a time.  Static, not on the stack, so that
+ * an alarm that fires after we gave up writes somewhere harmless. */
+static int barrier_done;
+
+static void barrier_cb(void *arg)
+{
+	__atomic_store_n(&barrier_done, 1, __ATOMIC_RELEASE);
+}
+
+void dr_port_intr_barrier(void)
+{
+	for (int round = 0; round < 2; round++) {
+		uint64_t end = dr_port_now_ns() + 1000000000u;
+
+		__atomic_store_n(&barrier_done, 0, __ATOMIC_RELAXED);
+		if (rte_eal_alarm_set(1, barrier_cb, NULL) < 0)
+			return;
+		while (!__atomic_load_n(&barrier_done, __ATOMIC_ACQUIRE)) {
+			if (dr_port_now_ns() > end) {
+				rte_eal_alarm_cancel(barrier_cb, NULL);
+				dr_port_log(DR_PORT_LOG_WARN, "DPDK's interrupt thread is stuck");
+				return;
+			}
+			sched_yield();
+		}
+	}
 }

@@ -38,11 +38,16 @@ enum dr_neigh_state {
 	DR_NEIGH_STATE_NUM
 };
 
+/* clang-format off */
 static const char *const state_name[DR_NEIGH_STATE_NUM] = {
-	[DR_NEIGH_FREE] = "FREE",	    [DR_NEIGH_INCOMPLETE] = "INCOMPLETE",
-	[DR_NEIGH_REACHABLE] = "REACHABLE", [DR_NEIGH_STALE] = "STALE",
-	[DR_NEIGH_PROBE] = "PROBE",	    [DR_NEIGH_FAILED] = "FAILED",
+	[DR_NEIGH_FREE] = "FREE",
+	[DR_NEIGH_INCOMPLETE] = "INCOMPLETE",
+	[DR_NEIGH_REACHABLE] = "REACHABLE",
+	[DR_NEIGH_STALE] = "STALE",
+	[DR_NEIGH_PROBE] = "PROBE",
+	[DR_NEIGH_FAILED] = "FAILED",
 };
+/* clang-format on */
 
 struct dr_neigh {
 	struct dr_port_timer timer;
@@ -55,8 +60,8 @@ struct dr_neigh {
 	unsigned qhead, qlen;
 };
 
-#define IP4_FMT "%u.%u.%u.%u"
-#define IP4_ARGS(ip) (ip) >> 24, ((ip) >> 16) & 255, ((ip) >> 8) & 255, (ip) & 255
+#define IP4_FMT	     "%u.%u.%u.%u"
+#define IP4_ARGS(ip) (ip) >> 24, ((ip) >> 16) & 255, ((ip) >> 8) & 255, (ip)&255
 
 static const uint8_t mac_bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
@@ -370,10 +375,10 @@ int dr_neigh_init(struct dr_port *p)
 	struct dr_port_arp_params *arp = &p->arp;
 	char name[RTE_HASH_NAMESIZE];
 	struct rte_hash_parameters hp = {
-		.name = name,
-		.key_len = sizeof(uint32_t),
-		.hash_func = rte_jhash,
-		.socket_id = p->socket_id,
+	    .name = name,
+	    .key_len = sizeof(uint32_t),
+	    .hash_func = rte_jhash,
+	    .socket_id = p->socket_id,
 	};
 
 	arp->tries = arp->tries ? arp->tries : DR_PORT_ARP_TRIES;

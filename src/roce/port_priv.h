@@ -26,8 +26,8 @@ void dr_port_log(enum dr_port_log_level level, const char *fmt, ...)
 
 /* Fill err (if any) and return ret (a negative errno).  With err NULL the
  * message is logged as a warning instead. */
-int dr_port_fail(struct dr_port_err *err, int ret, enum dr_port_param param, const char *fmt,
-		 ...) __attribute__((format(printf, 4, 5)));
+int dr_port_fail(struct dr_port_err *err, int ret, enum dr_port_param param, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 /* DPDK's first error-level log line since the last clear, to explain a
  * failed DPDK call: clear it before the call, read it after ("" if none). */
@@ -39,6 +39,15 @@ const char *dr_port_dpdk_err(char *buf, size_t len);
  * per-lcore state with rte_lcore_id() and would write out of bounds from
  * an unregistered thread.  Returns 0 or -EBUSY. */
 int dr_port_thread_ensure(void);
+
+/* Wait until EAL's interrupt thread has finished the work that was ready
+ * when called.  PMDs with a control channel handle it there (net_memif:
+ * a peer's DISCONNECT); closing the port while its handler runs frees the
+ * device under it (DPDK 22.11 memif crashes in memif_disconnect()).  An
+ * EAL alarm runs on that thread after the handler in progress and the
+ * other events of its round: two in a row cover that round too.  Global
+ * lock held. */
+void dr_port_intr_barrier(void);
 
 /* True for "[DDDD:]BB:DD.F" (optionally followed by ",args"). */
 bool dr_port_spec_is_pci(const char *spec);
@@ -52,8 +61,7 @@ struct dr_port_timer {
 	void *arg;
 };
 
-void dr_port_timer_setup(struct dr_port_timer *t, struct dr_port *p, void (*fn)(void *),
-			 void *arg);
+void dr_port_timer_setup(struct dr_port_timer *t, struct dr_port *p, void (*fn)(void *), void *arg);
 
 /* ---- the port ------------------------------------------------------------------ */
 
@@ -66,8 +74,8 @@ struct rte_pcapng;
 struct dr_port {
 	uint16_t port_id;
 	int socket_id;
-	unsigned serial; /* makes DPDK object names unique */
-	char name[64];	 /* ethdev name */
+	unsigned serial;	/* makes DPDK object names unique */
+	char name[64];		/* ethdev name */
 	struct rte_device *dev; /* the device we plugged, removed at close */
 	bool started;
 	struct dr_pair *pair;
