@@ -263,9 +263,31 @@ static int find_port(const char *spec, bool pci, uint16_t *port_id)
 	return rte_eth_dev_get_port_by_name(name, port_id);
 }
 
+/*
+ * net_af_packet's kernel ring takes frames of 2048 bytes unless told
+ * otherwise (framesz); for a larger MTU the spec gets a frame and block
+ * size that holds a whole frame with the TPACKET header, unless it names
+ * its own.  Other specs are used as given.
+ */
+static const char *spec_for_mtu(struct dr_port *p, const char *spec, char *buf, size_t len)
+{
+	unsigned mtu = p->mtu, n = 4096;
+
+	if (strncmp(spec, "net_af_packet", 13) || strstr(spec, "framesz=") ||
+	    mtu + sizeof(struct dr_eth_hdr) + sizeof(struct dr_vlan_hdr) + 128 <= 2048)
+		return spec;
+	while (n < mtu + sizeof(struct dr_eth_hdr) + sizeof(struct dr_vlan_hdr) + 128)
+		n *= 2;
+	if ((size_t)snprintf(buf, len, "%s,framesz=%u,blocksz=%u", spec, n, n) >= len)
+		return spec;
+	/* the PMD wants a whole ring frame to fit in one mbuf */
+	p->min_buf = n;
+	return buf;
+}
+
 static int plug(struct dr_port *p, const char *spec, struct dr_port_err *err)
 {
-	char msg[256];
+	char msg[256], sized[512];
 	uint16_t id;
 	bool pci;
 	int ret;
@@ -303,7 +325,7 @@ static int plug(struct dr_port *p, const char *spec, struct dr_port_err *err)
 		return 0;
 	}
 	dr_port_dpdk_err_clear();
-	ret = rte_dev_probe(spec);
+	ret = rte_dev_probe(spec_for_mtu(p, spec, sized, sizeof(sized)));
 	if (ret < 0) {
 		/* rte_dev_probe returns -errno, or -1 from some PMD probes */
 		ret = ret < -1 ? ret : -ENODEV;
@@ -444,6 +466,9 @@ static int create_pools(struct dr_port *p, unsigned nb_mbufs, struct dr_port_err
 {
 	size_t room = RTE_MAX(p->max_frame, (size_t)DR_PORT_MIN_BUF);
 
+	if (room < p->min_buf)
+		room = p->min_buf;
+
 	p->buf_size = RTE_ALIGN_CEIL(room, RTE_CACHE_LINE_SIZE);
 	p->pool = make_pool(p, "frames", nb_mbufs, 0, RTE_PKTMBUF_HEADROOM + p->buf_size, err);
 	if (!p->pool)
@@ -483,7 +508,22 @@ static int start_device(struct dr_port *p, unsigned nb_mbufs, struct dr_port_err
 	if (ret < 0)
 		return ret;
 
+	/*
+	 * Virtual devices report the 1518-byte Ethernet maximum whatever
+	 * they carry (af_packet's kernel ring takes framesz, memif chains
+	 * buffers): configure them at that and keep our MTU in our own
+	 * buffers, which hold p->max_frame.  A NIC gets our MTU.
+	 */
 	conf.rxmode.mtu = p->mtu;
+	if (info.max_rx_pktlen && info.device &&
+	    !strcmp(rte_bus_name(rte_dev_bus(info.device)), "vdev") &&
+	    p->mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN > info.max_rx_pktlen) {
+		conf.rxmode.mtu = info.max_rx_pktlen - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN;
+		dr_port_log(DR_PORT_LOG_INFO,
+			    "%s: device reports frames up to %u bytes; MTU %u is carried in "
+			    "droce's own buffers",
+			    p->name, info.max_rx_pktlen, p->mtu);
+	}
 	if (p->tx_multiseg)
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
 	if (p->buf_size < p->max_frame && (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER))
