@@ -182,6 +182,9 @@ void dr_cm_release(struct dr_cm_id *id);
  * DISCONNECTED for a DREQ) instead of after every retry. */
 void dr_cm_peer_unreachable(struct dr_cm *cm, uint32_t ip4);
 
+/* True while a DREQ of ours waits for its DREP. */
+bool dr_cm_disconnecting(const struct dr_cm *cm);
+
 /* A MAD that came to QP1 from src_ip4 (the UD payload). */
 void dr_cm_recv(struct dr_cm *cm, uint32_t src_ip4, const void *mad, size_t len);
 /* Run expired timers against ops->now_ns. */

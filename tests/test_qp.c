@@ -1222,8 +1222,9 @@ START_TEST(test_dead_link)
 	expect_wc(&p.sim.end[0].wc[1], 2, DR_WC_WR_FLUSH_ERR);
 	ck_assert_int_eq(p.qp[0]->state, DR_QPS_ERROR);
 	/* first send at t=0, then retry_cnt timeouts each followed by a
-	 * resend, and the failing one: (retry_cnt + 1) * 4.096 us * 2^timeout */
-	ck_assert_uint_eq(p.sim.now_ns, 4ull * 4096 * (1u << 14));
+	 * resend, and the failing one; each timeout doubles the last (comp.c
+	 * backoff): (1 + 2 + 4 + 8) * 4.096 us * 2^timeout */
+	ck_assert_uint_eq(p.sim.now_ns, 15ull * 4096 * (1u << 14));
 	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 4);
 	ck_assert_uint_eq(p.qp[0]->stats.retries, 3);
 	/* 10 packets + 1 each try */

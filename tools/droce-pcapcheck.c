@@ -62,16 +62,16 @@
 #include "dr_roce.h"
 #include "pcapng.h"
 
-#define ETH_P_ARP 0x0806
+#define ETH_P_ARP     0x0806
 #define IPPROTO_ICMP_ 1
-#define IPPROTO_TCP_ 6
-#define V_TRUNCATED DR_PKT_VERDICT_NUM /* pseudo-verdict: caplen < origlen */
-#define EVENTS_SHOWN 10		       /* PSN events listed per flow and kind at -v */
+#define IPPROTO_TCP_  6
+#define V_TRUNCATED   DR_PKT_VERDICT_NUM /* pseudo-verdict: caplen < origlen */
+#define EVENTS_SHOWN  10		 /* PSN events listed per flow and kind at -v */
 
 /* ---- counters -------------------------------------------------------------- */
 
 enum psn_event { EV_RETRANSMIT, EV_DUPLICATE, EV_GAP, EV_LATE, EV_NUM };
-static const char *const ev_name[EV_NUM] = { "RETRANSMIT", "DUPLICATE", "PSN_GAP", "PSN_LATE" };
+static const char *const ev_name[EV_NUM] = {"RETRANSMIT", "DUPLICATE", "PSN_GAP", "PSN_LATE"};
 
 static struct {
 	uint64_t frames, roce, roce_ok, roce_bad, arp, other;
@@ -79,11 +79,11 @@ static struct {
 	uint64_t icmp_unreach_roce;
 	uint64_t verdict[DR_PKT_VERDICT_NUM + 1];
 	uint64_t opcode[256];
-	uint64_t cm[0x20];	    /* by CM attribute ID (0x10..0x16) */
-	uint64_t mad_other;	    /* QP1 datagrams that are not CM MADs */
-	uint64_t aeth[256];	    /* by syndrome byte */
+	uint64_t cm[0x20];  /* by CM attribute ID (0x10..0x16) */
+	uint64_t mad_other; /* QP1 datagrams that are not CM MADs */
+	uint64_t aeth[256]; /* by syndrome byte */
 	uint64_t ev[EV_NUM];
-	uint64_t rc_requests;	    /* RC request packets followed */
+	uint64_t rc_requests; /* RC request packets followed */
 	uint64_t flows;
 } tot;
 
@@ -91,13 +91,13 @@ static const struct {
 	const char *name, *ws_name;
 	uint16_t attr;
 } cm_names[] = {
-	{ "CM_REQ", "ConnectRequest", DR_CM_ATTR_REQ },
-	{ "CM_MRA", "MsgRcptAck", DR_CM_ATTR_MRA },
-	{ "CM_REJ", "ConnectReject", DR_CM_ATTR_REJ },
-	{ "CM_REP", "ConnectReply", DR_CM_ATTR_REP },
-	{ "CM_RTU", "ReadyToUse", DR_CM_ATTR_RTU },
-	{ "CM_DREQ", "DisconnectRequest", DR_CM_ATTR_DREQ },
-	{ "CM_DREP", "DisconnectReply", DR_CM_ATTR_DREP },
+    {"CM_REQ", "ConnectRequest", DR_CM_ATTR_REQ},
+    {"CM_MRA", "MsgRcptAck", DR_CM_ATTR_MRA},
+    {"CM_REJ", "ConnectReject", DR_CM_ATTR_REJ},
+    {"CM_REP", "ConnectReply", DR_CM_ATTR_REP},
+    {"CM_RTU", "ReadyToUse", DR_CM_ATTR_RTU},
+    {"CM_DREQ", "DisconnectRequest", DR_CM_ATTR_DREQ},
+    {"CM_DREP", "DisconnectReply", DR_CM_ATTR_DREP},
 };
 #define N_CM (sizeof(cm_names) / sizeof(cm_names[0]))
 
@@ -105,9 +105,9 @@ static const struct {
 	const char *name;
 	uint8_t syndrome;
 } nak_names[] = {
-	{ "NAK_PSN_SEQ", DR_AETH_NAK_PSN_SEQ },	  { "NAK_INV_REQ", DR_AETH_NAK_INV_REQ },
-	{ "NAK_REM_ACCESS", DR_AETH_NAK_REM_ACCESS }, { "NAK_REM_OP", DR_AETH_NAK_REM_OP },
-	{ "NAK_INV_RD_REQ", DR_AETH_NAK_INV_RD_REQ },
+    {"NAK_PSN_SEQ", DR_AETH_NAK_PSN_SEQ},	{"NAK_INV_REQ", DR_AETH_NAK_INV_REQ},
+    {"NAK_REM_ACCESS", DR_AETH_NAK_REM_ACCESS}, {"NAK_REM_OP", DR_AETH_NAK_REM_OP},
+    {"NAK_INV_RD_REQ", DR_AETH_NAK_INV_RD_REQ},
 };
 #define N_NAK (sizeof(nak_names) / sizeof(nak_names[0]))
 
@@ -120,9 +120,18 @@ static uint64_t aeth_class(uint8_t lo, uint8_t hi)
 	return n;
 }
 
-static uint64_t count_acks(void) { return aeth_class(0x00, 0x1f); }
-static uint64_t count_rnr(void) { return aeth_class(0x20, 0x3f); }
-static uint64_t count_naks(void) { return aeth_class(0x60, 0x7f); }
+static uint64_t count_acks(void)
+{
+	return aeth_class(0x00, 0x1f);
+}
+static uint64_t count_rnr(void)
+{
+	return aeth_class(0x20, 0x3f);
+}
+static uint64_t count_naks(void)
+{
+	return aeth_class(0x60, 0x7f);
+}
 
 /* The value of a counter by name; false if no counter has that name. */
 static bool counter_get(const char *name, uint64_t *v)
@@ -193,8 +202,9 @@ struct flow {
 	uint16_t sport;
 	uint32_t dqpn;
 	uint32_t first_psn;
-	uint32_t next_psn; /* one past the highest PSN seen */
-	bool superseded;   /* a later connection took over this key */
+	uint32_t next_psn;   /* one past the highest PSN seen */
+	bool superseded;     /* a later connection took over this key */
+	uint32_t read_slack; /* PSNs the last READ request may have used up */
 	uint64_t first_frame;
 	uint64_t requests, ev[EV_NUM];
 };
@@ -282,7 +292,7 @@ static void flow_name(const struct flow *f, char *buf, size_t len)
 
 static struct flow *flow_get(const struct dr_pkt *p, uint64_t num)
 {
-	uint8_t src[16] = { 0 }, dst[16] = { 0 };
+	uint8_t src[16] = {0}, dst[16] = {0};
 	uint8_t v6 = p->ip6 != NULL;
 	uint16_t sport = ntohs(p->udp->sport);
 
@@ -333,7 +343,7 @@ static struct flow *flow_get(const struct dr_pkt *p, uint64_t num)
 }
 
 static void psn_event(struct flow *f, enum psn_event ev, uint64_t num, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 static void psn_event(struct flow *f, enum psn_event ev, uint64_t num, const char *fmt, ...)
 {
@@ -376,7 +386,7 @@ static void psn_track(const struct dr_pkt *p, uint64_t num)
 		else
 			psn_event(f, EV_RETRANSMIT, num, "PSN %u (%s) resent, %d behind the newest",
 				  p->psn, dr_opcode_name(p->opcode), -d - 1);
-	} else if (d > 0) {
+	} else if (d > 0 && (uint32_t)d > f->read_slack) {
 		psn_event(f, EV_GAP, num, "PSN %u (%s), expected %u: %d PSN(s) not seen yet",
 			  p->psn, dr_opcode_name(p->opcode), f->next_psn, d);
 	} else if (d < 0) {
@@ -386,6 +396,14 @@ static void psn_track(const struct dr_pkt *p, uint64_t num)
 	s->icrc = p->icrc;
 	if (d >= 0)
 		f->next_psn = dr_psn_add(p->psn, 1);
+	/* a READ request takes one PSN per response packet (IBA 9.7.1): as
+	 * many as its length needs at the smallest path MTU, 256 bytes */
+	f->read_slack = 0;
+	if (p->opcode == DR_OP_READ_REQ) {
+		uint32_t len = ntohl(dr_pkt_reth(p)->len);
+
+		f->read_slack = len > 256 ? (len - 1) / 256 : 0;
+	}
 }
 
 /* ---- classification ------------------------------------------------------------ */
@@ -467,8 +485,8 @@ static void print_bad(const char *path, const struct dr_pcapng_pkt *cp, enum dr_
 		inet_ntop(AF_INET6, p->ip6->saddr, s, sizeof(s));
 		inet_ntop(AF_INET6, p->ip6->daddr, d, sizeof(d));
 	}
-	printf("  BAD frame %" PRIu64 " (%s, offset %" PRIu64 ", %u bytes): %s; %s -> %s", cp->number,
-	       path, cp->offset, cp->origlen,
+	printf("  BAD frame %" PRIu64 " (%s, offset %" PRIu64 ", %u bytes): %s; %s -> %s",
+	       cp->number, path, cp->offset, cp->origlen,
 	       v == V_TRUNCATED ? "capture truncated the frame (caplen < wire length)"
 				: dr_pkt_verdict_str(v),
 	       s, d);
@@ -556,12 +574,11 @@ static int check_file(const char *path)
 
 			flow_name(&flows[i], name, sizeof(name));
 			printf("  flow %s from frame %" PRIu64 " PSN %u: %" PRIu64
-			       " request packets, %" PRIu64
-			       " retransmitted, %" PRIu64 " duplicated, %" PRIu64
-			       " PSN gaps, %" PRIu64 " late\n",
+			       " request packets, %" PRIu64 " retransmitted, %" PRIu64
+			       " duplicated, %" PRIu64 " PSN gaps, %" PRIu64 " late\n",
 			       name, flows[i].first_frame, flows[i].first_psn, flows[i].requests,
-			       flows[i].ev[EV_RETRANSMIT],
-			       flows[i].ev[EV_DUPLICATE], flows[i].ev[EV_GAP], flows[i].ev[EV_LATE]);
+			       flows[i].ev[EV_RETRANSMIT], flows[i].ev[EV_DUPLICATE],
+			       flows[i].ev[EV_GAP], flows[i].ev[EV_LATE]);
 		}
 	psn_reset();
 	return tot.roce_bad > bad_before;
@@ -588,7 +605,8 @@ static void report(void)
 	for (unsigned v = 0; v <= DR_PKT_VERDICT_NUM; v++)
 		if (tot.verdict[v])
 			printf("  %-44s %10" PRIu64 "\n",
-			       v == V_TRUNCATED ? "truncated by the capture" : dr_pkt_verdict_str(v),
+			       v == V_TRUNCATED ? "truncated by the capture"
+						: dr_pkt_verdict_str(v),
 			       tot.verdict[v]);
 	printf("by opcode:\n");
 	for (unsigned op = 0; op < 256; op++)
@@ -693,14 +711,10 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "require", required_argument, NULL, 'r' },
-		{ "forbid", required_argument, NULL, 'f' },
-		{ "min-roce", required_argument, NULL, 'm' },
-		{ "list-names", no_argument, NULL, 'l' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	    {"verbose", no_argument, NULL, 'v'},	{"quiet", no_argument, NULL, 'q'},
+	    {"require", required_argument, NULL, 'r'},	{"forbid", required_argument, NULL, 'f'},
+	    {"min-roce", required_argument, NULL, 'm'}, {"list-names", no_argument, NULL, 'l'},
+	    {"help", no_argument, NULL, 'h'},		{NULL, 0, NULL, 0},
 	};
 	uint64_t min_roce = 1;
 	int c, fail = 0;

@@ -161,8 +161,13 @@ static void dev_neigh(void *ctx, uint32_t ip, int status)
 
 /* ---- lifetime ------------------------------------------------------------- */
 
+static void dev_linger(struct dr_dev *dev);
+static void dev_thread_start(struct dr_dev *dev);
+
 static void dev_free(struct dr_dev *dev)
 {
+	if (dev->port)
+		dev_linger(dev);
 	if (dev->thread_on) {
 		pthread_mutex_lock(&dev->lock);
 		dev->thread_stop = true;
@@ -311,8 +316,8 @@ int dr_dev_get(struct dr_fabric *fab, const struct fi_info *info, struct dr_dev 
 		if (!ret) {
 			dev->next = fab->devs;
 			fab->devs = dev;
-			if (fab->background)
-				dr_dev_background(dev);
+			dev->fast = fab->background;
+			dev_thread_start(dev);
 		}
 	}
 	pthread_mutex_unlock(&fab->lock);
@@ -347,6 +352,7 @@ static int dev_poll(struct dr_dev *dev)
 
 	pthread_mutex_lock(&dev->lock);
 	ret = dr_port_poll(dev->port);
+	dev->last_poll_ns = dr_port_now_ns();
 	pthread_mutex_unlock(&dev->lock);
 	if (ret < 0)
 		DR_WARN(FI_LOG_DOMAIN, "polling %s failed: %d\n", dev->cfg.name, ret);
@@ -359,35 +365,64 @@ void dr_dev_progress(struct dr_dev *dev)
 }
 
 /*
- * Background progress for applications that sleep on a wait fd (after
- * fi_trywait) instead of reading: DPDK ports raise no interrupt droce could
- * wait on, so a thread polls.  It spins while frames flow and backs off to
- * DR_DEV_IDLE_SLEEP_US naps when the port is idle, which bounds both the
- * added latency and the CPU it burns.  Started only by FI_GETWAIT.
+ * The device's progress thread.  Progress is manual: the application's
+ * reads and posts drive the port.  But the IB CM must answer duplicates
+ * and resend its MADs even while an application waits elsewhere (on a
+ * socket, say) -- a lost RTU would otherwise leave the passive side
+ * resending REPs forever -- and ARP must answer.  So a thread polls the
+ * port whenever nobody else has for DR_DEV_IDLE_POLL_NS, every
+ * DR_DEV_CTRL_NAP_US.  Once an application sleeps on a wait fd (FI_GETWAIT,
+ * dr_dev_background) nothing else polls, so the thread polls continuously,
+ * spinning while frames flow and napping DR_DEV_FAST_NAP_US when idle:
+ * that bounds both the latency it adds and the CPU it burns.
  */
+#define DR_DEV_CTRL_NAP_US 5000
+#define DR_DEV_IDLE_POLL_NS 5000000ull
 #define DR_DEV_IDLE_SPINS 2000
-#define DR_DEV_IDLE_SLEEP_US 50
+#define DR_DEV_FAST_NAP_US 50
 
 static void *dev_thread(void *arg)
 {
 	struct dr_dev *dev = arg;
-	struct timespec nap = { 0, DR_DEV_IDLE_SLEEP_US * 1000 };
 	unsigned idle = 0;
 
 	for (;;) {
-		bool stop;
+		struct timespec nap = { 0, DR_DEV_CTRL_NAP_US * 1000 };
+		bool stop, fast, due;
 
 		pthread_mutex_lock(&dev->lock);
 		stop = dev->thread_stop;
+		fast = dev->fast;
+		due = dr_port_now_ns() - dev->last_poll_ns >= DR_DEV_IDLE_POLL_NS;
+		if (dev->draining)
+			dr_ep_drain(dev, false);
 		pthread_mutex_unlock(&dev->lock);
 		if (stop)
 			break;
-		if (dev_poll(dev) > 0)
-			idle = 0;
-		else if (++idle > DR_DEV_IDLE_SPINS)
-			nanosleep(&nap, NULL);
+		if (fast || due) {
+			if (dev_poll(dev) > 0)
+				idle = 0;
+			else
+				idle++;
+		}
+		if (fast) {
+			if (idle <= DR_DEV_IDLE_SPINS)
+				continue;
+			nap.tv_nsec = DR_DEV_FAST_NAP_US * 1000;
+		}
+		nanosleep(&nap, NULL);
 	}
 	return NULL;
+}
+
+static void dev_thread_start(struct dr_dev *dev)
+{
+	dev->thread_stop = false;
+	if (!pthread_create(&dev->thread, NULL, dev_thread, dev))
+		dev->thread_on = true;
+	else
+		DR_WARN(FI_LOG_DOMAIN, "no progress thread for %s: connection setup and fd "
+			"waiters depend on the application's reads\n", dev->cfg.name);
 }
 
 void dr_dev_background(void *arg)
@@ -395,15 +430,34 @@ void dr_dev_background(void *arg)
 	struct dr_dev *dev = arg;
 
 	pthread_mutex_lock(&dev->lock);
-	if (!dev->thread_on) {
-		dev->thread_stop = false;
-		if (!pthread_create(&dev->thread, NULL, dev_thread, dev))
-			dev->thread_on = true;
-		else
-			DR_WARN(FI_LOG_DOMAIN, "no progress thread for %s: fd waiters may stall\n",
-				dev->cfg.name);
-	}
+	dev->fast = true;
 	pthread_mutex_unlock(&dev->lock);
+}
+
+/* Before the port closes: let graceful disconnects (ep.c) and disconnects
+ * in flight finish, so that the peer's last retransmissions are answered
+ * and its DREP (or its simultaneous DREQ) reaches a port that is still
+ * open rather than the kernel, which would answer ICMP port-unreachable.
+ * Bounded: a peer that is gone does not hold the close up for long. */
+#define DR_DEV_LINGER_NS 2000000000ull
+
+static void dev_linger(struct dr_dev *dev)
+{
+	uint64_t end = dr_port_now_ns() + DR_DEV_LINGER_NS;
+	struct timespec nap = { 0, 200000 };
+
+	for (;;) {
+		bool busy, late = dr_port_now_ns() >= end;
+
+		pthread_mutex_lock(&dev->lock);
+		/* endpoints still draining finish now if time is up */
+		busy = dr_ep_drain(dev, late) || dr_cm_disconnecting(&dev->cm);
+		pthread_mutex_unlock(&dev->lock);
+		if (!busy || late)
+			break;
+		dev_poll(dev);
+		nanosleep(&nap, NULL);
+	}
 }
 
 void dr_dev_progress_fn(void *dev)

@@ -343,8 +343,11 @@ struct dr_dev {
 	uint16_t port_next;	/* ephemeral rdma_cm ports for connect */
 	struct dr_pep *peps;	/* listening passive endpoints */
 	uint64_t rx_dropped_qp; /* frames for a QPN we do not have */
-	pthread_t thread;	/* background progress, for fd waiters */
+	pthread_t thread;	/* control progress; fast for fd waiters */
 	bool thread_on, thread_stop; /* under lock */
+	bool fast;		/* an fd waiter: poll continuously (under lock) */
+	uint64_t last_poll_ns;	/* the last dr_port_poll, by anyone (under lock) */
+	struct dr_ep *draining;	/* endpoints disconnecting gracefully (ep.c) */
 };
 
 /* Find or open the device an fi_info names (domain name and source
@@ -354,7 +357,7 @@ void dr_dev_put(struct dr_dev *dev);
 /* One round of progress: rx burst, dispatch, timers.  Takes dev->lock. */
 void dr_dev_progress(struct dr_dev *dev);
 void dr_dev_progress_fn(void *dev);
-/* Start the device's progress thread (idempotent). */
+/* Fd waiters on the device: its progress thread polls continuously. */
 void dr_dev_background(void *dev);
 
 struct dr_domain {
@@ -494,6 +497,11 @@ struct dr_ep {
 	struct dr_rx_op *rxq; /* beside the RQ, rx_depth entries */
 	uint32_t tx_posted, rx_posted; /* WRs posted, free-running: next wr_id */
 	uint64_t atomic_sink; /* where fi_atomic's unwanted fetch lands */
+	/* graceful disconnect (ep.c "draining"), under dev->lock: */
+	struct dr_ep *drain_next; /* dev->draining */
+	uint64_t drain_until_ns;  /* DREQ when the peer has been quiet this long */
+	bool draining;
+	bool orphan;		  /* closed by the application: freed after */
 };
 
 static inline struct dr_ep *dr_ep_of(struct fid_ep *f)
@@ -534,5 +542,8 @@ void dr_ep_cm_event(struct dr_ep *ep, const struct dr_cm_event *ev);
 /* A frame for the endpoint's QP (dev->lock held). */
 void dr_ep_input(struct dr_ep *ep, const struct dr_pkt *pkt);
 void dr_pep_cm_connreq(struct dr_pep *pep, const struct dr_cm_event *ev);
+/* Finish the graceful disconnects that are due (dev->lock held); returns
+ * how many are still draining. */
+unsigned dr_ep_drain(struct dr_dev *dev, bool now);
 
 #endif /* DR_FI_H */

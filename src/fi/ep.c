@@ -380,6 +380,8 @@ void dr_ep_cm_event(struct dr_ep *ep, const struct dr_cm_event *ev)
 			   0);
 		break;
 	case DR_CM_EV_DISCONNECTED:
+		if (ep->draining)
+			ep->drain_until_ns = 0; /* the peer is done too: no wait */
 		ep->state = DR_EP_SHUTDOWN;
 		qp_to_error(ep);
 		memset(&shut, 0, sizeof(shut));
@@ -394,6 +396,68 @@ void dr_ep_cm_event(struct dr_ep *ep, const struct dr_cm_event *ev)
 
 /* ---- receive path ----------------------------------------------------------- */
 
+/*
+ * Graceful disconnect.  The CM's DREQ travels outside the QP's sequence,
+ * so a DREQ sent at once can overtake the peer's retransmission of a
+ * message whose ACK was lost: the peer then flushes a send that was in
+ * fact delivered, and our closed QP never ACKs it again.  So fi_shutdown
+ * and fi_close of a connected endpoint keep the QP answering (duplicates
+ * are re-ACKed, our own unacknowledged sends retransmitted) until the peer
+ * has been quiet for a few retransmit timeouts, and only then send the
+ * DREQ, as TCP's FIN follows the data.  Closed endpoints finish this in
+ * the background (the device's thread); closing the domain waits for them,
+ * bounded.
+ */
+#define DR_DRAIN_MIN_NS 100000000ull  /* 100 ms */
+#define DR_DRAIN_MAX_NS 1000000000ull /* 1 s */
+
+static uint64_t drain_quiet_ns(const struct dr_ep *ep)
+{
+	uint64_t t = 4 * dr_qp_timeout_ns((unsigned)dr_settings_get()->timeout);
+
+	return t < DR_DRAIN_MIN_NS ? DR_DRAIN_MIN_NS : t > DR_DRAIN_MAX_NS ? DR_DRAIN_MAX_NS : t;
+}
+
+static void drain_start(struct dr_ep *ep)
+{
+	ep->draining = true;
+	ep->drain_until_ns = dr_port_now_ns() + drain_quiet_ns(ep);
+	ep->drain_next = ep->dev->draining;
+	ep->dev->draining = ep;
+}
+
+static void ep_free(struct dr_ep *ep);
+
+unsigned dr_ep_drain(struct dr_dev *dev, bool all)
+{
+	uint64_t now = dr_port_now_ns();
+	struct dr_ep **pp = &dev->draining;
+	unsigned left = 0;
+
+	while (*pp) {
+		struct dr_ep *ep = *pp;
+
+		if (!all && now < ep->drain_until_ns) {
+			pp = &ep->drain_next;
+			left++;
+			continue;
+		}
+		*pp = ep->drain_next;
+		ep->draining = false;
+		if (ep->orphan) {
+			/* release sends the DREQ */
+			dr_cm_set_ctx(ep->cm_id, NULL);
+			dr_cm_release(ep->cm_id);
+			ep->cm_id = NULL;
+			ep_free(ep);
+		} else {
+			dr_cm_disconnect(ep->cm_id);
+			qp_to_error(ep);
+		}
+	}
+	return left;
+}
+
 void dr_ep_input(struct dr_ep *ep, const struct dr_pkt *pkt)
 {
 	/* rxe_recv.c check_addr: only the connected peer's address */
@@ -402,6 +466,8 @@ void dr_ep_input(struct dr_ep *ep, const struct dr_pkt *pkt)
 	/* IBA 12.9.6: data before the RTU establishes the connection */
 	if (ep->state == DR_EP_ACCEPTING)
 		dr_cm_established(ep->cm_id);
+	if (ep->draining)
+		ep->drain_until_ns = dr_port_now_ns() + drain_quiet_ns(ep);
 	dr_qp_input(ep->qp, pkt);
 }
 
@@ -575,10 +641,9 @@ static int ep_shutdown(struct fid_ep *fep, uint64_t flags)
 	if (flags)
 		return -FI_EINVAL;
 	pthread_mutex_lock(&ep->dev->lock);
-	if (ep->state == DR_EP_CONNECTED || ep->state == DR_EP_ACCEPTING) {
-		dr_cm_disconnect(ep->cm_id);
-		ep->state = DR_EP_SHUTDOWN;
-		qp_to_error(ep);
+	if ((ep->state == DR_EP_CONNECTED || ep->state == DR_EP_ACCEPTING) && !ep->draining) {
+		ep->state = DR_EP_SHUTDOWN; /* no new work from here on */
+		drain_start(ep);
 	}
 	pthread_mutex_unlock(&ep->dev->lock);
 	return 0;
@@ -918,17 +983,12 @@ static struct fi_ops_msg ep_msg_ops = {
 
 /* ---- fid and ep ops -------------------------------------------------------- */
 
-static int ep_close(struct fid *fid)
+/* Everything but the QP's connection: under dev->lock, the QP no longer
+ * reachable by the application. */
+static void ep_free(struct dr_ep *ep)
 {
-	struct dr_ep *ep = ep_of_fid(fid);
 	struct dr_dev *dev = ep->dev;
 
-	pthread_mutex_lock(&dev->lock);
-	if (ep->cm_id) {
-		/* release sends the DREQ if still connected */
-		dr_cm_set_ctx(ep->cm_id, NULL);
-		dr_cm_release(ep->cm_id);
-	}
 	if (ep->connreq) {
 		dr_cm_reject(ep->connreq->id, NULL, 0);
 		dr_cm_release(ep->connreq->id);
@@ -939,8 +999,15 @@ static int ep_close(struct fid *fid)
 	dr_qp_destroy(ep->qp);
 	if (ep->qp_timer)
 		dr_port_timer_free(ep->qp_timer);
-	pthread_mutex_unlock(&dev->lock);
+	fi_freeinfo(ep->info);
+	free(ep->txq);
+	free(ep->rxq);
+	free(ep);
+}
 
+/* Let go of the objects the application bound. */
+static void ep_unbind_all(struct dr_ep *ep)
+{
 	if (ep->eq)
 		__atomic_sub_fetch(&ep->eq->ref, 1, __ATOMIC_RELEASE);
 	if (ep->tx_cq)
@@ -954,13 +1021,36 @@ static int ep_close(struct fid *fid)
 			pthread_mutex_lock(&c->lock);
 			c->ref--;
 			pthread_mutex_unlock(&c->lock);
+			ep->cntr[i] = NULL;
 		}
 	}
+	ep->eq = NULL;
+	ep->tx_cq = ep->rx_cq = NULL;
 	__atomic_sub_fetch(&ep->dom->ref, 1, __ATOMIC_RELEASE);
-	fi_freeinfo(ep->info);
-	free(ep->txq);
-	free(ep->rxq);
-	free(ep);
+}
+
+static int ep_close(struct fid *fid)
+{
+	struct dr_ep *ep = ep_of_fid(fid);
+	struct dr_dev *dev = ep->dev;
+
+	pthread_mutex_lock(&dev->lock);
+	/* completions and events from here on go nowhere */
+	ep_unbind_all(ep);
+	if (ep->state == DR_EP_CONNECTED || ep->state == DR_EP_ACCEPTING || ep->draining) {
+		/* disconnect gracefully in the background (see drain_start) */
+		ep->orphan = true;
+		if (!ep->draining)
+			drain_start(ep);
+		pthread_mutex_unlock(&dev->lock);
+		return 0;
+	}
+	if (ep->cm_id) {
+		dr_cm_set_ctx(ep->cm_id, NULL);
+		dr_cm_release(ep->cm_id);
+	}
+	ep_free(ep);
+	pthread_mutex_unlock(&dev->lock);
 	return 0;
 }
 

@@ -840,6 +840,14 @@ static void id_timeout(struct dr_cm_id *id)
 		id_free(id);
 }
 
+bool dr_cm_disconnecting(const struct dr_cm *cm)
+{
+	for (const struct dr_cm_id *id = cm->ids; id; id = id->next)
+		if (id->state == DR_CMS_DREQ_SENT)
+			return true;
+	return false;
+}
+
 void dr_cm_peer_unreachable(struct dr_cm *cm, uint32_t ip4)
 {
 	uint64_t now = cm->ops->now_ns(cm->ctx);

@@ -53,12 +53,27 @@ static bool dr_comp_outstanding(const struct dr_qp *qp)
 	return dr_psn_diff(qp->comp.max_psn, qp->comp.psn) > 0;
 }
 
+/* Longest retransmit timeout as a multiple of the QP's: 2^6. */
+#define DR_RTO_MAX_BACKOFF 6
+
 /* Arm the retransmit timer if packets are outstanding and it is not
  * running (called after sending).  B.4: armed on send, re-armed on
- * progress, stopped when nothing is outstanding. */
+ * progress, stopped when nothing is outstanding.
+ *
+ * Each retry without progress doubles the timeout (capped at 2^6 times
+ * the QP's), as TCP backs off: one loss still costs one timeout, but a
+ * peer that stalls (a descheduled user-space process, a busy host) gets
+ * 4.096 us * 2^timeout * (2^(retry_cnt+1) - 1) in all before the WR fails,
+ * not retry_cnt + 1 timeouts.  The IBA fixes the timer's minimum, not its
+ * growth; rxe retries at a constant 0.5 s from rdma_cm. */
 void dr_comp_arm(struct dr_qp *qp)
 {
+	unsigned backoff = qp->attr.retry_cnt - qp->comp.retry_left;
 	uint64_t t = dr_qp_timeout_ns(qp->attr.timeout);
+
+	if (backoff > DR_RTO_MAX_BACKOFF)
+		backoff = DR_RTO_MAX_BACKOFF;
+	t <<= backoff;
 
 	if (t && !qp->comp.rto_deadline_ns && !qp->comp.rnr_deadline_ns && dr_comp_outstanding(qp))
 		qp->comp.rto_deadline_ns = dr_qp_now(qp) + t;

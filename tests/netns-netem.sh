@@ -1,0 +1,462 @@
+#!/bin/sh
+# shellcheck disable=SC2086,SC2046 # word splitting of option lists is meant
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# netns-netem.sh - droce's loss recovery on a bad link: fi_pingpong between
+# two network namespaces whose link loses, duplicates and reorders 2 % of
+# the frames each way and delays the rest by 1 ms.
+#
+# Topology (names unique per run, $$ in each):
+#
+#   netns drne<pid>a             netns drne<pid>m              netns drne<pid>b
+#   dna<pid> 10.77.N.1 ==veth== dma<pid> [link] dmb<pid> ==veth== dnb<pid> 10.77.N.2
+#
+# Why a middle namespace: droce's default device, DPDK net_af_packet, sends
+# with PACKET_QDISC_BYPASS (qdisc_bypass=1 is DPDK's default), so a qdisc on
+# the interface droce sends from never sees droce's frames; netem there
+# would only impair the kernel's traffic.  Frames forwarded by a middle hop
+# do go through that hop's egress qdiscs.  The link in the middle is
+#   netem  a Linux bridge between dma and dmb, and on both bridge ports
+#          `tc qdisc add dev <port> root netem loss 2% duplicate 2%
+#          reorder 2% delay 1ms` - both ports, because a root qdisc acts on
+#          egress only: dmb's carries A->B, dma's carries B->A;
+#   user   when the kernel has no sch_netem (as on a kernel built without
+#          CONFIG_NET_SCH_NETEM), a small user-space forwarder (perl, packet
+#          sockets) applies the same model between dma and dmb: per frame,
+#          2 % lost, else 2 % sent twice, and each copy 2 % sent at once
+#          (overtaking the queue: reordering) or else after 1 ms.
+# DROCE_NETEM_MODE=netem|user forces one (default: netem if it works).
+# No FI_DROCE_* variable is set: droce runs with its defaults.
+#
+# Asserts:
+#  1. fi_pingpong -p droce -e msg -c (data verification) exits 0 on both sides
+#     with every message acknowledged, both ways, for 64 B, 4 KiB, 64 KiB
+#     and 1 MiB messages, each run within its timeout;
+#  2. the link really impaired the traffic (netem's or the forwarder's drop,
+#     duplicate and reorder counts are not zero);
+#  3. tools/droce-pcapcheck on a capture in the middle namespace (on dma:
+#     A's frames as A sent them, B's as the link delivered them to A): every
+#     RoCE frame parses with a valid ICRC, the connection setup is there,
+#     and the loss recovery ran: RETRANSMIT (a PSN sent again with new
+#     bytes) and NAK_PSN_SEQ (a PSN sequence error NAK) are present; it
+#     prints the retransmission, duplicate, gap and NAK counts.
+#
+# Exit: 0 pass, 1 fail, 77 skip (not root, no ip netns / fi_pingpong / tshark,
+# or neither sch_netem nor perl with Time::HiRes), 99 hard error.  Every
+# command runs under timeout; no new run starts after DROCE_NETNS_BUDGET
+# seconds (default 120).  On failure the capture is kept as
+# $top_builddir/netns-netem.pcapng.
+
+set -u
+
+srcdir_guess=$(cd "$(dirname "$0")/.." && pwd)
+top_srcdir=${top_srcdir:-$srcdir_guess}
+top_builddir=${top_builddir:-.}
+top_builddir=$(cd "$top_builddir" && pwd)
+TSHARK=${TSHARK:-}
+[ -n "$TSHARK" ] || TSHARK=$(command -v tshark 2>/dev/null || true)
+budget=${DROCE_NETNS_BUDGET:-120}
+mode=${DROCE_NETEM_MODE:-auto}
+LOSS=2
+DUP=2
+REORDER=2
+DELAY_MS=1
+
+skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+hard() {
+	echo "ERROR: $*"
+	exit 99
+}
+
+[ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces, veth pairs, packet capture)"
+command -v ip >/dev/null 2>&1 || skip "ip (iproute2) not found"
+ip netns list >/dev/null 2>&1 || skip "'ip netns' does not work here"
+FI_PINGPONG=$(command -v fi_pingpong 2>/dev/null) ||
+	skip "fi_pingpong not found (Debian package libfabric-bin)"
+[ -n "$TSHARK" ] && [ -x "$TSHARK" ] || skip "tshark not found (Debian package tshark)"
+PCAPCHECK=$top_builddir/tools/droce-pcapcheck
+[ -x "$PCAPCHECK" ] || hard "$PCAPCHECK not built"
+[ -f "$top_builddir/.libs/libdroce-fi.so" ] || hard "$top_builddir/.libs/libdroce-fi.so not built"
+case $mode in
+auto | netem | user) ;;
+*) hard "DROCE_NETEM_MODE must be auto, netem or user" ;;
+esac
+have_perl=no
+perl -MTime::HiRes -MSocket -e 1 >/dev/null 2>&1 && have_perl=yes
+
+for v in $(env | sed -n 's/^\(FI_DROCE_[A-Za-z0-9_]*\)=.*/\1/p'); do
+	unset "$v"
+done
+unset FI_PROVIDER
+FI_PROVIDER_PATH=$top_builddir/.libs
+export FI_PROVIDER_PATH
+
+t0=$(date +%s)
+NSA=drne$$a
+NSB=drne$$b
+NSM=drne$$m
+VA=dna$$
+VB=dnb$$
+MA=dma$$
+MB=dmb$$
+BR=dbr$$
+net=10.77.$(($$ % 200 + 20))
+IPA=$net.1
+IPB=$net.2
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/netns-netem.XXXXXX") || hard "mktemp failed"
+cap_pids=""
+imp_pid=""
+fail=0
+keep=""
+
+cleanup() {
+	trap - EXIT INT TERM HUP
+	for p in $cap_pids $imp_pid; do
+		kill -INT "$p" 2>/dev/null
+	done
+	for ns in $NSA $NSB $NSM; do
+		for p in $(ip netns pids "$ns" 2>/dev/null); do
+			kill -KILL "$p" 2>/dev/null
+		done
+	done
+	wait 2>/dev/null
+	for ns in $NSA $NSB $NSM; do
+		ip netns del "$ns" 2>/dev/null
+	done
+	if [ -n "$keep" ] && [ -f "$tmp/m.pcapng" ]; then
+		cp "$tmp/m.pcapng" "$keep" 2>/dev/null && echo "capture kept: $keep"
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'echo "interrupted"; exit 1' INT TERM HUP
+
+elapsed() { echo $(($(date +%s) - t0)); }
+
+# ---- topology -----------------------------------------------------------------
+
+setup_ns() { # ns
+	ip netns add "$1" || skip "cannot create network namespace $1 (no CAP_SYS_ADMIN?)"
+	ip -n "$1" link set lo up
+	ip netns exec "$1" sh -c 'for f in /proc/sys/net/ipv6/conf/all/disable_ipv6 \
+		/proc/sys/net/ipv6/conf/default/disable_ipv6; do
+		[ -w "$f" ] && echo 1 >"$f"; done; true'
+}
+
+setup_ns "$NSA"
+setup_ns "$NSB"
+setup_ns "$NSM"
+ip -n "$NSA" link add "$VA" type veth peer name "$MA" netns "$NSM" || hard "veth $VA/$MA"
+ip -n "$NSB" link add "$VB" type veth peer name "$MB" netns "$NSM" || hard "veth $VB/$MB"
+for l in "$NSA $VA" "$NSB $VB" "$NSM $MA" "$NSM $MB"; do
+	set -- $l
+	ip -n "$1" link set "$2" mtu 1500 up
+done
+ip -n "$NSA" addr add "$IPA/24" dev "$VA"
+ip -n "$NSB" addr add "$IPB/24" dev "$VB"
+
+netem_args="loss $LOSS% duplicate $DUP% reorder $REORDER% delay ${DELAY_MS}ms"
+if [ "$mode" != user ] && command -v tc >/dev/null 2>&1 &&
+	tc -n "$NSM" qdisc add dev "$MA" root netem $netem_args 2>"$tmp/tc.err"; then
+	tc -n "$NSM" qdisc add dev "$MB" root netem $netem_args || hard "netem on $MB"
+	ip -n "$NSM" link add "$BR" type bridge || hard "cannot create bridge $BR"
+	ip -n "$NSM" link set "$MA" master "$BR"
+	ip -n "$NSM" link set "$MB" master "$BR"
+	ip -n "$NSM" link set "$BR" up
+	mode=netem
+	echo "link: bridge $BR in $NSM, netem on both ports: $netem_args"
+elif [ "$mode" = netem ]; then
+	skip "DROCE_NETEM_MODE=netem but netem does not work here: $(cat "$tmp/tc.err" 2>/dev/null)"
+elif [ "$have_perl" = yes ]; then
+	mode=user
+	echo "link: no sch_netem in this kernel ($(head -n 1 "$tmp/tc.err" 2>/dev/null));" \
+		"user-space forwarder in $NSM: loss $LOSS%, duplicate $DUP%, reorder $REORDER%," \
+		"delay ${DELAY_MS}ms, each direction"
+	cat >"$tmp/impair.pl" <<'EOF'
+# impair.pl IF_A IF_B LOSS% DUP% REORDER% DELAY_S SEED: forward every frame
+# between two interfaces through packet sockets, netem's model per frame:
+# lost (LOSS%), else sent twice (DUP%); each copy sent at once (REORDER%:
+# it overtakes the delayed ones) or after DELAY_S.  Statistics on stderr
+# at SIGINT/SIGTERM.
+use strict;
+use warnings;
+use Socket qw(SOL_SOCKET SO_RCVBUF SO_SNDBUF MSG_DONTWAIT);
+use Time::HiRes qw(time);
+
+my ($if_a, $if_b, $loss, $dup, $reorder, $delay, $seed) = @ARGV;
+srand($seed);
+my ($AF_PACKET, $SOCK_RAW, $ETH_P_ALL, $PACKET_OUTGOING) = (17, 3, 3, 4);
+
+sub open_if {
+	my ($name) = @_;
+	open(my $h, '<', "/sys/class/net/$name/ifindex") or die "$name: $!\n";
+	my $idx = <$h>;
+	chomp $idx;
+	socket(my $s, $AF_PACKET, $SOCK_RAW, unpack('S', pack('n', $ETH_P_ALL)))
+	    or die "socket: $!\n";
+	setsockopt($s, SOL_SOCKET, SO_RCVBUF, 8 << 20);
+	setsockopt($s, SOL_SOCKET, SO_SNDBUF, 8 << 20);
+	bind($s, pack('S n i S C C a8', $AF_PACKET, $ETH_P_ALL, $idx, 0, 0, 0, ''))
+	    or die "bind $name: $!\n";
+	return $s;
+}
+
+my $sa = open_if($if_a);
+my $sb = open_if($if_b);
+my %st;
+my $stop = 0;
+$SIG{INT} = $SIG{TERM} = sub { $stop = 1 };
+my @q;    # [release time, socket, frame, direction], in release order
+my $rin = '';
+vec($rin, fileno($sa), 1) = 1;
+vec($rin, fileno($sb), 1) = 1;
+my @dirs = ([$sa, $sb, "$if_a->$if_b"], [$sb, $sa, "$if_b->$if_a"]);
+print STDERR "forwarding\n";
+
+# A kernel hands a veth frame over with its TCP checksum left for the
+# "hardware" (CHECKSUM_PARTIAL); a packet socket reads it as it is, so the
+# checksum of a TCP segment (fi_pingpong's control connection) is computed
+# here before the frame goes on.  droce's frames are complete already (UDP
+# checksum 0, as RoCEv2 sends them) and are not touched.
+sub fix_tcp {
+	my ($f) = @_;
+	return $f if length($f) < 54 || unpack('n', substr($f, 12, 2)) != 0x0800;
+	my $vihl = ord(substr($f, 14, 1));
+	my $ihl = ($vihl & 15) * 4;
+	return $f if ($vihl >> 4) != 4 || ord(substr($f, 23, 1)) != 6 || $ihl < 20;
+	my $l4len = unpack('n', substr($f, 16, 2)) - $ihl;
+	my $l4 = 14 + $ihl;
+	return $f if $l4len < 20 || $l4 + $l4len > length($f);
+	substr($f, $l4 + 16, 2) = "\0\0";
+	my $d = substr($f, 26, 8) . pack('n n', 6, $l4len) . substr($f, $l4, $l4len);
+	$d .= "\0" if length($d) & 1;
+	my $sum = 0;
+	$sum += $_ for unpack('n*', $d);
+	$sum = ($sum & 0xffff) + ($sum >> 16) while $sum >> 16;
+	substr($f, $l4 + 16, 2) = pack('n', ~$sum & 0xffff);
+	return $f;
+}
+
+sub out {
+	my ($s, $frame, $dir) = @_;
+	if (send($s, $frame, 0)) { $st{"$dir sent"}++ } else { $st{"$dir send errors"}++ }
+}
+
+while (!$stop) {
+	my $now = time;
+	while (@q && $q[0][0] <= $now) {
+		my $e = shift @q;
+		out($e->[1], $e->[2], $e->[3]);
+	}
+	my $to = @q ? $q[0][0] - $now : 0.2;
+	$to = 0 if $to < 0;
+	my $n = select(my $rout = $rin, undef, undef, $to);
+	next if !defined $n || $n <= 0;
+	for my $d (@dirs) {
+		my ($in, $outs, $dir) = @$d;
+		next unless vec($rout, fileno($in), 1);
+		for (1 .. 512) {
+			my $from = recv($in, my $buf, 65536, MSG_DONTWAIT);
+			last unless defined $from;
+			next if (unpack('S n i S C', $from))[4] == $PACKET_OUTGOING;
+			$st{"$dir in"}++;
+			if (rand(100) < $loss) { $st{"$dir lost"}++; next; }
+			$buf = fix_tcp($buf);
+			my $copies = 1;
+			if (rand(100) < $dup) { $copies = 2; $st{"$dir duplicated"}++; }
+			for (1 .. $copies) {
+				if (rand(100) < $reorder) {
+					$st{"$dir reordered"}++;
+					out($outs, $buf, $dir);
+				} else {
+					push @q, [time + $delay, $outs, $buf, $dir];
+				}
+			}
+		}
+	}
+}
+print STDERR "$_: $st{$_}\n" for sort keys %st;
+EOF
+	ip -n "$NSM" link set "$MA" up
+	ip -n "$NSM" link set "$MB" up
+	ip netns exec "$NSM" timeout -k 5 $((budget + 30)) perl "$tmp/impair.pl" "$MA" "$MB" \
+		$LOSS $DUP $REORDER "$(echo "$DELAY_MS" | awk '{ print $1 / 1000 }')" $$ \
+		2>"$tmp/impair.log" &
+	imp_pid=$!
+	i=0
+	until grep -q forwarding "$tmp/impair.log" 2>/dev/null; do
+		i=$((i + 1))
+		if [ $i -gt 50 ] || ! kill -0 "$imp_pid" 2>/dev/null; then
+			cat "$tmp/impair.log"
+			hard "the user-space forwarder did not start"
+		fi
+		sleep 0.1
+	done
+else
+	skip "no way to impair the link: tc netem failed ($(head -n 1 "$tmp/tc.err" 2>/dev/null))" \
+		"and perl with Time::HiRes is not installed"
+fi
+
+i=0
+until ip -n "$NSA" link show "$VA" | grep -q LOWER_UP &&
+	ip -n "$NSB" link show "$VB" | grep -q LOWER_UP; do
+	i=$((i + 1))
+	[ $i -le 50 ] || hard "veths did not come up"
+	sleep 0.1
+done
+echo "topology: $NSA/$VA $IPA <-> [$NSM: $MA | $MB] <-> $NSB/$VB $IPB, MTU 1500"
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# ---- capture in the middle, on A's side of the link -------------------------------
+
+mkdir "$tmp/wsconf"
+WIRESHARK_CONFIG_DIR=$tmp/wsconf
+export WIRESHARK_CONFIG_DIR
+ip netns exec "$NSM" timeout -k 5 $((budget + 30)) "$TSHARK" -q -n -i "$MA" -B 128 \
+	-w "$tmp/m.pcapng" >"$tmp/m.log" 2>&1 &
+cap_pids=$!
+i=0
+until grep -q 'Capturing on' "$tmp/m.log" 2>/dev/null; do
+	i=$((i + 1))
+	if [ $i -gt 100 ]; then
+		cat "$tmp/m.log"
+		hard "tshark did not start capturing"
+	fi
+	sleep 0.1
+done
+sleep 0.3
+
+# ---- fi_pingpong runs ------------------------------------------------------------
+
+port=47600
+runs=0
+
+wait_listen() { # ns port
+	j=0
+	while [ $j -lt 100 ]; do
+		if ip netns exec "$1" ss -Hltn "sport = :$2" 2>/dev/null | grep -q .; then
+			return 0
+		fi
+		j=$((j + 1))
+		sleep 0.1
+	done
+	return 1
+}
+
+# run_pp LABEL SERVER_NS CLIENT_NS SERVER_IP SIZE ITERS TIMEOUT
+run_pp() {
+	label=$1 sns=$2 cns=$3 sip=$4 size=$5 iters=$6 tmo=$7
+	if [ "$(elapsed)" -ge "$budget" ]; then
+		echo "FAIL: $label -S $size: time budget of ${budget}s exhausted before this run"
+		fail=1
+		return 1
+	fi
+	left=$((budget - $(elapsed)))
+	[ "$tmo" -le "$left" ] || tmo=$left
+	port=$((port + 1))
+	runs=$((runs + 1))
+	out=$tmp/run$runs
+	rs=$(date +%s.%N)
+	ip netns exec "$sns" timeout -k 5 "$tmo" "$FI_PINGPONG" -p droce -e msg -B "$port" \
+		-I "$iters" -S "$size" -c >"$out.srv" 2>&1 &
+	spid=$!
+	if ! wait_listen "$sns" "$port"; then
+		echo "FAIL: $label: the fi_pingpong server never listened on TCP $port"
+		cat "$out.srv"
+		kill "$spid" 2>/dev/null
+		wait "$spid" 2>/dev/null
+		fail=1
+		return 1
+	fi
+	ip netns exec "$cns" timeout -k 5 "$tmo" "$FI_PINGPONG" -p droce -e msg -P "$port" \
+		-I "$iters" -S "$size" -c "$sip" >"$out.cli" 2>&1
+	crc=$?
+	wait "$spid"
+	src=$?
+	wall=$(echo "$rs $(date +%s.%N)" | awk '{ printf "%.2f", $2 - $1 }')
+	res=$(awk '$1 ~ /^[0-9]/ && NF >= 8 { l = $0 } END { print l }' "$out.cli")
+	set -- $res
+	if [ $crc -ne 0 ] || [ $src -ne 0 ] || [ $# -lt 8 ] || [ "$3" != "=$2" ] ||
+		grep -q 'Error at iteration' "$out.cli" "$out.srv"; then
+		echo "FAIL: $label -S $size -I $iters -c: client exit $crc, server exit $src" \
+			"(124 = timed out after ${tmo}s), result '$res' (${wall}s)"
+		echo "--- client:"
+		tail -n 20 "$out.cli"
+		echo "--- server:"
+		tail -n 20 "$out.srv"
+		fail=1
+		return 1
+	fi
+	echo "ok: $label -S $size -I $iters -c: data intact, $6 MB/s, $7 usec/xfer (${wall}s)"
+}
+
+for spec in 64:200 4096:100 65536:20 1048576:5; do
+	size=${spec%:*}
+	it=${spec#*:}
+	run_pp "server A, client B" "$NSA" "$NSB" "$IPA" "$size" "$it" 40
+	run_pp "server B, client A" "$NSB" "$NSA" "$IPB" "$size" "$it" 40
+done
+
+# ---- stop capture and link, read their counters -------------------------------------
+
+sleep 0.5
+kill -INT $cap_pids 2>/dev/null
+wait $cap_pids 2>/dev/null
+cap_pids=""
+got=$(sed -n 's/^\([0-9]*\) packets\{0,1\} captured.*/\1/p' "$tmp/m.log" | head -n 1)
+drops=$(sed -n 's/.*(\([0-9]*\) packets\{0,1\} dropped.*/\1/p' "$tmp/m.log" | head -n 1)
+echo "capture: ${got:-?} frames${drops:+, $drops dropped by the kernel}"
+
+if [ "$mode" = netem ]; then
+	drops=0
+	for d in "$MA" "$MB"; do
+		line=$(tc -n "$NSM" -s qdisc show dev "$d" | grep -m 1 'Sent')
+		echo "netem on $d: $line"
+		n=$(echo "$line" | sed -n 's/.*dropped \([0-9]*\).*/\1/p')
+		drops=$((drops + ${n:-0}))
+	done
+	if [ "$drops" -eq 0 ]; then
+		echo "FAIL: netem dropped nothing: the link was not impaired"
+		fail=1
+	fi
+else
+	kill -INT "$imp_pid" 2>/dev/null
+	wait "$imp_pid" 2>/dev/null
+	imp_pid=""
+	sed 's/^/forwarder: /' "$tmp/impair.log" | grep -v 'forwarder: forwarding'
+	for what in lost duplicated reordered; do
+		n=$(awk -v w="$what" '$0 ~ " " w ": " { s += $NF } END { print s + 0 }' "$tmp/impair.log")
+		if [ "$n" -eq 0 ]; then
+			echo "FAIL: the forwarder $what no frame: the link was not impaired"
+			fail=1
+		fi
+	done
+	if grep -q 'send errors' "$tmp/impair.log"; then
+		echo "note: the forwarder could not send some frames (counted above)"
+	fi
+fi
+
+# ---- droce's parser over the capture: ICRCs, and the loss recovery at work -----------
+
+if timeout -k 5 60 "$PCAPCHECK" \
+	--require "CM_REQ:$runs,CM_REP:$runs,CM_RTU:$runs,RC_SEND_ONLY,RC_SEND_FIRST" \
+	--require "RC_SEND_MIDDLE,RC_SEND_LAST,ACK,RETRANSMIT,NAK_PSN_SEQ" --min-roce 1000 \
+	"$tmp/m.pcapng" >"$tmp/pcapcheck.txt"; then
+	echo "ok: droce-pcapcheck: $(sed -n 's/^frames: //p' "$tmp/pcapcheck.txt")"
+else
+	echo "FAIL: droce-pcapcheck:"
+	fail=1
+fi
+sed -n '/^AETH syndromes:/,$p' "$tmp/pcapcheck.txt" | grep -v '^PASS'
+grep -q '^FAIL' "$tmp/pcapcheck.txt" && grep '^FAIL' "$tmp/pcapcheck.txt"
+
+echo "total $(elapsed)s (link: $mode)"
+if [ $fail -ne 0 ]; then
+	keep=$top_builddir/netns-netem.pcapng
+	exit 1
+fi
+echo "PASS: netns-netem"
+exit 0

@@ -1,0 +1,434 @@
+#!/bin/sh
+# shellcheck disable=SC2086,SC2046 # word splitting of option lists is meant
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# netns-pingpong.sh - droce between two network namespaces joined by a veth
+# pair, driven by libfabric-bin's stock fi_pingpong, watched by tshark.
+#
+# Topology (names unique per run, $$ in each):
+#
+#   netns drpp<pid>a: dpa<pid> 10.77.N.1/24 ==veth== dpb<pid> 10.77.N.2/24 :netns drpp<pid>b
+#
+# MTU 1500 on both ends (path MTU 1024).  No FI_DROCE_* variable is set (any
+# in the caller's environment is removed): droce must pick net_af_packet on
+# the namespace's only interface and its address by itself.  FI_PROVIDER_PATH
+# points at the build tree.
+#
+# Asserts:
+#  1. fi_pingpong -p droce -e msg -c (data verification) exits 0 on both sides
+#     and every message is acknowledged (#ack = #sent), both ways (server in
+#     A/client in B, then swapped), for 1 B, 64 B, 1 KiB, 4 KiB, 64 KiB and
+#     1 MiB messages.
+#  2. tshark over the whole session shows ARP, CM ConnectRequest,
+#     ConnectReply and ReadyToUse (one of each per connection at least),
+#     DisconnectRequest (one per connection at least) and DisconnectReply,
+#     RC SEND packets (ONLY, FIRST, MIDDLE, LAST) and RC ACKNOWLEDGEs;
+#  3. no malformed frame and no expert error (with the RPC-over-RDMA
+#     heuristic disabled, see below);
+#  4. no ICMP port unreachable (icmp.type==3 && icmp.code==3): while its
+#     port is open droce holds a kernel UDP socket on 4791 so the kernel,
+#     which sees the same frames as the af_packet socket, stays quiet;
+#  5. tools/droce-pcapcheck: every UDP/4791 frame parses with droce's own
+#     parser and carries a valid ICRC (Wireshark never checks the ICRC).
+# Then it prints fi_pingpong's figures (usec/xfer, MB/s) for 64 B, 4 KiB and
+# 1 MiB from runs without -c (the data check costs a fill and a compare of
+# the whole buffer per message, which is not the transport's time).
+#
+# Capture: DPDK's net_af_packet sends with PACKET_QDISC_BYPASS (its default
+# qdisc_bypass=1), and the kernel's dev_direct_xmit() path does not feed
+# packet taps, so a tshark on the sending side never sees droce's own
+# transmissions.  Each namespace therefore runs a tshark on its veth end
+# with the capture filter "inbound": together they see every frame on the
+# wire exactly once (droce's and the kernel's: ARP, fi_pingpong's TCP
+# control connection), and mergecap joins them in time order (same clock).
+#
+# Exit: 0 pass, 1 fail, 77 skip (not root, or no ip netns / fi_pingpong /
+# tshark), 99 hard error (droce or droce-pcapcheck not built).  Bounded:
+# every command runs under timeout, and no new fi_pingpong run starts after
+# DROCE_NETNS_BUDGET seconds (default 120; the analysis after it takes
+# seconds to tens of seconds).  On failure the merged capture is
+# kept as $top_builddir/netns-pingpong.pcapng.
+
+set -u
+
+srcdir_guess=$(cd "$(dirname "$0")/.." && pwd)
+top_srcdir=${top_srcdir:-$srcdir_guess}
+top_builddir=${top_builddir:-.}
+top_builddir=$(cd "$top_builddir" && pwd)
+TSHARK=${TSHARK:-}
+[ -n "$TSHARK" ] || TSHARK=$(command -v tshark 2>/dev/null || true)
+budget=${DROCE_NETNS_BUDGET:-120}
+
+skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+hard() {
+	echo "ERROR: $*"
+	exit 99
+}
+
+[ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces, veth pairs, packet capture)"
+command -v ip >/dev/null 2>&1 || skip "ip (iproute2) not found"
+ip netns list >/dev/null 2>&1 || skip "'ip netns' does not work here"
+FI_PINGPONG=$(command -v fi_pingpong 2>/dev/null) ||
+	skip "fi_pingpong not found (Debian package libfabric-bin)"
+[ -n "$TSHARK" ] && [ -x "$TSHARK" ] || skip "tshark not found (Debian package tshark)"
+MERGECAP=$(dirname "$TSHARK")/mergecap
+[ -x "$MERGECAP" ] || MERGECAP=$(command -v mergecap 2>/dev/null) ||
+	hard "mergecap (wireshark-common, installed with tshark) not found"
+PCAPCHECK=$top_builddir/tools/droce-pcapcheck
+[ -x "$PCAPCHECK" ] || hard "$PCAPCHECK not built"
+[ -f "$top_builddir/.libs/libdroce-fi.so" ] || hard "$top_builddir/.libs/libdroce-fi.so not built"
+
+# No FI_DROCE_* from the caller: the defaults are what is under test.
+for v in $(env | sed -n 's/^\(FI_DROCE_[A-Za-z0-9_]*\)=.*/\1/p'); do
+	unset "$v"
+done
+unset FI_PROVIDER
+FI_PROVIDER_PATH=$top_builddir/.libs
+export FI_PROVIDER_PATH
+
+t0=$(date +%s)
+NSA=drpp$$a
+NSB=drpp$$b
+VA=dpa$$
+VB=dpb$$
+net=10.77.$(($$ % 200 + 20))
+IPA=$net.1
+IPB=$net.2
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/netns-pingpong.XXXXXX") || hard "mktemp failed"
+cap_pids=""
+fail=0
+keep=""
+
+cleanup() {
+	trap - EXIT INT TERM HUP
+	# tsharks first (SIGINT: they flush and exit), then anything left in
+	# our own namespaces (only processes this script started live there)
+	for p in $cap_pids; do
+		kill -INT "$p" 2>/dev/null
+	done
+	for ns in $NSA $NSB; do
+		for p in $(ip netns pids "$ns" 2>/dev/null); do
+			kill -KILL "$p" 2>/dev/null
+		done
+	done
+	wait 2>/dev/null
+	ip netns del "$NSA" 2>/dev/null
+	ip netns del "$NSB" 2>/dev/null
+	if [ -n "$keep" ] && [ -f "$tmp/merged.pcapng" ]; then
+		cp "$tmp/merged.pcapng" "$keep" 2>/dev/null &&
+			echo "capture kept: $keep"
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'echo "interrupted"; exit 1' INT TERM HUP
+
+elapsed() { echo $(($(date +%s) - t0)); }
+
+# ---- topology -----------------------------------------------------------------
+
+setup_ns() { # ns
+	ip netns add "$1" || skip "cannot create network namespace $1 (no CAP_SYS_ADMIN?)"
+	ip -n "$1" link set lo up
+	# no IPv6 router solicitations or ND in the capture
+	ip netns exec "$1" sh -c 'for f in /proc/sys/net/ipv6/conf/all/disable_ipv6 \
+		/proc/sys/net/ipv6/conf/default/disable_ipv6; do
+		[ -w "$f" ] && echo 1 >"$f"; done; true'
+}
+
+setup_ns "$NSA"
+setup_ns "$NSB"
+# created inside the namespaces: nothing is ever added to the host's
+ip -n "$NSA" link add "$VA" type veth peer name "$VB" netns "$NSB" ||
+	hard "cannot create veth pair $VA/$VB"
+ip -n "$NSA" link set "$VA" mtu 1500 up
+ip -n "$NSB" link set "$VB" mtu 1500 up
+ip -n "$NSA" addr add "$IPA/24" dev "$VA"
+ip -n "$NSB" addr add "$IPB/24" dev "$VB"
+i=0
+until ip -n "$NSA" link show "$VA" | grep -q LOWER_UP &&
+	ip -n "$NSB" link show "$VB" | grep -q LOWER_UP; do
+	i=$((i + 1))
+	[ $i -le 50 ] || hard "veth $VA/$VB did not come up"
+	sleep 0.1
+done
+echo "topology: $NSA/$VA $IPA <-> $NSB/$VB $IPB, MTU 1500"
+pp_version=$(dpkg-query -W -f='${Version}' libfabric-bin 2>/dev/null || echo '?')
+echo "fi_pingpong: $FI_PINGPONG (libfabric-bin $pp_version)"
+echo "tshark: $("$TSHARK" --version 2>/dev/null | head -n 1)"
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# ---- capture --------------------------------------------------------------------
+
+mkdir "$tmp/wsconf"
+WIRESHARK_CONFIG_DIR=$tmp/wsconf
+export WIRESHARK_CONFIG_DIR
+
+start_capture() { # ns iface file
+	ip netns exec "$1" timeout -k 5 $((budget + 30)) "$TSHARK" -q -n -i "$2" -f inbound \
+		-B 128 -w "$3" >"$3.log" 2>&1 &
+	cap_pids="$cap_pids $!"
+}
+start_capture "$NSA" "$VA" "$tmp/a.pcapng"
+start_capture "$NSB" "$VB" "$tmp/b.pcapng"
+i=0
+until grep -q 'Capturing on' "$tmp/a.pcapng.log" 2>/dev/null &&
+	grep -q 'Capturing on' "$tmp/b.pcapng.log" 2>/dev/null; do
+	i=$((i + 1))
+	if [ $i -gt 100 ]; then
+		cat "$tmp/a.pcapng.log" "$tmp/b.pcapng.log"
+		hard "tshark did not start capturing"
+	fi
+	sleep 0.1
+done
+sleep 0.3
+
+# ---- fi_pingpong runs ------------------------------------------------------------
+
+port=47600
+runs=0
+printf '%-34s %8s %6s %10s %11s %7s\n' "run" "size" "iters" "MB/sec" "usec/xfer" "wall s" \
+	>"$tmp/table"
+
+wait_listen() { # ns port: the server's TCP control port is open
+	j=0
+	while [ $j -lt 100 ]; do
+		if ip netns exec "$1" ss -Hltn "sport = :$2" 2>/dev/null | grep -q .; then
+			return 0
+		fi
+		j=$((j + 1))
+		sleep 0.1
+	done
+	return 1
+}
+
+# run_pp LABEL SERVER_NS CLIENT_NS SERVER_IP SIZE ITERS VERIFY(-c or "") TIMEOUT
+run_pp() {
+	label=$1 sns=$2 cns=$3 sip=$4 size=$5 iters=$6 copt=$7 tmo=$8
+	if [ "$(elapsed)" -ge "$budget" ]; then
+		echo "FAIL: $label: time budget of ${budget}s exhausted before this run"
+		fail=1
+		return 1
+	fi
+	left=$((budget - $(elapsed)))
+	[ "$tmo" -le "$left" ] || tmo=$left
+	port=$((port + 1))
+	runs=$((runs + 1))
+	out=$tmp/run$runs
+	rs=$(date +%s.%N)
+	# shellcheck disable=SC2086
+	ip netns exec "$sns" timeout -k 5 "$tmo" "$FI_PINGPONG" -p droce -e msg -B "$port" \
+		-I "$iters" -S "$size" $copt >"$out.srv" 2>&1 &
+	spid=$!
+	if ! wait_listen "$sns" "$port"; then
+		echo "FAIL: $label: the fi_pingpong server never listened on TCP $port"
+		cat "$out.srv"
+		kill "$spid" 2>/dev/null
+		wait "$spid" 2>/dev/null
+		fail=1
+		return 1
+	fi
+	# shellcheck disable=SC2086
+	ip netns exec "$cns" timeout -k 5 "$tmo" "$FI_PINGPONG" -p droce -e msg -P "$port" \
+		-I "$iters" -S "$size" $copt "$sip" >"$out.cli" 2>&1
+	crc=$?
+	wait "$spid"
+	src=$?
+	wall=$(echo "$rs $(date +%s.%N)" | awk '{ printf "%.2f", $2 - $1 }')
+	res=$(awk '$1 ~ /^[0-9]/ && NF >= 8 { l = $0 } END { print l }' "$out.cli")
+	# fields: bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec
+	set -- $res
+	if [ $crc -ne 0 ] || [ $src -ne 0 ] || [ $# -lt 8 ] || [ "$3" != "=$2" ] ||
+		grep -q 'Error at iteration' "$out.cli" "$out.srv"; then
+		echo "FAIL: $label -S $size -I $iters: client exit $crc, server exit $src" \
+			"(124 = timed out after ${tmo}s), result '$res'"
+		echo "--- client:"
+		tail -n 20 "$out.cli"
+		echo "--- server:"
+		tail -n 20 "$out.srv"
+		fail=1
+		printf '%-34s %8s %6s %10s %11s %7s\n' "$label" "$size" "$iters" FAILED - "$wall" \
+			>>"$tmp/table"
+		return 1
+	fi
+	printf '%-34s %8s %6s %10s %11s %7s\n' "$label" "$size" "$iters" "$6" "$7" "$wall" \
+		>>"$tmp/table"
+	echo "ok: $label -S $size -I $iters: $6 MB/s, $7 usec/xfer (${wall}s)"
+	return 0
+}
+
+iters_for() { # size -> iterations (keeps the capture and the run short)
+	case $1 in
+	1048576) echo 10 ;;
+	65536) echo 100 ;;
+	*) echo 500 ;;
+	esac
+}
+
+for size in 1 64 1024 4096 65536 1048576; do
+	it=$(iters_for $size)
+	run_pp "server A, client B, -c" "$NSA" "$NSB" "$IPA" $size "$it" -c 40
+	run_pp "server B, client A, -c" "$NSB" "$NSA" "$IPB" $size "$it" -c 40
+done
+# figures for the lead: no -c, server in A
+run_pp "figures: server A, client B" "$NSA" "$NSB" "$IPA" 64 5000 "" 40
+run_pp "figures: server A, client B" "$NSA" "$NSB" "$IPA" 4096 2000 "" 40
+run_pp "figures: server A, client B" "$NSA" "$NSB" "$IPA" 1048576 30 "" 40
+connections=$runs
+
+# ---- stop the capture --------------------------------------------------------------
+
+sleep 0.5 # the last DREQ/DREP exchange
+for p in $cap_pids; do
+	kill -INT "$p" 2>/dev/null
+done
+for p in $cap_pids; do
+	wait "$p" 2>/dev/null
+done
+cap_pids=""
+for s in a b; do
+	drops=$(sed -n 's/.*(\([0-9]*\) packets\{0,1\} dropped.*/\1/p' "$tmp/$s.pcapng.log" | head -n 1)
+	got=$(sed -n 's/^\([0-9]*\) packets\{0,1\} captured.*/\1/p' "$tmp/$s.pcapng.log" | head -n 1)
+	echo "capture on the $s side: ${got:-?} frames${drops:+, $drops dropped by the kernel}"
+	if [ -n "$drops" ] && [ "$drops" -ne 0 ]; then
+		echo "WARN: the capture lost frames; counts below may be short"
+	fi
+done
+if ! timeout -k 5 60 "$MERGECAP" -w "$tmp/merged.pcapng" "$tmp/a.pcapng" "$tmp/b.pcapng"; then
+	echo "FAIL: mergecap"
+	exit 1
+fi
+
+# ---- what tshark sees -----------------------------------------------------------------
+
+# Wireshark 4.0's RPC-over-RDMA heuristic (packet-rpcrdma.c, heuristic
+# "rpcrdma_infiniband" on table infiniband.payload) claims RC SEND payloads
+# and marks those under 16 bytes malformed; fi_pingpong's small messages are
+# not RPC-over-RDMA.  `tshark -G heuristic-decodes` lists it under its
+# protocol name (rpcordma), but --disable-heuristic wants the heuristic's own
+# short name.  Tried first; without it if this tshark does not know it.
+heur="--disable-heuristic rpcrdma_infiniband"
+if ! timeout -k 5 60 "$TSHARK" -n -r "$tmp/merged.pcapng" $heur -c 1 >/dev/null 2>&1; then
+	echo "note: this tshark has no heuristic rpcrdma_infiniband; running without disabling it"
+	heur=""
+fi
+
+# shellcheck disable=SC2086
+if ! timeout -k 5 120 "$TSHARK" -n -r "$tmp/merged.pcapng" $heur -T fields \
+	-E separator=/t -E occurrence=f -e frame.number -e frame.protocols -e infiniband.bth.opcode \
+	-e infiniband.mad.attributeid -e icmp.type -e icmp.code \
+	>"$tmp/fields.txt" 2>"$tmp/tshark.err"; then
+	echo "FAIL: tshark could not read the capture:"
+	cat "$tmp/tshark.err"
+	exit 1
+fi
+# counts (${10} and up need braces: $10 is ${1}0): arp cm_req cm_rep cm_rtu
+# cm_rej cm_dreq cm_drep send_only send_first send_middle send_last acks
+# icmp_unreach roce frames
+# (an ICMP error quotes the datagram it answers, which tshark dissects too:
+# those InfiniBand headers are not counted)
+set -- $(awk -F'\t' '
+	{ n++ }
+	$2 ~ /:arp(:|$)/ { arp++ }
+	$5 == "3" && $6 == "3" { icmp++ }
+	$2 ~ /:icmp(:|$)/ || $2 !~ /:infiniband(:|$)/ { next }
+	{ roce++ }
+	$4 == "0x0010" { req++ }
+	$4 == "0x0013" { rep++ }
+	$4 == "0x0014" { rtu++ }
+	$4 == "0x0012" { rej++ }
+	$4 == "0x0015" { dreq++ }
+	$4 == "0x0016" { drep++ }
+	$3 == "4" { only++ }
+	$3 == "0" { first++ }
+	$3 == "1" { middle++ }
+	$3 == "2" { last++ }
+	$3 == "17" { ack++ }
+	END { print arp+0, req+0, rep+0, rtu+0, rej+0, dreq+0, drep+0, only+0, first+0,
+		middle+0, last+0, ack+0, icmp+0, roce+0, n+0 }' "$tmp/fields.txt")
+echo "tshark: ${15} frames, ${14} InfiniBand over UDP 4791, $1 ARP, ICMP port unreachable ${13}"
+echo "tshark: CM ConnectRequest $2, ConnectReply $3, ReadyToUse $4, ConnectReject $5," \
+	"DisconnectRequest $6, DisconnectReply $7 ($connections connections)"
+echo "tshark: RC SEND ONLY $8, FIRST $9, MIDDLE ${10}, LAST ${11}; RC ACKNOWLEDGE ${12}"
+
+need() { # what count minimum
+	if [ "$2" -lt "$3" ]; then
+		echo "FAIL: tshark: $1: $2, at least $3 expected"
+		fail=1
+	fi
+}
+need ARP "$1" 1
+need ConnectRequest "$2" "$connections"
+need ConnectReply "$3" "$connections"
+need ReadyToUse "$4" "$connections"
+need DisconnectRequest "$6" "$connections"
+need DisconnectReply "$7" 1
+need "RC SEND ONLY" "$8" 1
+need "RC SEND FIRST" "$9" 1
+need "RC SEND MIDDLE" "${10}" 1
+need "RC SEND LAST" "${11}" 1
+need "RC ACKNOWLEDGE" "${12}" 1
+if [ "$7" -lt "$connections" ]; then
+	echo "note: DisconnectReply in $7 of $connections teardowns: a side that sends" \
+		"a DREQ and closes its port at once meets the DREP with a closed port" \
+		"(ICMP below), and a DREQ that meets a closed port is never answered"
+fi
+if [ "$5" -ne 0 ]; then
+	echo "FAIL: tshark: $5 ConnectReject in a session that rejects nothing"
+	fail=1
+fi
+if [ "${13}" -ne 0 ]; then
+	echo "FAIL: tshark: ${13} ICMP port unreachable (icmp.type==3 && icmp.code==3):"
+	# shellcheck disable=SC2086
+	timeout -k 5 60 "$TSHARK" -n -r "$tmp/merged.pcapng" $heur \
+		-Y 'icmp.type==3 && icmp.code==3' -T fields -e frame.number -e frame.time_relative \
+		-e ip.src -e ip.dst -e udp.dstport -e infiniband.mad.attributeid 2>/dev/null | head -n 20
+	fail=1
+else
+	echo "ok: no ICMP port unreachable"
+fi
+
+# shellcheck disable=SC2086
+timeout -k 5 120 "$TSHARK" -n -r "$tmp/merged.pcapng" $heur \
+	-Y '_ws.malformed || _ws.expert.severity == error' -T fields \
+	-e frame.number -e frame.protocols -e _ws.expert.message \
+	>"$tmp/errors.txt" 2>"$tmp/tshark.err"
+if [ -s "$tmp/errors.txt" ]; then
+	echo "FAIL: tshark: $(wc -l <"$tmp/errors.txt") malformed frames or expert errors:"
+	head -n 20 "$tmp/errors.txt"
+	fail=1
+else
+	echo "ok: tshark: no malformed frame, no expert error"
+fi
+
+# ---- droce's own parser: every RoCE frame, ICRC included ------------------------------
+
+if timeout -k 5 60 "$PCAPCHECK" \
+	--require "ARP,CM_REQ:$connections,CM_REP:$connections,CM_RTU:$connections" \
+	--require "CM_DREQ:$connections,CM_DREP,RC_SEND_ONLY,RC_SEND_FIRST,RC_SEND_MIDDLE" \
+	--require "RC_SEND_LAST,ACK" --min-roce 1000 -v "$tmp/merged.pcapng" >"$tmp/pcapcheck.txt"; then
+	echo "ok: droce-pcapcheck: $(sed -n 's/^frames: //p' "$tmp/pcapcheck.txt")"
+	grep '^RC request PSNs' "$tmp/pcapcheck.txt"
+else
+	echo "FAIL: droce-pcapcheck:"
+	head -n 150 "$tmp/pcapcheck.txt"
+	fail=1
+fi
+
+# ---- figures ------------------------------------------------------------------------------
+
+echo
+echo "fi_pingpong over the veth (MTU 1500, path MTU 1024; load average now" \
+	"$(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs):"
+cat "$tmp/table"
+echo "total $(elapsed)s"
+
+if [ $fail -ne 0 ]; then
+	keep=$top_builddir/netns-pingpong.pcapng
+	exit 1
+fi
+echo "PASS: netns-pingpong"
+exit 0
