@@ -63,4 +63,16 @@ bad=$("$TSHARK" --disable-heuristic rpcrdma_infiniband -r "$pcap" \
 ib=$("$TSHARK" -r "$pcap" -Y infiniband 2>/dev/null | wc -l)
 echo "tshark: $ib InfiniBand frames, $bad malformed or expert errors"
 [ "$bad" -eq 0 ] && [ "$ib" -ge 1000 ] || { echo "FAIL: tshark"; exit 1; }
+
+# The PSN convention of the Linux CM (tests/golden/rxe-rping.pcapng): the
+# active side sends from the Starting PSN of the REP, the passive side
+# expects it there; the client's first request must carry it.
+rep_psn=$("$TSHARK" -r "$pcap" -Y 'infiniband.mad.attributeid == 0x13' \
+	-T fields -e infiniband.cm.rep.startpsn 2>/dev/null | head -n 1)
+first=$("$TSHARK" -r "$pcap" \
+	-Y 'ip.src == 192.0.2.2 && infiniband.bth.destqp != 1 && infiniband.bth.opcode <= 0x0c' \
+	-T fields -e infiniband.bth.psn 2>/dev/null | head -n 1)
+echo "REP Starting PSN $rep_psn, the client's first request PSN $first"
+[ -n "$rep_psn" ] && [ -n "$first" ] && [ "$(printf '%d' "$rep_psn")" -eq "$first" ] ||
+	{ echo "FAIL: the client does not send from the REP's Starting PSN"; exit 1; }
 echo "PASS: every operation verified over net_memif; capture valid"

@@ -1,8 +1,10 @@
 #!/bin/sh
 # Build droce out of tree (in ./build) and run every test: make check (unit,
-# golden-capture and tshark tests), the parser fuzzer under ASan+UBSan for
-# FUZZ_SECONDS (default 60), make distcheck, and, under CI (CI=true, root),
-# `make install` followed by a plain `fi_info -l`.
+# golden-capture, tshark, memif and, as root, network-namespace tests), the
+# parser fuzzer under ASan+UBSan for FUZZ_SECONDS (default 60), make
+# distcheck, as root the interoperability suite against rdma_rxe in qemu
+# (make check-interop; INTEROP=0 leaves it out), and, under CI (CI=true,
+# root), `make install` followed by a plain `fi_info -l`.
 # Ends with one line: "tests: N passed, N failed, N skipped".
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -65,6 +67,13 @@ if [ "$failed" -eq 0 ]; then
 	fi
 	step "parser fuzzing (ASan+UBSan)" fuzz
 	step "make distcheck" sh -c "cd '$build' && make -j$jobs distcheck >distcheck.log 2>&1 || { tail -50 distcheck.log; exit 1; }"
+	if [ "$(id -u)" -eq 0 ] && [ "${INTEROP:-1}" != 0 ]; then
+		step "interop with rdma_rxe (make check-interop)" \
+			sh -c "cd '$build' && make check-interop"
+	else
+		echo "SKIP: interop with rdma_rxe: needs root (network namespaces, qemu)"
+		skipped=$((skipped + 1))
+	fi
 	if [ "${CI:-}" = true ] && [ "$(id -u)" -eq 0 ]; then
 		step "make install + plain fi_info -l" installed_fi_info
 	fi

@@ -30,8 +30,10 @@
  * device limit is 128, rdma_cm's default 1, the verbs provider asks 16. */
 #define DR_IRD 16
 #define DR_ORD 16
-/* Target ACK delay we announce in REPs (rxe's RXE_LOCAL_CA_ACK_DELAY). */
-#define DR_ACK_DELAY 15
+/* Target ACK delay we announce in REPs: 4.096 us * 2^11 = 8.4 ms, what
+ * droce's device thread guarantees when the application does not poll (it
+ * polls at least every 5 ms); rxe announces 15 (134 ms). */
+#define DR_ACK_DELAY 11
 
 static struct dr_ep *ep_of_fid(struct fid *fid)
 {
@@ -246,7 +248,7 @@ static const struct dr_qp_ops ep_qp_ops = {
 /* Bring the QP to RTS with what the CM exchange settled (IBA 12.7.8 and
  * rdma_cm's cma_modify_qp_rtr/rts).  pmtu: the REQ's path MTU. */
 static int qp_go_rts(struct dr_ep *ep, const struct dr_cm_peer *peer, uint32_t flow_label,
-		     uint32_t pmtu, uint8_t retry_cnt)
+		     uint32_t pmtu, uint8_t retry_cnt, bool active)
 {
 	const struct dr_settings *s = dr_settings_get();
 	struct dr_qp_attr a;
@@ -255,7 +257,11 @@ static int qp_go_rts(struct dr_ep *ep, const struct dr_cm_peer *peer, uint32_t f
 	memset(&a, 0, sizeof(a));
 	a.state = DR_QPS_RTR;
 	a.dest_qpn = peer->qpn;
-	a.rq_psn = peer->start_psn;
+	/* each side announces the PSN it will receive from: ours in the
+	 * REQ/REP we sent, the peer's in what it sent (the Linux CM; the rxe
+	 * captures in tests/golden show it: rping's client sends from the
+	 * REP's Starting PSN, its server from the REQ's) */
+	a.rq_psn = ep->start_psn;
 	a.path_mtu = pmtu;
 	a.min_rnr_timer = (uint8_t)s->min_rnr_timer;
 	a.max_dest_rd_atomic = DR_IRD;
@@ -273,8 +279,16 @@ static int qp_go_rts(struct dr_ep *ep, const struct dr_cm_peer *peer, uint32_t f
 	if (ret)
 		return ret;
 	a.state = DR_QPS_RTS;
-	a.sq_psn = ep->start_psn;
+	a.sq_psn = peer->start_psn;
+	/* the ACK timeout: ours, or longer if the peer says it needs it --
+	 * the passive side takes the REQ's Local ACK Timeout, the active side
+	 * the REP's Target ACK Delay plus one (IBA 12.7.34, cm.c
+	 * cm_ack_timeout); rxe asks for 19 (2.1 s) */
 	a.timeout = (uint8_t)s->timeout;
+	if (peer->ack_timeout + (active ? 1 : 0) > a.timeout)
+		a.timeout = (uint8_t)(peer->ack_timeout + (active ? 1 : 0));
+	if (a.timeout > 31)
+		a.timeout = 31;
 	a.retry_cnt = retry_cnt;
 	a.rnr_retry = peer->rnr_retry_count;
 	a.max_rd_atomic = peer->responder_resources < DR_ORD ? peer->responder_resources : DR_ORD;
@@ -347,7 +361,7 @@ void dr_ep_cm_event(struct dr_ep *ep, const struct dr_cm_event *ev)
 				       ntohs(ep->dst.sin_port)) & 0xfffff;
 
 			ret = qp_go_rts(ep, ev->peer, fl, ep->dev->pmtu,
-					(uint8_t)dr_settings_get()->retry_cnt);
+					(uint8_t)dr_settings_get()->retry_cnt, true);
 			if (ret) {
 				DR_WARN(FI_LOG_EP_CTRL, "QP %06x: cannot go to RTS (%d)\n",
 					dr_qp_num(ep->qp), ret);
@@ -598,7 +612,7 @@ static int ep_accept(struct fid_ep *fep, const void *param, size_t paramlen)
 	ep->dst.sin_addr.s_addr = htonl(peer->ip4);
 	ep->dst.sin_port = htons(peer->port);
 	ep->src.sin_port = htons(peer->dst_port);
-	ret = qp_go_rts(ep, peer, peer->flow_label, pmtu, peer->retry_count);
+	ret = qp_go_rts(ep, peer, peer->flow_label, pmtu, peer->retry_count, false);
 	if (ret) {
 		ret = -FI_EINVAL;
 		goto out_unlock;
