@@ -400,6 +400,39 @@ for spec in 64:200 4096:100 65536:20 1048576:5; do
 	run_pp "server B, client A" "$NSB" "$NSA" "$IPB" "$size" "$it" 40
 done
 
+# ---- droce-xfer: every RMA and atomic operation through the same link (issue 5) ---
+
+XFER=$top_builddir/tools/droce-xfer
+if [ -x "$XFER" ] && [ "$(elapsed)" -lt "$budget" ]; then
+	port=$((port + 1))
+	tmo=$((budget - $(elapsed) + 30))
+	ip netns exec "$NSA" timeout -k 5 "$tmo" "$XFER" -p droce -P "$port" -w 30 \
+		>"$tmp/xfer.srv" 2>&1 &
+	spid=$!
+	if wait_listen "$NSA" "$port"; then
+		ip netns exec "$NSB" timeout -k 5 "$tmo" "$XFER" -p droce -s "$IPA" -P "$port" \
+			-S 0,1,4097,65536,1048576 -I 3 >"$tmp/xfer.cli" 2>&1
+		crc=$?
+	else
+		crc=99
+	fi
+	wait "$spid"
+	src=$?
+	if [ $crc -ne 0 ] || [ $src -ne 0 ] ||
+		! grep -q ' 0 failed, 0 skipped$' "$tmp/xfer.cli"; then
+		echo "FAIL: droce-xfer through the impaired link: client exit $crc, server exit $src"
+		tail -n 30 "$tmp/xfer.cli"
+		tail -n 10 "$tmp/xfer.srv"
+		fail=1
+	else
+		echo "ok: droce-xfer (send, senddata, write, writedata, read, atomics; 0 B..1 MiB)" \
+			"through the impaired link: $(tail -n 1 "$tmp/xfer.cli")"
+	fi
+else
+	echo "FAIL: droce-xfer not built or no time left for it"
+	fail=1
+fi
+
 # ---- stop capture and link, read their counters -------------------------------------
 
 sleep 0.5
