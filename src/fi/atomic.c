@@ -197,6 +197,7 @@ static ssize_t atomic_post(struct dr_ep *ep, const struct atomic_req *r)
 	    .cq_flags = FI_ATOMIC | (r->kind == ATOMIC_BASE ? FI_WRITE : FI_READ),
 	    .cntr = r->kind == ATOMIC_BASE ? DR_CNTR_WRITE : DR_CNTR_READ,
 	    .comp = !r->inject_call && dr_ep_tx_comp(ep, r->flags),
+	    .inject = r->inject_call,
 	};
 	struct dr_send_wr wr = {0};
 	struct dr_sge sge;

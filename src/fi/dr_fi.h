@@ -462,6 +462,7 @@ struct dr_tx_op {
 	uint64_t cq_flags; /* FI_SEND|FI_MSG, FI_RMA|FI_WRITE, FI_ATOMIC|FI_READ... */
 	enum dr_ep_cntr cntr; /* DR_CNTR_SEND, _READ or _WRITE */
 	bool comp;	   /* a CQ entry on success (errors always have one) */
+	bool inject;	   /* an fi_inject* call: no context, never flushed to the CQ */
 };
 
 /* The same for a posted receive (ep->rxq[wr_id & (rx_depth - 1)]). */

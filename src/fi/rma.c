@@ -31,6 +31,7 @@ static ssize_t rma_post(struct dr_ep *ep, enum dr_wr_opcode opcode, const struct
 	    .cq_flags = FI_RMA | (read ? FI_READ : FI_WRITE),
 	    .cntr = read ? DR_CNTR_READ : DR_CNTR_WRITE,
 	    .comp = !inject_call && dr_ep_tx_comp(ep, flags),
+	    .inject = inject_call,
 	};
 	struct dr_sge sge[DR_MAX_IOV];
 	struct dr_send_wr wr = {0};

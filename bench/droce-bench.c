@@ -1,0 +1,1540 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * droce-bench: latency, bandwidth, message rate and atomics over any
+ * libfabric FI_EP_MSG provider (droce, tcp, verbs ...), so that providers
+ * can be compared with the same program, the same buffers and the same
+ * completion handling.
+ *
+ * Two processes: a server (-S) and a client.  They meet on an out-of-band
+ * TCP control channel (-O host:port) whose address is independent of the
+ * fabric address (-F): the server opens a passive endpoint, tells the
+ * client its fabric name over the channel, the client connects with
+ * fi_connect.  The client drives every measurement; the server follows
+ * (echoes, sinks, answers RMA) and reports what it saw.
+ *
+ * Fabric protocol inside a test (RC ordering is relied on):
+ *   - data messages are >= 4 bytes; a 1-byte send is a "sync" marker and a
+ *     2-byte send an "end" marker; the server echoes both.
+ *   - windowed tests (bw_*, rate_*, atomic_*) time from the first post to
+ *     the echo of the sync marker sent after the last completion, so a
+ *     provider that completes early (e.g. when data is in a socket buffer)
+ *     is still timed to delivery.
+ *   - lat_write: the client writes S bytes whose last byte alternates 1/2
+ *     (two source buffers, never modified during the test); the server
+ *     polls its last byte and writes the same back; the client polls its.
+ *
+ * Every wait is bounded: a stall timeout (-s, no completion for that long)
+ * and a watchdog (-X) over the whole process.  Warm-up is excluded.
+ *
+ * Output: one human line per measurement on stdout, and with -C FILE one
+ * CSV line per measurement (header: see CSV_HEADER) appended to FILE
+ * ("-C -" puts the CSV on stdout instead of the human lines).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#define CSV_HEADER                                                                                 \
+	"provider,label,test,bytes,window,iters,seconds,value,unit,p50,p99,mean,cpu_user_s,"       \
+	"cpu_sys_s,runq_frac,peer_runq_frac,status"
+
+#define MAX_SIZE    (4u << 20) /* largest message of any test */
+#define NCTX	    8192       /* per-operation contexts (> any window) */
+#define MAX_WINDOW  4096
+#define MAX_SAMPLES (1u << 20)
+
+/* One registered region per side, laid out as: */
+enum {
+	OFF_TXA = 0,		      /* source A (last byte 1 in lat_write) */
+	OFF_TXB = OFF_TXA + MAX_SIZE, /* source B (last byte 2 in lat_write) */
+	OFF_RX = OFF_TXB + MAX_SIZE,  /* every posted receive aliases this */
+	OFF_RMA = OFF_RX + MAX_SIZE,  /* target of remote writes, source of reads */
+	OFF_RD = OFF_RMA + MAX_SIZE,  /* local destination of reads */
+	OFF_ATOM = OFF_RD + MAX_SIZE, /* remote atomic target (uint64) */
+	OFF_OPND = OFF_ATOM + 64,     /* atomic operands: 1, then 0 */
+	OFF_RES = OFF_OPND + 64,      /* atomic results, one slot per window entry */
+	REGION = OFF_RES + 8 * MAX_WINDOW + 4096,
+};
+
+enum test {
+	T_LAT_SEND,
+	T_LAT_WRITE,
+	T_BW_WRITE,
+	T_BW_READ,
+	T_BW_SEND,
+	T_RATE_SEND,
+	T_RATE_WRITE,
+	T_ATOMIC,
+	T_NTESTS
+};
+
+static const char *const test_name[T_NTESTS] = {
+    "lat_send", "lat_write", "bw_write",   "bw_read",
+    "bw_send",	"rate_send", "rate_write", "atomic_fadd",
+};
+
+/* ---- options --------------------------------------------------------------------------- */
+
+static struct {
+	bool server;
+	const char *prov;
+	const char *oob;    /* host:port of the control channel */
+	const char *fabric; /* server: fabric node to listen on (FI_SOURCE) */
+	const char *label;
+	const char *csv;
+	const char *tests;
+	const char *lat_sizes, *bw_sizes, *rate_sizes;
+	unsigned window;
+	double secs, warm_secs;
+	uint64_t min_iters, max_iters;
+	double stall;	   /* seconds without progress before a wait fails */
+	unsigned watchdog; /* seconds for the whole process */
+	bool verbose;
+} opt = {
+    .prov = "droce",
+    .oob = "127.0.0.1:47990",
+    .label = "-",
+    .tests = "all",
+    .lat_sizes = "8-1m*4,1m",
+    .bw_sizes = "4k-4m*4",
+    .rate_sizes = "8,64",
+    .window = 64,
+    .secs = 1.0,
+    .warm_secs = -1,
+    .min_iters = 5,
+    .max_iters = 10000000,
+    .stall = 20.0,
+    .watchdog = 900,
+};
+
+static FILE *csv_out;
+
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "droce-bench[%s %s]: ", opt.server ? "server" : "client", opt.prov);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	exit(2);
+}
+
+static void vlog(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!opt.verbose)
+		return;
+	va_start(ap, fmt);
+	fprintf(stderr, "droce-bench[%s]: ", opt.server ? "server" : "client");
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+}
+
+static void on_alarm(int sig)
+{
+	static const char msg[] = "droce-bench: watchdog expired, exiting\n";
+
+	(void)sig;
+	if (write(2, msg, sizeof(msg) - 1) < 0) {
+		/* nothing to do */
+	}
+	_exit(124);
+}
+
+/* Time this thread spent runnable but waiting for a CPU (ns; schedstat's
+ * second field): how much of a measurement other processes took. */
+static uint64_t runq_wait_ns(void)
+{
+	unsigned long long run, wait;
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+	int n;
+
+	if (!f)
+		return 0;
+	n = fscanf(f, "%llu %llu", &run, &wait);
+	fclose(f);
+	return n == 2 ? wait : 0;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- out-of-band control channel ----------------------------------------------------- */
+
+enum oob_type { M_HELLO = 1, M_MRINFO, M_BEGIN, M_READY, M_RESULT, M_QUIT, M_BYE };
+
+struct oob_msg {
+	uint32_t type;
+	uint32_t test;
+	uint64_t size;
+	uint32_t window;
+	int32_t status;
+	uint64_t caps;
+	uint64_t addr;		   /* HELLO: fabric IPv4 (host order); MRINFO: remote base */
+	uint64_t key;		   /* HELLO: fabric port;              MRINFO: key */
+	uint64_t count;		   /* RESULT: data messages received */
+	uint64_t runq_ns, busy_ns; /* RESULT: the server's run-queue wait, test time */
+	uint64_t pad[2];
+};
+
+/* ---- fabric state ---------------------------------------------------------------------- */
+
+static struct {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_eq *eq;
+	struct fid_pep *pep;
+	struct fid_ep *ep;
+	struct fid_cq *cq;
+	struct fid_mr *mr;
+	void *desc;
+	uint8_t *buf;
+	uint64_t base;	      /* what the peer uses as the address of our region */
+	uint64_t rbase, rkey; /* the peer's */
+	uint64_t caps, peer_caps;
+	size_t inject;
+	size_t tx_size;
+	unsigned rx_post;
+	int oob;
+
+	/* counters updated by progress() */
+	uint64_t tx_posted, tx_done; /* operations that generate a completion */
+	uint64_t rx_data, rx_sync, rx_end;
+	size_t rx_last_len;
+	uint64_t events; /* completions seen: what stall detection watches */
+	int err;
+
+	struct fi_context2 txctx[NCTX];
+	struct fi_context2 *rxctx;
+	unsigned txctx_next;
+} F;
+
+static const char *fierr(int ret)
+{
+	return fi_strerror(ret < 0 ? -ret : ret);
+}
+
+/* Stall detection that keeps the clock out of the polling loops: the clock
+ * is read every 256 calls; a wait fails after opt.stall seconds in which no
+ * completion arrived. */
+struct stallwatch {
+	uint64_t events, since;
+	unsigned spin;
+	bool moved;
+};
+
+static void sw_init(struct stallwatch *w)
+{
+	w->events = F.events;
+	w->since = now_ns();
+	w->spin = 0;
+	w->moved = false;
+}
+
+static bool sw_stalled(struct stallwatch *w)
+{
+	uint64_t now;
+
+	if (F.events != w->events) {
+		w->events = F.events;
+		w->moved = true;
+	}
+	if (++w->spin & 255)
+		return false;
+	now = now_ns();
+	if (w->moved) {
+		w->since = now;
+		w->moved = false;
+		return false;
+	}
+	return now - w->since > (uint64_t)(opt.stall * 1e9);
+}
+
+static int post_rx(struct fi_context2 *c)
+{
+	return (int)fi_recv(F.ep, F.buf + OFF_RX, MAX_SIZE, F.desc, 0, c);
+}
+
+/* Read completions; repost receives; classify them.  Returns < 0 on a
+ * completion error (printed once), 0 otherwise. */
+static int progress(void)
+{
+	struct fi_cq_data_entry e[64];
+	ssize_t n = fi_cq_read(F.cq, e, 64);
+
+	if (n > 0) {
+		F.events += (uint64_t)n;
+		for (ssize_t i = 0; i < n; i++) {
+			if (e[i].flags & FI_RECV) {
+				if (e[i].len == 1)
+					F.rx_sync++;
+				else if (e[i].len == 2)
+					F.rx_end++;
+				else {
+					F.rx_data++;
+					F.rx_last_len = e[i].len;
+				}
+				int r;
+				uint64_t t0 = 0;
+
+				while ((r = post_rx(e[i].op_context)) == -FI_EAGAIN) {
+					if (!t0)
+						t0 = now_ns();
+					if (now_ns() - t0 > (uint64_t)(opt.stall * 1e9)) {
+						fprintf(stderr,
+							"droce-bench: re-posting a receive: "
+							"timed out\n");
+						return F.err = -FI_ETIMEDOUT;
+					}
+				}
+				if (r) {
+					fprintf(stderr, "droce-bench: fi_recv: %s\n", fierr(r));
+					return F.err = r;
+				}
+			} else {
+				F.tx_done++;
+			}
+		}
+		return 0;
+	}
+	if (n == -FI_EAGAIN || n == 0)
+		return 0;
+	if (n == -FI_EAVAIL) {
+		struct fi_cq_err_entry ee;
+		char pbuf[256];
+
+		memset(&ee, 0, sizeof(ee));
+		if (fi_cq_readerr(F.cq, &ee, 0) > 0) {
+			fprintf(
+			    stderr,
+			    "droce-bench[%s]: completion error: %s (%d), prov_errno %d: %s "
+			    "(flags 0x%" PRIx64 ")\n",
+			    opt.server ? "server" : "client", fierr(ee.err), ee.err, ee.prov_errno,
+			    fi_cq_strerror(F.cq, ee.prov_errno, ee.err_data, pbuf, sizeof(pbuf)),
+			    (uint64_t)ee.flags);
+			return F.err = -(ee.err ? ee.err : FI_EIO);
+		}
+		return F.err = -FI_EIO;
+	}
+	fprintf(stderr, "droce-bench: fi_cq_read: %s\n", fierr((int)n));
+	return F.err = (int)n;
+}
+
+/* Wait until *ctr >= want, driving progress; -FI_ETIMEDOUT after opt.stall
+ * seconds without any completion. */
+static int wait_ctr(const uint64_t *ctr, uint64_t want)
+{
+	struct stallwatch w;
+
+	sw_init(&w);
+	while (*ctr < want) {
+		int r = progress();
+
+		if (r)
+			return r;
+		if (*ctr >= want)
+			break;
+		if (sw_stalled(&w)) {
+			fprintf(stderr,
+				"droce-bench[%s]: no completion for %.1f s (have %" PRIu64
+				", want %" PRIu64 ")\n",
+				opt.server ? "server" : "client", opt.stall, *ctr, want);
+			return -FI_ETIMEDOUT;
+		}
+	}
+	return 0;
+}
+
+static struct fi_context2 *next_ctx(void)
+{
+	struct fi_context2 *c = &F.txctx[F.txctx_next];
+
+	F.txctx_next = (F.txctx_next + 1) % NCTX;
+	return c;
+}
+
+/* Retry a post while it says -FI_EAGAIN, driving progress; bounded. */
+#define POST_RETRY(ret, call)                                                                      \
+	do {                                                                                       \
+		struct stallwatch w_;                                                              \
+		bool first_ = true;                                                                \
+		while (((ret) = (call)) == -FI_EAGAIN) {                                           \
+			int r_;                                                                    \
+			if (first_) {                                                              \
+				sw_init(&w_);                                                      \
+				first_ = false;                                                    \
+			}                                                                          \
+			r_ = progress();                                                           \
+			if (r_) {                                                                  \
+				(ret) = r_;                                                        \
+				break;                                                             \
+			}                                                                          \
+			if (sw_stalled(&w_)) {                                                     \
+				(ret) = -FI_ETIMEDOUT;                                             \
+				break;                                                             \
+			}                                                                          \
+		}                                                                                  \
+	} while (0)
+
+static int send_marker(size_t len)
+{
+	ssize_t ret;
+
+	POST_RETRY(ret, fi_inject(F.ep, F.buf + OFF_TXA, len, 0));
+	if (ret)
+		fprintf(stderr, "droce-bench: fi_inject(marker): %s\n", fierr((int)ret));
+	return (int)ret;
+}
+
+/* Send `len` bytes from source A, inline if small enough. */
+static int send_data(size_t len, uint8_t *src)
+{
+	ssize_t ret;
+
+	if (len <= F.inject) {
+		POST_RETRY(ret, fi_inject(F.ep, src, len, 0));
+	} else {
+		POST_RETRY(ret, fi_send(F.ep, src, len, F.desc, 0, next_ctx()));
+		if (!ret)
+			F.tx_posted++;
+	}
+	return (int)ret;
+}
+
+static int write_data(size_t len, uint8_t *src, uint64_t raddr)
+{
+	ssize_t ret;
+
+	if (len <= F.inject) {
+		POST_RETRY(ret, fi_inject_write(F.ep, src, len, 0, raddr, F.rkey));
+		if (ret != -FI_ENOSYS)
+			return (int)ret;
+	}
+	POST_RETRY(ret, fi_write(F.ep, src, len, F.desc, 0, raddr, F.rkey, next_ctx()));
+	if (!ret)
+		F.tx_posted++;
+	return (int)ret;
+}
+
+static int drain_tx(void)
+{
+	return wait_ctr(&F.tx_done, F.tx_posted);
+}
+
+/* ---- OOB I/O, with fabric progress while waiting ------------------------------------- */
+
+static int oob_send(struct oob_msg *m)
+{
+	size_t off = 0;
+
+	while (off < sizeof(*m)) {
+		ssize_t n = send(F.oob, (char *)m + off, sizeof(*m) - off, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+/* Receive one message; progress the fabric (when there is one) meanwhile;
+ * fail after `secs`. */
+static int oob_recv(struct oob_msg *m, double secs)
+{
+	size_t off = 0;
+	uint64_t end = now_ns() + (uint64_t)(secs * 1e9);
+
+	while (off < sizeof(*m)) {
+		struct pollfd p = {.fd = F.oob, .events = POLLIN};
+		int r = poll(&p, 1, F.cq ? 0 : 100);
+
+		if (r < 0 && errno != EINTR)
+			return -1;
+		if (r > 0) {
+			ssize_t n = recv(F.oob, (char *)m + off, sizeof(*m) - off, 0);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				fprintf(stderr,
+					"droce-bench: control channel closed by the peer\n");
+				return -1;
+			}
+			off += (size_t)n;
+			continue;
+		}
+		if (F.cq && progress())
+			return -1;
+		if (now_ns() > end) {
+			fprintf(stderr, "droce-bench: control channel: no message for %.0f s\n",
+				secs);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void split_hostport(const char *s, char *host, size_t hlen, char *port, size_t plen)
+{
+	const char *c = strrchr(s, ':');
+
+	if (!c)
+		die("-O wants host:port, not '%s'\n", s);
+	snprintf(host, hlen, "%.*s", (int)(c - s), s);
+	snprintf(port, plen, "%s", c + 1);
+}
+
+static int oob_listen_accept(void)
+{
+	char host[256], port[32];
+	struct addrinfo hints = {
+	    .ai_family = AF_INET, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
+	struct addrinfo *ai;
+	int one = 1, fd, c;
+
+	split_hostport(opt.oob, host, sizeof(host), port, sizeof(port));
+	if (getaddrinfo(host[0] ? host : NULL, port, &hints, &ai))
+		die("control channel: cannot resolve %s\n", opt.oob);
+	fd = socket(ai->ai_family, SOCK_STREAM, 0);
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 1))
+		die("control channel: bind/listen %s: %s\n", opt.oob, strerror(errno));
+	freeaddrinfo(ai);
+	/* tell a script we are ready (it may wait for this line) */
+	fprintf(stderr, "droce-bench[server %s]: listening on %s\n", opt.prov, opt.oob);
+	{
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+
+		if (poll(&p, 1, (int)(opt.watchdog * 1000)) <= 0)
+			die("control channel: no client\n");
+	}
+	c = accept(fd, NULL, NULL);
+	if (c < 0)
+		die("control channel: accept: %s\n", strerror(errno));
+	close(fd);
+	setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return c;
+}
+
+static int oob_connect(void)
+{
+	char host[256], port[32];
+	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM};
+	struct addrinfo *ai;
+	uint64_t end = now_ns() + (uint64_t)(opt.stall * 1e9);
+	int one = 1;
+
+	split_hostport(opt.oob, host, sizeof(host), port, sizeof(port));
+	if (getaddrinfo(host, port, &hints, &ai))
+		die("control channel: cannot resolve %s\n", opt.oob);
+	for (;;) { /* the server may still be starting */
+		int fd = socket(ai->ai_family, SOCK_STREAM, 0);
+
+		if (!connect(fd, ai->ai_addr, ai->ai_addrlen)) {
+			freeaddrinfo(ai);
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+			return fd;
+		}
+		close(fd);
+		if (now_ns() > end)
+			die("control channel: cannot connect to %s: %s\n", opt.oob,
+			    strerror(errno));
+		usleep(20000);
+	}
+}
+
+/* ---- fabric setup ---------------------------------------------------------------------- */
+
+static struct fi_info *get_info(const char *node, const char *service, uint64_t flags)
+{
+	static const uint64_t tries[] = {
+	    FI_MSG | FI_RMA | FI_ATOMIC,
+	    FI_MSG | FI_RMA,
+	    FI_MSG,
+	};
+
+	for (size_t t = 0; t < sizeof(tries) / sizeof(tries[0]); t++) {
+		struct fi_info *hints = fi_allocinfo(), *info = NULL;
+		int ret;
+
+		hints->ep_attr->type = FI_EP_MSG;
+		hints->caps = tries[t];
+		hints->mode = FI_CONTEXT | FI_CONTEXT2;
+		hints->addr_format = FI_SOCKADDR_IN;
+		hints->domain_attr->mr_mode =
+		    FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+		hints->domain_attr->threading = FI_THREAD_DOMAIN;
+		hints->fabric_attr->prov_name = strdup(opt.prov);
+		ret = fi_getinfo(FI_VERSION(1, 17), node, service, flags, hints, &info);
+		fi_freeinfo(hints);
+		if (ret) {
+			vlog("fi_getinfo(caps 0x%" PRIx64 "): %s\n", tries[t], fierr(ret));
+			continue;
+		}
+		/* the provider itself, not a utility provider layered on it */
+		for (struct fi_info *i = info; i; i = i->next) {
+			if (!strcmp(i->fabric_attr->prov_name, opt.prov)) {
+				struct fi_info *pick = fi_dupinfo(i);
+
+				fi_freeinfo(info);
+				return pick;
+			}
+		}
+		fi_freeinfo(info);
+	}
+	die("fi_getinfo: provider '%s' offers no FI_EP_MSG endpoint here\n", opt.prov);
+	return NULL;
+}
+
+static void wait_eq(uint32_t want, struct fi_eq_cm_entry *entry, size_t len)
+{
+	uint64_t end = now_ns() + (uint64_t)(opt.stall * 1e9);
+
+	for (;;) {
+		uint32_t ev;
+		ssize_t n = fi_eq_read(F.eq, &ev, entry, len, 0);
+
+		if (n > 0) {
+			if (ev == want)
+				return;
+			die("event queue: got event %u, expected %u\n", ev, want);
+		}
+		if (n == -FI_EAVAIL) {
+			struct fi_eq_err_entry ee;
+
+			memset(&ee, 0, sizeof(ee));
+			fi_eq_readerr(F.eq, &ee, 0);
+			die("event queue: error %s (prov_errno %d)\n", fierr(ee.err),
+			    ee.prov_errno);
+		}
+		if (n != -FI_EAGAIN)
+			die("fi_eq_read: %s\n", fierr((int)n));
+		if (now_ns() > end)
+			die("event queue: no event %u in %.0f s\n", want, opt.stall);
+		usleep(50);
+	}
+}
+
+#define CHK(call)                                                                                  \
+	do {                                                                                       \
+		int r_ = (int)(call);                                                              \
+		if (r_)                                                                            \
+			die("%s: %s (%d)\n", #call, fierr(r_), r_);                                \
+	} while (0)
+
+static void open_ep_common(struct fi_info *info)
+{
+	struct fi_cq_attr cqa = {.format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_NONE};
+	uint64_t access = FI_SEND | FI_RECV;
+
+	F.info = info;
+	if (!F.domain)
+		CHK(fi_domain(F.fabric, info, &F.domain, NULL));
+	cqa.size = 8192;
+	if (info->tx_attr->size + info->rx_attr->size < cqa.size)
+		cqa.size = info->tx_attr->size + info->rx_attr->size + 64;
+	CHK(fi_cq_open(F.domain, &cqa, &F.cq, NULL));
+	CHK(fi_endpoint(F.domain, info, &F.ep, NULL));
+	CHK(fi_ep_bind(F.ep, &F.eq->fid, 0));
+	CHK(fi_ep_bind(F.ep, &F.cq->fid, FI_TRANSMIT | FI_RECV));
+	CHK(fi_enable(F.ep));
+
+	F.buf = aligned_alloc(4096, REGION);
+	if (!F.buf)
+		die("out of memory\n");
+	memset(F.buf, 0, REGION);
+	F.caps = info->caps;
+	if (F.caps & FI_RMA)
+		access |= FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+	if ((F.caps & (FI_RMA | FI_ATOMIC)) || (info->domain_attr->mr_mode & FI_MR_LOCAL)) {
+		CHK(fi_mr_reg(F.domain, F.buf, REGION, access, 0, 0, 0, &F.mr, NULL));
+		F.desc = fi_mr_desc(F.mr);
+		F.base =
+		    (info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)F.buf : 0;
+	}
+	F.inject = info->tx_attr->inject_size;
+	F.tx_size = info->tx_attr->size;
+	F.rx_post = info->rx_attr->size < 256 ? (unsigned)info->rx_attr->size : 256;
+	F.rxctx = calloc(F.rx_post, sizeof(*F.rxctx));
+	for (unsigned i = 0; i < F.rx_post; i++)
+		CHK(post_rx(&F.rxctx[i]));
+	vlog("%s: inject %zu, tx size %zu, rx posted %u, caps 0x%" PRIx64 ", mr_mode 0x%x\n",
+	     opt.prov, F.inject, F.tx_size, F.rx_post, F.caps, info->domain_attr->mr_mode);
+}
+
+static void setup_server(void)
+{
+	struct fi_info *info = get_info(opt.fabric, NULL, FI_SOURCE);
+	struct fi_eq_attr eqa = {.size = 64, .wait_obj = FI_WAIT_UNSPEC};
+	struct {
+		struct fi_eq_cm_entry e;
+		uint8_t data[256];
+	} ent;
+	struct sockaddr_in sin;
+	size_t alen = sizeof(sin);
+	struct oob_msg m;
+
+	CHK(fi_fabric(info->fabric_attr, &F.fabric, NULL));
+	CHK(fi_eq_open(F.fabric, &eqa, &F.eq, NULL));
+	CHK(fi_passive_ep(F.fabric, info, &F.pep, NULL));
+	CHK(fi_pep_bind(F.pep, &F.eq->fid, 0));
+	CHK(fi_listen(F.pep));
+	CHK(fi_getname(&F.pep->fid, &sin, &alen));
+	if (sin.sin_family != AF_INET)
+		die("passive endpoint has a non-IPv4 name\n");
+	if (sin.sin_addr.s_addr == htonl(INADDR_ANY) && opt.fabric)
+		inet_pton(AF_INET, opt.fabric, &sin.sin_addr);
+	fi_freeinfo(info);
+
+	F.oob = oob_listen_accept();
+	memset(&m, 0, sizeof(m));
+	m.type = M_HELLO;
+	m.addr = ntohl(sin.sin_addr.s_addr);
+	m.key = ntohs(sin.sin_port);
+	if (oob_send(&m))
+		die("control channel: send\n");
+
+	wait_eq(FI_CONNREQ, &ent.e, sizeof(ent));
+	open_ep_common(ent.e.info);
+	CHK(fi_accept(F.ep, NULL, 0));
+	wait_eq(FI_CONNECTED, &ent.e, sizeof(ent));
+}
+
+static void setup_client(void)
+{
+	struct fi_eq_attr eqa = {.size = 64, .wait_obj = FI_WAIT_UNSPEC};
+	struct {
+		struct fi_eq_cm_entry e;
+		uint8_t data[256];
+	} ent;
+	struct oob_msg m;
+	char node[64], service[16];
+	struct in_addr ia;
+	struct fi_info *info;
+
+	F.oob = oob_connect();
+	if (oob_recv(&m, opt.stall) || m.type != M_HELLO)
+		die("control channel: no HELLO from the server\n");
+	ia.s_addr = htonl((uint32_t)m.addr);
+	inet_ntop(AF_INET, &ia, node, sizeof(node));
+	snprintf(service, sizeof(service), "%u", (unsigned)m.key);
+	vlog("server's fabric address %s:%s\n", node, service);
+	info = get_info(node, service, 0);
+	CHK(fi_fabric(info->fabric_attr, &F.fabric, NULL));
+	CHK(fi_eq_open(F.fabric, &eqa, &F.eq, NULL));
+	open_ep_common(info);
+	CHK(fi_connect(F.ep, info->dest_addr, NULL, 0));
+	wait_eq(FI_CONNECTED, &ent.e, sizeof(ent));
+}
+
+/* Both: swap region address/key and capabilities. */
+static void exchange_mr(void)
+{
+	struct oob_msg m, r;
+
+	memset(&m, 0, sizeof(m));
+	m.type = M_MRINFO;
+	m.addr = F.base;
+	m.key = F.mr ? fi_mr_key(F.mr) : 0;
+	m.caps = F.caps;
+	if (opt.server) {
+		if (oob_recv(&r, opt.stall) || r.type != M_MRINFO || oob_send(&m))
+			die("control channel: MRINFO\n");
+	} else {
+		if (oob_send(&m) || oob_recv(&r, opt.stall) || r.type != M_MRINFO)
+			die("control channel: MRINFO\n");
+	}
+	F.rbase = r.addr;
+	F.rkey = r.key;
+	F.peer_caps = r.caps;
+}
+
+static void teardown(void)
+{
+	if (F.ep) {
+		fi_shutdown(F.ep, 0);
+		fi_close(&F.ep->fid);
+	}
+	if (F.mr)
+		fi_close(&F.mr->fid);
+	if (F.cq)
+		fi_close(&F.cq->fid);
+	if (F.pep)
+		fi_close(&F.pep->fid);
+	if (F.eq)
+		fi_close(&F.eq->fid);
+	if (F.domain)
+		fi_close(&F.domain->fid);
+	if (F.fabric)
+		fi_close(&F.fabric->fid);
+	if (F.info)
+		fi_freeinfo(F.info);
+	free(F.buf);
+	free(F.rxctx);
+}
+
+/* ---- the server ------------------------------------------------------------------------ */
+
+static bool test_supported(enum test t, size_t size)
+{
+	bool rma = (F.caps & FI_RMA) && (F.peer_caps & FI_RMA);
+	bool atomic = (F.caps & FI_ATOMIC) && (F.peer_caps & FI_ATOMIC);
+
+	if (size > MAX_SIZE || size < 4)
+		return false;
+	switch (t) {
+	case T_LAT_WRITE:
+	case T_BW_WRITE:
+	case T_BW_READ:
+	case T_RATE_WRITE:
+		return rma;
+	case T_ATOMIC:
+		if (!atomic)
+			return false;
+		{
+			size_t cnt = 0;
+
+			return !fi_fetch_atomicvalid(F.ep, FI_UINT64, FI_SUM, &cnt) && cnt >= 1;
+		}
+	default:
+		return true;
+	}
+}
+
+/* Prepare the buffers both sides use for test t at size s. */
+static void prepare(enum test t, size_t s)
+{
+	F.buf[OFF_RMA + s - 1] = 0;
+	F.buf[OFF_TXA + s - 1] = 1;
+	F.buf[OFF_TXB + s - 1] = 2;
+	*(uint64_t *)(F.buf + OFF_ATOM) = 0;
+	*(uint64_t *)(F.buf + OFF_OPND) = 1;
+	*(uint64_t *)(F.buf + OFF_OPND + 8) = 0;
+	(void)t;
+}
+
+/* Follow one test until the client's end marker; returns the number of
+ * data messages received, or < 0. */
+static int64_t serve_test(enum test t, size_t s)
+{
+	uint64_t data0 = F.rx_data, sync_done = F.rx_sync, end0 = F.rx_end;
+	uint64_t echoed = F.rx_data;
+	volatile uint8_t *last = F.buf + OFF_RMA + s - 1;
+	uint8_t seen = 0;
+	unsigned spin = 0;
+	int r;
+
+	for (;;) {
+		if ((r = progress()))
+			return r;
+		/* the client says nothing on the control channel during a test:
+		 * anything there (its exit closes it) means the test is over */
+		if (!(++spin & 1023)) {
+			struct pollfd p = {.fd = F.oob, .events = POLLIN};
+
+			if (poll(&p, 1, 0) > 0) {
+				fprintf(stderr, "droce-bench[server]: the client left during %s\n",
+					test_name[t]);
+				return -FI_ECONNABORTED;
+			}
+		}
+		if (t == T_LAT_SEND) {
+			while (echoed < F.rx_data) {
+				if ((r = send_data(F.rx_last_len, F.buf + OFF_TXA)))
+					return r;
+				echoed++;
+			}
+		} else if (t == T_LAT_WRITE) {
+			uint8_t v = *last;
+
+			if (v != seen) {
+				seen = v;
+				r = write_data(s, F.buf + (v == 1 ? OFF_TXA : OFF_TXB),
+					       F.rbase + OFF_RMA);
+				if (r)
+					return r;
+			}
+		}
+		while (sync_done < F.rx_sync) {
+			if ((r = send_marker(1)))
+				return r;
+			sync_done++;
+		}
+		if (F.rx_end > end0) {
+			if ((r = send_marker(2)) || (r = drain_tx()))
+				return r;
+			return (int64_t)(F.rx_data - data0);
+		}
+	}
+}
+
+static int run_server(void)
+{
+	struct oob_msg m, r;
+
+	setup_server();
+	exchange_mr();
+	for (;;) {
+		if (oob_recv(&m, opt.watchdog))
+			return 1;
+		if (m.type == M_QUIT) {
+			memset(&r, 0, sizeof(r));
+			r.type = M_BYE;
+			oob_send(&r);
+			return 0;
+		}
+		if (m.type != M_BEGIN || m.test >= T_NTESTS)
+			die("control channel: unexpected message %u\n", m.type);
+		memset(&r, 0, sizeof(r));
+		r.type = M_READY;
+		r.status = test_supported(m.test, m.size) ? 0 : -FI_ENOSYS;
+		if (!r.status)
+			prepare(m.test, m.size);
+		if (oob_send(&r))
+			return 1;
+		if (r.status)
+			continue;
+		uint64_t q0 = runq_wait_ns(), t0 = now_ns();
+		int64_t got = serve_test(m.test, m.size);
+
+		memset(&r, 0, sizeof(r));
+		r.runq_ns = runq_wait_ns() - q0;
+		r.busy_ns = now_ns() - t0;
+		r.type = M_RESULT;
+		r.status = got < 0 ? (int32_t)got : 0;
+		r.count = got < 0 ? 0 : (uint64_t)got;
+		if (oob_send(&r))
+			return 1;
+		if (got < 0)
+			return 1; /* the connection is not trustworthy any more */
+	}
+}
+
+/* ---- the client ------------------------------------------------------------------------ */
+
+struct result {
+	uint64_t iters;
+	double secs;
+	double value, p50, p99, mean;
+	const char *unit;
+	const char *status;
+	double cpu_user, cpu_sys;
+	double runq, peer_runq; /* fractions of the time spent waiting for a CPU */
+};
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static uint32_t *samples;
+
+static double cpu_secs(bool user)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	struct timeval tv = user ? ru.ru_utime : ru.ru_stime;
+
+	return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+static bool keep_going(uint64_t done, uint64_t t0, uint64_t min, double secs)
+{
+	if (done >= opt.max_iters)
+		return false;
+	if (done < min)
+		return true;
+	return (double)(now_ns() - t0) < secs * 1e9;
+}
+
+/* One ping-pong phase; samples recorded when rec. */
+static int pingpong(enum test t, size_t s, uint64_t min, double secs, bool rec, uint64_t *iters,
+		    uint64_t *elapsed)
+{
+	volatile uint8_t *last = F.buf + OFF_RMA + s - 1;
+	uint64_t t0 = now_ns(), i = 0;
+	int r;
+
+	while (keep_going(i, t0, min, secs)) {
+		uint64_t a = now_ns();
+
+		if (t == T_LAT_SEND) {
+			uint64_t want = F.rx_data + 1;
+
+			if ((r = send_data(s, F.buf + OFF_TXA)) || (r = wait_ctr(&F.rx_data, want)))
+				return r;
+		} else {
+			/* alternate sources: the byte the server polls alternates 1, 2 */
+			uint8_t v = (F.buf[OFF_RMA + s - 1] == 1) ? 2 : 1;
+			struct stallwatch w;
+
+			if ((r = write_data(s, F.buf + (v == 1 ? OFF_TXA : OFF_TXB),
+					    F.rbase + OFF_RMA)))
+				return r;
+			sw_init(&w);
+			while (*last != v) {
+				if ((r = progress()))
+					return r;
+				if (sw_stalled(&w)) {
+					fprintf(stderr,
+						"droce-bench: lat_write: no answer in %.1f s\n",
+						opt.stall);
+					return -FI_ETIMEDOUT;
+				}
+			}
+		}
+		uint64_t b = now_ns();
+
+		if (rec && i < MAX_SAMPLES)
+			samples[i] = (uint32_t)((b - a) > UINT32_MAX ? UINT32_MAX : (b - a));
+		i++;
+		/* reap send/write completions so the queue never fills */
+		if (F.tx_posted - F.tx_done > F.tx_size / 2 && (r = drain_tx()))
+			return r;
+	}
+	*iters = i;
+	*elapsed = now_ns() - t0;
+	return 0;
+}
+
+static int post_op(enum test t, size_t s, unsigned slot)
+{
+	uint64_t raddr = F.rbase + OFF_RMA;
+
+	switch (t) {
+	case T_BW_SEND:
+	case T_RATE_SEND:
+		return (int)fi_send(F.ep, F.buf + OFF_TXA, s, F.desc, 0, next_ctx());
+	case T_BW_WRITE:
+	case T_RATE_WRITE:
+		return (int)fi_write(F.ep, F.buf + OFF_TXA, s, F.desc, 0, raddr, F.rkey,
+				     next_ctx());
+	case T_BW_READ:
+		return (int)fi_read(F.ep, F.buf + OFF_RD, s, F.desc, 0, raddr, F.rkey, next_ctx());
+	case T_ATOMIC:
+		return (int)fi_fetch_atomic(
+		    F.ep, F.buf + OFF_OPND, 1, F.desc, F.buf + OFF_RES + 8 * (slot % MAX_WINDOW),
+		    F.desc, 0, F.rbase + OFF_ATOM, F.rkey, FI_UINT64, FI_SUM, next_ctx());
+	default:
+		return -FI_EINVAL;
+	}
+}
+
+/* Keep `window` operations in flight until the phase ends, then drain. */
+static int windowed(enum test t, size_t s, unsigned window, uint64_t min, double secs,
+		    uint64_t *iters)
+{
+	uint64_t t0 = now_ns(), posted = 0, base = F.tx_done;
+	struct stallwatch w;
+	bool more = true;
+	int r;
+
+	sw_init(&w);
+	for (;;) {
+		uint64_t inflight = F.tx_posted - F.tx_done;
+
+		/* the clock is read only when there is room to post */
+		if (more && inflight < window)
+			more = keep_going(posted, t0, min, secs);
+
+		while (more && inflight < window) {
+			r = post_op(t, s, (unsigned)posted);
+			if (r == -FI_EAGAIN)
+				break;
+			if (r)
+				return r;
+			F.tx_posted++;
+			posted++;
+			inflight++;
+			if (posted >= opt.max_iters)
+				more = false;
+		}
+		if (!more && F.tx_done == F.tx_posted)
+			break;
+		if ((r = progress()))
+			return r;
+		if (sw_stalled(&w)) {
+			fprintf(stderr,
+				"droce-bench: %s: no completion for %.1f s (%" PRIu64 " of %" PRIu64
+				" done)\n",
+				test_name[t], opt.stall, F.tx_done - base, posted);
+			return -FI_ETIMEDOUT;
+		}
+	}
+	*iters = posted;
+	return 0;
+}
+
+static int sync_peer(void)
+{
+	uint64_t want = F.rx_sync + 1;
+	int r;
+
+	if ((r = send_marker(1)) || (r = wait_ctr(&F.rx_sync, want)))
+		return r;
+	return 0;
+}
+
+static void emit(enum test t, size_t s, unsigned window, const struct result *res)
+{
+	char hs[32];
+
+	if (s >= (1u << 20) && !(s % (1u << 20)))
+		snprintf(hs, sizeof(hs), "%zuMiB", s >> 20);
+	else if (s >= 1024 && !(s % 1024))
+		snprintf(hs, sizeof(hs), "%zuKiB", s >> 10);
+	else
+		snprintf(hs, sizeof(hs), "%zuB", s);
+	if (csv_out)
+		fprintf(csv_out,
+			"%s,%s,%s,%zu,%u,%" PRIu64
+			",%.6f,%.6g,%s,%.6g,%.6g,%.6g,%.3f,%.3f,%.3f,%.3f,%s\n",
+			opt.prov, opt.label, test_name[t], s, window, res->iters, res->secs,
+			res->value, res->unit, res->p50, res->p99, res->mean, res->cpu_user,
+			res->cpu_sys, res->runq, res->peer_runq, res->status);
+	if (csv_out != stdout) {
+		if (strcmp(res->status, "ok"))
+			printf("%-6s %-12s %-7s w=%-3u  %-10s\n", opt.prov, test_name[t], hs,
+			       window, res->status);
+		else if (!strcmp(res->unit, "us"))
+			printf("%-6s %-12s %-7s w=%-3u  %10.2f us  (median; mean %.2f, p99 %.2f)  "
+			       "%" PRIu64 " iters\n",
+			       opt.prov, test_name[t], hs, window, res->value, res->mean, res->p99,
+			       res->iters);
+		else
+			printf("%-6s %-12s %-7s w=%-3u  %10.4g %-6s %" PRIu64 " iters in %.3f s\n",
+			       opt.prov, test_name[t], hs, window, res->value, res->unit,
+			       res->iters, res->secs);
+		fflush(stdout);
+	}
+	if (csv_out)
+		fflush(csv_out);
+}
+
+/* Run one measurement.  Returns false when the connection cannot be used
+ * any more. */
+static bool run_one(enum test t, size_t s, unsigned window)
+{
+	struct oob_msg m, r;
+	struct result res = {.unit = "", .status = "ok"};
+	uint64_t iters = 0, elapsed = 0, total_ops = 0;
+	double warm = opt.warm_secs >= 0 ? opt.warm_secs : opt.secs / 5;
+	int ret = 0;
+
+	if (window > F.tx_size)
+		window = (unsigned)F.tx_size;
+	if (window > MAX_WINDOW)
+		window = MAX_WINDOW;
+	if (!test_supported(t, s)) {
+		res.status = "unsupported";
+		emit(t, s, window, &res);
+		return true;
+	}
+	prepare(t, s);
+	memset(&m, 0, sizeof(m));
+	m.type = M_BEGIN;
+	m.test = t;
+	m.size = s;
+	m.window = window;
+	if (oob_send(&m) || oob_recv(&r, opt.stall) || r.type != M_READY)
+		die("control channel: BEGIN\n");
+	if (r.status) {
+		res.status = "unsupported";
+		emit(t, s, window, &res);
+		return true;
+	}
+
+	switch (t) {
+	case T_LAT_SEND:
+	case T_LAT_WRITE: {
+		uint64_t wi;
+
+		ret = pingpong(t, s, 2, warm, false, &wi, &elapsed);
+		if (ret)
+			break;
+		res.cpu_user = cpu_secs(true);
+		res.cpu_sys = cpu_secs(false);
+		res.runq = (double)runq_wait_ns();
+		ret = pingpong(t, s, opt.min_iters, opt.secs, true, &iters, &elapsed);
+		if (ret)
+			break;
+		res.secs = (double)elapsed / 1e9;
+		res.mean = res.secs / (double)iters / 2 * 1e6;
+		res.unit = "us";
+		uint64_t n = iters < MAX_SAMPLES ? iters : MAX_SAMPLES;
+
+		qsort(samples, n, sizeof(*samples), cmp_u32);
+		res.p50 = samples[n / 2] / 2e3;
+		res.p99 = samples[(n * 99) / 100] / 2e3;
+		/* the typical half round trip (as ib_send_lat's "typical"): the
+		 * median is what a scheduler hiccup on a shared machine does not
+		 * move; the mean is in the CSV too */
+		res.value = res.p50;
+		break;
+	}
+	default: {
+		uint64_t wi, t0;
+
+		ret = windowed(t, s, window, window < 16 ? window : 16, warm, &wi);
+		if (!ret)
+			ret = sync_peer();
+		if (ret)
+			break;
+		total_ops = wi;
+		res.cpu_user = cpu_secs(true);
+		res.cpu_sys = cpu_secs(false);
+		res.runq = (double)runq_wait_ns();
+		t0 = now_ns();
+		ret = windowed(t, s, window, opt.min_iters > window ? opt.min_iters : window,
+			       opt.secs, &iters);
+		if (!ret)
+			ret = sync_peer(); /* delivery, not just local completion */
+		if (ret)
+			break;
+		total_ops += iters;
+		elapsed = now_ns() - t0;
+		res.secs = (double)elapsed / 1e9;
+		if (t == T_BW_SEND || t == T_BW_WRITE || t == T_BW_READ) {
+			res.value = (double)iters * (double)s / res.secs / 1e6;
+			res.unit = "MB/s";
+		} else {
+			res.value = (double)iters / res.secs;
+			res.unit = t == T_ATOMIC ? "ops/s" : "msg/s";
+		}
+		break;
+	}
+	}
+	res.iters = iters;
+	res.cpu_user = cpu_secs(true) - res.cpu_user;
+	res.cpu_sys = cpu_secs(false) - res.cpu_sys;
+	res.runq = elapsed ? ((double)runq_wait_ns() - res.runq) / (double)elapsed : 0;
+
+	if (ret == -FI_ENOSYS || ret == -FI_EOPNOTSUPP) {
+		res.status = "unsupported";
+		ret = 0;
+	} else if (ret) {
+		res.status = ret == -FI_ETIMEDOUT ? "timeout" : "error";
+	}
+
+	/* atomics: the target must hold exactly the number of increments */
+	if (!ret && t == T_ATOMIC) {
+		ssize_t pr;
+
+		POST_RETRY(pr, fi_fetch_atomic(F.ep, F.buf + OFF_OPND + 8, 1, F.desc,
+					       F.buf + OFF_RES, F.desc, 0, F.rbase + OFF_ATOM,
+					       F.rkey, FI_UINT64, FI_SUM, next_ctx()));
+		if (!pr) {
+			F.tx_posted++;
+			pr = drain_tx();
+		}
+		if (pr)
+			res.status = "error";
+		else if (*(uint64_t *)(F.buf + OFF_RES) != total_ops) {
+			fprintf(stderr,
+				"droce-bench: atomic: target holds %" PRIu64 ", expected %" PRIu64
+				"\n",
+				*(uint64_t *)(F.buf + OFF_RES), total_ops);
+			res.status = "wrong-result";
+		}
+	}
+
+	if (!ret) { /* end the test */
+		uint64_t want = F.rx_end + 1;
+
+		ret = send_marker(2);
+		if (!ret)
+			ret = wait_ctr(&F.rx_end, want);
+		if (!ret)
+			ret = drain_tx();
+		if (ret)
+			res.status = "error";
+	}
+	if (ret) {
+		emit(t, s, window, &res);
+		return false;
+	}
+	if (oob_recv(&r, opt.stall) || r.type != M_RESULT)
+		die("control channel: RESULT\n");
+	res.peer_runq = r.busy_ns ? (double)r.runq_ns / (double)r.busy_ns : 0;
+	if (r.status)
+		res.status = "server-error";
+	else if ((t == T_BW_SEND || t == T_RATE_SEND) && !strcmp(res.status, "ok") &&
+		 r.count < iters)
+		res.status = "lost-messages";
+	emit(t, s, window, &res);
+	return !r.status;
+}
+
+/* "8,64,4k", "4k-4m" (powers of 2), "8-1m*4" (times 4 each step) */
+static size_t parse_size(const char *s, char **end)
+{
+	unsigned long long v = strtoull(s, end, 0);
+
+	switch (**end) {
+	case 'k':
+	case 'K':
+		v <<= 10;
+		(*end)++;
+		break;
+	case 'm':
+	case 'M':
+		v <<= 20;
+		(*end)++;
+		break;
+	default:
+		break;
+	}
+	return (size_t)v;
+}
+
+static size_t parse_sizes(const char *spec, size_t *out, size_t max)
+{
+	size_t n = 0;
+	char *dup = strdup(spec), *save = NULL;
+
+	for (char *tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *e;
+		size_t a = parse_size(tok, &e), b = a, step = 2;
+
+		if (*e == '-') {
+			b = parse_size(e + 1, &e);
+			if (*e == '*')
+				step = strtoul(e + 1, &e, 0);
+		}
+		if (*e || !a || b < a || step < 2)
+			die("bad size list '%s'\n", spec);
+		for (size_t v = a; v <= b && n < max; v *= step) {
+			bool dupl = false;
+
+			for (size_t i = 0; i < n; i++)
+				dupl |= out[i] == v;
+			if (!dupl)
+				out[n++] = v;
+		}
+	}
+	free(dup);
+	return n;
+}
+
+static bool want_test(enum test t)
+{
+	char *dup = strdup(opt.tests), *save = NULL;
+	bool yes = false;
+
+	for (char *tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(tok, "all") || !strcmp(tok, test_name[t]) ||
+		    (!strcmp(tok, "lat") && t <= T_LAT_WRITE) ||
+		    (!strcmp(tok, "bw") && t >= T_BW_WRITE && t <= T_BW_SEND) ||
+		    (!strcmp(tok, "rate") && (t == T_RATE_SEND || t == T_RATE_WRITE)) ||
+		    (!strcmp(tok, "atomic") && t == T_ATOMIC))
+			yes = true;
+	}
+	free(dup);
+	return yes;
+}
+
+static int run_client(void)
+{
+	size_t sz[64], n;
+	struct oob_msg m;
+	bool ok = true;
+
+	for (const char *p = opt.tests; *p;) { /* reject unknown names early */
+		size_t len = strcspn(p, ",");
+		bool known =
+		    (len == 3 && !strncmp(p, "all", 3)) || (len == 3 && !strncmp(p, "lat", 3)) ||
+		    (len == 2 && !strncmp(p, "bw", 2)) || (len == 4 && !strncmp(p, "rate", 4)) ||
+		    (len == 6 && !strncmp(p, "atomic", 6));
+
+		for (int t = 0; t < T_NTESTS; t++)
+			known |= strlen(test_name[t]) == len && !strncmp(p, test_name[t], len);
+		if (!known)
+			die("unknown test '%.*s'\n", (int)len, p);
+		p += len + (p[len] == ',');
+	}
+	samples = malloc(MAX_SAMPLES * sizeof(*samples));
+	setup_client();
+	exchange_mr();
+	for (int t = 0; t < T_NTESTS && ok; t++) {
+		if (!want_test(t))
+			continue;
+		const char *spec = t <= T_LAT_WRITE ? opt.lat_sizes
+				   : t <= T_BW_SEND ? opt.bw_sizes
+				   : t == T_ATOMIC  ? "8"
+						    : opt.rate_sizes;
+
+		n = parse_sizes(spec, sz, 64);
+		for (size_t i = 0; i < n && ok; i++) {
+			if (t == T_ATOMIC) {
+				ok = run_one(t, 8, 1);
+				if (ok && opt.window > 1)
+					ok = run_one(t, 8, opt.window);
+			} else {
+				ok = run_one(t, sz[i], t <= T_LAT_WRITE ? 1 : opt.window);
+			}
+		}
+	}
+	if (ok) {
+		/* the server closes its endpoint right after BYE: what the fabric
+		 * says from now on (flushes) is not a failure of any test */
+		struct fid_cq *cq = F.cq;
+
+		memset(&m, 0, sizeof(m));
+		m.type = M_QUIT;
+		F.cq = NULL;
+		if (oob_send(&m) || oob_recv(&m, opt.stall) || m.type != M_BYE)
+			ok = false;
+		F.cq = cq;
+	}
+	free(samples);
+	return ok ? 0 : 1;
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: droce-bench -S [options]        (server)\n"
+		"       droce-bench [options]           (client: runs the tests)\n"
+		"  -p PROV     libfabric provider (default droce; e.g. tcp)\n"
+		"  -O H:P      control channel: server listens on, client connects to H:P\n"
+		"              (default 127.0.0.1:47990); independent of the fabric address\n"
+		"  -F ADDR     server: fabric address to listen on (FI_SOURCE node)\n"
+		"  -t LIST     tests: lat_send,lat_write,bw_write,bw_read,bw_send,rate_send,\n"
+		"              rate_write,atomic_fadd or groups lat,bw,rate,atomic,all\n"
+		"  -z SIZES    latency sizes (default 8-1m*4,1m); -Z bandwidth sizes (4k-4m*4);\n"
+		"              -R message-rate sizes (8,64)\n"
+		"  -w N        window for bandwidth/rate/atomic tests (default 64)\n"
+		"  -T SECS     timed phase per measurement (default 1.0)\n"
+		"  -W SECS     warm-up per measurement, excluded (default T/5)\n"
+		"  -m N / -M N minimum / maximum iterations per measurement\n"
+		"  -s SECS     stall timeout: a wait with no completion this long fails (20)\n"
+		"  -X SECS     watchdog for the whole process (900)\n"
+		"  -C FILE     append one CSV line per measurement (\"-\": stdout)\n"
+		"  -L LABEL    label written in the CSV (e.g. memif, veth)\n"
+		"  -H          print the CSV header and exit\n"
+		"  -v          verbose\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	int c, ret;
+
+	while ((c = getopt(argc, argv, "Sp:O:F:t:z:Z:R:w:T:W:m:M:s:X:C:L:Hvh")) != -1) {
+		switch (c) {
+		case 'S':
+			opt.server = true;
+			break;
+		case 'p':
+			opt.prov = optarg;
+			break;
+		case 'O':
+			opt.oob = optarg;
+			break;
+		case 'F':
+			opt.fabric = optarg;
+			break;
+		case 't':
+			opt.tests = optarg;
+			break;
+		case 'z':
+			opt.lat_sizes = optarg;
+			break;
+		case 'Z':
+			opt.bw_sizes = optarg;
+			break;
+		case 'R':
+			opt.rate_sizes = optarg;
+			break;
+		case 'w':
+			opt.window = (unsigned)strtoul(optarg, NULL, 0);
+			if (!opt.window || opt.window > MAX_WINDOW)
+				die("-w: 1..%u\n", MAX_WINDOW);
+			break;
+		case 'T':
+			opt.secs = strtod(optarg, NULL);
+			break;
+		case 'W':
+			opt.warm_secs = strtod(optarg, NULL);
+			break;
+		case 'm':
+			opt.min_iters = strtoull(optarg, NULL, 0);
+			break;
+		case 'M':
+			opt.max_iters = strtoull(optarg, NULL, 0);
+			break;
+		case 's':
+			opt.stall = strtod(optarg, NULL);
+			break;
+		case 'X':
+			opt.watchdog = (unsigned)strtoul(optarg, NULL, 0);
+			break;
+		case 'C':
+			opt.csv = optarg;
+			break;
+		case 'L':
+			opt.label = optarg;
+			break;
+		case 'H':
+			puts(CSV_HEADER);
+			return 0;
+		case 'v':
+			opt.verbose = true;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (optind != argc || opt.secs <= 0 || opt.stall <= 0)
+		usage();
+	if (opt.csv) {
+		csv_out = strcmp(opt.csv, "-") ? fopen(opt.csv, "a") : stdout;
+		if (!csv_out)
+			die("%s: %s\n", opt.csv, strerror(errno));
+	}
+	signal(SIGALRM, on_alarm);
+	signal(SIGPIPE, SIG_IGN);
+	alarm(opt.watchdog);
+	ret = opt.server ? run_server() : run_client();
+	teardown();
+	if (csv_out && csv_out != stdout)
+		fclose(csv_out);
+	return ret;
+}

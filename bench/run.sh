@@ -1,0 +1,378 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# bench/run.sh - the droce benchmark suite, droce against libfabric's tcp
+# provider, in one command:
+#
+#   sudo bench/run.sh                 full suite -> bench/RESULTS.md, bench/plots/*.png,
+#                                     bench/results.csv (every raw measurement)
+#   sudo bench/run.sh --quick         headline ratios against the targets (< 2 min);
+#                                     what `make bench` runs
+#
+# Transports: droce over net_memif between two processes (same host) against
+# tcp on loopback; droce over net_af_packet against tcp on one veth pair
+# between two network namespaces this script creates (10.79.0.1/24 and
+# 10.79.0.2/24, removed on exit).  Loss: on a second veth path through a
+# bridge namespace (10.79.0.3 <-> 10.79.0.4), netem or, without sch_netem,
+# an nftables random drop on the bridge ports.
+# Runs are rounds: in each round every configuration runs once, droce and
+# tcp alternated (and their order swapped every other round); each figure is
+# the median of the rounds, with min-max.
+#
+# Options:
+#   --quick            headline tests only, 5 rounds, short phases; prints ratios
+#   --runs N           rounds (default 5; at least 5 for RESULTS.md)
+#   --secs T           timed phase per measurement (default 0.5; quick 0.25)
+#   --out DIR          where results go (default: bench/ of the source tree;
+#                      quick: ./bench-quick)
+#   --build DIR        build directory holding bench/droce-bench and .libs/libdroce-fi.so
+#                      (default: $BENCH_BUILD or /tmp/droce-bench-build, configured
+#                      and built out of tree when missing or stale)
+#   --no-veth          skip the namespace/veth part (no root needed)
+#   --no-loss          skip the netem loss part
+#   --no-pin           do not pin server and client to separate CPUs
+#   --no-install       do not apt-get install missing tools
+# Environment: BENCH_BIN, BENCH_PROVIDER_PATH override --build.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/.." && pwd)
+
+quick=0 runs=5 secs='' out='' build=${BENCH_BUILD:-/tmp/droce-bench-build}
+veth=1 loss=1 pin=1 install=1
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) quick=1 ;;
+	--runs) runs=$2; shift ;;
+	--secs) secs=$2; shift ;;
+	--out) out=$2; shift ;;
+	--build) build=$2; shift ;;
+	--no-veth) veth=0; loss=0 ;;
+	--no-loss) loss=0 ;;
+	--no-pin) pin=0 ;;
+	--no-install) install=0 ;;
+	-h|--help) sed -n '3,36p' "$0"; exit 0 ;;
+	*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+[ -n "$secs" ] || { [ $quick = 1 ] && secs=0.25 || secs=0.5; }
+[ -n "$out" ] || { [ $quick = 1 ] && out=$PWD/bench-quick || out=$here; }
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+
+say() { printf '%s\n' "run.sh: $*" >&2; }
+
+# ---- tools ---------------------------------------------------------------------------
+need_pkgs=()
+command -v python3 >/dev/null || need_pkgs+=(python3)
+[ $quick = 1 ] || command -v gnuplot >/dev/null || need_pkgs+=(gnuplot-nox)
+if [ $veth = 1 ]; then
+	command -v ip >/dev/null || need_pkgs+=(iproute2)
+	command -v tc >/dev/null || need_pkgs+=(iproute2)
+fi
+command -v taskset >/dev/null || need_pkgs+=(util-linux)
+[ $veth = 0 ] || command -v ethtool >/dev/null || need_pkgs+=(ethtool)
+command -v fi_info >/dev/null || need_pkgs+=(libfabric-bin)
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+	if [ $install = 1 ] && [ "$(id -u)" = 0 ]; then
+		say "installing ${need_pkgs[*]}"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need_pkgs[@]}" >&2 ||
+			{ apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need_pkgs[@]}" >&2; }
+	else
+		say "missing: ${need_pkgs[*]} (run as root, or install them)"; exit 1
+	fi
+fi
+if [ $veth = 1 ] && [ "$(id -u)" != 0 ]; then
+	say "not root: skipping the veth/netem part (--no-veth)"
+	veth=0 loss=0
+fi
+
+# ---- the build -----------------------------------------------------------------------
+if [ -n "${BENCH_BIN:-}" ]; then
+	bin=$BENCH_BIN
+	provpath=${BENCH_PROVIDER_PATH:-$(dirname "$(dirname "$bin")")/.libs}
+else
+	if [ ! -x "$build/bench/droce-bench" ] || [ ! -e "$build/.libs/libdroce-fi.so" ] ||
+	   [ -n "$(find "$src/src" "$src/include" "$src/bench" -newer "$build/bench/droce-bench" \
+		   -name '*.[ch]' 2>/dev/null | head -1)" ]; then
+		say "building in $build"
+		mkdir -p "$build"
+		if [ ! -e "$build/Makefile" ]; then
+			[ -x "$src/configure" ] || (cd "$src" && autoreconf -fi >&2)
+			(cd "$build" && "$src/configure" -q >&2)
+		fi
+		make -C "$build" -j"$(nproc)" -s >&2
+	fi
+	bin=$build/bench/droce-bench
+	provpath=$build/.libs
+fi
+[ -x "$bin" ] || { say "no $bin"; exit 1; }
+[ -e "$provpath/libdroce-fi.so" ] || { say "no $provpath/libdroce-fi.so"; exit 1; }
+export FI_PROVIDER_PATH=$provpath
+
+# ---- scratch, namespaces, cleanup ----------------------------------------------------
+tag=drb$$
+tmp=$(mktemp -d /tmp/droce-bench.XXXXXX)
+nsA=${tag}a nsB=${tag}b vA=${tag}a vB=${tag}b
+pids=()
+netns_made=0
+cleanup() {
+	local p
+	for p in "${pids[@]:-}"; do
+		[ -n "$p" ] && kill "$p" 2>/dev/null || true
+	done
+	if [ $netns_made = 1 ]; then
+		for n in "$nsA" "$nsB" "$nsC" "$nsD" "$nsR"; do ip netns del "$n" 2>/dev/null || true; done
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ipA=10.79.0.1 ipB=10.79.0.2 ipC=10.79.0.3 ipD=10.79.0.4
+nsC=${tag}c nsD=${tag}d nsR=${tag}r vC=${tag}c vD=${tag}d rC=${tag}rc rD=${tag}rd
+lossmethod=none
+if [ $veth = 1 ]; then
+	netns_made=1
+	for n in "$nsA" "$nsB" "$nsC" "$nsD" "$nsR"; do ip netns add "$n"; ip -n "$n" link set lo up; done
+	# the veth pair of the main tables: A <-> B
+	ip link add "$vA" netns "$nsA" type veth peer name "$vB" netns "$nsB"
+	ip -n "$nsA" addr add $ipA/24 dev "$vA"
+	ip -n "$nsB" addr add $ipB/24 dev "$vB"
+	ip -n "$nsA" link set "$vA" up
+	ip -n "$nsB" link set "$vB" up
+	# The loss path: C <-> bridge in R <-> D.  Frames are dropped inside R,
+	# between the sender's transmit and the receiver's packet socket: a
+	# drop on an end point's own interface does not work for droce, since
+	# an ingress hook runs after AF_PACKET's tap has already seen the frame
+	# and a dropped AF_PACKET transmit is retried by the kernel's TX ring.
+	# netem on R's two bridge ports if the kernel has it; otherwise (this
+	# kernel has no sch_netem) an nftables rule on their ingress drops each
+	# frame with probability p (numgen random): the same Bernoulli loss.
+	ip link add "$vC" netns "$nsC" type veth peer name "$rC" netns "$nsR"
+	ip link add "$vD" netns "$nsD" type veth peer name "$rD" netns "$nsR"
+	ip -n "$nsR" link add br0 type bridge
+	ip -n "$nsR" link set "$rC" master br0
+	ip -n "$nsR" link set "$rD" master br0
+	for l in "$rC" "$rD" br0; do ip -n "$nsR" link set "$l" up; done
+	ip -n "$nsC" addr add $ipC/24 dev "$vC"
+	ip -n "$nsD" addr add $ipD/24 dev "$vD"
+	ip -n "$nsC" link set "$vC" up
+	ip -n "$nsD" link set "$vD" up
+	# No segmentation offloads on the loss path, so that a drop is one
+	# MTU-sized frame for tcp too (as on a wire, after a NIC has cut TSO
+	# super-frames) and not a 64 KiB GSO super-frame.
+	for x in "$nsC:$vC" "$nsD:$vD" "$nsR:$rC" "$nsR:$rD"; do
+		ip netns exec "${x%%:*}" ethtool -K "${x#*:}" tso off gso off gro off >/dev/null 2>&1 || true
+	done
+	if [ $loss = 1 ]; then
+		if ip netns exec "$nsR" tc qdisc replace dev "$rC" root netem loss 0% 2>/dev/null; then
+			lossmethod=netem
+		elif command -v nft >/dev/null || { [ $install = 1 ] &&
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -q nftables >&2; }; then
+			lossmethod=nft
+		else
+			say "no netem and no nft: skipping the loss tests"
+			loss=0
+		fi
+	fi
+fi
+
+set_loss() { # percent, both directions, inside R
+	local thr
+	case $lossmethod in
+	netem)
+		ip netns exec "$nsR" tc qdisc replace dev "$rC" root netem loss "$1%"
+		ip netns exec "$nsR" tc qdisc replace dev "$rD" root netem loss "$1%" ;;
+	nft)
+		thr=$(awk -v p="$1" 'BEGIN { printf "%d", p * 1000 + 0.5 }')
+		ip netns exec "$nsR" nft -f - <<-EOF
+		table netdev drbloss
+		delete table netdev drbloss
+		table netdev drbloss {
+			chain c {
+				type filter hook ingress device "$rC" priority -500; policy accept;
+				numgen random mod 100000 < $thr counter drop
+			}
+			chain d {
+				type filter hook ingress device "$rD" priority -500; policy accept;
+				numgen random mod 100000 < $thr counter drop
+			}
+		}
+		EOF
+		;;
+	esac
+}
+netem_drops() {
+	case $lossmethod in
+	netem)
+		{ ip netns exec "$nsR" tc -s qdisc show dev "$rC"; ip netns exec "$nsR" tc -s qdisc show dev "$rD"; } |
+			awk '/dropped/ { for (i = 1; i <= NF; i++) if ($i == "(dropped") { gsub(",", "", $(i+1)); s += $(i+1) } } END { print s + 0 }' ;;
+	nft)
+		ip netns exec "$nsR" nft list table netdev drbloss |
+			awk '/counter packets/ { for (i = 1; i <= NF; i++) if ($i == "packets") s += $(i+1) } END { print s + 0 }' ;;
+	*) echo 0 ;;
+	esac
+}
+[ $loss = 1 ] && set_loss 0
+
+if [ $pin = 1 ] && [ "$(nproc)" -ge 2 ]; then
+	pinS="taskset -c 0" pinC="taskset -c 1"
+else
+	pinS="" pinC=""
+fi
+
+raw=$tmp/raw.csv
+: >"$raw"
+failures=$tmp/failures.txt
+: >"$failures"
+port=$((40000 + $$ % 10000))
+
+# one measurement session: a server and a client process pair
+#   session RUN CONFIG PROVIDER LABEL TESTARGS...
+# CONFIG: memif | lo | veth
+session() {
+	local run=$1 config=$2 prov=$3 label=$4; shift 4
+	local oob srvenv=() clienv=() srvns=() clins=() fabric sock='' rc=0 spid
+	port=$((port + 1))
+	case $config in
+	memif)
+		sock=$tmp/memif-$port.sock
+		srvenv=(FI_DROCE_DEVICE="net_memif0,role=server,socket=$sock" FI_DROCE_ADDR=192.0.2.1/24)
+		clienv=(FI_DROCE_DEVICE="net_memif0,role=client,socket=$sock" FI_DROCE_ADDR=192.0.2.2/24)
+		oob=127.0.0.1:$port fabric=192.0.2.1 ;;
+	lo)
+		srvenv=() clienv=() oob=127.0.0.1:$port fabric=127.0.0.1 ;;
+	veth)
+		srvns=(ip netns exec "$nsA") clins=(ip netns exec "$nsB")
+		# FI_DROCE_ADDR is given because droce takes a named af_packet
+		# interface's address as a /32 (no on-link peers: fi_connect fails
+		# with -FI_ENOMEM) - a provider bug, see PROFILE.md.
+		srvenv=(FI_DROCE_DEVICE="net_af_packet0,iface=$vA" FI_DROCE_ADDR="$ipA/24")
+		clienv=(FI_DROCE_DEVICE="net_af_packet0,iface=$vB" FI_DROCE_ADDR="$ipB/24")
+		oob=$ipA:$port fabric=$ipA ;;
+	lossy)
+		srvns=(ip netns exec "$nsC") clins=(ip netns exec "$nsD")
+		srvenv=(FI_DROCE_DEVICE="net_af_packet0,iface=$vC" FI_DROCE_ADDR="$ipC/24")
+		clienv=(FI_DROCE_DEVICE="net_af_packet0,iface=$vD" FI_DROCE_ADDR="$ipD/24")
+		oob=$ipC:$port fabric=$ipC ;;
+	esac
+	[ "$prov" = droce ] || { srvenv=(); clienv=(); }
+	local log=$tmp/$run-$config-$prov-$label-$port
+	local wd=$(awk -v s="$secs" 'BEGIN { printf "%d", 300 + 200 * s }')
+	"${srvns[@]}" env "${srvenv[@]}" $pinS "$bin" -S -p "$prov" -O "$oob" -F "$fabric" -X "$wd" \
+		>"$log.srv" 2>&1 &
+	spid=$!
+	pids+=("$spid")
+	"${clins[@]}" env "${clienv[@]}" $pinC "$bin" -p "$prov" -O "$oob" -L "$label" -T "$secs" \
+		-X "$wd" -C "$log.csv" "$@" >"$log.out" 2>"$log.err" || rc=$?
+	# the server leaves after the client's QUIT; give it a moment, then end it
+	for _ in $(seq 50); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
+	kill "$spid" 2>/dev/null || true
+	wait "$spid" 2>/dev/null || true
+	if [ $rc != 0 ]; then
+		{ echo "round $run $config $prov $label: client exit $rc"; tail -5 "$log.err"; tail -3 "$log.srv"; } >>"$failures"
+		say "round $run $config $prov $label: client exit $rc (see RESULTS.md notes)"
+	fi
+	[ -e "$log.csv" ] && sed "s/^/$run,$config,/" "$log.csv" >>"$raw"
+	rm -f "$sock" 2>/dev/null || true
+	return 0
+}
+
+# ---- the plan ------------------------------------------------------------------------
+if [ $quick = 1 ]; then
+	# one session per group: a connection that fails (a droce QP in error)
+	# costs only its group's figures
+	groups=("-t lat_send,rate_send -z 8 -R 8 -W 0.05" "-t bw_write,bw_send -Z 1m -W 0.05")
+	loss_list="0 1"
+	loss_provs="droce"
+else
+	groups=("-t lat" "-t bw_write,bw_read" "-t bw_send,rate,atomic")
+	loss_list="0 0.1 1 5"
+	loss_provs="droce tcp"
+fi
+loss_args=(-t bw_write -Z 1m -s 30)
+
+machine() {
+	echo "cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)"
+	echo "cores=$(nproc)"
+	echo "kernel=$(uname -sr)"
+	echo "libfabric=$(fi_info --version 2>/dev/null | sed -n 's/^libfabric: *//p')"
+	echo "dpdk=$(pkg-config --modversion libdpdk 2>/dev/null || echo '?')"
+	echo "commit=$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$src" status --porcelain -- src include 2>/dev/null | grep -q . && echo '+uncommitted provider changes')"
+	echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo "pinning=$([ -n "$pinS" ] && echo 'server CPU 0, client CPU 1' || echo none)"
+	echo "secs=$secs"
+	echo "runs=$runs"
+	echo "quick=$quick"
+	echo "lossmethod=$lossmethod"
+}
+machine >"$tmp/machine.txt"
+load_sample() { # label
+	echo "load $1: $(cut -d' ' -f1-3 /proc/loadavg) | busiest: $(ps -eo pcpu=,comm= --sort=-pcpu | grep -v -e droce-bench -e ' ps$' | head -4 | awk '{ printf "%s %s%%; ", $2, $1 }')" >>"$tmp/machine.txt"
+}
+load_sample start
+start=$(date +%s)
+
+done_rounds=0 last_round=0
+for r in $(seq "$runs"); do
+	# quick mode keeps to its time budget on a loaded machine: at least 3
+	# rounds, and no round that would end after 105 s (the report shows n)
+	if [ $quick = 1 ] && [ "$r" -gt 3 ] &&
+	   [ $(( $(date +%s) - start + last_round )) -gt 105 ]; then
+		say "quick mode: time budget spent after $done_rounds rounds"
+		break
+	fi
+	round_start=$(date +%s)
+	say "round $r of $runs"
+	if [ $((r % 2)) = 1 ]; then order="droce tcp"; else order="tcp droce"; fi
+	# droce and tcp back to back for each group of tests
+	for g in "${groups[@]}"; do
+		for p in $order; do
+			if [ $p = droce ]; then
+				session "$r" memif droce memif $g
+			else
+				session "$r" lo tcp lo $g
+			fi
+		done
+	done
+	if [ $veth = 1 ] && [ $quick = 0 ]; then
+		for g in "${groups[@]}"; do
+			for p in $order; do session "$r" veth "$p" veth $g; done
+		done
+	fi
+	if [ $loss = 1 ]; then
+		for l in $loss_list; do
+			set_loss "$l"
+			for p in $order; do
+				case " $loss_provs " in *" $p "*) ;; *) continue ;; esac
+				d0=$(netem_drops)
+				session "$r" lossy "$p" "loss$l" "${loss_args[@]}"
+				echo "$r,$p,$l,$(( $(netem_drops) - d0 ))" >>"$tmp/drops.csv"
+			done
+		done
+		set_loss 0
+	fi
+	load_sample "after round $r"
+	done_rounds=$r last_round=$(( $(date +%s) - round_start ))
+done
+sed -i "s/^runs=.*/runs=$done_rounds/" "$tmp/machine.txt"
+echo "elapsed=$(( $(date +%s) - start ))s" >>"$tmp/machine.txt"
+
+# ---- the report ----------------------------------------------------------------------
+if [ $quick = 1 ]; then
+	cp "$raw" "$out/quick.csv"
+	python3 "$here/report.py" --quick --raw "$raw" --machine "$tmp/machine.txt" \
+		--failures "$failures"
+else
+	mkdir -p "$out/plots"
+	cp "$raw" "$out/results.csv"
+	cp "$tmp/machine.txt" "$out/results-meta.txt"
+	cp "$failures" "$out/results-failures.txt"
+	[ -e "$tmp/drops.csv" ] && cp "$tmp/drops.csv" "$out/results-drops.csv"
+	python3 "$here/report.py" --raw "$raw" --machine "$tmp/machine.txt" \
+		--failures "$failures" --drops "$tmp/drops.csv" --out "$out" \
+		--profile "$here/PROFILE.md"
+	say "wrote $out/RESULTS.md, $out/results.csv and $out/plots/"
+fi
