@@ -51,45 +51,10 @@
 
 set -u
 
-srcdir_guess=$(cd "$(dirname "$0")/.." && pwd)
-top_srcdir=${top_srcdir:-$srcdir_guess}
-top_builddir=${top_builddir:-.}
-top_builddir=$(cd "$top_builddir" && pwd)
-TSHARK=${TSHARK:-}
-[ -n "$TSHARK" ] || TSHARK=$(command -v tshark 2>/dev/null || true)
-budget=${DROCE_NETNS_BUDGET:-120}
-
-skip() {
-	echo "SKIP: $*"
-	exit 77
-}
-hard() {
-	echo "ERROR: $*"
-	exit 99
-}
-
-[ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces, veth pairs, packet capture)"
-command -v ip >/dev/null 2>&1 || skip "ip (iproute2) not found"
-ip netns list >/dev/null 2>&1 || skip "'ip netns' does not work here"
-FI_PINGPONG=$(command -v fi_pingpong 2>/dev/null) ||
-	skip "fi_pingpong not found (Debian package libfabric-bin)"
-[ -n "$TSHARK" ] && [ -x "$TSHARK" ] || skip "tshark not found (Debian package tshark)"
+. "$(dirname "$0")/netns-lib.sh"
 MERGECAP=$(dirname "$TSHARK")/mergecap
 [ -x "$MERGECAP" ] || MERGECAP=$(command -v mergecap 2>/dev/null) ||
 	hard "mergecap (wireshark-common, installed with tshark) not found"
-PCAPCHECK=$top_builddir/tools/droce-pcapcheck
-[ -x "$PCAPCHECK" ] || hard "$PCAPCHECK not built"
-[ -f "$top_builddir/.libs/libdroce-fi.so" ] || hard "$top_builddir/.libs/libdroce-fi.so not built"
-
-# No FI_DROCE_* from the caller: the defaults are what is under test.
-for v in $(env | sed -n 's/^\(FI_DROCE_[A-Za-z0-9_]*\)=.*/\1/p'); do
-	unset "$v"
-done
-unset FI_PROVIDER
-FI_PROVIDER_PATH=$top_builddir/.libs
-export FI_PROVIDER_PATH
-
-t0=$(date +%s)
 NSA=drpp$$a
 NSB=drpp$$b
 VA=dpa$$
@@ -126,18 +91,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'echo "interrupted"; exit 1' INT TERM HUP
 
-elapsed() { echo $(($(date +%s) - t0)); }
-
 # ---- topology -----------------------------------------------------------------
-
-setup_ns() { # ns
-	ip netns add "$1" || skip "cannot create network namespace $1 (no CAP_SYS_ADMIN?)"
-	ip -n "$1" link set lo up
-	# no IPv6 router solicitations or ND in the capture
-	ip netns exec "$1" sh -c 'for f in /proc/sys/net/ipv6/conf/all/disable_ipv6 \
-		/proc/sys/net/ipv6/conf/default/disable_ipv6; do
-		[ -w "$f" ] && echo 1 >"$f"; done; true'
-}
 
 setup_ns "$NSA"
 setup_ns "$NSB"
@@ -192,18 +146,6 @@ port=47600
 runs=0
 printf '%-34s %8s %6s %10s %11s %7s\n' "run" "size" "iters" "MB/sec" "usec/xfer" "wall s" \
 	>"$tmp/table"
-
-wait_listen() { # ns port: the server's TCP control port is open
-	j=0
-	while [ $j -lt 100 ]; do
-		if ip netns exec "$1" ss -Hltn "sport = :$2" 2>/dev/null | grep -q .; then
-			return 0
-		fi
-		j=$((j + 1))
-		sleep 0.1
-	done
-	return 1
-}
 
 # run_pp LABEL SERVER_NS CLIENT_NS SERVER_IP SIZE ITERS VERIFY(-c or "") TIMEOUT
 run_pp() {
