@@ -123,6 +123,7 @@ struct dr_cm {
 	uint64_t rng;
 	uint32_t tid_hi;
 	uint64_t deadline_ns;	      /* last value given to timer_set */
+	uint32_t gsi_psn;	      /* PSNs of our QP1 frames */
 	struct dr_cm_stats stats;
 };
 
@@ -181,6 +182,14 @@ void dr_cm_release(struct dr_cm_id *id);
  * flight with it ends now (UNREACHABLE with -EHOSTUNREACH, or
  * DISCONNECTED for a DREQ) instead of after every retry. */
 void dr_cm_peer_unreachable(struct dr_cm *cm, uint32_t ip4);
+
+/* The frame that carries a MAD to QP1 of dst_ip4 (C.1): a UD SEND_ONLY
+ * from QP1 with the GSI Q_Key, from our address, AckReq set as rxe sends
+ * it; MAC addresses left for the port.  Returns the frame length or
+ * -errno (-ENOSPC: cap too small). */
+int dr_cm_mad_frame(struct dr_cm *cm, uint32_t dst_ip4, const uint8_t *mad, void *buf,
+		    size_t cap);
+#define DR_CM_FRAME_MAX (DR_MAD_LEN + 128)
 
 /* True while a DREQ of ours waits for its DREP. */
 bool dr_cm_disconnecting(const struct dr_cm *cm);

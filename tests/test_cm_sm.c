@@ -526,6 +526,35 @@ START_TEST(test_rxe_req)
 }
 END_TEST
 
+/* A MAD leaves as a UD SEND_ONLY to QP1 with the GSI Q_Key, from QP1 and
+ * our address, AckReq set, consecutive PSNs (ROCE-REFERENCE.md C.1) */
+START_TEST(test_mad_frame)
+{
+	uint8_t mad[DR_MAD_LEN], frame[DR_CM_FRAME_MAX];
+	struct dr_pkt pkt;
+	int len;
+
+	for (unsigned i = 0; i < sizeof(mad); i++)
+		mad[i] = (uint8_t)i;
+	for (uint32_t n = 0; n < 2; n++) {
+		len = dr_cm_mad_frame(&A.cm, IP_B, mad, frame, sizeof(frame));
+		ck_assert_int_gt(len, 0);
+		ck_assert_int_eq(dr_pkt_parse(frame, (size_t)len, 0, &pkt), DR_PKT_OK);
+		ck_assert_int_eq(pkt.opcode, DR_OP_UD_SEND_ONLY);
+		ck_assert_uint_eq(pkt.dqpn, DR_GSI_QPN);
+		ck_assert(pkt.ackreq);
+		ck_assert_uint_eq(pkt.psn, n);
+		ck_assert_uint_eq(dr_deth_qkey(dr_pkt_deth(&pkt)), DR_GSI_QKEY);
+		ck_assert_uint_eq(dr_deth_sqp(dr_pkt_deth(&pkt)), DR_GSI_QPN);
+		ck_assert_uint_eq(ntohl(pkt.ip4->saddr), IP_A);
+		ck_assert_uint_eq(ntohl(pkt.ip4->daddr), IP_B);
+		ck_assert_uint_eq(pkt.payload_len, DR_MAD_LEN);
+		ck_assert(!memcmp(pkt.payload, mad, DR_MAD_LEN));
+	}
+	ck_assert_int_lt(dr_cm_mad_frame(&A.cm, IP_B, mad, frame, 100), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cm_state_machine");
@@ -545,6 +574,7 @@ int main(void)
 	tcase_add_test(tc, test_bad_arguments);
 	tcase_add_test(tc, test_garbage_mads);
 	tcase_add_test(tc, test_rxe_req);
+	tcase_add_test(tc, test_mad_frame);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -47,23 +47,10 @@ static void set_port_log(void)
 static int cm_send_mad(void *ctx, uint32_t dst_ip4, const uint8_t *mad)
 {
 	struct dr_dev *dev = ctx;
-	uint8_t frame[DR_MAD_LEN + 128];
-	struct dr_pkt_desc d;
+	uint8_t frame[DR_CM_FRAME_MAX];
 	int len, ret;
 
-	dr_pkt_desc_init(&d);
-	d.src_ip4 = dev->cfg.ip4;
-	d.dst_ip4 = dst_ip4;
-	d.sport = dr_udp_sport(0, DR_GSI_QPN, DR_GSI_QPN);
-	d.opcode = DR_OP_UD_SEND_ONLY;
-	d.dqpn = DR_GSI_QPN;
-	d.ackreq = true; /* as rxe sends its GSI MADs */
-	d.psn = dev->gsi_psn++ & DR_PSN_MASK;
-	d.deth.qkey = DR_GSI_QKEY;
-	d.deth.sqpn = DR_GSI_QPN;
-	d.payload = mad;
-	d.payload_len = DR_MAD_LEN;
-	len = dr_pkt_build(&d, frame, sizeof(frame));
+	len = dr_cm_mad_frame(&dev->cm, dst_ip4, mad, frame, sizeof(frame));
 	if (len < 0)
 		return len;
 	ret = dr_port_send(dev->port, frame, (size_t)len);

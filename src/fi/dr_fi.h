@@ -339,7 +339,6 @@ struct dr_dev {
 	struct dr_mr_table mrt;
 	struct dr_ep **qp_tab;	/* by QPN & (DR_MAX_EP - 1) */
 	uint32_t qpn_next;
-	uint32_t gsi_psn;	/* PSNs of our QP1 MADs */
 	uint16_t port_next;	/* ephemeral rdma_cm ports for connect */
 	struct dr_pep *peps;	/* listening passive endpoints */
 	uint64_t rx_dropped_qp; /* frames for a QPN we do not have */

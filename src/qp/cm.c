@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "dr_cm.h"
+#include "dr_qp.h" /* dr_udp_sport */
 
 const char *const dr_cm_state_names[DR_CMS_NUM] = {
     [DR_CMS_IDLE] = "IDLE",
@@ -838,6 +839,26 @@ static void id_timeout(struct dr_cm_id *id)
 	}
 	if (id->released && id->state == DR_CMS_CLOSED)
 		id_free(id);
+}
+
+int dr_cm_mad_frame(struct dr_cm *cm, uint32_t dst_ip4, const uint8_t *mad, void *buf,
+		    size_t cap)
+{
+	struct dr_pkt_desc d;
+
+	dr_pkt_desc_init(&d);
+	d.src_ip4 = cm->cfg.local_ip4;
+	d.dst_ip4 = dst_ip4;
+	d.sport = dr_udp_sport(0, DR_GSI_QPN, DR_GSI_QPN);
+	d.opcode = DR_OP_UD_SEND_ONLY;
+	d.dqpn = DR_GSI_QPN;
+	d.ackreq = true; /* as rxe sends its GSI MADs */
+	d.psn = cm->gsi_psn++ & DR_PSN_MASK;
+	d.deth.qkey = DR_GSI_QKEY;
+	d.deth.sqpn = DR_GSI_QPN;
+	d.payload = mad;
+	d.payload_len = DR_MAD_LEN;
+	return dr_pkt_build(&d, buf, cap);
 }
 
 bool dr_cm_disconnecting(const struct dr_cm *cm)
