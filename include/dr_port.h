@@ -292,6 +292,16 @@ int dr_port_poll(struct dr_port *p);
  * it).  A frame is never kept past a failed return. */
 int dr_port_send(struct dr_port *p, const void *frame, size_t len);
 
+/* Transmit batching.  Between dr_port_batch_begin() and the matching
+ * dr_port_batch_end() (they nest) frames that are ready to leave wait in a
+ * queue of DR_PORT_BURST and go to the device together -- one
+ * rte_eth_tx_burst, one sendto() on net_af_packet -- when it fills and at
+ * the outermost end.  dr_port_poll() batches everything it triggers
+ * (acknowledgements, resends, timers).  Order is kept.  With a frame hook
+ * set, frames are not batched. */
+void dr_port_batch_begin(struct dr_port *p);
+void dr_port_batch_end(struct dr_port *p);
+
 /* The same for a frame in three pieces, as dr_pkt_build_split() makes them:
  * hdr (copied), payload (attached as an external mbuf buffer, not copied),
  * trailer (pad + ICRC, copied).  done(arg) is called exactly once when the
@@ -356,6 +366,7 @@ struct dr_port_stats {
 	uint64_t rx_arp_bad;			 /* refused by dr_arp_parse */
 	uint64_t rx_arp_ignored;		 /* valid ARP not for us */
 	uint64_t tx_dropped;			 /* device queue full */
+	uint64_t tx_bursts;			 /* rte_eth_tx_burst calls that sent */
 	uint64_t tx_nombuf;			 /* frame pool empty */
 	uint64_t loopback;			 /* frames sent to our own address */
 	uint64_t arp_queued;			 /* frames held while resolving */

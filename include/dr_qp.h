@@ -104,6 +104,11 @@ const char *dr_mr_verdict_str(enum dr_mr_verdict v);
 #define DR_QP_MAX_UNACKED_PSNS 128
 #endif
 #define DR_QP_MAX_PKT_PER_ACK 64
+/* Go-back-N resends what is in flight after a loss, so the window in
+ * flight shrinks on loss: halved on each retry (not below DR_QP_MIN_CWND),
+ * one PSN more per ACK that makes progress, up to DR_QP_MAX_UNACKED_PSNS;
+ * AckReq at least every cwnd/2 packets so that ACKs keep it open. */
+#define DR_QP_MIN_CWND 16
 
 struct dr_sge {
 	uint64_t addr; /* iova within the MR named by lkey (or a pointer) */
@@ -288,7 +293,27 @@ enum dr_qp_flags {
 	 * posted receives (libfabric without FI_RX_CQ_DATA).  The peer sees
 	 * no difference on the wire. */
 	DR_QP_WRITE_IMM_NO_WQE = 1u << 0,
+	/* Coalesced acknowledgements: an ACK a request asked for is not sent
+	 * at once but held (one per QP, the latest PSN: ACKs are cumulative,
+	 * IBA 9.7.5.1.2) until dr_qp_flush() or until the responder sends
+	 * anything else, which it precedes.  The caller flushes when its
+	 * burst of input is handled -- or after the application has answered,
+	 * so that the ACK leaves behind the reply -- and within the ACK delay
+	 * it announced (src/fi: at the latest at the next poll). */
+	DR_QP_DEFER_ACK = 1u << 1,
+	/* Adaptive retransmit timer: the timer starts at the measured round
+	 * trip (srtt + 4 rttvar, RFC 6298, rounded up to an IBA timeout value
+	 * 4.096 us * 2^n, at least DR_RTO_MIN_EXP, at most the QP's timeout)
+	 * and doubles on each timeout without progress.  Timeouts shorter
+	 * than the QP's timeout resend without using up retry_cnt: retries
+	 * are counted only once the timer has reached the value the QP was
+	 * given (from the CM), so a dead peer is declared no sooner than
+	 * without it. */
+	DR_QP_ADAPTIVE_RTO = 1u << 2,
 };
+
+/* Shortest adaptive retransmit timeout: 4.096 us * 2^5 = 131 us. */
+#define DR_RTO_MIN_EXP 5
 
 struct dr_qp_init_attr {
 	uint32_t qpn;
@@ -305,6 +330,9 @@ struct dr_qp_stats {
 	uint64_t tx_req_pkts;	 /* request packets, first sends and resends */
 	uint64_t tx_resent_pkts; /* of which go-back-N resends */
 	uint64_t tx_acks, tx_read_rsps, tx_atomic_acks;
+	uint64_t acks_coalesced; /* ACKs asked for that a later one covered */
+	uint64_t rtt_samples, early_timeouts; /* DR_QP_ADAPTIVE_RTO */
+	uint64_t cwnd_cuts;	 /* window halvings after a loss */
 	uint64_t tx_seq_naks, tx_rnr_naks, tx_err_naks;
 	uint64_t rx_seq_naks, rx_rnr_naks, rx_err_naks;
 	uint64_t rx_dup_reqs; /* duplicate requests answered */
@@ -395,6 +423,7 @@ struct dr_qp {
 		uint32_t psn;	     /* next PSN to send */
 		uint32_t noack_pkts; /* packets since the last AckReq (B.2) */
 		uint32_t ord_used;   /* READ/atomics holding a token */
+		uint32_t cwnd;	     /* PSNs allowed unacknowledged */
 	} req;
 
 	struct {
@@ -403,6 +432,14 @@ struct dr_qp {
 		uint8_t retry_left;
 		uint8_t rnr_left;
 		bool retry_started; /* go-back-N begun, no progress since */
+		uint8_t backoff;    /* timeouts since the last progress */
+		uint64_t rto_armed_ns; /* the timeout the deadline was set with */
+		/* DR_QP_ADAPTIVE_RTO: one round trip timed at a time (Karn:
+		 * never across a resend) */
+		bool rtt_on;
+		uint32_t rtt_psn;
+		uint64_t rtt_start_ns;
+		uint64_t srtt_ns, rttvar_ns, rto_base_ns;
 		uint64_t rto_deadline_ns;
 		uint64_t rnr_deadline_ns;
 	} comp;
@@ -411,6 +448,8 @@ struct dr_qp {
 		uint32_t psn;  /* expected PSN */
 		uint32_t msn;  /* messages completed (IBA 9.7.5.1) */
 		bool nak_sent; /* one NAK per gap (B.6) */
+		bool ack_due;  /* DR_QP_DEFER_ACK: an ACK for ack_psn is held */
+		uint32_t ack_psn, ack_msn;
 		/* the multi-packet SEND or WRITE in progress */
 		enum { DR_RESP_IN_NONE, DR_RESP_IN_SEND, DR_RESP_IN_WRITE } in;
 		bool rwqe;	   /* a receive WQE has been taken (rq.tail) */
@@ -439,6 +478,9 @@ int dr_qp_post_send(struct dr_qp *qp, const struct dr_send_wr *wr);
 int dr_qp_post_recv(struct dr_qp *qp, const struct dr_recv_wr *wr);
 /* Hand the QP a frame addressed to it (parsed with dr_pkt_parse, OK). */
 void dr_qp_input(struct dr_qp *qp, const struct dr_pkt *pkt);
+/* DR_QP_DEFER_ACK: send the held acknowledgement, if any. */
+void dr_qp_flush(struct dr_qp *qp);
+bool dr_qp_ack_due(const struct dr_qp *qp);
 /* Run expired timers (retransmit, RNR) against ops->now_ns. */
 void dr_qp_tick(struct dr_qp *qp);
 uint64_t dr_qp_deadline_ns(const struct dr_qp *qp);
@@ -514,8 +556,10 @@ void dr_comp_input(struct dr_qp *qp, const struct dr_pkt *pkt);
 void dr_comp_timeout(struct dr_qp *qp);
 void dr_comp_rnr_expired(struct dr_qp *qp);
 void dr_comp_arm(struct dr_qp *qp);
+void dr_comp_rtt_start(struct dr_qp *qp, uint32_t psn);
 
 /* resp.c */
 void dr_resp_input(struct dr_qp *qp, const struct dr_pkt *pkt);
+void dr_resp_flush_ack(struct dr_qp *qp);
 
 #endif /* DR_QP_H */

@@ -153,7 +153,8 @@ int dr_cq_push(struct dr_cq *cq, const struct dr_cq_ent *e)
 		return -FI_ENOMEM;
 	}
 	*cq_at(cq, cq->count) = *e;
-	if (cq->count++ == 0)
+	/* released: a lockless reader that sees the count sees the entry */
+	if (__atomic_fetch_add(&cq->count, 1, __ATOMIC_RELEASE) == 0)
 		dr_wait_signal(&cq->wait);
 	pthread_mutex_unlock(&cq->lock);
 	return 0;
@@ -190,6 +191,10 @@ static ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_
 		return -FI_EINVAL;
 	/* count 0 just drives progress (fi_cq(3)), then says what is there */
 	dr_progress_run(&cq->progress);
+	/* the common empty poll takes no lock: a push racing with this load
+	 * is seen by the next read */
+	if (!__atomic_load_n(&cq->count, __ATOMIC_ACQUIRE))
+		return -FI_EAGAIN;
 	pthread_mutex_lock(&cq->lock);
 	ret = cq_read_locked(cq, buf, count, src_addr);
 	pthread_mutex_unlock(&cq->lock);

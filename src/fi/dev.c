@@ -333,13 +333,42 @@ void dr_dev_put(struct dr_dev *dev)
 	dev_free(dev);
 }
 
-static int dev_poll(struct dr_dev *dev)
+void dr_dev_flush_acks(struct dr_dev *dev)
 {
+	while (dev->acks) {
+		struct dr_ep *ep = dev->acks;
+
+		dev->acks = ep->ack_next;
+		ep->ack_listed = false;
+		dr_qp_flush(ep->qp);
+	}
+}
+
+/*
+ * One poll, its frames sent in one burst.  Acknowledgements are coalesced
+ * (DR_QP_DEFER_ACK): one per QP per poll at most.  When the poll delivered
+ * completions to an application that polls (app), the ACKs wait for its
+ * next call -- a post sends them behind its request, the next poll before
+ * its rx burst -- so that an answer to what just arrived does not queue
+ * behind them; otherwise, and always for the progress thread, they leave
+ * with this poll.  Either way an ACK waits for at most one poll cycle of
+ * the application or the progress thread (DR_DEV_CTRL_NAP_US), within the
+ * ACK delay droce announces in the CM (DR_ACK_DELAY).
+ */
+static int dev_poll(struct dr_dev *dev, bool app)
+{
+	uint64_t done;
 	int ret;
 
 	pthread_mutex_lock(&dev->lock);
+	dr_port_batch_begin(dev->port);
+	dr_dev_flush_acks(dev);
+	done = dev->completions;
 	ret = dr_port_poll(dev->port);
-	dev->last_poll_ns = dr_port_now_ns();
+	if (!app || dev->completions == done)
+		dr_dev_flush_acks(dev);
+	dr_port_batch_end(dev->port);
+	dev->polls++;
 	pthread_mutex_unlock(&dev->lock);
 	if (ret < 0)
 		DR_WARN(FI_LOG_DOMAIN, "polling %s failed: %d\n", dev->cfg.name, ret);
@@ -348,7 +377,7 @@ static int dev_poll(struct dr_dev *dev)
 
 void dr_dev_progress(struct dr_dev *dev)
 {
-	dev_poll(dev);
+	dev_poll(dev, true);
 }
 
 /*
@@ -357,20 +386,19 @@ void dr_dev_progress(struct dr_dev *dev)
  * and resend its MADs even while an application waits elsewhere (on a
  * socket, say) -- a lost RTU would otherwise leave the passive side
  * resending REPs forever -- and ARP must answer.  So a thread polls the
- * port whenever nobody else has for DR_DEV_IDLE_POLL_NS, every
- * DR_DEV_CTRL_NAP_US.  Once an application sleeps on a wait fd (FI_GETWAIT,
+ * port whenever nobody else has for one nap of DR_DEV_CTRL_NAP_US.  Once an application sleeps on a wait fd (FI_GETWAIT,
  * dr_dev_background) nothing else polls, so the thread polls continuously,
  * spinning while frames flow and napping DR_DEV_FAST_NAP_US when idle:
  * that bounds both the latency it adds and the CPU it burns.
  */
 #define DR_DEV_CTRL_NAP_US 5000
-#define DR_DEV_IDLE_POLL_NS 5000000ull
 #define DR_DEV_IDLE_SPINS 2000
 #define DR_DEV_FAST_NAP_US 50
 
 static void *dev_thread(void *arg)
 {
 	struct dr_dev *dev = arg;
+	uint64_t seen = 0;
 	unsigned idle = 0;
 
 	for (;;) {
@@ -380,14 +408,17 @@ static void *dev_thread(void *arg)
 		pthread_mutex_lock(&dev->lock);
 		stop = dev->thread_stop;
 		fast = dev->fast;
-		due = dr_port_now_ns() - dev->last_poll_ns >= DR_DEV_IDLE_POLL_NS;
+		/* nobody polled since the last look, a nap ago, or an ACK
+		 * has been held that long */
+		due = dev->polls == seen || dev->acks;
+		seen = dev->polls;
 		if (dev->draining)
 			dr_ep_drain(dev, false);
 		pthread_mutex_unlock(&dev->lock);
 		if (stop)
 			break;
 		if (fast || due) {
-			if (dev_poll(dev) > 0)
+			if (dev_poll(dev, false) > 0)
 				idle = 0;
 			else
 				idle++;
@@ -442,7 +473,7 @@ static void dev_linger(struct dr_dev *dev)
 		pthread_mutex_unlock(&dev->lock);
 		if (!busy || late)
 			break;
-		dev_poll(dev);
+		dev_poll(dev, false);
 		nanosleep(&nap, NULL);
 	}
 }

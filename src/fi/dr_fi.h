@@ -345,8 +345,10 @@ struct dr_dev {
 	pthread_t thread;	/* control progress; fast for fd waiters */
 	bool thread_on, thread_stop; /* under lock */
 	bool fast;		/* an fd waiter: poll continuously (under lock) */
-	uint64_t last_poll_ns;	/* the last dr_port_poll, by anyone (under lock) */
+	uint64_t polls;		/* dr_port_poll calls, by anyone (under lock) */
 	struct dr_ep *draining;	/* endpoints disconnecting gracefully (ep.c) */
+	struct dr_ep *acks;	/* endpoints whose QP holds an ACK (under lock) */
+	uint64_t completions;	/* work completions delivered (under lock) */
 };
 
 /* Find or open the device an fi_info names (domain name and source
@@ -355,6 +357,8 @@ int dr_dev_get(struct dr_fabric *fab, const struct fi_info *info, struct dr_dev 
 void dr_dev_put(struct dr_dev *dev);
 /* One round of progress: rx burst, dispatch, timers.  Takes dev->lock. */
 void dr_dev_progress(struct dr_dev *dev);
+/* Send the ACKs the device's QPs hold (DR_QP_DEFER_ACK); dev->lock held. */
+void dr_dev_flush_acks(struct dr_dev *dev);
 void dr_dev_progress_fn(void *dev);
 /* Fd waiters on the device: its progress thread polls continuously. */
 void dr_dev_background(void *dev);
@@ -502,6 +506,10 @@ struct dr_ep {
 	uint64_t drain_until_ns;  /* DREQ when the peer has been quiet this long */
 	bool draining;
 	bool orphan;		  /* closed by the application: freed after */
+	/* its QP holds an ACK (DR_QP_DEFER_ACK): on dev->acks, under dev->lock */
+	struct dr_ep *ack_next;
+	bool ack_listed;
+	uint64_t timer_at; /* deadline qp_timer is armed for, 0: none (ep.c) */
 };
 
 static inline struct dr_ep *dr_ep_of(struct fid_ep *f)

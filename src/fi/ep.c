@@ -65,24 +65,35 @@ static uint64_t qp_now(void *ctx)
 	return dr_port_now_ns();
 }
 
+/* Lazily: the retransmit deadline moves later on every ACK, and re-arming
+ * an rte_timer each time costs more than the ACK.  The timer stays armed
+ * for the earliest deadline asked for; firing early, it finds nothing due
+ * and is armed again for the engine's current deadline.  A cancel is left
+ * to fire the same way. */
 static void qp_timer_set(void *ctx, struct dr_qp *qp, uint64_t deadline_ns)
 {
 	struct dr_ep *ep = ctx;
-	uint64_t now = dr_port_now_ns();
+	uint64_t now;
 
-	if (!ep->qp_timer)
+	if (!ep->qp_timer || deadline_ns == UINT64_MAX)
 		return;
-	if (deadline_ns == UINT64_MAX)
-		dr_port_timer_cancel(ep->qp_timer);
-	else
-		dr_port_timer_arm(ep->qp_timer, deadline_ns > now ? deadline_ns - now : 0);
+	if (ep->timer_at && ep->timer_at <= deadline_ns && dr_port_timer_pending(ep->qp_timer))
+		return;
+	now = dr_port_now_ns();
+	ep->timer_at = deadline_ns;
+	dr_port_timer_arm(ep->qp_timer, deadline_ns > now ? deadline_ns - now : 0);
 }
 
 static void qp_timer_fire(void *arg)
 {
 	struct dr_ep *ep = arg;
+	uint64_t d;
 
+	ep->timer_at = 0;
 	dr_qp_tick(ep->qp);
+	d = dr_qp_deadline_ns(ep->qp);
+	if (d != UINT64_MAX)
+		qp_timer_set(ep, ep->qp, d);
 }
 
 /* fi_cq(3): FI_EIO for a failed transfer, FI_ECANCELED for a flushed one,
@@ -189,6 +200,7 @@ static void rx_complete(struct dr_ep *ep, const struct dr_wc *wc)
 
 static void qp_complete(void *ctx, struct dr_qp *qp, const struct dr_wc *wc)
 {
+	((struct dr_ep *)ctx)->dev->completions++;
 	if (wc->opcode == DR_WC_RECV || wc->opcode == DR_WC_RECV_WRITE_IMM)
 		rx_complete(ctx, wc);
 	else
@@ -486,6 +498,27 @@ void dr_ep_input(struct dr_ep *ep, const struct dr_pkt *pkt)
 	if (ep->draining)
 		ep->drain_until_ns = dr_port_now_ns() + drain_quiet_ns(ep);
 	dr_qp_input(ep->qp, pkt);
+	if (!ep->ack_listed && dr_qp_ack_due(ep->qp)) {
+		ep->ack_listed = true;
+		ep->ack_next = ep->dev->acks;
+		ep->dev->acks = ep;
+	}
+}
+
+/* Its held ACK goes now; off the device's list (dev->lock held). */
+static void dr_ep_flush_ack(struct dr_ep *ep)
+{
+	struct dr_ep **pp;
+
+	if (!ep->ack_listed)
+		return;
+	for (pp = &ep->dev->acks; *pp; pp = &(*pp)->ack_next)
+		if (*pp == ep) {
+			*pp = ep->ack_next;
+			break;
+		}
+	ep->ack_listed = false;
+	dr_qp_flush(ep->qp);
 }
 
 static int ep_enable_locked(struct dr_ep *ep)
@@ -816,6 +849,7 @@ ssize_t dr_ep_post_send(struct dr_ep *ep, struct dr_send_wr *wr, const struct dr
 	}
 
 	pthread_mutex_lock(&ep->dev->lock);
+	dr_port_batch_begin(ep->dev->port);
 	if (ep->state != DR_EP_CONNECTED && ep->state != DR_EP_ACCEPTING) {
 		DR_WARN(FI_LOG_EP_DATA, "%s: the endpoint is not connected\n",
 			dr_wr_opcode_names[wr->opcode]);
@@ -830,6 +864,9 @@ ssize_t dr_ep_post_send(struct dr_ep *ep, struct dr_send_wr *wr, const struct dr
 		if (!ret)
 			ep->tx_posted++;
 	}
+	/* ACKs held since the last poll leave behind this request */
+	dr_dev_flush_acks(ep->dev);
+	dr_port_batch_end(ep->dev->port);
 	pthread_mutex_unlock(&ep->dev->lock);
 	if (ret == -FI_EAGAIN)
 		dr_dev_progress(ep->dev);
@@ -1014,6 +1051,7 @@ static void ep_free(struct dr_ep *ep)
 	}
 	if (dev->qp_tab[dr_qp_num(ep->qp) & (DR_MAX_EP - 1)] == ep)
 		dev->qp_tab[dr_qp_num(ep->qp) & (DR_MAX_EP - 1)] = NULL;
+	dr_ep_flush_ack(ep);
 	dr_qp_destroy(ep->qp);
 	if (ep->qp_timer)
 		dr_port_timer_free(ep->qp_timer);
@@ -1359,7 +1397,7 @@ int dr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **
 	ia.ops = &ep_qp_ops;
 	ia.ctx = ep;
 	/* without FI_RX_CQ_DATA, writes with CQ data leave the receives alone */
-	ia.flags = ep->rx_cq_data ? 0 : DR_QP_WRITE_IMM_NO_WQE;
+	ia.flags = DR_QP_DEFER_ACK | DR_QP_ADAPTIVE_RTO | (ep->rx_cq_data ? 0 : DR_QP_WRITE_IMM_NO_WQE);
 	ep->qp = dr_qp_create(&ia);
 	ep->qp_timer = ep->qp ? dr_port_timer_new(dev->port, qp_timer_fire, ep) : NULL;
 	if (ep->qp) {

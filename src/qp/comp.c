@@ -19,7 +19,8 @@ enum dr_comp_state {
 	DR_COMP_READ,	   /* READ RESPONSE: place, maybe complete */
 	DR_COMP_ATOMIC,	   /* ATOMIC ACKNOWLEDGE: store original, complete */
 	DR_COMP_NAK,	   /* AETH says NAK or RNR NAK: sort out which */
-	DR_COMP_RETRY,	   /* go-back-N from comp.psn, counting retry_cnt */
+	DR_COMP_RETRY,	   /* count one of retry_cnt, then RESEND */
+	DR_COMP_RESEND,	   /* go-back-N from comp.psn */
 	DR_COMP_RNR,	   /* RNR NAK: wait, counting rnr_retry */
 	DR_COMP_ERROR,	   /* the WQE at the head fails; QP to ERROR */
 	DR_COMP_DROP,	   /* nothing to learn from this packet */
@@ -34,6 +35,7 @@ static const char *const dr_comp_state_names[DR_COMP_NUM] = {
     [DR_COMP_ATOMIC] = "ATOMIC",
     [DR_COMP_NAK] = "NAK",
     [DR_COMP_RETRY] = "RETRY",
+    [DR_COMP_RESEND] = "RESEND",
     [DR_COMP_RNR] = "RNR",
     [DR_COMP_ERROR] = "ERROR",
     [DR_COMP_DROP] = "DROP",
@@ -56,27 +58,40 @@ static bool dr_comp_outstanding(const struct dr_qp *qp)
 /* Longest retransmit timeout as a multiple of the QP's: 2^6. */
 #define DR_RTO_MAX_BACKOFF 6
 
+/* The timeout the next deadline gets: the base (the QP's timeout, or with
+ * DR_QP_ADAPTIVE_RTO the measured one, never more than the QP's) doubled
+ * for each timeout since the last progress, at most 2^6 times the QP's.
+ *
+ * Each timeout without progress doubles it, as TCP backs off: one loss
+ * still costs one timeout, but a peer that stalls (a descheduled user-space
+ * process, a busy host) gets 4.096 us * 2^timeout * (2^(retry_cnt+1) - 1)
+ * in all before the WR fails, not retry_cnt + 1 timeouts.  The IBA fixes
+ * the timer's minimum, not its growth; rxe retries at a constant 0.5 s from
+ * rdma_cm. */
+static uint64_t dr_comp_rto(const struct dr_qp *qp)
+{
+	uint64_t qpt = dr_qp_timeout_ns(qp->attr.timeout), t = qpt;
+	unsigned b = qp->comp.backoff;
+
+	if ((qp->flags & DR_QP_ADAPTIVE_RTO) && qp->comp.rto_base_ns &&
+	    qp->comp.rto_base_ns < qpt)
+		t = qp->comp.rto_base_ns;
+	while (b-- && t < qpt << DR_RTO_MAX_BACKOFF)
+		t <<= 1;
+	return t < qpt << DR_RTO_MAX_BACKOFF ? t : qpt << DR_RTO_MAX_BACKOFF;
+}
+
 /* Arm the retransmit timer if packets are outstanding and it is not
  * running (called after sending).  B.4: armed on send, re-armed on
- * progress, stopped when nothing is outstanding.
- *
- * Each retry without progress doubles the timeout (capped at 2^6 times
- * the QP's), as TCP backs off: one loss still costs one timeout, but a
- * peer that stalls (a descheduled user-space process, a busy host) gets
- * 4.096 us * 2^timeout * (2^(retry_cnt+1) - 1) in all before the WR fails,
- * not retry_cnt + 1 timeouts.  The IBA fixes the timer's minimum, not its
- * growth; rxe retries at a constant 0.5 s from rdma_cm. */
+ * progress, stopped when nothing is outstanding. */
 void dr_comp_arm(struct dr_qp *qp)
 {
-	unsigned backoff = qp->attr.retry_cnt - qp->comp.retry_left;
-	uint64_t t = dr_qp_timeout_ns(qp->attr.timeout);
+	uint64_t t = dr_comp_rto(qp);
 
-	if (backoff > DR_RTO_MAX_BACKOFF)
-		backoff = DR_RTO_MAX_BACKOFF;
-	t <<= backoff;
-
-	if (t && !qp->comp.rto_deadline_ns && !qp->comp.rnr_deadline_ns && dr_comp_outstanding(qp))
+	if (t && !qp->comp.rto_deadline_ns && !qp->comp.rnr_deadline_ns && dr_comp_outstanding(qp)) {
 		qp->comp.rto_deadline_ns = dr_qp_now(qp) + t;
+		qp->comp.rto_armed_ns = t;
+	}
 	dr_qp_timer_update(qp);
 }
 
@@ -84,6 +99,55 @@ static void dr_comp_rearm(struct dr_qp *qp)
 {
 	qp->comp.rto_deadline_ns = 0;
 	dr_comp_arm(qp);
+}
+
+/* DR_QP_ADAPTIVE_RTO: time the round trip of an AckReq packet sent for the
+ * first time (req.c), one at a time. */
+void dr_comp_rtt_start(struct dr_qp *qp, uint32_t psn)
+{
+	if (!(qp->flags & DR_QP_ADAPTIVE_RTO) || qp->comp.rtt_on)
+		return;
+	qp->comp.rtt_on = true;
+	qp->comp.rtt_psn = psn;
+	qp->comp.rtt_start_ns = dr_qp_now(qp);
+}
+
+/* Resolution of the timer that runs the QP's deadline (src/fi: the port's
+ * timers, 20 us); the variance term is never below it (RFC 6298 "G"). */
+#define DR_RTO_GRANULARITY_NS 20000u
+
+/* comp.psn has passed the timed PSN: RFC 6298 section 2 estimators, the
+ * base timeout rounded up to an IBA value 4.096 us * 2^n. */
+static void dr_comp_rtt_sample(struct dr_qp *qp)
+{
+	uint64_t r = dr_qp_now(qp) - qp->comp.rtt_start_ns, v, rto;
+	unsigned e = DR_RTO_MIN_EXP;
+
+	qp->comp.rtt_on = false;
+	qp->stats.rtt_samples++;
+	if (!qp->comp.srtt_ns) {
+		qp->comp.srtt_ns = r;
+		qp->comp.rttvar_ns = r / 2;
+	} else {
+		uint64_t d = r > qp->comp.srtt_ns ? r - qp->comp.srtt_ns : qp->comp.srtt_ns - r;
+
+		qp->comp.rttvar_ns = (3 * qp->comp.rttvar_ns + d) / 4;
+		qp->comp.srtt_ns = (7 * qp->comp.srtt_ns + r) / 8;
+	}
+	v = 4 * qp->comp.rttvar_ns;
+	rto = qp->comp.srtt_ns + (v > DR_RTO_GRANULARITY_NS ? v : DR_RTO_GRANULARITY_NS);
+	while (e < 31 && dr_qp_timeout_ns(e) < rto)
+		e++;
+	qp->comp.rto_base_ns = dr_qp_timeout_ns(e);
+}
+
+/* A loss: go-back-N will resend what is in flight; halve the window. */
+static void dr_comp_cwnd_cut(struct dr_qp *qp)
+{
+	qp->req.cwnd /= 2;
+	if (qp->req.cwnd < DR_QP_MIN_CWND)
+		qp->req.cwnd = DR_QP_MIN_CWND;
+	qp->stats.cwnd_cuts++;
 }
 
 /* ---- completing WQEs ---------------------------------------------------------- */
@@ -137,6 +201,11 @@ static void dr_comp_progress(struct dr_qp *qp)
 	qp->comp.retry_left = qp->attr.retry_cnt;
 	qp->comp.rnr_left = qp->attr.rnr_retry;
 	qp->comp.retry_started = false;
+	qp->comp.backoff = 0;
+	if (qp->comp.rtt_on && dr_psn_diff(qp->comp.psn, qp->comp.rtt_psn) > 0)
+		dr_comp_rtt_sample(qp);
+	if (qp->req.cwnd < DR_QP_MAX_UNACKED_PSNS)
+		qp->req.cwnd++;
 	/* an old ACK may cover PSNs the rewound requester has not resent */
 	if (dr_psn_diff(qp->comp.psn, qp->req.psn) > 0) {
 		qp->req.psn = qp->comp.psn;
@@ -338,8 +407,17 @@ static enum dr_comp_state dr_comp_retry(struct dr_qp *qp, struct dr_comp_ctx *c)
 		return DR_COMP_ERROR;
 	}
 	qp->comp.retry_left--;
-	qp->comp.retry_started = true;
 	qp->stats.retries++;
+	return DR_COMP_RESEND;
+}
+
+/* Go-back-N from comp.psn (B.6), with a smaller window; no round trip is
+ * timed across a resend (Karn). */
+static enum dr_comp_state dr_comp_resend(struct dr_qp *qp, struct dr_comp_ctx *c)
+{
+	qp->comp.retry_started = true;
+	qp->comp.rtt_on = false;
+	dr_comp_cwnd_cut(qp);
 	dr_req_rewind(qp);
 	dr_comp_rearm(qp);
 	dr_req_run(qp);
@@ -392,6 +470,7 @@ static const dr_comp_fn dr_comp_tab[DR_COMP_NUM] = {
     [DR_COMP_ATOMIC] = dr_comp_atomic,
     [DR_COMP_NAK] = dr_comp_nak,
     [DR_COMP_RETRY] = dr_comp_retry,
+    [DR_COMP_RESEND] = dr_comp_resend,
     [DR_COMP_RNR] = dr_comp_rnr,
     [DR_COMP_ERROR] = dr_comp_error,
     [DR_COMP_DROP] = dr_comp_drop,
@@ -422,6 +501,7 @@ void dr_comp_input(struct dr_qp *qp, const struct dr_pkt *pkt)
 void dr_comp_timeout(struct dr_qp *qp)
 {
 	struct dr_comp_ctx c = {0};
+	bool early;
 
 	qp->comp.rto_deadline_ns = 0;
 	if (!dr_comp_outstanding(qp) || qp->req.state == DR_REQ_WAIT_RNR) {
@@ -429,6 +509,16 @@ void dr_comp_timeout(struct dr_qp *qp)
 		return;
 	}
 	qp->stats.timeouts++;
+	early = qp->comp.rto_armed_ns < dr_qp_timeout_ns(qp->attr.timeout);
+	if (qp->comp.backoff < 2 * DR_RTO_MAX_BACKOFF + 31)
+		qp->comp.backoff++;
+	if (early) {
+		/* DR_QP_ADAPTIVE_RTO: shorter than the QP's timeout, so it
+		 * resends without counting a retry (dr_comp_rto) */
+		qp->stats.early_timeouts++;
+		dr_comp_run(qp, &c, DR_COMP_RESEND);
+		return;
+	}
 	dr_comp_run(qp, &c, DR_COMP_RETRY);
 }
 

@@ -114,6 +114,19 @@ void dr_qp_timer_update(struct dr_qp *qp)
 	}
 }
 
+void dr_qp_flush(struct dr_qp *qp)
+{
+	if (qp->state == DR_QPS_RTS || qp->state == DR_QPS_RTR)
+		dr_resp_flush_ack(qp);
+	else
+		qp->resp.ack_due = false;
+}
+
+bool dr_qp_ack_due(const struct dr_qp *qp)
+{
+	return qp->resp.ack_due;
+}
+
 uint64_t dr_qp_deadline_ns(const struct dr_qp *qp)
 {
 	return qp->deadline_ns;
@@ -329,6 +342,7 @@ void dr_qp_error(struct dr_qp *qp)
 		return;
 	dr_qp_log(qp, "qp %u: %s -> ERROR", qp->qpn, dr_qp_state_names[qp->state]);
 	qp->state = DR_QPS_ERROR;
+	qp->resp.ack_due = false;
 	dr_req_set_state(qp, DR_REQ_ERROR);
 	qp->comp.rto_deadline_ns = 0;
 	qp->comp.rnr_deadline_ns = 0;
@@ -364,7 +378,7 @@ struct dr_qp *dr_qp_create(const struct dr_qp_init_attr *ia)
 	uint32_t ns, nr;
 
 	if (!ia->ops || !ia->ops->xmit || !ia->ops->now_ns || !ia->ops->complete || ia->qpn == 0 ||
-	    (ia->flags & ~(unsigned)DR_QP_WRITE_IMM_NO_WQE) || ia->qpn > DR_QPN_MASK ||
+	    (ia->flags & ~(unsigned)(DR_QP_WRITE_IMM_NO_WQE | DR_QP_DEFER_ACK | DR_QP_ADAPTIVE_RTO)) || ia->qpn > DR_QPN_MASK ||
 	    !ia->max_send_wr || !ia->max_recv_wr || ia->max_send_wr > (1u << 16) ||
 	    ia->max_recv_wr > (1u << 16))
 		return NULL;
@@ -533,6 +547,7 @@ static void dr_qp_to_rts(struct dr_qp *qp)
 	qp->req.psn = qp->attr.sq_psn;
 	qp->req.wqe = qp->sq.tail;
 	qp->req.noack_pkts = 0;
+	qp->req.cwnd = DR_QP_MAX_UNACKED_PSNS;
 	qp->req.state = DR_REQ_IDLE;
 	qp->comp.psn = qp->attr.sq_psn;
 	qp->comp.max_psn = qp->attr.sq_psn;

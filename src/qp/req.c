@@ -124,14 +124,17 @@ static uint32_t dr_req_send_pkt(struct dr_qp *qp, struct dr_send_wqe *w, uint32_
 	}
 
 	/* AckReq on the last packet of a message and at least every
-	 * DR_QP_MAX_PKT_PER_ACK packets (B.2) */
-	if (end || ++qp->req.noack_pkts >= DR_QP_MAX_PKT_PER_ACK) {
+	 * DR_QP_MAX_PKT_PER_ACK packets (B.2), or every half window */
+	if (end || ++qp->req.noack_pkts >= DR_QP_MAX_PKT_PER_ACK ||
+	    qp->req.noack_pkts >= qp->req.cwnd / 2) {
 		d.ackreq = true;
 		qp->req.noack_pkts = 0;
 	}
 	qp->stats.tx_req_pkts++;
 	if (dr_psn_diff(psn, qp->comp.max_psn) < 0)
 		qp->stats.tx_resent_pkts++;
+	else if (d.ackreq)
+		dr_comp_rtt_start(qp, psn);
 	dr_qp_send_frame(qp, &d);
 	return used;
 }
@@ -168,7 +171,7 @@ void dr_req_run(struct dr_qp *qp)
 			dr_req_set_state(qp, DR_REQ_WAIT_ORD);
 			break;
 		}
-		if (dr_psn_diff(qp->req.psn, qp->comp.psn) >= DR_QP_MAX_UNACKED_PSNS) {
+		if (dr_psn_diff(qp->req.psn, qp->comp.psn) >= (int32_t)qp->req.cwnd) {
 			dr_req_set_state(qp, DR_REQ_WAIT_WINDOW);
 			break;
 		}

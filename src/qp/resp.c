@@ -127,10 +127,29 @@ static bool dr_op_remote_kind(uint8_t op, enum dr_remote_op_kind *kind)
 
 /* ---- answers ------------------------------------------------------------------ */
 
+/* The held ACK (DR_QP_DEFER_ACK) goes first: whatever the responder
+ * sends next must not overtake it. */
+static void dr_resp_send_aeth(struct dr_qp *qp, uint8_t opcode, uint32_t psn, uint8_t syndrome);
+
+void dr_resp_flush_ack(struct dr_qp *qp)
+{
+	struct dr_pkt_desc d;
+
+	if (!qp->resp.ack_due)
+		return;
+	qp->resp.ack_due = false;
+	qp->stats.tx_acks++;
+	dr_qp_desc(qp, &d, DR_OP_ACK, qp->resp.ack_psn);
+	d.aeth.syndrome = DR_AETH_ACK_UNLIMITED;
+	d.aeth.msn = qp->resp.ack_msn;
+	dr_qp_send_frame(qp, &d);
+}
+
 static void dr_resp_send_aeth(struct dr_qp *qp, uint8_t opcode, uint32_t psn, uint8_t syndrome)
 {
 	struct dr_pkt_desc d;
 
+	dr_resp_flush_ack(qp);
 	dr_qp_desc(qp, &d, opcode, psn);
 	d.aeth.syndrome = syndrome;
 	d.aeth.msn = qp->resp.msn;
@@ -149,6 +168,7 @@ static void dr_resp_read_reply(struct dr_qp *qp, uint32_t psn, const uint8_t *pt
 {
 	uint32_t pmtu = qp->attr.path_mtu, n = dr_qp_npkts(qp, len), i;
 
+	dr_resp_flush_ack(qp);
 	for (i = 0; i < n; i++) {
 		uint32_t off = i * pmtu, plen = len - off < pmtu ? len - off : pmtu;
 		struct dr_pkt_desc d;
@@ -176,6 +196,7 @@ static void dr_resp_atomic_reply(struct dr_qp *qp, uint32_t psn, uint64_t orig)
 {
 	struct dr_pkt_desc d;
 
+	dr_resp_flush_ack(qp);
 	dr_qp_desc(qp, &d, DR_OP_ATOMIC_ACK, psn);
 	d.aeth.syndrome = DR_AETH_ACK_UNLIMITED;
 	d.aeth.msn = qp->resp.msn;
@@ -480,9 +501,19 @@ static enum dr_resp_state dr_resp_complete(struct dr_qp *qp, struct dr_resp_ctx 
 
 static enum dr_resp_state dr_resp_acknowledge(struct dr_qp *qp, struct dr_resp_ctx *c)
 {
-	/* B.3: ACK only when asked, for exactly that PSN, with the MSN */
-	if (c->pkt->ackreq)
+	/* B.3: ACK only when asked, for exactly that PSN, with the MSN --
+	 * or, coalesced, with a later ACK that covers it */
+	if (!c->pkt->ackreq)
+		return DR_RESP_DONE;
+	if (!(qp->flags & DR_QP_DEFER_ACK)) {
 		dr_resp_ack(qp, c->pkt->psn);
+		return DR_RESP_DONE;
+	}
+	if (qp->resp.ack_due)
+		qp->stats.acks_coalesced++;
+	qp->resp.ack_due = true;
+	qp->resp.ack_psn = c->pkt->psn;
+	qp->resp.ack_msn = qp->resp.msn;
 	return DR_RESP_DONE;
 }
 

@@ -44,6 +44,9 @@
 #define DR_PORT_MIN_BUF	   4224 /* a 4096-PMTU RoCE frame with room to spare */
 #define DR_PORT_LOOP_SIZE  512
 #define DR_PORT_TX_TRIES   4 /* tx bursts tried before a frame is dropped */
+/* Resolution of the port's timers: rte_timer_alt_manage() runs at least
+ * this often while polled, and at once when an earlier expiry is armed. */
+#define DR_PORT_TIMER_RES_US 20
 #define DR_PAIR_RING_SIZE  1024
 #define DR_PAIR_NAME_MAX   16
 #define DR_PORT_MIN_MTU	   576
@@ -599,8 +602,15 @@ done:
 	memcpy(p->mac, ea.addr_bytes, 6);
 }
 
+static void tx_flush(struct dr_port *p);
+
 static void teardown(struct dr_port *p)
 {
+	p->batch = 0;
+	if (p->started)
+		tx_flush(p);
+	while (p->txq_len)
+		rte_pktmbuf_free(p->txq[--p->txq_len]);
 	if (p->pcapng)
 		dr_capture_close(p);
 	dr_neigh_fini(p);
@@ -672,6 +682,7 @@ static int open_locked(const struct dr_port_config *cfg, struct dr_port **out,
 	p->max_frame = p->mtu + sizeof(struct dr_eth_hdr) + sizeof(struct dr_vlan_hdr);
 	p->arp = cfg->arp;
 	p->timer_lcore = rte_get_main_lcore();
+	p->timer_res = rte_get_timer_hz() / (1000000 / DR_PORT_TIMER_RES_US);
 
 	ret = plug(p, cfg->device, err);
 	if (ret < 0)
@@ -906,6 +917,8 @@ int dr_port_timer_arm(struct dr_port_timer *t, uint64_t delay_ns)
 	int ret;
 
 	ret = rte_timer_alt_reset(p->timer_id, &t->tim, ticks, SINGLE, p->timer_lcore, timer_cb, t);
+	if (ret == 0 && t->tim.expire < p->timer_next)
+		p->timer_next = t->tim.expire;
 	return ret == -1 ? -EBUSY : ret;
 }
 
@@ -966,6 +979,38 @@ static void tx_done(struct dr_port *p, struct rte_mbuf *copy, bool hook, uint32_
 		p->frame_fn(p->frame_ctx, DR_PORT_DIR_TX, p->tx_scratch, len);
 }
 
+/* The frames waiting in p->txq leave in one burst (a full ring is tried
+ * DR_PORT_TX_TRIES times; what still does not fit is dropped and counted:
+ * RC retransmission recovers). */
+static void tx_flush(struct dr_port *p)
+{
+	struct rte_mbuf *q[DR_PORT_BURST], *cap[DR_PORT_BURST];
+	uint32_t len[DR_PORT_BURST];
+	uint16_t n = p->txq_len, sent = 0, i;
+	unsigned tries = 0;
+
+	if (!n)
+		return;
+	p->txq_len = 0;
+	for (i = 0; i < n; i++) {
+		q[i] = p->txq[i];
+		len[i] = q[i]->pkt_len;
+		cap[i] = p->pcapng ? dr_capture_prepare(p, q[i], DR_PORT_DIR_TX) : NULL;
+	}
+	while (sent < n && tries++ < DR_PORT_TX_TRIES)
+		sent += rte_eth_tx_burst(p->port_id, 0, q + sent, n - sent);
+	p->stats.tx_bursts++;
+	for (i = 0; i < n; i++) {
+		if (i < sent) {
+			tx_done(p, cap[i], false, len[i]);
+			continue;
+		}
+		rte_pktmbuf_free(q[i]);
+		dr_capture_discard(cap[i]);
+		p->stats.tx_dropped++;
+	}
+}
+
 int dr_port_xmit(struct dr_port *p, struct rte_mbuf *m)
 {
 	uint32_t len = m->pkt_len;
@@ -974,9 +1019,18 @@ int dr_port_xmit(struct dr_port *p, struct rte_mbuf *m)
 	uint16_t sent = 0;
 	bool hook;
 
+	/* the frame hook sees every frame as it leaves: no batching then */
+	if (p->batch && !p->frame_fn) {
+		if (p->txq_len == DR_PORT_BURST)
+			tx_flush(p);
+		p->txq[p->txq_len++] = m;
+		return 0;
+	}
+	tx_flush(p); /* keep the order */
 	copy = tx_trace(p, m, &hook);
 	while (!sent && tries++ < DR_PORT_TX_TRIES)
 		sent = rte_eth_tx_burst(p->port_id, 0, &m, 1);
+	p->stats.tx_bursts++;
 	if (!sent) {
 		rte_pktmbuf_free(m);
 		dr_capture_discard(copy);
@@ -985,6 +1039,17 @@ int dr_port_xmit(struct dr_port *p, struct rte_mbuf *m)
 	}
 	tx_done(p, copy, hook, len);
 	return 0;
+}
+
+void dr_port_batch_begin(struct dr_port *p)
+{
+	p->batch++;
+}
+
+void dr_port_batch_end(struct dr_port *p)
+{
+	if (p->batch && !--p->batch)
+		tx_flush(p);
 }
 
 /* A frame to our own address: "sent" now, "received" by the next poll. */
@@ -1274,11 +1339,13 @@ int dr_port_poll(struct dr_port *p)
 {
 	struct rte_mbuf *pkts[DR_PORT_BURST];
 	unsigned n, i, total;
+	uint64_t now;
 	int ret;
 
 	ret = dr_port_thread_ensure();
 	if (ret < 0)
 		return ret;
+	p->batch++;
 	n = rte_ring_dequeue_burst(p->loop, (void **)pkts, DR_PORT_BURST, NULL);
 	for (i = 0; i < n; i++)
 		rx_one(p, pkts[i], true);
@@ -1287,6 +1354,12 @@ int dr_port_poll(struct dr_port *p)
 	for (i = 0; i < n; i++)
 		rx_one(p, pkts[i], false);
 	total += n;
-	rte_timer_alt_manage(p->timer_id, &p->timer_lcore, 1, timer_run);
+	now = rte_get_timer_cycles();
+	if (now >= p->timer_next) {
+		/* arms from inside the callbacks may lower it again */
+		p->timer_next = now + p->timer_res;
+		rte_timer_alt_manage(p->timer_id, &p->timer_lcore, 1, timer_run);
+	}
+	dr_port_batch_end(p);
 	return total;
 }

@@ -472,10 +472,16 @@ static void thread_key_make(void)
 
 int dr_port_thread_ensure(void)
 {
+	/* checked on every poll: a plain TLS read, not a __tls_get_addr call */
+	static __thread bool known __attribute__((tls_model("initial-exec")));
 	static bool warned;
 
-	if (rte_lcore_id() != LCORE_ID_ANY)
+	if (known)
 		return 0;
+	if (rte_lcore_id() != LCORE_ID_ANY) {
+		known = true;
+		return 0;
+	}
 	pthread_once(&thread_once, thread_key_make);
 	if (rte_thread_register() < 0) {
 		if (!warned) {
@@ -489,6 +495,7 @@ int dr_port_thread_ensure(void)
 	}
 	/* the value only has to be non-NULL for the destructor to run */
 	pthread_setspecific(thread_key, &thread_key);
+	known = true;
 	dr_port_log(DR_PORT_LOG_DEBUG, "thread registered with DPDK as lcore %u", rte_lcore_id());
 	return 0;
 }

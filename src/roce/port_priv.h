@@ -121,6 +121,17 @@ struct dr_port {
 	dr_port_neigh_fn neigh_fn;
 	void *neigh_ctx;
 
+	/* transmit batching (dr_port_batch_begin/end): frames wait here and
+	 * leave in one rte_eth_tx_burst (one sendto() on af_packet) */
+	unsigned batch;
+	uint16_t txq_len;
+	struct rte_mbuf *txq[DR_PORT_BURST];
+
+	/* rte_timer_alt_manage() only once the TSC reaches this: the earliest
+	 * expiry armed since the last run, else one resolution step later */
+	uint64_t timer_next;
+	uint64_t timer_res; /* TSC ticks: DR_PORT_TIMER_RES_US */
+
 	struct dr_port_stats stats;
 };
 
