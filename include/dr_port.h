@@ -227,6 +227,11 @@ size_t dr_port_max_frame(const struct dr_port *p);
 const char *dr_port_name(const struct dr_port *p);
 /* True if dr_port_send_zc() really attaches the payload (else it copies). */
 bool dr_port_zero_copy(const struct dr_port *p);
+/* True if, moreover, the device has copied an attached payload out by the
+ * time the frame has left: when the outermost dr_port_batch_end() (or an
+ * unbatched send) returns, done() has been called.  net_memif (copy mode),
+ * net_af_packet, net_tap, net_pcap; not net_ring, which passes the mbuf on. */
+bool dr_port_zero_copy_sync(const struct dr_port *p);
 
 /* The IB path MTU rxe derives from an Ethernet MTU: the largest of
  * 256..4096 that fits in mtu - 80 (ROCE-REFERENCE.md A.1); 0 if none does. */
@@ -301,6 +306,12 @@ int dr_port_send(struct dr_port *p, const void *frame, size_t len);
  * set, frames are not batched. */
 void dr_port_batch_begin(struct dr_port *p);
 void dr_port_batch_end(struct dr_port *p);
+/* End a batch without sending what it queued: the frames wait for the next
+ * dr_port_flush(), the end of a later batch, or a full queue.  The caller
+ * guarantees one comes (src/fi: every poll flushes first). */
+void dr_port_batch_hold(struct dr_port *p);
+void dr_port_flush(struct dr_port *p);
+bool dr_port_tx_pending(const struct dr_port *p);
 
 /* The same for a frame in three pieces, as dr_pkt_build_split() makes them:
  * hdr (copied), payload (attached as an external mbuf buffer, not copied),

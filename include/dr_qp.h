@@ -104,6 +104,8 @@ const char *dr_mr_verdict_str(enum dr_mr_verdict v);
 #define DR_QP_MAX_UNACKED_PSNS 128
 #endif
 #define DR_QP_MAX_PKT_PER_ACK 64
+/* Payloads this long go to ops->xmit_split, not copied into the frame. */
+#define DR_QP_SPLIT_MIN 1024
 /* Go-back-N resends what is in flight after a loss, so the window in
  * flight shrinks on loss: halved on each retry (not below DR_QP_MIN_CWND),
  * one PSN more per ACK that makes progress, up to DR_QP_MAX_UNACKED_PSNS;
@@ -276,6 +278,20 @@ struct dr_qp;
  * (state transitions, NAKs). */
 struct dr_qp_ops {
 	void (*xmit)(void *ctx, struct dr_qp *qp, const void *frame, size_t len);
+	/* Optional faster transmit paths; xmit remains the fallback.
+	 * frame_alloc: a buffer of len bytes to build the frame in, with a
+	 * handle; frame_done then sends it (send true) or frees it.
+	 * xmit_split: a frame in three pieces, hdr || payload || trailer (as
+	 * dr_pkt_build_split makes them), hdr and trailer valid only during
+	 * the call, payload pointing into the WQE's memory or a registered
+	 * region: the caller must be done with it before it returns to the
+	 * application (src/fi: its transmit batch ends under the domain
+	 * lock).  Used for payloads of at least DR_QP_SPLIT_MIN bytes. */
+	void *(*frame_alloc)(void *ctx, struct dr_qp *qp, size_t len, void **handle);
+	void (*frame_done)(void *ctx, struct dr_qp *qp, void *handle, bool send);
+	void (*xmit_split)(void *ctx, struct dr_qp *qp, const void *hdr, size_t hdr_len,
+			   const void *payload, size_t payload_len, const void *trailer,
+			   size_t trailer_len);
 	uint64_t (*now_ns)(void *ctx);
 	void (*timer_set)(void *ctx, struct dr_qp *qp, uint64_t deadline_ns);
 	void (*complete)(void *ctx, struct dr_qp *qp, const struct dr_wc *wc);

@@ -221,6 +221,9 @@ int dr_devcfg_resolve(const struct dr_settings *s, const char *src_node, const c
 		snprintf(cfg->name, sizeof(cfg->name), "%s", cfg->ifname);
 	}
 	cfg->mtu = s->mtu ? s->mtu : (cfg->ifname[0] ? if_mtu(cfg->ifname) : 0);
+	/* shared memory has no wire MTU: frames of path MTU 4096 */
+	if (!cfg->mtu && !strncmp(cfg->spec, "net_memif", 9))
+		cfg->mtu = DR_MEMIF_MTU;
 	if (!cfg->mtu)
 		cfg->mtu = 1500;
 	return 0;

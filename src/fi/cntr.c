@@ -154,9 +154,9 @@ static int cntr_close(struct fid *fid)
 	dr_wait_fini(&c->wait);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
-	pthread_mutex_lock(&dom->dev->lock);
+	dr_dev_lock(dom->dev);
 	__atomic_sub_fetch(&dom->ref, 1, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&dom->dev->lock);
+	dr_dev_unlock(dom->dev);
 	return 0;
 }
 
@@ -224,9 +224,9 @@ int dr_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *uattr, struct f
 	c->cntr.ops = (struct fi_ops_cntr *)&cntr_ops;
 	c->progress = dr_domain_progress_hook(domain);
 	c->dom = dom;
-	pthread_mutex_lock(&dom->dev->lock);
+	dr_dev_lock(dom->dev);
 	__atomic_add_fetch(&dom->ref, 1, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&dom->dev->lock);
+	dr_dev_unlock(dom->dev);
 	*cntrp = &c->cntr;
 	return 0;
 

@@ -363,9 +363,9 @@ static int cq_close(struct fid *fid)
 	dr_wait_fini(&cq->wait);
 	pthread_mutex_destroy(&cq->lock);
 	free(cq);
-	pthread_mutex_lock(&dom->dev->lock);
+	dr_dev_lock(dom->dev);
 	__atomic_sub_fetch(&dom->ref, 1, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&dom->dev->lock);
+	dr_dev_unlock(dom->dev);
 	return 0;
 }
 
@@ -475,9 +475,9 @@ int dr_cq_open(struct fid_domain *domain, struct fi_cq_attr *uattr, struct fid_c
 	cq->progress = dr_domain_progress_hook(domain);
 	cq->api_version = dom->fab->fab.api_version;
 	cq->dom = dom;
-	pthread_mutex_lock(&dom->dev->lock);
+	dr_dev_lock(dom->dev);
 	__atomic_add_fetch(&dom->ref, 1, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&dom->dev->lock);
+	dr_dev_unlock(dom->dev);
 	*cqp = &cq->cq;
 	return 0;
 

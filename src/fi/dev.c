@@ -156,9 +156,9 @@ static void dev_free(struct dr_dev *dev)
 	if (dev->port)
 		dev_linger(dev);
 	if (dev->thread_on) {
-		pthread_mutex_lock(&dev->lock);
+		dr_dev_lock(dev);
 		dev->thread_stop = true;
-		pthread_mutex_unlock(&dev->lock);
+		dr_dev_unlock(dev);
 		pthread_join(dev->thread, NULL);
 	}
 	dr_cm_fini(&dev->cm);
@@ -167,8 +167,7 @@ static void dev_free(struct dr_dev *dev)
 	dr_port_close(dev->port);
 	dr_mr_table_fini(&dev->mrt);
 	free(dev->qp_tab);
-	pthread_mutex_destroy(&dev->lock);
-	free(dev);
+		free(dev);
 }
 
 static int dev_open(struct dr_fabric *fab, const struct dr_devcfg *cfg, struct dr_dev **out)
@@ -196,8 +195,7 @@ static int dev_open(struct dr_fabric *fab, const struct dr_devcfg *cfg, struct d
 	dev->fab = fab;
 	dev->cfg = *cfg;
 	dev->ref = 1;
-	pthread_mutex_init(&dev->lock, NULL);
-	dev->qp_tab = calloc(DR_MAX_EP, sizeof(*dev->qp_tab));
+		dev->qp_tab = calloc(DR_MAX_EP, sizeof(*dev->qp_tab));
 	if (!dev->qp_tab || dr_mr_table_init(&dev->mrt, DR_MAX_MR)) {
 		ret = -FI_ENOMEM;
 		goto out_free;
@@ -360,7 +358,8 @@ static int dev_poll(struct dr_dev *dev, bool app)
 	uint64_t done;
 	int ret;
 
-	pthread_mutex_lock(&dev->lock);
+	dr_dev_lock(dev);
+	dr_port_flush(dev->port); /* what posts queued (ep.c) goes first */
 	dr_port_batch_begin(dev->port);
 	dr_dev_flush_acks(dev);
 	done = dev->completions;
@@ -369,7 +368,7 @@ static int dev_poll(struct dr_dev *dev, bool app)
 		dr_dev_flush_acks(dev);
 	dr_port_batch_end(dev->port);
 	dev->polls++;
-	pthread_mutex_unlock(&dev->lock);
+	dr_dev_unlock(dev);
 	if (ret < 0)
 		DR_WARN(FI_LOG_DOMAIN, "polling %s failed: %d\n", dev->cfg.name, ret);
 	return ret;
@@ -405,16 +404,16 @@ static void *dev_thread(void *arg)
 		struct timespec nap = { 0, DR_DEV_CTRL_NAP_US * 1000 };
 		bool stop, fast, due;
 
-		pthread_mutex_lock(&dev->lock);
+		dr_dev_lock(dev);
 		stop = dev->thread_stop;
 		fast = dev->fast;
 		/* nobody polled since the last look, a nap ago, or an ACK
 		 * has been held that long */
-		due = dev->polls == seen || dev->acks;
+		due = dev->polls == seen || dev->acks || dr_port_tx_pending(dev->port);
 		seen = dev->polls;
 		if (dev->draining)
 			dr_ep_drain(dev, false);
-		pthread_mutex_unlock(&dev->lock);
+		dr_dev_unlock(dev);
 		if (stop)
 			break;
 		if (fast || due) {
@@ -447,9 +446,9 @@ void dr_dev_background(void *arg)
 {
 	struct dr_dev *dev = arg;
 
-	pthread_mutex_lock(&dev->lock);
+	dr_dev_lock(dev);
 	dev->fast = true;
-	pthread_mutex_unlock(&dev->lock);
+	dr_dev_unlock(dev);
 }
 
 /* Before the port closes: let graceful disconnects (ep.c) and disconnects
@@ -467,10 +466,10 @@ static void dev_linger(struct dr_dev *dev)
 	for (;;) {
 		bool busy, late = dr_port_now_ns() >= end;
 
-		pthread_mutex_lock(&dev->lock);
+		dr_dev_lock(dev);
 		/* endpoints still draining finish now if time is up */
 		busy = dr_ep_drain(dev, late) || dr_cm_disconnecting(&dev->cm);
-		pthread_mutex_unlock(&dev->lock);
+		dr_dev_unlock(dev);
 		if (!busy || late)
 			break;
 		dev_poll(dev, false);

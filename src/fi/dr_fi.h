@@ -18,6 +18,7 @@
 #define DR_FI_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -51,6 +52,8 @@
 #define DR_MAX_TX_SIZE 4096  /* send queue depth */
 #define DR_MAX_RX_SIZE 4096  /* receive queue depth */
 #define DR_MAX_IOV 8	     /* gather/scatter entries */
+/* Default MTU of net_memif devices (no wire MTU): path MTU 4096 (rxe's rule, MTU - 80) */
+#define DR_MEMIF_MTU 4200
 #define DR_MAX_MSG_SIZE ((uint64_t)DR_QP_MAX_MSG) /* the engine posts up to 1 GiB */
 #define DR_MAX_EP 1024	     /* QPs per device */
 #define DR_MAX_MR 65536
@@ -330,7 +333,7 @@ struct dr_dev {
 	struct dr_fabric *fab;
 	int ref;		/* under fabric->lock */
 	struct dr_devcfg cfg;
-	pthread_mutex_t lock;
+	int lock; /* dr_dev_lock: a spinlock that yields */
 	struct dr_port *port;
 	unsigned pmtu;		/* path MTU from the port MTU (rxe's rule) */
 	uint8_t mac[6];
@@ -350,6 +353,32 @@ struct dr_dev {
 	struct dr_ep *acks;	/* endpoints whose QP holds an ACK (under lock) */
 	uint64_t completions;	/* work completions delivered (under lock) */
 };
+
+/* The domain lock.  Held for short stretches and never across a sleep, by
+ * the application's threads and the device's progress thread: a test-and-
+ * set lock (one atomic to take, a plain store to release; a pthread mutex
+ * costs two atomics and was the top entry of a polling loop's profile)
+ * that yields the CPU when it has spun for a while (2 CPUs: the holder may
+ * be waiting for this one). */
+static inline void dr_dev_lock(struct dr_dev *dev)
+{
+	unsigned spins = 0;
+
+	while (__atomic_exchange_n(&dev->lock, 1, __ATOMIC_ACQUIRE))
+		while (__atomic_load_n(&dev->lock, __ATOMIC_RELAXED)) {
+			if (++spins >= 256)
+				sched_yield();
+#if defined(__x86_64__) || defined(__i386__)
+			else
+				__builtin_ia32_pause();
+#endif
+		}
+}
+
+static inline void dr_dev_unlock(struct dr_dev *dev)
+{
+	__atomic_store_n(&dev->lock, 0, __ATOMIC_RELEASE);
+}
 
 /* Find or open the device an fi_info names (domain name and source
  * address); a reference for the caller.  -FI_ENODATA (FI_WARN says why). */

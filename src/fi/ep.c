@@ -60,6 +60,41 @@ static void qp_xmit(void *ctx, struct dr_qp *qp, const void *frame, size_t len)
 	dr_port_send(ep->dev->port, frame, len);
 }
 
+/* Frames built straight into the port's buffers. */
+static void *qp_frame_alloc(void *ctx, struct dr_qp *qp, size_t len, void **handle)
+{
+	struct dr_ep *ep = ctx;
+
+	return dr_port_buf_alloc(ep->dev->port, len, (struct dr_port_buf **)handle);
+}
+
+static void qp_frame_done(void *ctx, struct dr_qp *qp, void *handle, bool send)
+{
+	struct dr_ep *ep = ctx;
+
+	if (send)
+		dr_port_buf_send(ep->dev->port, handle);
+	else
+		dr_port_buf_free(handle);
+}
+
+static void zc_done(void *arg)
+{
+}
+
+/* Payloads attached, not copied (only on ports whose device has copied
+ * them out when the transmit batch ends, dr_port_zero_copy_sync: every
+ * engine call runs under dev->lock inside such a batch or sends at once). */
+static void qp_xmit_split(void *ctx, struct dr_qp *qp, const void *hdr, size_t hdr_len,
+			  const void *payload, size_t payload_len, const void *trailer,
+			  size_t trailer_len)
+{
+	struct dr_ep *ep = ctx;
+
+	dr_port_send_zc(ep->dev->port, hdr, hdr_len, payload, payload_len, trailer, trailer_len,
+			zc_done, NULL);
+}
+
 static uint64_t qp_now(void *ctx)
 {
 	return dr_port_now_ns();
@@ -251,6 +286,21 @@ static void qp_log(void *ctx, struct dr_qp *qp, const char *msg)
 
 static const struct dr_qp_ops ep_qp_ops = {
 	.xmit = qp_xmit,
+	.frame_alloc = qp_frame_alloc,
+	.frame_done = qp_frame_done,
+	.now_ns = qp_now,
+	.timer_set = qp_timer_set,
+	.complete = qp_complete,
+	.remote_op = qp_remote_op,
+	.log = qp_log,
+};
+
+/* The same, attaching payloads on ports that allow it. */
+static const struct dr_qp_ops ep_qp_ops_zc = {
+	.xmit = qp_xmit,
+	.frame_alloc = qp_frame_alloc,
+	.frame_done = qp_frame_done,
+	.xmit_split = qp_xmit_split,
 	.now_ns = qp_now,
 	.timer_set = qp_timer_set,
 	.complete = qp_complete,
@@ -562,7 +612,7 @@ static int ep_connect(struct fid_ep *fep, const void *addr, const void *param, s
 			DR_CM_DATA_SIZE);
 		return -FI_EINVAL;
 	}
-	pthread_mutex_lock(&dev->lock);
+	dr_dev_lock(dev);
 	ret = ep_enable_locked(ep);
 	if (ret)
 		goto out_unlock;
@@ -605,7 +655,7 @@ static int ep_connect(struct fid_ep *fep, const void *addr, const void *param, s
 	}
 	ep->state = DR_EP_CONNECTING;
 out_unlock:
-	pthread_mutex_unlock(&dev->lock);
+	dr_dev_unlock(dev);
 	return ret;
 }
 
@@ -625,7 +675,7 @@ static int ep_accept(struct fid_ep *fep, const void *param, size_t paramlen)
 			DR_CM_DATA_SIZE);
 		return -FI_EINVAL;
 	}
-	pthread_mutex_lock(&dev->lock);
+	dr_dev_lock(dev);
 	if (!ep->connreq || ep->state != DR_EP_IDLE) {
 		DR_WARN(FI_LOG_EP_CTRL, "fi_accept: the endpoint was not made from an FI_CONNREQ\n");
 		ret = -FI_EOPBADSTATE;
@@ -680,7 +730,7 @@ static int ep_accept(struct fid_ep *fep, const void *param, size_t paramlen)
 	ep->connreq = NULL;
 	ep->state = DR_EP_ACCEPTING;
 out_unlock:
-	pthread_mutex_unlock(&dev->lock);
+	dr_dev_unlock(dev);
 	return ret;
 }
 
@@ -690,12 +740,12 @@ static int ep_shutdown(struct fid_ep *fep, uint64_t flags)
 
 	if (flags)
 		return -FI_EINVAL;
-	pthread_mutex_lock(&ep->dev->lock);
+	dr_dev_lock(ep->dev);
 	if ((ep->state == DR_EP_CONNECTED || ep->state == DR_EP_ACCEPTING) && !ep->draining) {
 		ep->state = DR_EP_SHUTDOWN; /* no new work from here on */
 		drain_start(ep);
 	}
-	pthread_mutex_unlock(&ep->dev->lock);
+	dr_dev_unlock(ep->dev);
 	return 0;
 }
 
@@ -848,7 +898,7 @@ ssize_t dr_ep_post_send(struct dr_ep *ep, struct dr_send_wr *wr, const struct dr
 		wr->flags |= DR_WR_INLINE;
 	}
 
-	pthread_mutex_lock(&ep->dev->lock);
+	dr_dev_lock(ep->dev);
 	dr_port_batch_begin(ep->dev->port);
 	if (ep->state != DR_EP_CONNECTED && ep->state != DR_EP_ACCEPTING) {
 		DR_WARN(FI_LOG_EP_DATA, "%s: the endpoint is not connected\n",
@@ -864,10 +914,11 @@ ssize_t dr_ep_post_send(struct dr_ep *ep, struct dr_send_wr *wr, const struct dr
 		if (!ret)
 			ep->tx_posted++;
 	}
-	/* ACKs held since the last poll leave behind this request */
+	/* ACKs held since the last poll leave behind this request, and all
+	 * of it with the next post's or at the next poll (dev_poll) */
 	dr_dev_flush_acks(ep->dev);
-	dr_port_batch_end(ep->dev->port);
-	pthread_mutex_unlock(&ep->dev->lock);
+	dr_port_batch_hold(ep->dev->port);
+	dr_dev_unlock(ep->dev);
 	if (ret == -FI_EAGAIN)
 		dr_dev_progress(ep->dev);
 	return ret;
@@ -915,7 +966,7 @@ static ssize_t ep_post_recv(struct dr_ep *ep, const struct iovec *iov, size_t co
 		return ret;
 	wr.sg_list = sge;
 	wr.num_sge = (unsigned)count;
-	pthread_mutex_lock(&ep->dev->lock);
+	dr_dev_lock(ep->dev);
 	if (!ep->enabled) {
 		ret = -FI_EOPBADSTATE;
 	} else if (!dr_qp_rq_free(ep->qp)) {
@@ -930,7 +981,7 @@ static ssize_t ep_post_recv(struct dr_ep *ep, const struct iovec *iov, size_t co
 		if (!ret)
 			ep->rx_posted++;
 	}
-	pthread_mutex_unlock(&ep->dev->lock);
+	dr_dev_unlock(ep->dev);
 	if (ret == -FI_EAGAIN)
 		dr_dev_progress(ep->dev);
 	return ret;
@@ -1090,7 +1141,7 @@ static int ep_close(struct fid *fid)
 	struct dr_ep *ep = ep_of_fid(fid);
 	struct dr_dev *dev = ep->dev;
 
-	pthread_mutex_lock(&dev->lock);
+	dr_dev_lock(dev);
 	/* completions and events from here on go nowhere */
 	ep_unbind_all(ep);
 	if (ep->state == DR_EP_CONNECTED || ep->state == DR_EP_ACCEPTING || ep->draining) {
@@ -1098,7 +1149,7 @@ static int ep_close(struct fid *fid)
 		ep->orphan = true;
 		if (!ep->draining)
 			drain_start(ep);
-		pthread_mutex_unlock(&dev->lock);
+		dr_dev_unlock(dev);
 		return 0;
 	}
 	if (ep->cm_id) {
@@ -1106,7 +1157,7 @@ static int ep_close(struct fid *fid)
 		dr_cm_release(ep->cm_id);
 	}
 	ep_free(ep);
-	pthread_mutex_unlock(&dev->lock);
+	dr_dev_unlock(dev);
 	return 0;
 }
 
@@ -1213,9 +1264,9 @@ static int ep_control(struct fid *fid, int command, void *arg)
 
 	switch (command) {
 	case FI_ENABLE:
-		pthread_mutex_lock(&ep->dev->lock);
+		dr_dev_lock(ep->dev);
 		ret = ep_enable_locked(ep);
-		pthread_mutex_unlock(&ep->dev->lock);
+		dr_dev_unlock(ep->dev);
 		return ret;
 	case FI_GETOPSFLAG:
 		if (!flags)
@@ -1293,9 +1344,9 @@ static ssize_t ep_tx_size_left(struct fid_ep *fep)
 	struct dr_ep *ep = dr_ep_of(fep);
 	ssize_t n;
 
-	pthread_mutex_lock(&ep->dev->lock);
+	dr_dev_lock(ep->dev);
 	n = (ssize_t)dr_qp_sq_free(ep->qp);
-	pthread_mutex_unlock(&ep->dev->lock);
+	dr_dev_unlock(ep->dev);
 	return n;
 }
 
@@ -1304,9 +1355,9 @@ static ssize_t ep_rx_size_left(struct fid_ep *fep)
 	struct dr_ep *ep = dr_ep_of(fep);
 	ssize_t n;
 
-	pthread_mutex_lock(&ep->dev->lock);
+	dr_dev_lock(ep->dev);
 	n = (ssize_t)dr_qp_rq_free(ep->qp);
-	pthread_mutex_unlock(&ep->dev->lock);
+	dr_dev_unlock(ep->dev);
 	return n;
 }
 
@@ -1369,7 +1420,7 @@ int dr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **
 	ep->rma_event = caps & FI_RMA_EVENT;
 	ep->rx_cq_data = (info->mode | (info->rx_attr ? info->rx_attr->mode : 0)) & FI_RX_CQ_DATA;
 
-	pthread_mutex_lock(&dev->lock);
+	dr_dev_lock(dev);
 	/* a QPN: the table slot in the low bits, a generation above, so a
 	 * late frame for a closed QP does not reach its successor */
 	for (int tries = 0; tries < 2 * DR_MAX_EP; tries++) {
@@ -1383,7 +1434,7 @@ int dr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **
 		slot = 0;
 	}
 	if (!slot) {
-		pthread_mutex_unlock(&dev->lock);
+		dr_dev_unlock(dev);
 		DR_WARN(FI_LOG_EP_CTRL, "fi_endpoint: all %d QPs of %s are in use\n", DR_MAX_EP,
 			dev->cfg.name);
 		ret = -FI_ENOSPC;
@@ -1394,7 +1445,7 @@ int dr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **
 	ia.max_recv_wr = info->rx_attr && info->rx_attr->size ? (uint32_t)info->rx_attr->size :
 								DR_MAX_RX_SIZE;
 	ia.mrt = &dev->mrt;
-	ia.ops = &ep_qp_ops;
+	ia.ops = dr_port_zero_copy_sync(ep->dev->port) ? &ep_qp_ops_zc : &ep_qp_ops;
 	ia.ctx = ep;
 	/* without FI_RX_CQ_DATA, writes with CQ data leave the receives alone */
 	ia.flags = DR_QP_DEFER_ACK | DR_QP_ADAPTIVE_RTO | (ep->rx_cq_data ? 0 : DR_QP_WRITE_IMM_NO_WQE);
@@ -1412,12 +1463,12 @@ int dr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **
 			dr_port_timer_free(ep->qp_timer);
 		if (ep->qp)
 			dr_qp_destroy(ep->qp);
-		pthread_mutex_unlock(&dev->lock);
+		dr_dev_unlock(dev);
 		ret = -FI_ENOMEM;
 		goto out_free;
 	}
 	dev->qp_tab[slot] = ep;
-	pthread_mutex_unlock(&dev->lock);
+	dr_dev_unlock(dev);
 
 	if (info->handle)
 		ep->connreq = container_of(info->handle, struct dr_connreq, fid);

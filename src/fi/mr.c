@@ -31,9 +31,9 @@ static int mr_close(struct fid *fid)
 	struct dr_dev *dev = m->dom->dev;
 	int ret;
 
-	pthread_mutex_lock(&dev->lock);
+	dr_dev_lock(dev);
 	ret = dr_mr_dereg(&dev->mrt, m->mr_eng->key);
-	pthread_mutex_unlock(&dev->lock);
+	dr_dev_unlock(dev);
 	if (ret)
 		return -FI_EINVAL;
 	__atomic_sub_fetch(&m->dom->ref, 1, __ATOMIC_RELEASE);
@@ -92,10 +92,10 @@ int dr_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -FI_ENOMEM;
-	pthread_mutex_lock(&dom->dev->lock);
+	dr_dev_lock(dom->dev);
 	ret = dr_mr_reg(&dom->dev->mrt, attr->mr_iov[0].iov_base, attr->mr_iov[0].iov_len,
 			(uintptr_t)attr->mr_iov[0].iov_base, access, &m->mr_eng);
-	pthread_mutex_unlock(&dom->dev->lock);
+	dr_dev_unlock(dom->dev);
 	if (ret) {
 		free(m);
 		DR_WARN(FI_LOG_MR, "fi_mr_reg: %s\n", ret == -ENOMEM ? "table full" : "refused");

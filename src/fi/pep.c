@@ -20,7 +20,7 @@ static int pep_close(struct fid *fid)
 	struct dr_pep *pep = pep_of_fid(fid);
 	struct dr_dev *dev = pep->dev;
 
-	pthread_mutex_lock(&dev->lock);
+	dr_dev_lock(dev);
 	if (pep->lsn)
 		dr_cm_unlisten(pep->lsn);
 	for (struct dr_pep **pp = &dev->peps; *pp; pp = &(*pp)->next)
@@ -28,7 +28,7 @@ static int pep_close(struct fid *fid)
 			*pp = pep->next;
 			break;
 		}
-	pthread_mutex_unlock(&dev->lock);
+	dr_dev_unlock(dev);
 	if (pep->eq)
 		__atomic_sub_fetch(&pep->eq->ref, 1, __ATOMIC_RELEASE);
 	dr_dev_put(dev);
@@ -96,7 +96,7 @@ static int pep_listen(struct fid_pep *fpep)
 	}
 	if (pep->listening)
 		return 0;
-	pthread_mutex_lock(&dev->lock);
+	dr_dev_lock(dev);
 	do {
 		uint16_t p = port;
 
@@ -111,7 +111,7 @@ static int pep_listen(struct fid_pep *fpep)
 		pep->next = dev->peps;
 		dev->peps = pep;
 	}
-	pthread_mutex_unlock(&dev->lock);
+	dr_dev_unlock(dev);
 	if (ret == -EADDRINUSE) {
 		DR_WARN(FI_LOG_EP_CTRL, "fi_listen: port %u is in use\n", port);
 		return -FI_EADDRINUSE;
@@ -137,11 +137,11 @@ static int pep_reject(struct fid_pep *fpep, fid_t handle, const void *param, siz
 	priv[0] = (uint8_t)paramlen;
 	if (paramlen)
 		memcpy(priv + 1, param, paramlen);
-	pthread_mutex_lock(&pep->dev->lock);
+	dr_dev_lock(pep->dev);
 	ret = dr_cm_reject(cr->id, priv, 1 + paramlen);
 	if (!ret)
 		dr_cm_release(cr->id);
-	pthread_mutex_unlock(&pep->dev->lock);
+	dr_dev_unlock(pep->dev);
 	if (ret)
 		return -FI_EINVAL; /* already accepted or rejected */
 	free(cr);

@@ -416,7 +416,6 @@ static enum dr_comp_state dr_comp_retry(struct dr_qp *qp, struct dr_comp_ctx *c)
 static enum dr_comp_state dr_comp_resend(struct dr_qp *qp, struct dr_comp_ctx *c)
 {
 	qp->comp.retry_started = true;
-	qp->comp.rtt_on = false;
 	dr_comp_cwnd_cut(qp);
 	dr_req_rewind(qp);
 	dr_comp_rearm(qp);

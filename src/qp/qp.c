@@ -178,18 +178,59 @@ void dr_qp_desc(struct dr_qp *qp, struct dr_pkt_desc *d, uint8_t opcode, uint32_
 	d->psn = psn & DR_PSN_MASK;
 }
 
+/* Headers of any frame the engine builds: Ethernet, 802.1Q, IPv6, UDP,
+ * BTH and the longest extension headers, rounded up. */
+#define DR_QP_HDR_CAP 160
+
 void dr_qp_send_frame(struct dr_qp *qp, const struct dr_pkt_desc *d)
 {
-	int len = dr_pkt_build(d, qp->frame, DR_QP_FRAME_CAP);
+	const struct dr_qp_ops *o = qp->ops;
+	int len;
 
-	if (len < 0) {
-		/* a bug in the engine, never a peer's doing */
-		dr_qp_log(qp, "frame build failed (%d) opcode 0x%02x len %u", len, d->opcode,
-			  d->payload_len);
-		return;
+	if (o->xmit_split && d->payload_len >= DR_QP_SPLIT_MIN && d->payload != qp->gather) {
+		/* zero copy: the payload stays where it is */
+		uint8_t hdr[DR_QP_HDR_CAP], trailer[7];
+		unsigned tlen;
+
+		len = dr_pkt_build_split(d, hdr, sizeof(hdr), trailer, &tlen);
+		if (len >= 0) {
+			qp->stats.tx_frames++;
+			o->xmit_split(qp->ctx, qp, hdr, (size_t)len, d->payload, d->payload_len,
+				      trailer, tlen);
+			return;
+		}
+	} else if (o->frame_alloc) {
+		/* built in place, in the device's buffer */
+		void *h, *buf = NULL;
+
+		len = dr_pkt_frame_len(d);
+		if (len > 0)
+			buf = o->frame_alloc(qp->ctx, qp, (size_t)len, &h);
+		if (buf) {
+			int n = dr_pkt_build(d, buf, (size_t)len);
+
+			o->frame_done(qp->ctx, qp, h, n == len);
+			if (n == len) {
+				qp->stats.tx_frames++;
+				return;
+			}
+			len = n < 0 ? n : -EINVAL;
+		} else if (len > 0) {
+			/* no buffer: lost like a full device queue; resent */
+			qp->stats.tx_frames++;
+			return;
+		}
+	} else {
+		len = dr_pkt_build(d, qp->frame, DR_QP_FRAME_CAP);
+		if (len >= 0) {
+			qp->stats.tx_frames++;
+			o->xmit(qp->ctx, qp, qp->frame, (size_t)len);
+			return;
+		}
 	}
-	qp->stats.tx_frames++;
-	qp->ops->xmit(qp->ctx, qp, qp->frame, (size_t)len);
+	/* a bug in the engine, never a peer's doing */
+	dr_qp_log(qp, "frame build failed (%d) opcode 0x%02x len %u", len, d->opcode,
+		  d->payload_len);
 }
 
 /* ---- SGE lists ------------------------------------------------------------ */

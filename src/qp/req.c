@@ -216,5 +216,6 @@ void dr_req_rewind(struct dr_qp *qp)
 	qp->req.psn = qp->comp.psn;
 	qp->req.wqe = qp->sq.tail;
 	qp->req.noack_pkts = 0;
+	qp->comp.rtt_on = false; /* Karn: no round trip is timed across a resend */
 	dr_req_set_state(qp, DR_REQ_SEND);
 }

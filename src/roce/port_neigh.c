@@ -21,6 +21,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <rte_errno.h>
 #include <rte_hash.h>
@@ -120,6 +121,26 @@ static void queue_drop_all(struct dr_port *p, struct dr_neigh *n)
 
 static void queue_add(struct dr_port *p, struct dr_neigh *n, struct rte_mbuf *m)
 {
+	if (m->nb_segs > 1) {
+		/* an attached payload is only lent for the send (zero copy):
+		 * a frame that waits for ARP keeps a copy of its own */
+		struct rte_mbuf *c = rte_pktmbuf_alloc(p->pool);
+		char *d = c ? rte_pktmbuf_append(c, m->pkt_len) : NULL;
+
+		if (d) {
+			const void *src = rte_pktmbuf_read(m, 0, m->pkt_len, d);
+
+			if (src != d)
+				memcpy(d, src, m->pkt_len);
+		}
+		rte_pktmbuf_free(m);
+		if (!d) {
+			rte_pktmbuf_free(c);
+			p->stats.arp_queue_dropped++;
+			return;
+		}
+		m = c;
+	}
 	if (n->qlen == p->arp.queue_len) {
 		/* full: the oldest goes, as Linux's unres_qlen does */
 		rte_pktmbuf_free(n->q[n->qhead]);

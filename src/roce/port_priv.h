@@ -90,6 +90,7 @@ struct dr_port {
 	size_t max_frame; /* mtu + Ethernet + 802.1Q */
 	bool tx_multiseg; /* device takes chained mbufs */
 	bool zero_copy;	  /* dr_port_send_zc may attach external buffers */
+	bool zc_sync;	  /* ... and the device is done with them when the burst returns */
 
 	struct rte_mempool *pool;     /* frames */
 	struct rte_mempool *ext_pool; /* external-buffer and trailer mbufs */
