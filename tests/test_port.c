@@ -777,6 +777,269 @@ START_TEST(test_loopback)
 }
 END_TEST
 
+/* ---- transmit batching ------------------------------------------------------------------- */
+
+/* The sequence numbers of the RoCE frames b receives, in arrival order:
+ * each frame's payload starts with its number (big endian), its PSN is the
+ * same number. */
+#define SEQ_MAX	    64
+#define SEQ_PAYLOAD 40
+
+struct seq_sink {
+	unsigned n;
+	uint32_t seq[SEQ_MAX];
+	unsigned bad; /* frames whose payload or PSN did not match */
+};
+
+static void seq_rx(void *ctx, const void *frame, size_t len, const struct dr_pkt *pkt)
+{
+	struct seq_sink *s = ctx;
+	uint32_t v;
+
+	if (pkt->payload_len != SEQ_PAYLOAD || s->n == SEQ_MAX) {
+		s->bad++;
+		return;
+	}
+	v = (uint32_t)pkt->payload[0] << 24 | (uint32_t)pkt->payload[1] << 16 |
+	    (uint32_t)pkt->payload[2] << 8 | pkt->payload[3];
+	if (pkt->psn != v || memcmp(pkt->payload + 4, pattern, SEQ_PAYLOAD - 4))
+		s->bad++;
+	s->seq[s->n++] = v;
+}
+
+/* dr_port_send one SEND_ONLY from a to b carrying seq. */
+static void send_seq(struct dr_port *a, struct dr_port *b, uint32_t seq)
+{
+	uint8_t payload[SEQ_PAYLOAD], frame[256];
+	struct dr_pkt_desc d;
+	int len;
+
+	payload[0] = (uint8_t)(seq >> 24);
+	payload[1] = (uint8_t)(seq >> 16);
+	payload[2] = (uint8_t)(seq >> 8);
+	payload[3] = (uint8_t)seq;
+	memcpy(payload + 4, pattern, SEQ_PAYLOAD - 4);
+	len = build_send(&d, a, b, payload, SEQ_PAYLOAD, frame, sizeof(frame));
+	ck_assert_int_gt(len, 0);
+	d.psn = seq;
+	len = dr_pkt_build(&d, frame, sizeof(frame));
+	ck_assert_int_gt(len, 0);
+	ck_assert_int_eq(dr_port_send(a, frame, len), 0);
+}
+
+/* A pair with b resolved from a (and a from b), nothing left in flight:
+ * every frame a sends from now on is one of ours.  a has no frame hook
+ * (it would turn batching off); b's RoCE frames go to s. */
+static void batch_pair(struct dr_port **a, struct dr_port **b, struct seq_sink *s)
+{
+	struct dr_port_stats sa, sb, ta, tb;
+	uint8_t mac[6];
+
+	open_pair(a, b, NULL);
+	ck_assert_int_eq(resolve_wait(*a, *b, IP_B, mac), 0);
+	ck_assert_int_eq(dr_port_resolve(*b, IP_A, mac), 0);
+	memset(s, 0, sizeof(*s));
+	dr_port_set_rx(*b, seq_rx, s);
+	dr_port_set_frame_hook(*a, NULL, NULL);
+	for (int i = 0; i < 5; i++)
+		poll_both(*a, *b);
+	/* quiet: more polls move nothing */
+	dr_port_get_stats(*a, &sa);
+	dr_port_get_stats(*b, &sb);
+	for (int i = 0; i < 5; i++)
+		poll_both(*a, *b);
+	dr_port_get_stats(*a, &ta);
+	dr_port_get_stats(*b, &tb);
+	ck_assert_uint_eq(ta.tx_frames, sa.tx_frames);
+	ck_assert_uint_eq(ta.rx_frames, sa.rx_frames);
+	ck_assert_uint_eq(tb.tx_frames, sb.tx_frames);
+	ck_assert_uint_eq(tb.rx_frames, sb.rx_frames);
+}
+
+/* b's polls receive nothing: the frames are still in a's queue. */
+static void expect_nothing(struct dr_port *b, const struct seq_sink *s, unsigned have)
+{
+	for (int i = 0; i < 5; i++)
+		ck_assert_int_eq(dr_port_poll(b), 0);
+	ck_assert_uint_eq(s->n, have);
+}
+
+/* b receives exactly frames have..want-1, in order; then nothing more. */
+static void expect_seqs(struct dr_port *b, const struct seq_sink *s, unsigned want)
+{
+	uint64_t end = dr_port_now_ns() + DEADLINE_NS;
+
+	while (s->n < want && dr_port_now_ns() < end)
+		ck_assert_int_ge(dr_port_poll(b), 0);
+	ck_assert_uint_eq(s->n, want);
+	expect_nothing(b, s, want);
+	ck_assert_uint_eq(s->bad, 0);
+	for (unsigned i = 0; i < want; i++)
+		ck_assert_msg(s->seq[i] == i, "frame %u carries %u", i, s->seq[i]);
+}
+
+/* Five frames in one batch: nothing reaches the device (nor b) before the
+ * end, then all five in one burst, in order.  Outside a batch each send is
+ * a burst of its own, received at b's next poll. */
+START_TEST(test_batch_send)
+{
+	struct dr_port *a, *b;
+	struct dr_port_stats s0, s, sb0, sb;
+	struct seq_sink ss;
+
+	batch_pair(&a, &b, &ss);
+	dr_port_get_stats(a, &s0);
+	dr_port_get_stats(b, &sb0);
+	dr_port_batch_begin(a);
+	for (unsigned i = 0; i < 5; i++) {
+		send_seq(a, b, i);
+		dr_port_get_stats(a, &s);
+		ck_assert_uint_eq(s.tx_bursts, s0.tx_bursts);
+		ck_assert_uint_eq(s.tx_frames, s0.tx_frames); /* not handed over yet */
+	}
+	expect_nothing(b, &ss, 0);
+	dr_port_batch_end(a);
+	dr_port_get_stats(a, &s);
+	ck_assert_uint_eq(s.tx_bursts, s0.tx_bursts + 1);
+	ck_assert_uint_eq(s.tx_frames, s0.tx_frames + 5);
+	ck_assert_uint_eq(s.tx_dropped, s0.tx_dropped);
+	ck_assert_uint_eq(s.tx_arp, s0.tx_arp);
+	/* all five are there for b's very next poll */
+	ck_assert_int_eq(dr_port_poll(b), 5);
+	ck_assert_uint_eq(ss.n, 5);
+	expect_seqs(b, &ss, 5);
+
+	/* unbatched: one burst per frame, there at once */
+	send_seq(a, b, 5);
+	dr_port_get_stats(a, &s);
+	ck_assert_uint_eq(s.tx_bursts, s0.tx_bursts + 2);
+	ck_assert_uint_eq(s.tx_frames, s0.tx_frames + 6);
+	ck_assert_int_eq(dr_port_poll(b), 1);
+	expect_seqs(b, &ss, 6);
+	dr_port_get_stats(b, &sb);
+	ck_assert_uint_eq(sb.rx_frames - sb0.rx_frames, 6);
+	ck_assert_uint_eq(sb.rx_roce - sb0.rx_roce, 6);
+	dr_port_close(a);
+	dr_port_close(b);
+}
+END_TEST
+
+/* 40 frames in one batch: the 33rd finds the queue (32) full and sends the
+ * first 32 in one burst; the other 8 leave at the end in a second one. */
+START_TEST(test_batch_full)
+{
+	struct dr_port *a, *b;
+	struct dr_port_stats s0, s;
+	struct seq_sink ss;
+	unsigned i;
+
+	batch_pair(&a, &b, &ss);
+	dr_port_get_stats(a, &s0);
+	dr_port_batch_begin(a);
+	for (i = 0; i < 32; i++)
+		send_seq(a, b, i);
+	dr_port_get_stats(a, &s);
+	ck_assert_uint_eq(s.tx_bursts, s0.tx_bursts);
+	ck_assert_uint_eq(s.tx_frames, s0.tx_frames);
+	expect_nothing(b, &ss, 0);
+	send_seq(a, b, 32);
+	dr_port_get_stats(a, &s);
+	ck_assert_uint_eq(s.tx_bursts, s0.tx_bursts + 1);
+	ck_assert_uint_eq(s.tx_frames, s0.tx_frames + 32);
+	expect_seqs(b, &ss, 32); /* the 33rd waits */
+	for (i = 33; i < 40; i++)
+		send_seq(a, b, i);
+	dr_port_get_stats(a, &s);
+	ck_assert_uint_eq(s.tx_bursts, s0.tx_bursts + 1);
+	ck_assert_uint_eq(s.tx_frames, s0.tx_frames + 32);
+	expect_nothing(b, &ss, 32);
+	dr_port_batch_end(a);
+	dr_port_get_stats(a, &s);
+	ck_assert_uint_eq(s.tx_bursts, s0.tx_bursts + 2);
+	ck_assert_uint_eq(s.tx_frames, s0.tx_frames + 40);
+	ck_assert_uint_eq(s.tx_dropped, s0.tx_dropped);
+	ck_assert_uint_eq(s.tx_arp, s0.tx_arp);
+	expect_seqs(b, &ss, 40);
+	dr_port_close(a);
+	dr_port_close(b);
+}
+END_TEST
+
+/* Nested batches: the inner end sends nothing, nor does a's own poll (its
+ * internal batch nests in ours); the outer end sends everything at once. */
+START_TEST(test_batch_nested)
+{
+	struct dr_port *a, *b;
+	struct dr_port_stats s0, s;
+	struct seq_sink ss;
+	unsigned i;
+
+	batch_pair(&a, &b, &ss);
+	dr_port_get_stats(a, &s0);
+	dr_port_batch_begin(a);
+	dr_port_batch_begin(a);
+	for (i = 0; i < 3; i++)
+		send_seq(a, b, i);
+	dr_port_batch_end(a);
+	dr_port_get_stats(a, &s);
+	ck_assert_uint_eq(s.tx_bursts, s0.tx_bursts);
+	ck_assert_uint_eq(s.tx_frames, s0.tx_frames);
+	expect_nothing(b, &ss, 0);
+	ck_assert_int_eq(dr_port_poll(a), 0);
+	dr_port_get_stats(a, &s);
+	ck_assert_uint_eq(s.tx_bursts, s0.tx_bursts);
+	expect_nothing(b, &ss, 0);
+	for (; i < 5; i++)
+		send_seq(a, b, i);
+	dr_port_get_stats(a, &s);
+	ck_assert_uint_eq(s.tx_bursts, s0.tx_bursts);
+	expect_nothing(b, &ss, 0);
+	dr_port_batch_end(a);
+	dr_port_get_stats(a, &s);
+	ck_assert_uint_eq(s.tx_bursts, s0.tx_bursts + 1);
+	ck_assert_uint_eq(s.tx_frames, s0.tx_frames + 5);
+	ck_assert_int_eq(dr_port_poll(b), 5);
+	expect_seqs(b, &ss, 5);
+	dr_port_close(a);
+	dr_port_close(b);
+}
+END_TEST
+
+/* With a frame hook set frames are not batched: inside a batch each send
+ * is its own burst, seen by the hook and received by b at once; the end of
+ * the batch has nothing left to send. */
+START_TEST(test_batch_hook)
+{
+	struct dr_port *a, *b;
+	struct dr_port_stats s0, s;
+	struct seq_sink ss;
+
+	batch_pair(&a, &b, &ss);
+	sink_a.hook_tx = 0;
+	dr_port_set_frame_hook(a, sink_hook, &sink_a);
+	dr_port_get_stats(a, &s0);
+	dr_port_batch_begin(a);
+	for (unsigned i = 0; i < 5; i++) {
+		send_seq(a, b, i);
+		dr_port_get_stats(a, &s);
+		ck_assert_uint_eq(s.tx_bursts, s0.tx_bursts + i + 1);
+		ck_assert_uint_eq(s.tx_frames, s0.tx_frames + i + 1);
+		ck_assert_uint_eq(sink_a.hook_tx, i + 1);
+		ck_assert_int_eq(dr_port_poll(b), 1);
+		ck_assert_uint_eq(ss.n, i + 1);
+		ck_assert_uint_eq(ss.seq[i], i);
+	}
+	dr_port_batch_end(a);
+	dr_port_get_stats(a, &s);
+	ck_assert_uint_eq(s.tx_bursts, s0.tx_bursts + 5);
+	ck_assert_uint_eq(s.tx_frames, s0.tx_frames + 5);
+	ck_assert_uint_eq(sink_a.hook_tx, 5);
+	expect_seqs(b, &ss, 5);
+	dr_port_close(a);
+	dr_port_close(b);
+}
+END_TEST
+
 /* ---- capture ----------------------------------------------------------------------------- */
 
 static unsigned tshark_count(const char *tshark, const char *path, const char *filter)
@@ -1122,6 +1385,10 @@ int main(void)
 	tcase_add_test(tc, test_roce_zero_copy);
 	tcase_add_test(tc, test_garbage_dropped);
 	tcase_add_test(tc, test_loopback);
+	tcase_add_test(tc, test_batch_send);
+	tcase_add_test(tc, test_batch_full);
+	tcase_add_test(tc, test_batch_nested);
+	tcase_add_test(tc, test_batch_hook);
 	tcase_add_test(tc, test_capture);
 	tcase_add_test(tc, test_reopen);
 	tcase_add_test(tc, test_memif);

@@ -1891,6 +1891,1035 @@ START_TEST(test_window)
 }
 END_TEST
 
+/* ---- the data path: coalesced ACKs, adaptive RTO, loss window ------------------------------ */
+
+/* Every frame on the wire, per direction, with the virtual time it was
+ * sent at; optionally one dir-0 PSN dropped once, or everything dropped. */
+#define REC_MAX 1024
+
+struct wire_frame {
+	uint64_t t;
+	uint8_t op;
+	uint32_t psn;
+	bool ackreq;
+	bool has_aeth;
+	uint32_t msn;
+	uint8_t syn;
+};
+
+struct wire_rec {
+	const struct dr_sim *sim;
+	struct wire_frame f[2][REC_MAX];
+	unsigned n[2];
+	unsigned overflow;
+	bool drop_on; /* drop dir-0 drop_psn once */
+	uint32_t drop_psn;
+	bool dead; /* drop everything */
+};
+
+static enum dr_sim_action rec_fault(void *arg, unsigned dir, uint64_t n, const struct dr_pkt *pkt)
+{
+	struct wire_rec *r = arg;
+	const struct dr_aeth *aeth = dr_pkt_aeth(pkt);
+
+	if (r->n[dir] < REC_MAX) {
+		struct wire_frame *f = &r->f[dir][r->n[dir]++];
+
+		f->t = r->sim ? r->sim->now_ns : 0;
+		f->op = pkt->opcode;
+		f->psn = pkt->psn;
+		f->ackreq = pkt->ackreq;
+		f->has_aeth = aeth != NULL;
+		f->msn = aeth ? dr_aeth_msn(aeth) : 0;
+		f->syn = aeth ? dr_aeth_syndrome(aeth) : 0;
+	} else {
+		r->overflow++;
+	}
+	if (r->dead)
+		return DR_SIM_DROP;
+	if (dir == 0 && r->drop_on && pkt->psn == r->drop_psn) {
+		r->drop_on = false;
+		return DR_SIM_DROP;
+	}
+	return DR_SIM_PASS;
+}
+
+/* Frame i of direction dir: opcode, PSN, and (msn >= 0) an AETH with
+ * this MSN and syndrome, (msn < 0) no AETH. */
+static void expect_frame(const struct wire_rec *r, unsigned dir, unsigned i, uint8_t op,
+			 uint32_t psn, int64_t msn, uint8_t syn)
+{
+	const struct wire_frame *f;
+
+	ck_assert_msg(i < r->n[dir], "dir %u: %u frames, wanted #%u", dir, r->n[dir], i);
+	f = &r->f[dir][i];
+	ck_assert_msg(f->op == op && f->psn == psn && f->has_aeth == (msn >= 0) &&
+			  (msn < 0 || (f->msn == (uint32_t)msn && f->syn == syn)),
+		      "dir %u frame %u: %s psn 0x%06x aeth %d msn %u syn 0x%02x, expected %s psn "
+		      "0x%06x msn %lld syn 0x%02x",
+		      dir, i, dr_opcode_name(f->op), f->psn, f->has_aeth, f->msn, f->syn,
+		      dr_opcode_name(op), psn, (long long)msn, syn);
+}
+
+struct until {
+	struct pair *p;
+	uint32_t psn; /* B's expected PSN to reach */
+};
+
+static bool b_reached(void *arg)
+{
+	struct until *u = arg;
+
+	return dr_psn_diff(u->p->qp[1]->resp.psn, u->psn) >= 0;
+}
+
+static bool b_ack_due(void *arg)
+{
+	return dr_qp_ack_due(((struct pair *)arg)->qp[1]);
+}
+
+/* A replay of A's one-packet SEND psn, built with the codec as A built it,
+ * handed to B directly (not through the link). */
+static void inject_send(struct pair *p, uint32_t psn, const void *payload, uint32_t len)
+{
+	struct dr_pkt_desc d;
+	uint8_t frame[512];
+	struct dr_pkt pkt;
+	int n;
+
+	dr_qp_desc(p->qp[0], &d, DR_OP_SEND_ONLY, psn);
+	d.ackreq = true;
+	d.payload = payload;
+	d.payload_len = len;
+	n = dr_pkt_build(&d, frame, sizeof(frame));
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(dr_pkt_parse(frame, (size_t)n, 0, &pkt), DR_PKT_OK);
+	dr_qp_input(p->qp[1], &pkt);
+}
+
+#define DEFER_N 20
+
+/* DR_QP_DEFER_ACK on B: DEFER_N one-packet SENDs, each asking for an ACK,
+ * reach B and not one ACK leaves until dr_qp_flush(), which sends exactly
+ * one: the last PSN (across the 2^24 wrap) with MSN DEFER_N.  It completes
+ * all of A's SENDs at once. */
+START_TEST(test_defer_ack_coalesce)
+{
+	struct pair_cfg c = pair_defaults();
+	struct wire_rec *r = calloc(1, sizeof(*r));
+	static uint8_t src[DEFER_N][16], dst[DEFER_N][16];
+	uint64_t lat = 2000, qpt = dr_qp_timeout_ns(c.timeout);
+	uint32_t last = dr_psn_add(c.psn_a, DEFER_N - 1);
+	struct pair p;
+	struct until u = {&p, dr_psn_add(c.psn_a, DEFER_N)};
+	unsigned i;
+
+	ck_assert_ptr_nonnull(r);
+	c.qp_flags[1] = DR_QP_DEFER_ACK;
+	c.sim = (struct dr_sim_cfg){.latency_ns = lat, .fault = rec_fault, .fault_arg = r};
+	pair_up(&p, &c);
+	r->sim = &p.sim;
+	ck_assert_uint_lt(last, c.psn_a); /* the PSNs wrap */
+	for (i = 0; i < DEFER_N; i++) {
+		post_recv(&p, 1, 900 + i, dst[i], sizeof(dst[i]));
+		fill(src[i], sizeof(src[i]), i + 3);
+		ck_assert_int_eq(post_send(&p, 0, i, DR_WR_SEND, src[i], 10, 0, 0, 0, DR_WR_SIGNALED),
+				 0);
+	}
+	ck_assert(dr_sim_run(&p.sim, LIMIT_NS, b_reached, &u));
+	ck_assert_uint_eq(p.sim.now_ns, lat);
+	ck_assert_uint_eq(r->n[0], DEFER_N);
+	for (i = 0; i < DEFER_N; i++) {
+		expect_frame(r, 0, i, DR_OP_SEND_ONLY, dr_psn_add(c.psn_a, (int32_t)i), -1, 0);
+		ck_assert(r->f[0][i].ackreq);
+	}
+	/* all delivered, nothing acknowledged on the wire */
+	ck_assert_uint_eq(p.sim.end[1].nwc, DEFER_N);
+	for (i = 0; i < DEFER_N; i++) {
+		expect_wc(&p.sim.end[1].wc[i], 900 + i, DR_WC_SUCCESS);
+		ck_assert_uint_eq(p.sim.end[1].wc[i].byte_len, 10);
+		ck_assert(memcmp(dst[i], src[i], 10) == 0);
+	}
+	ck_assert_uint_eq(r->n[1], 0);
+	ck_assert_uint_eq(p.sim.end[1].tx_frames, 0);
+	ck_assert_uint_eq(p.qp[1]->stats.tx_frames, 0);
+	ck_assert_uint_eq(p.qp[1]->stats.tx_acks, 0);
+	ck_assert(dr_qp_ack_due(p.qp[1]));
+	ck_assert(!dr_qp_ack_due(p.qp[0]));
+	ck_assert_uint_eq(p.qp[1]->resp.ack_psn, last);
+	ck_assert_uint_eq(p.qp[1]->resp.ack_msn, DEFER_N);
+	ck_assert_uint_eq(p.qp[1]->resp.msn, DEFER_N);
+	ck_assert_uint_eq(p.qp[1]->stats.acks_coalesced, DEFER_N - 1);
+	ck_assert_uint_eq(p.sim.end[0].nwc, 0);
+	ck_assert_uint_eq(p.qp[0]->comp.psn, c.psn_a);
+	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), qpt); /* armed at t=0 */
+
+	/* the flush: one cumulative ACK, at once */
+	dr_qp_flush(p.qp[1]);
+	ck_assert_uint_eq(r->n[1], 1);
+	expect_frame(r, 1, 0, DR_OP_ACK, last, DEFER_N, DR_AETH_ACK_UNLIMITED);
+	ck_assert_uint_eq(r->f[1][0].t, lat);
+	ck_assert(!dr_qp_ack_due(p.qp[1]));
+	ck_assert_uint_eq(p.qp[1]->stats.tx_acks, 1);
+	/* nothing held any more: flushing again sends nothing; nor does A,
+	 * which holds nothing */
+	dr_qp_flush(p.qp[1]);
+	dr_qp_flush(p.qp[0]);
+	ck_assert_uint_eq(r->n[1], 1);
+	ck_assert_uint_eq(r->n[0], DEFER_N);
+
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.now_ns, 2 * lat);
+	ck_assert_uint_eq(p.sim.end[0].nwc, DEFER_N);
+	for (i = 0; i < DEFER_N; i++)
+		expect_wc(&p.sim.end[0].wc[i], i, DR_WC_SUCCESS);
+	ck_assert_uint_eq(p.qp[0]->comp.psn, dr_psn_add(c.psn_a, DEFER_N));
+	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), UINT64_MAX);
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 0);
+	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 0);
+	ck_assert_uint_eq(r->n[0], DEFER_N);
+	ck_assert_uint_eq(r->n[1], 1);
+	ck_assert_uint_eq(p.qp[1]->stats.acks_coalesced, DEFER_N - 1);
+	ck_assert_uint_eq(r->overflow, 0);
+	pair_down(&p);
+	free(r);
+}
+END_TEST
+
+/* The held ACK goes out first, before whatever else B sends: a READ
+ * response, an ATOMIC ACK, an error NAK, a sequence NAK, an RNR NAK, a
+ * duplicate's re-ACK. */
+enum defer_case { DO_READ, DO_ATOMIC, DO_ERR_NAK, DO_SEQ_NAK, DO_RNR_NAK, DO_DUP, DO_NUM };
+
+START_TEST(test_defer_ack_order)
+{
+	struct pair_cfg c = pair_defaults();
+	struct wire_rec *r = calloc(1, sizeof(*r));
+	static uint8_t src[4096], rd[4096], buf[4096], rbuf[4][4096];
+	static uint64_t target[1], res[1];
+	uint64_t lat = 2000;
+	uint32_t psn0 = c.psn_a, psn1 = dr_psn_add(psn0, 1), psn2 = dr_psn_add(psn0, 2),
+		 psn3 = dr_psn_add(psn0, 3);
+	struct dr_mr *bmr, *tmr;
+	struct pair p;
+	struct until u = {&p, 0};
+	unsigned i, nrecv = _i == DO_RNR_NAK ? 1 : 4;
+
+	ck_assert_ptr_nonnull(r);
+	c.qp_flags[1] = DR_QP_DEFER_ACK;
+	c.sim = (struct dr_sim_cfg){.latency_ns = lat, .fault = rec_fault, .fault_arg = r};
+	pair_up(&p, &c);
+	r->sim = &p.sim;
+	fill(src, sizeof(src), 61);
+	fill(buf, sizeof(buf), 62);
+	memset(rd, 0, sizeof(rd));
+	memset(rbuf, 0, sizeof(rbuf));
+	target[0] = 40;
+	res[0] = 0;
+	bmr = reg(&p, 1, buf, sizeof(buf), DR_ACCESS_REMOTE_READ | DR_ACCESS_REMOTE_WRITE);
+	tmr = reg(&p, 1, target, sizeof(target), DR_ACCESS_REMOTE_ATOMIC);
+	for (i = 0; i < nrecv; i++)
+		post_recv(&p, 1, 900 + i, rbuf[i], sizeof(rbuf[i]));
+	/* every case: SEND 0 first, whose ACK B holds */
+	ck_assert_int_eq(post_send(&p, 0, 0, DR_WR_SEND, src, 10, 0, 0, 0, DR_WR_SIGNALED), 0);
+
+	switch (_i) {
+	case DO_READ:
+		ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_READ, rd, 3000, 0, (uintptr_t)buf,
+					   bmr->key, DR_WR_SIGNALED),
+				 0);
+		ck_assert(pair_run(&p));
+		ck_assert_uint_eq(r->n[1], 4);
+		expect_frame(r, 1, 0, DR_OP_ACK, psn0, 1, DR_AETH_ACK_UNLIMITED);
+		expect_frame(r, 1, 1, DR_OP_READ_RSP_FIRST, psn1, 2, DR_AETH_ACK_UNLIMITED);
+		expect_frame(r, 1, 2, DR_OP_READ_RSP_MIDDLE, psn2, -1, 0);
+		expect_frame(r, 1, 3, DR_OP_READ_RSP_LAST, psn3, 2, DR_AETH_ACK_UNLIMITED);
+		ck_assert_uint_eq(p.qp[1]->stats.tx_read_rsps, 3);
+		ck_assert(memcmp(rd, buf, 3000) == 0);
+		ck_assert_uint_eq(p.sim.now_ns, 2 * lat);
+		break;
+	case DO_ATOMIC: {
+		struct dr_sge sge = {(uintptr_t)res, 8, 0};
+		struct dr_send_wr wr = {.wr_id = 1,
+					.opcode = DR_WR_FETCH_ADD,
+					.flags = DR_WR_SIGNALED,
+					.sg_list = &sge,
+					.num_sge = 1,
+					.remote_addr = (uintptr_t)target,
+					.rkey = tmr->key,
+					.compare_add = 2};
+
+		ck_assert_int_eq(dr_qp_post_send(p.qp[0], &wr), 0);
+		ck_assert(pair_run(&p));
+		ck_assert_uint_eq(r->n[1], 2);
+		expect_frame(r, 1, 0, DR_OP_ACK, psn0, 1, DR_AETH_ACK_UNLIMITED);
+		expect_frame(r, 1, 1, DR_OP_ATOMIC_ACK, psn1, 2, DR_AETH_ACK_UNLIMITED);
+		ck_assert_uint_eq(res[0], 40);
+		ck_assert_uint_eq(target[0], 42);
+		ck_assert_uint_eq(p.sim.now_ns, 2 * lat);
+		break;
+	}
+	case DO_ERR_NAK:
+		ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_WRITE, src, 100, 0, (uintptr_t)buf,
+					   bmr->key ^ 0x80000000u, DR_WR_SIGNALED),
+				 0);
+		ck_assert(pair_run(&p));
+		ck_assert_uint_eq(r->n[1], 2);
+		expect_frame(r, 1, 0, DR_OP_ACK, psn0, 1, DR_AETH_ACK_UNLIMITED);
+		expect_frame(r, 1, 1, DR_OP_ACK, psn1, 1, DR_AETH_NAK_REM_ACCESS);
+		ck_assert_int_eq(p.qp[1]->state, DR_QPS_ERROR);
+		ck_assert_uint_eq(p.qp[1]->stats.tx_err_naks, 1);
+		break;
+	case DO_SEQ_NAK:
+		/* SEND 1 lost once: B NAKs at SEND 2, after the held ACK */
+		r->drop_on = true;
+		r->drop_psn = psn1;
+		ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_SEND, src, 20, 0, 0, 0, DR_WR_SIGNALED),
+				 0);
+		ck_assert_int_eq(post_send(&p, 0, 2, DR_WR_SEND, src, 30, 0, 0, 0, DR_WR_SIGNALED),
+				 0);
+		u.psn = psn3;
+		ck_assert(dr_sim_run(&p.sim, LIMIT_NS, b_reached, &u));
+		/* the resent SEND 1 and 2 arrived at 3 * lat: one ACK held */
+		ck_assert_uint_eq(p.sim.now_ns, 3 * lat);
+		ck_assert_uint_eq(r->n[1], 2);
+		expect_frame(r, 1, 0, DR_OP_ACK, psn0, 1, DR_AETH_ACK_UNLIMITED);
+		expect_frame(r, 1, 1, DR_OP_ACK, psn1, 1, DR_AETH_NAK_PSN_SEQ);
+		ck_assert(dr_qp_ack_due(p.qp[1]));
+		ck_assert_uint_eq(p.qp[1]->stats.acks_coalesced, 1);
+		dr_qp_flush(p.qp[1]);
+		ck_assert(pair_run(&p));
+		ck_assert_uint_eq(r->n[1], 3);
+		expect_frame(r, 1, 2, DR_OP_ACK, psn2, 3, DR_AETH_ACK_UNLIMITED);
+		ck_assert_uint_eq(p.sim.now_ns, 4 * lat);
+		ck_assert_uint_eq(p.qp[0]->stats.rx_seq_naks, 1);
+		ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 2);
+		break;
+	case DO_RNR_NAK:
+		/* no receive for SEND 1 */
+		ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_SEND, src, 20, 0, 0, 0, DR_WR_SIGNALED),
+				 0);
+		ck_assert(dr_sim_run(&p.sim, LIMIT_NS, saw_rnr, &p));
+		ck_assert_uint_eq(r->n[1], 2);
+		expect_frame(r, 1, 0, DR_OP_ACK, psn0, 1, DR_AETH_ACK_UNLIMITED);
+		expect_frame(r, 1, 1, DR_OP_ACK, psn1, 1, DR_AETH_RNR_NAK | c.min_rnr_timer);
+		post_recv(&p, 1, 901, rbuf[1], sizeof(rbuf[1]));
+		u.psn = psn2;
+		ck_assert(dr_sim_run(&p.sim, LIMIT_NS, b_reached, &u));
+		/* the RNR wait (10 us) and the resend */
+		ck_assert_uint_eq(p.sim.now_ns, 3 * lat + dr_rnr_timer_ns(c.min_rnr_timer));
+		ck_assert(dr_qp_ack_due(p.qp[1]));
+		ck_assert_uint_eq(r->n[1], 2);
+		dr_qp_flush(p.qp[1]);
+		ck_assert(pair_run(&p));
+		ck_assert_uint_eq(r->n[1], 3);
+		expect_frame(r, 1, 2, DR_OP_ACK, psn1, 2, DR_AETH_ACK_UNLIMITED);
+		ck_assert_uint_eq(p.qp[1]->stats.acks_coalesced, 0);
+		break;
+	case DO_DUP:
+		/* a three-packet SEND 1: stop behind its MIDDLE, so that the
+		 * last in-order PSN (psn2) is not the held ACK's (psn0) */
+		ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_SEND, src, 3000, 0, 0, 0, DR_WR_SIGNALED),
+				 0);
+		u.psn = psn3;
+		ck_assert(dr_sim_run(&p.sim, LIMIT_NS, b_reached, &u));
+		ck_assert_uint_eq(r->n[1], 0);
+		ck_assert(dr_qp_ack_due(p.qp[1]));
+		ck_assert_uint_eq(p.qp[1]->resp.ack_psn, psn0);
+		inject_send(&p, psn0, src, 10);
+		ck_assert_uint_eq(p.qp[1]->stats.rx_dup_reqs, 1);
+		ck_assert_uint_eq(r->n[1], 2);
+		expect_frame(r, 1, 0, DR_OP_ACK, psn0, 1, DR_AETH_ACK_UNLIMITED);
+		expect_frame(r, 1, 1, DR_OP_ACK, psn2, 1, DR_AETH_ACK_UNLIMITED);
+		ck_assert(!dr_qp_ack_due(p.qp[1]));
+		/* then SEND 1's LAST: held again, flushed by hand */
+		ck_assert(dr_sim_run(&p.sim, LIMIT_NS, b_ack_due, &p));
+		ck_assert_uint_eq(p.qp[1]->resp.ack_psn, psn3);
+		ck_assert_uint_eq(p.qp[1]->resp.ack_msn, 2);
+		dr_qp_flush(p.qp[1]);
+		ck_assert(pair_run(&p));
+		ck_assert_uint_eq(r->n[1], 3);
+		expect_frame(r, 1, 2, DR_OP_ACK, psn3, 2, DR_AETH_ACK_UNLIMITED);
+		ck_assert_uint_eq(p.sim.now_ns, 2 * lat);
+		ck_assert_uint_eq(p.qp[1]->stats.acks_coalesced, 0);
+		ck_assert_uint_eq(p.sim.end[1].nwc, 2); /* SEND 0 not delivered twice */
+		expect_wc(&p.sim.end[1].wc[1], 901, DR_WC_SUCCESS);
+		ck_assert_uint_eq(p.sim.end[1].wc[1].byte_len, 3000);
+		ck_assert(memcmp(rbuf[1], src, 3000) == 0);
+		break;
+	}
+	/* A: everything completed in order, nothing timed out */
+	ck_assert_uint_eq(p.sim.end[0].nwc, _i == DO_SEQ_NAK ? 3 : 2);
+	expect_wc(&p.sim.end[0].wc[0], 0, DR_WC_SUCCESS);
+	expect_wc(&p.sim.end[0].wc[1], 1,
+		  _i == DO_ERR_NAK ? DR_WC_REM_ACCESS_ERR : DR_WC_SUCCESS);
+	if (_i == DO_SEQ_NAK)
+		expect_wc(&p.sim.end[0].wc[2], 2, DR_WC_SUCCESS);
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 0);
+	ck_assert(!dr_qp_ack_due(p.qp[1]));
+	ck_assert_uint_eq(p.qp[1]->stats.tx_frames, r->n[1]);
+	expect_wc(&p.sim.end[1].wc[0], 900, DR_WC_SUCCESS);
+	ck_assert(memcmp(rbuf[0], src, 10) == 0);
+	ck_assert_uint_eq(r->overflow, 0);
+	pair_down(&p);
+	free(r);
+}
+END_TEST
+
+/* A held ACK dies with the QP: B to ERROR drops it, the flush then sends
+ * nothing, and A, never acknowledged, fails after its retries. */
+START_TEST(test_defer_ack_error)
+{
+	struct pair_cfg c = pair_defaults();
+	struct wire_rec *r = calloc(1, sizeof(*r));
+	static uint8_t src[16], dst[2][16];
+	struct dr_qp_attr a = {.state = DR_QPS_ERROR};
+	uint64_t qpt;
+	struct pair p;
+	struct until u = {&p, 0};
+
+	ck_assert_ptr_nonnull(r);
+	c.qp_flags[1] = DR_QP_DEFER_ACK;
+	c.retry_cnt = 1;
+	qpt = dr_qp_timeout_ns(c.timeout);
+	c.sim = (struct dr_sim_cfg){.latency_ns = 2000, .fault = rec_fault, .fault_arg = r};
+	pair_up(&p, &c);
+	r->sim = &p.sim;
+	post_recv(&p, 1, 900, dst[0], sizeof(dst[0]));
+	post_recv(&p, 1, 901, dst[1], sizeof(dst[1]));
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_SEND, src, 10, 0, 0, 0, DR_WR_SIGNALED), 0);
+	u.psn = dr_psn_add(c.psn_a, 1);
+	ck_assert(dr_sim_run(&p.sim, LIMIT_NS, b_reached, &u));
+	ck_assert(dr_qp_ack_due(p.qp[1]));
+	ck_assert_int_eq(dr_qp_modify(p.qp[1], &a, DR_QP_ATTR_STATE), 0);
+	ck_assert(!dr_qp_ack_due(p.qp[1]));
+	dr_qp_flush(p.qp[1]);
+	ck_assert_uint_eq(r->n[1], 0);
+	ck_assert_uint_eq(p.sim.end[1].nwc, 2);
+	expect_wc(&p.sim.end[1].wc[0], 900, DR_WC_SUCCESS);
+	expect_wc(&p.sim.end[1].wc[1], 901, DR_WC_WR_FLUSH_ERR);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(r->n[1], 0);
+	ck_assert_uint_eq(p.sim.end[1].tx_frames, 0);
+	ck_assert_uint_eq(p.sim.end[0].nwc, 1);
+	expect_wc(&p.sim.end[0].wc[0], 1, DR_WC_RETRY_EXC_ERR);
+	/* qpt, then 2 qpt (backoff): two timeouts, one retry */
+	ck_assert_uint_eq(p.sim.now_ns, 3 * qpt);
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 2);
+	ck_assert_uint_eq(p.qp[0]->stats.retries, 1);
+	ck_assert_uint_eq(r->n[0], 2);
+	ck_assert_uint_eq(p.qp[1]->stats.rx_dropped, 1); /* the resend, in ERROR */
+	pair_down(&p);
+	free(r);
+}
+END_TEST
+
+/* DR_QP_ADAPTIVE_RTO estimates.  Each step posts one SEND over a link of
+ * the given latency (no serialisation: the round trip is exactly twice
+ * it) and runs it to its ACK; the deadline armed at the post uses the
+ * previous steps' estimate.  Expected values: RFC 6298 in integers,
+ * srtt + max(4 rttvar, 20 us) rounded up to 4.096 us * 2^n, n >= 5. */
+#define RTO_STEPS 16
+
+static const struct {
+	unsigned flags;
+	uint8_t timeout;
+	unsigned n;
+	struct {
+		uint32_t lat_us;
+		uint64_t srtt, rttvar, base;
+	} s[RTO_STEPS];
+} rto_tab[] = {
+    /* a steady 200 us: the variance decays, the base steps 2^8 -> 2^7 -> 2^6 */
+    {DR_QP_ADAPTIVE_RTO,
+     14,
+     8,
+     {{100, 200000, 100000, 1048576},
+      {100, 200000, 75000, 524288},
+      {100, 200000, 56250, 524288},
+      {100, 200000, 42187, 524288},
+      {100, 200000, 31640, 524288},
+      {100, 200000, 23730, 524288},
+      {100, 200000, 17797, 524288},
+      {100, 200000, 13347, 262144}}},
+    /* a short and a long round trip among them */
+    {DR_QP_ADAPTIVE_RTO,
+     14,
+     8,
+     {{100, 200000, 100000, 1048576},
+      {100, 200000, 75000, 524288},
+      {30, 182500, 91250, 1048576},
+      {250, 222187, 147812, 1048576},
+      {100, 219413, 116405, 1048576},
+      {100, 216986, 92157, 1048576},
+      {100, 214862, 73364, 524288},
+      {100, 213004, 58738, 524288}}},
+    /* 20 us round trips: never below 2^5 (131 us) */
+    {DR_QP_ADAPTIVE_RTO,
+     14,
+     5,
+     {{10, 20000, 10000, 131072},
+      {10, 20000, 7500, 131072},
+      {10, 20000, 5625, 131072},
+      {40, 27500, 19218, 131072},
+      {10, 26562, 16288, 131072}}},
+    /* a steady 244 us: once 4 rttvar < 20 us the timer granularity holds
+     * the estimate at 264 us, above 2^6 (262 us) */
+    {DR_QP_ADAPTIVE_RTO,
+     14,
+     16,
+     {{122, 244000, 122000, 1048576},
+      {122, 244000, 91500, 1048576},
+      {122, 244000, 68625, 524288},
+      {122, 244000, 51468, 524288},
+      {122, 244000, 38601, 524288},
+      {122, 244000, 28950, 524288},
+      {122, 244000, 21712, 524288},
+      {122, 244000, 16284, 524288},
+      {122, 244000, 12213, 524288},
+      {122, 244000, 9159, 524288},
+      {122, 244000, 6869, 524288},
+      {122, 244000, 5151, 524288},
+      {122, 244000, 3863, 524288},
+      {122, 244000, 2897, 524288},
+      {122, 244000, 2172, 524288},
+      {122, 244000, 1629, 524288}}},
+    /* estimate above the QP's timeout (2^7): the QP's is used */
+    {DR_QP_ADAPTIVE_RTO, 7, 2, {{100, 200000, 100000, 1048576}, {100, 200000, 75000, 524288}}},
+    /* without the option nothing is measured */
+    {0, 14, 2, {{100, 0, 0, 0}, {30, 0, 0, 0}}},
+};
+
+START_TEST(test_adaptive_rto_estimate)
+{
+	struct pair_cfg c = pair_defaults();
+	static uint8_t src[16], dst[16];
+	bool adaptive = rto_tab[_i].flags & DR_QP_ADAPTIVE_RTO;
+	uint64_t qpt, t0, base = 0, lat = 0;
+	struct pair p;
+	unsigned k, n = rto_tab[_i].n;
+
+	c.qp_flags[0] = rto_tab[_i].flags;
+	c.timeout = rto_tab[_i].timeout;
+	qpt = dr_qp_timeout_ns(c.timeout);
+	c.sim = (struct dr_sim_cfg){.latency_ns = 1000};
+	pair_up(&p, &c);
+	for (k = 0; k < n; k++) {
+		lat = rto_tab[_i].s[k].lat_us * 1000ull;
+		p.sim.cfg.latency_ns = lat;
+		post_recv(&p, 1, 900 + k, dst, sizeof(dst));
+		t0 = p.sim.now_ns;
+		ck_assert_int_eq(post_send(&p, 0, k, DR_WR_SEND, src, 10, 0, 0, 0, DR_WR_SIGNALED),
+				 0);
+		ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]),
+				  t0 + (base && base < qpt ? base : qpt));
+		ck_assert(pair_run(&p));
+		ck_assert_uint_eq(p.sim.now_ns, t0 + 2 * lat);
+		ck_assert_uint_eq(p.sim.end[0].nwc, k + 1);
+		expect_wc(&p.sim.end[0].wc[k], k, DR_WC_SUCCESS);
+		ck_assert_uint_eq(p.qp[0]->stats.rtt_samples, adaptive ? k + 1 : 0);
+		ck_assert_msg(p.qp[0]->comp.srtt_ns == rto_tab[_i].s[k].srtt &&
+				  p.qp[0]->comp.rttvar_ns == rto_tab[_i].s[k].rttvar &&
+				  p.qp[0]->comp.rto_base_ns == rto_tab[_i].s[k].base,
+			      "step %u: srtt %llu rttvar %llu base %llu, expected %llu %llu %llu", k,
+			      (unsigned long long)p.qp[0]->comp.srtt_ns,
+			      (unsigned long long)p.qp[0]->comp.rttvar_ns,
+			      (unsigned long long)p.qp[0]->comp.rto_base_ns,
+			      (unsigned long long)rto_tab[_i].s[k].srtt,
+			      (unsigned long long)rto_tab[_i].s[k].rttvar,
+			      (unsigned long long)rto_tab[_i].s[k].base);
+		base = rto_tab[_i].s[k].base;
+	}
+	/* four SENDs at once: the deadline is now + the estimate (capped by
+	 * the QP's timeout), and only one round trip is timed at a time */
+	for (k = 0; k < 4; k++)
+		post_recv(&p, 1, 950 + k, dst, sizeof(dst));
+	t0 = p.sim.now_ns;
+	for (k = 0; k < 4; k++)
+		ck_assert_int_eq(
+		    post_send(&p, 0, 100 + k, DR_WR_SEND, src, 10, 0, 0, 0, DR_WR_SIGNALED), 0);
+	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), t0 + (base && base < qpt ? base : qpt));
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.now_ns, t0 + 2 * lat);
+	ck_assert_uint_eq(p.sim.end[0].nwc, n + 4);
+	ck_assert_uint_eq(p.qp[0]->stats.rtt_samples, adaptive ? n + 1 : 0);
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 0);
+	ck_assert_uint_eq(p.qp[0]->stats.early_timeouts, 0);
+	ck_assert_uint_eq(p.qp[1]->stats.rtt_samples, 0); /* B sent no requests */
+	pair_down(&p);
+}
+END_TEST
+
+/* One round trip timed at a time: SEND 0 at t=0 is timed, SEND 1 at 50 us
+ * (in flight meanwhile) is not.  B (DR_QP_DEFER_ACK) holds its ACKs until
+ * SEND 1 is in at 150 us; the one ACK, back at 250 us, covers both and
+ * ends the sample of SEND 0: 250 us, not SEND 1's 200 us. */
+START_TEST(test_adaptive_rto_one_at_a_time)
+{
+	struct pair_cfg c = pair_defaults();
+	static uint8_t src[16], dst[2][16];
+	uint64_t lat = 100000;
+	struct pair p;
+	struct until u = {&p, 0};
+
+	c.qp_flags[0] = DR_QP_ADAPTIVE_RTO;
+	c.qp_flags[1] = DR_QP_DEFER_ACK;
+	c.timeout = 14;
+	c.sim = (struct dr_sim_cfg){.latency_ns = lat};
+	pair_up(&p, &c);
+	post_recv(&p, 1, 900, dst[0], 16);
+	post_recv(&p, 1, 901, dst[1], 16);
+	ck_assert_int_eq(post_send(&p, 0, 0, DR_WR_SEND, src, 10, 0, 0, 0, DR_WR_SIGNALED), 0);
+	ck_assert(p.qp[0]->comp.rtt_on);
+	ck_assert_uint_eq(p.qp[0]->comp.rtt_psn, c.psn_a);
+	ck_assert(!dr_sim_run(&p.sim, lat / 2, NULL, NULL));
+	ck_assert_uint_eq(p.sim.now_ns, lat / 2);
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_SEND, src, 10, 0, 0, 0, DR_WR_SIGNALED), 0);
+	ck_assert_uint_eq(p.qp[0]->comp.rtt_psn, c.psn_a);
+	ck_assert_uint_eq(p.qp[0]->comp.rtt_start_ns, 0);
+	/* the timer runs from the first send, not re-armed by the second */
+	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), dr_qp_timeout_ns(c.timeout));
+	u.psn = dr_psn_add(c.psn_a, 2);
+	ck_assert(dr_sim_run(&p.sim, LIMIT_NS, b_reached, &u));
+	ck_assert_uint_eq(p.sim.now_ns, lat + lat / 2);
+	ck_assert_uint_eq(p.qp[1]->stats.acks_coalesced, 1);
+	dr_qp_flush(p.qp[1]);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.now_ns, 2 * lat + lat / 2);
+	ck_assert_uint_eq(p.sim.end[0].nwc, 2);
+	expect_wc(&p.sim.end[0].wc[1], 1, DR_WC_SUCCESS);
+	ck_assert_uint_eq(p.qp[1]->stats.tx_acks, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.rtt_samples, 1);
+	ck_assert(!p.qp[0]->comp.rtt_on);
+	ck_assert_uint_eq(p.qp[0]->comp.srtt_ns, 250000);
+	ck_assert_uint_eq(p.qp[0]->comp.rttvar_ns, 125000);
+	ck_assert_uint_eq(p.qp[0]->comp.rto_base_ns, 1048576); /* 750 us -> 2^8 */
+	pair_down(&p);
+}
+END_TEST
+
+/* DR_QP_ADAPTIVE_RTO, one SEND lost: the timer fires at the estimate, far
+ * below the QP's timeout -- an early timeout: resent at once, no retry
+ * used.  The resent SEND is not timed (Karn), the window is halved and
+ * grows back by one with its ACK. */
+START_TEST(test_adaptive_rto_early)
+{
+	struct pair_cfg c = pair_defaults();
+	struct wire_rec *r = calloc(1, sizeof(*r));
+	static uint8_t src[16], dst[3][16];
+	uint64_t lat = 100000, base = 1048576, t1, t2;
+	struct pair p;
+
+	ck_assert_ptr_nonnull(r);
+	c.qp_flags[0] = DR_QP_ADAPTIVE_RTO;
+	c.timeout = 14;
+	c.retry_cnt = 3;
+	c.sim = (struct dr_sim_cfg){.latency_ns = lat, .fault = rec_fault, .fault_arg = r};
+	pair_up(&p, &c);
+	r->sim = &p.sim;
+	post_recv(&p, 1, 900, dst[0], 16);
+	post_recv(&p, 1, 901, dst[1], 16);
+	post_recv(&p, 1, 902, dst[2], 16);
+	ck_assert_int_eq(post_send(&p, 0, 0, DR_WR_SEND, src, 10, 0, 0, 0, DR_WR_SIGNALED), 0);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.qp[0]->comp.rto_base_ns, base); /* 200 us + 4 * 100 us -> 2^8 */
+
+	r->drop_on = true;
+	r->drop_psn = dr_psn_add(c.psn_a, 1);
+	t1 = p.sim.now_ns;
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_SEND, src, 10, 0, 0, 0, DR_WR_SIGNALED), 0);
+	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), t1 + base);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.end[0].nwc, 2);
+	expect_wc(&p.sim.end[0].wc[1], 1, DR_WC_SUCCESS);
+	ck_assert_uint_eq(p.sim.now_ns, t1 + base + 2 * lat);
+	ck_assert_uint_eq(r->n[0], 3);
+	ck_assert_uint_eq(r->f[0][2].t, t1 + base); /* the resend */
+	ck_assert_uint_eq(r->f[0][2].psn, r->drop_psn);
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.early_timeouts, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.retries, 0);
+	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 1);
+	/* Karn: the resend's round trip (base + 200 us) taught nothing */
+	ck_assert_uint_eq(p.qp[0]->stats.rtt_samples, 1);
+	ck_assert_uint_eq(p.qp[0]->comp.srtt_ns, 200000);
+	ck_assert_uint_eq(p.qp[0]->comp.rttvar_ns, 100000);
+	ck_assert_uint_eq(p.qp[0]->comp.rto_base_ns, base);
+	/* the loss window: 128 / 2, + 1 for the ACK */
+	ck_assert_uint_eq(p.qp[0]->stats.cwnd_cuts, 1);
+	ck_assert_uint_eq(p.qp[0]->req.cwnd, DR_QP_MAX_UNACKED_PSNS / 2 + 1);
+	ck_assert_uint_eq(p.qp[0]->comp.backoff, 0);
+
+	/* progress ended the backoff: the next SEND gets the base again, and
+	 * is timed */
+	t2 = p.sim.now_ns;
+	ck_assert_int_eq(post_send(&p, 0, 2, DR_WR_SEND, src, 10, 0, 0, 0, DR_WR_SIGNALED), 0);
+	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), t2 + base);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.now_ns, t2 + 2 * lat);
+	ck_assert_uint_eq(p.qp[0]->stats.rtt_samples, 2);
+	ck_assert_uint_eq(p.qp[0]->comp.srtt_ns, 200000);
+	ck_assert_uint_eq(p.qp[0]->comp.rttvar_ns, 75000);
+	ck_assert_uint_eq(p.qp[0]->comp.rto_base_ns, 524288);
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 1);
+	ck_assert_uint_eq(p.sim.end[1].nwc, 3);
+	pair_down(&p);
+	free(r);
+}
+END_TEST
+
+/* Karn's rule across an RNR NAK.  A (DR_QP_ADAPTIVE_RTO, timeout 2^14)
+ * and B 10 us apart, B's min_rnr_timer 14 (1.28 ms).  The warm-up SEND
+ * measures 20 us: srtt 20000, rttvar 10000, base 20 us + 4 * 10 us = 60 us
+ * rounded up to 2^5 = 131072.  SEND 1 at t1 is timed when first sent,
+ * finds no receive WQE and is RNR NAKed (back at t1 + 20 us); the receive
+ * is posted then; A resends at t1 + 20 us + 1.28 ms and the ACK is back
+ * 20 us later.  That ACK passes the PSN whose timing started at t1, but
+ * the PSN was resent meanwhile: the 1.32 ms is no round trip and must not
+ * be sampled (it would give srtt 182500, rttvar 332500, base 2^9).  So the
+ * episode adds no sample at all: rtt_samples stays 1 and the estimate is
+ * untouched.  SEND 2, first sent after the episode, is timed as usual:
+ * the one legitimate sample, 20 us, makes rtt_samples 2, rttvar
+ * (3 * 10000 + 0) / 4 = 7500, srtt 20000, base 20 us + 30 us -> 2^5. */
+START_TEST(test_adaptive_rto_rnr_karn)
+{
+	struct pair_cfg c = pair_defaults();
+	struct wire_rec *r = calloc(1, sizeof(*r));
+	static uint8_t src[3][16], dst[3][16];
+	uint64_t lat = 10000, rnr = 1280000, base = 131072, t1, t2;
+	uint32_t psn1 = dr_psn_add(c.psn_a, 1), psn2 = dr_psn_add(c.psn_a, 2);
+	struct pair p;
+
+	ck_assert_ptr_nonnull(r);
+	c.qp_flags[0] = DR_QP_ADAPTIVE_RTO;
+	c.timeout = 14;
+	c.min_rnr_timer = 14;
+	c.sim = (struct dr_sim_cfg){.latency_ns = lat, .fault = rec_fault, .fault_arg = r};
+	pair_up(&p, &c);
+	r->sim = &p.sim;
+	for (unsigned i = 0; i < 3; i++)
+		fill(src[i], sizeof(src[i]), 40 + i);
+	ck_assert_uint_eq(dr_rnr_timer_ns(14), rnr);
+
+	/* warm-up */
+	post_recv(&p, 1, 900, dst[0], 16);
+	ck_assert_int_eq(post_send(&p, 0, 0, DR_WR_SEND, src[0], 16, 0, 0, 0, DR_WR_SIGNALED), 0);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.now_ns, 2 * lat);
+	ck_assert_uint_eq(p.qp[0]->stats.rtt_samples, 1);
+	ck_assert_uint_eq(p.qp[0]->comp.srtt_ns, 20000);
+	ck_assert_uint_eq(p.qp[0]->comp.rttvar_ns, 10000);
+	ck_assert_uint_eq(p.qp[0]->comp.rto_base_ns, base);
+
+	/* SEND 1: no receive WQE at B */
+	t1 = p.sim.now_ns;
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_SEND, src[1], 16, 0, 0, 0, DR_WR_SIGNALED), 0);
+	ck_assert(p.qp[0]->comp.rtt_on);
+	ck_assert_uint_eq(p.qp[0]->comp.rtt_psn, psn1);
+	ck_assert_uint_eq(p.qp[0]->comp.rtt_start_ns, t1);
+	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), t1 + base);
+	ck_assert(dr_sim_run(&p.sim, LIMIT_NS, saw_rnr, &p));
+	ck_assert_uint_eq(p.sim.now_ns, t1 + 2 * lat);
+	ck_assert_uint_eq(p.qp[1]->stats.tx_rnr_naks, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.rx_rnr_naks, 1);
+	ck_assert_int_eq(p.qp[0]->req.state, DR_REQ_WAIT_RNR);
+	/* the RNR wait replaced the retransmit timer */
+	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), t1 + 2 * lat + rnr);
+	/* the timing of PSN 1 ended with the rewind */
+	ck_assert(!p.qp[0]->comp.rtt_on);
+	ck_assert_uint_eq(p.sim.end[0].nwc, 1);
+	post_recv(&p, 1, 901, dst[1], 16);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.now_ns, t1 + 2 * lat + rnr + 2 * lat);
+	ck_assert_uint_eq(p.sim.end[0].nwc, 2);
+	expect_wc(&p.sim.end[0].wc[1], 1, DR_WC_SUCCESS);
+	ck_assert_uint_eq(p.sim.end[1].nwc, 2);
+	expect_wc(&p.sim.end[1].wc[1], 901, DR_WC_SUCCESS);
+	ck_assert_uint_eq(p.sim.end[1].wc[1].byte_len, 16);
+	ck_assert_mem_eq(dst[1], src[1], 16);
+	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.rnr_waits, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 0);
+	ck_assert_uint_eq(p.qp[0]->stats.retries, 0);
+	/* Karn: the 1.32 ms of SEND 1 taught nothing */
+	ck_assert_uint_eq(p.qp[0]->stats.rtt_samples, 1);
+	ck_assert(!p.qp[0]->comp.rtt_on);
+	ck_assert_uint_eq(p.qp[0]->comp.srtt_ns, 20000);
+	ck_assert_uint_eq(p.qp[0]->comp.rttvar_ns, 10000);
+	ck_assert_uint_eq(p.qp[0]->comp.rto_base_ns, base);
+	/* on the wire: SEND 1 at t1, its resend after the RNR timer */
+	ck_assert_uint_eq(r->n[0], 3);
+	ck_assert_uint_eq(r->n[1], 3);
+	expect_frame(r, 0, 1, DR_OP_SEND_ONLY, psn1, -1, 0);
+	ck_assert_uint_eq(r->f[0][1].t, t1);
+	expect_frame(r, 0, 2, DR_OP_SEND_ONLY, psn1, -1, 0);
+	ck_assert_uint_eq(r->f[0][2].t, t1 + 2 * lat + rnr);
+	expect_frame(r, 1, 1, DR_OP_ACK, psn1, 1, DR_AETH_RNR_NAK | 14);
+	expect_frame(r, 1, 2, DR_OP_ACK, psn1, 2, DR_AETH_ACK_UNLIMITED);
+
+	/* SEND 2, after the episode: first sent, so timed (20 us) */
+	post_recv(&p, 1, 902, dst[2], 16);
+	t2 = p.sim.now_ns;
+	ck_assert_int_eq(post_send(&p, 0, 2, DR_WR_SEND, src[2], 16, 0, 0, 0, DR_WR_SIGNALED), 0);
+	ck_assert(p.qp[0]->comp.rtt_on);
+	ck_assert_uint_eq(p.qp[0]->comp.rtt_psn, psn2);
+	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), t2 + base);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.now_ns, t2 + 2 * lat);
+	ck_assert_uint_eq(p.sim.end[0].nwc, 3);
+	expect_wc(&p.sim.end[0].wc[2], 2, DR_WC_SUCCESS);
+	ck_assert_mem_eq(dst[2], src[2], 16);
+	ck_assert_mem_eq(dst[0], src[0], 16);
+	ck_assert_uint_eq(p.qp[0]->stats.rtt_samples, 2);
+	ck_assert_uint_eq(p.qp[0]->comp.srtt_ns, 20000);
+	ck_assert_uint_eq(p.qp[0]->comp.rttvar_ns, 7500);
+	ck_assert_uint_eq(p.qp[0]->comp.rto_base_ns, base);
+	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.rnr_waits, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 0);
+	ck_assert_uint_eq(r->overflow, 0);
+	pair_down(&p);
+	free(r);
+}
+END_TEST
+
+/* DR_QP_ADAPTIVE_RTO on a link that dies after a warm-up that measured
+ * the base 4.096 us * 2^e: the timer doubles from 2^e, the timeouts below
+ * the QP's 2^14 resend without counting, then retry_cnt + 1 counted ones
+ * at 2^14 .. 2^17 as without the option.  No warm-up: no estimate, the
+ * old behaviour exactly (test_dead_link). */
+static const struct {
+	unsigned warmups;
+	uint64_t lat_ns;
+	unsigned exp; /* of the base the warm-up measured */
+} adead_tab[] = {{0, 0, 14}, {1, 10000, 5}, {1, 100000, 8}};
+
+START_TEST(test_adaptive_dead_link)
+{
+	struct pair_cfg c = pair_defaults();
+	struct wire_rec *r = calloc(1, sizeof(*r));
+	static uint8_t src[10000], dst[16];
+	unsigned e = adead_tab[_i].exp, early = 14 - e, tries = early + 4, k, n0, seen = 0;
+	uint64_t t0, unit = 4096, frames0;
+	uint32_t first;
+	struct pair p;
+
+	ck_assert_ptr_nonnull(r);
+	c.qp_flags[0] = DR_QP_ADAPTIVE_RTO;
+	c.timeout = 14;
+	c.retry_cnt = 3;
+	c.sim = (struct dr_sim_cfg){
+	    .latency_ns = adead_tab[_i].lat_ns, .fault = rec_fault, .fault_arg = r};
+	pair_up(&p, &c);
+	r->sim = &p.sim;
+	for (k = 0; k < adead_tab[_i].warmups; k++) {
+		post_recv(&p, 1, 900 + k, dst, sizeof(dst));
+		ck_assert_int_eq(
+		    post_send(&p, 0, 50 + k, DR_WR_SEND, src, 10, 0, 0, 0, DR_WR_SIGNALED), 0);
+		ck_assert(pair_run(&p));
+	}
+	ck_assert_uint_eq(p.qp[0]->comp.rto_base_ns, adead_tab[_i].warmups ? unit << e : 0);
+	first = dr_psn_add(c.psn_a, (int32_t)adead_tab[_i].warmups);
+	r->dead = true;
+	t0 = p.sim.now_ns;
+	n0 = r->n[0];
+	frames0 = p.sim.end[0].tx_frames;
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_WRITE, src, sizeof(src), 0, 0, 0, 0), 0);
+	ck_assert_int_eq(post_send(&p, 0, 2, DR_WR_SEND, src, 1, 0, 0, 0, DR_WR_SIGNALED), 0);
+	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), t0 + (unit << e));
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.end[0].nwc, adead_tab[_i].warmups + 2);
+	expect_wc(&p.sim.end[0].wc[adead_tab[_i].warmups], 1, DR_WC_RETRY_EXC_ERR);
+	expect_wc(&p.sim.end[0].wc[adead_tab[_i].warmups + 1], 2, DR_WC_WR_FLUSH_ERR);
+	ck_assert_int_eq(p.qp[0]->state, DR_QPS_ERROR);
+	/* 2^e + 2^(e+1) + ... + 2^17 */
+	ck_assert_uint_eq(p.sim.now_ns - t0, ((1ull << 18) - (1ull << e)) * unit);
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, tries);
+	ck_assert_uint_eq(p.qp[0]->stats.early_timeouts, early);
+	ck_assert_uint_eq(p.qp[0]->stats.retries, 3);
+	/* each try: the 10 WRITE packets and the SEND, the first at
+	 * t0 + (2^e + ... + 2^(e+k-1)) */
+	ck_assert_uint_eq(p.sim.end[0].tx_frames - frames0, 11ull * tries);
+	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 11ull * (tries - 1));
+	for (k = n0; k < r->n[0]; k++) {
+		if (r->f[0][k].psn != first)
+			continue;
+		ck_assert_uint_eq(r->f[0][k].t - t0, ((1ull << (e + seen)) - (1ull << e)) * unit);
+		seen++;
+	}
+	ck_assert_uint_eq(seen, tries);
+	/* each resend halves the window, down to its floor */
+	ck_assert_uint_eq(p.qp[0]->stats.cwnd_cuts, tries - 1);
+	ck_assert_uint_eq(p.qp[0]->req.cwnd, DR_QP_MIN_CWND);
+	ck_assert_uint_eq(r->overflow, 0);
+	pair_down(&p);
+	free(r);
+}
+END_TEST
+
+/* The loss window: one packet of a 512-packet WRITE lost.  No
+ * serialisation and 10 us each way, so the window alone paces A: rounds of
+ * 128 PSNs every 20 us.  Round 2 loses PSN +300; B NAKs it, A halves
+ * the window to 64 and resends 300..363 (AckReq every 32), then the window
+ * grows by one per ACK.  The fault callback checks every packet A sends
+ * against A's window and the AckReq spacing. */
+#define CW_PKTS 512
+#define CW_DROP 300
+
+struct cwnd_sched {
+	struct wire_rec rec; /* first: rec_fault's arg */
+	struct dr_qp *a;
+	uint32_t start;
+	bool resending;
+	uint32_t cwnd_at_resend;
+	unsigned run; /* packets since the last AckReq */
+	int32_t max_out;
+	unsigned over_window, over_ackreq;
+};
+
+static enum dr_sim_action cwnd_fault(void *arg, unsigned dir, uint64_t n, const struct dr_pkt *pkt)
+{
+	struct cwnd_sched *s = arg;
+	bool drop_pending = s->rec.drop_on;
+	enum dr_sim_action act = rec_fault(&s->rec, dir, n, pkt);
+	int32_t out;
+
+	if (dir != 0 || !s->a)
+		return act;
+	if (!s->resending && !drop_pending && pkt->psn == s->rec.drop_psn) {
+		/* the go-back-N resend starts: the window was just cut, the
+		 * AckReq count starts afresh */
+		s->resending = true;
+		s->cwnd_at_resend = s->a->req.cwnd;
+		s->run = 0;
+	}
+	/* PSNs unacknowledged once this one is out */
+	out = dr_psn_diff(pkt->psn, s->a->comp.psn) + 1;
+	if (out > (int32_t)s->a->req.cwnd)
+		s->over_window++;
+	if (s->resending && out > s->max_out)
+		s->max_out = out;
+	if (pkt->ackreq) {
+		s->run = 0;
+	} else if (++s->run >= s->a->req.cwnd / 2 || s->run >= DR_QP_MAX_PKT_PER_ACK) {
+		s->over_ackreq++;
+	}
+	return act;
+}
+
+START_TEST(test_cwnd_loss)
+{
+	struct pair_cfg c = pair_defaults();
+	struct cwnd_sched *s = calloc(1, sizeof(*s));
+	uint32_t len = CW_PKTS * 1024;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	uint64_t lat = 10000;
+	/* A's bursts: at 2kL, from PSN +first, count packets */
+	static const struct {
+		unsigned t, first, count;
+	} burst[] = {{0, 0, 128},   {2, 128, 128}, {4, 256, 128}, {6, 300, 64},
+		     {8, 364, 66}, {10, 430, 67}, {12, 497, 15}};
+	static const unsigned ackreq_at[] = {63, 127, 191, 255, 319, 383, 331, 363,
+					     395, 428, 461, 495, 511};
+	unsigned i, b, k, nack = 0, acks_after_nak = 0;
+	bool nak_seen = false;
+	struct dr_mr *dmr;
+	struct pair p;
+
+	ck_assert_ptr_nonnull(s);
+	c.sim = (struct dr_sim_cfg){.latency_ns = lat, .fault = cwnd_fault, .fault_arg = s};
+	pair_up(&p, &c);
+	s->rec.sim = &p.sim;
+	s->a = p.qp[0];
+	s->start = c.psn_a;
+	s->rec.drop_on = true;
+	s->rec.drop_psn = dr_psn_add(c.psn_a, CW_DROP);
+	ck_assert_uint_eq(p.qp[0]->req.cwnd, DR_QP_MAX_UNACKED_PSNS);
+	fill(src, len, 123);
+	dmr = reg(&p, 1, dst, len, DR_ACCESS_REMOTE_WRITE);
+	ck_assert_int_eq(
+	    post_send(&p, 0, 1, DR_WR_WRITE, src, len, 0, (uintptr_t)dst, dmr->key, DR_WR_SIGNALED),
+	    0);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.end[0].nwc, 1);
+	expect_wc(&p.sim.end[0].wc[0], 1, DR_WC_SUCCESS);
+	ck_assert(memcmp(src, dst, len) == 0);
+	ck_assert_uint_eq(s->rec.overflow, 0);
+	ck_assert(!s->rec.drop_on);
+
+	/* one loss, one NAK, one go-back-N, one cut: exactly half */
+	ck_assert(s->resending);
+	ck_assert_uint_eq(s->cwnd_at_resend, DR_QP_MAX_UNACKED_PSNS / 2);
+	ck_assert_uint_eq(p.qp[0]->stats.cwnd_cuts, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.rx_seq_naks, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.retries, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 0);
+	ck_assert_uint_eq(p.qp[1]->stats.tx_seq_naks, 1);
+	/* never more than the window unacknowledged, AckReq every cwnd/2 */
+	ck_assert_uint_eq(s->over_window, 0);
+	ck_assert_uint_eq(s->over_ackreq, 0);
+	ck_assert_int_eq(s->max_out, 68);
+	/* the bursts, from the wire */
+	k = 0;
+	for (b = 0; b < sizeof(burst) / sizeof(burst[0]); b++) {
+		for (i = 0; i < burst[b].count; i++, k++) {
+			const struct wire_frame *f = &s->rec.f[0][k];
+
+			ck_assert_msg(k < s->rec.n[0], "only %u frames", s->rec.n[0]);
+			ck_assert_msg(f->t == burst[b].t * lat &&
+					  f->psn == dr_psn_add(c.psn_a, (int32_t)(burst[b].first + i)),
+				      "frame %u: psn +%d at %llu ns, expected +%u at %llu", k,
+				      dr_psn_diff(f->psn, c.psn_a), (unsigned long long)f->t,
+				      burst[b].first + i, (unsigned long long)burst[b].t * lat);
+		}
+	}
+	ck_assert_uint_eq(s->rec.n[0], k);
+	ck_assert_uint_eq(k, CW_PKTS + (3 * 128 - CW_DROP));
+	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 3 * 128 - CW_DROP);
+	/* AckReq exactly where the window puts it */
+	for (i = 0, k = 0; i < s->rec.n[0]; i++) {
+		if (!s->rec.f[0][i].ackreq)
+			continue;
+		ck_assert_msg(k < sizeof(ackreq_at) / sizeof(ackreq_at[0]), "extra AckReq psn +%d",
+			      dr_psn_diff(s->rec.f[0][i].psn, c.psn_a));
+		ck_assert_msg(s->rec.f[0][i].psn == dr_psn_add(c.psn_a, (int32_t)ackreq_at[k]),
+			      "AckReq %u at psn +%d, expected +%u", k,
+			      dr_psn_diff(s->rec.f[0][i].psn, c.psn_a), ackreq_at[k]);
+		k++;
+	}
+	ck_assert_uint_eq(k, sizeof(ackreq_at) / sizeof(ackreq_at[0]));
+	/* B: an ACK per AckReq it accepted, the NAK; each ACK after the NAK
+	 * opened the window by one */
+	for (i = 0; i < s->rec.n[1]; i++) {
+		const struct wire_frame *f = &s->rec.f[1][i];
+
+		ck_assert_int_eq(f->op, DR_OP_ACK);
+		if (f->syn == DR_AETH_NAK_PSN_SEQ) {
+			ck_assert_uint_eq(f->psn, s->rec.drop_psn);
+			nak_seen = true;
+			continue;
+		}
+		ck_assert_uint_eq(f->syn, DR_AETH_ACK_UNLIMITED);
+		nack++;
+		if (nak_seen)
+			acks_after_nak++;
+	}
+	ck_assert(nak_seen);
+	ck_assert_uint_eq(nack, 11);
+	ck_assert_uint_eq(acks_after_nak, 7);
+	ck_assert_uint_eq(p.qp[0]->req.cwnd, DR_QP_MAX_UNACKED_PSNS / 2 + acks_after_nak);
+	/* B dropped what followed the gap until the resend: +302..+383 */
+	ck_assert_uint_eq(p.qp[1]->stats.rx_dropped, 3 * 128 - CW_DROP - 2);
+	ck_assert_uint_eq(p.sim.now_ns, 14 * lat);
+	ck_assert_uint_eq(rops[1].n, 1);
+	expect_rop(1, 0, DR_REMOTE_WRITE, DR_WC_SUCCESS, len);
+	pair_down(&p);
+	free(src);
+	free(dst);
+	free(s);
+}
+END_TEST
+
 static Suite *qp_suite(void)
 {
 	Suite *s = suite_create("qp");
@@ -1943,6 +2972,21 @@ static Suite *qp_suite(void)
 
 	tc = tcase_create("remote_op");
 	tcase_add_test(tc, test_read_replay_refused);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("data_path");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_defer_ack_coalesce);
+	tcase_add_loop_test(tc, test_defer_ack_order, 0, DO_NUM);
+	tcase_add_test(tc, test_defer_ack_error);
+	tcase_add_loop_test(tc, test_adaptive_rto_estimate, 0,
+			    (int)(sizeof(rto_tab) / sizeof(rto_tab[0])));
+	tcase_add_test(tc, test_adaptive_rto_one_at_a_time);
+	tcase_add_test(tc, test_adaptive_rto_early);
+	tcase_add_test(tc, test_adaptive_rto_rnr_karn);
+	tcase_add_loop_test(tc, test_adaptive_dead_link, 0,
+			    (int)(sizeof(adead_tab) / sizeof(adead_tab[0])));
+	tcase_add_test(tc, test_cwnd_loss);
 	suite_add_tcase(s, tc);
 	return s;
 }
