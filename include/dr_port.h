@@ -349,7 +349,8 @@ int dr_port_resolve(struct dr_port *p, uint32_t ip, uint8_t mac[6]);
 
 /* ---- Clock and timers (rte_timer, run by dr_port_poll) --------------------- */
 
-/* Monotonic nanoseconds, the clock of the port timers. */
+/* Monotonic nanoseconds, the clock of the port timers: CLOCK_MONOTONIC
+ * until DPDK's EAL is up, then the TSC anchored to it (no system call). */
 uint64_t dr_port_now_ns(void);
 
 struct dr_port_timer;

@@ -382,6 +382,11 @@ const char *dr_crc32_impl(void);
  * running value is the ICRC.  Returns 0 with *state set, -1 if l3 is not an
  * IPv4/IPv6 header or hdr_len is too short. */
 int dr_icrc_start(const void *l3, size_t hdr_len, uint32_t *state);
+/* The whole ICRC of headers (as for dr_icrc_start), payload and pad in one
+ * call: a short frame is gathered, masked, into one buffer and checked in a
+ * single pass.  Returns 0 with *icrc set, or -1 as dr_icrc_start. */
+int dr_icrc_frame(const void *l3, size_t hdr_len, const void *payload, size_t payload_len,
+		  const void *pad, size_t pad_len, uint32_t *icrc);
 static inline uint32_t dr_icrc_update(uint32_t state, const void *p, size_t n)
 {
 	return dr_crc32(state, p, n);

@@ -343,15 +343,15 @@ void dr_dev_flush_acks(struct dr_dev *dev)
 }
 
 /*
- * One poll, its frames sent in one burst.  Acknowledgements are coalesced
- * (DR_QP_DEFER_ACK): one per QP per poll at most.  When the poll delivered
- * completions to an application that polls (app), the ACKs wait for its
- * next call -- a post sends them behind its request, the next poll before
- * its rx burst -- so that an answer to what just arrived does not queue
- * behind them; otherwise, and always for the progress thread, they leave
- * with this poll.  Either way an ACK waits for at most one poll cycle of
- * the application or the progress thread (DR_DEV_CTRL_NAP_US), within the
- * ACK delay droce announces in the CM (DR_ACK_DELAY).
+ * One poll, its frames sent in one burst.  What posts queued (ep.c) leaves
+ * first, on its own.  Acknowledgements are coalesced (DR_QP_DEFER_ACK): one
+ * per QP per poll at most.  When the poll delivered completions to an
+ * application that polls (app), the ACKs wait for its next poll, so that
+ * neither this burst nor its answer to what just arrived queues behind
+ * them; otherwise, and always for the progress thread, they leave with
+ * this poll.  The progress thread polls when ACKs have waited one of its
+ * naps (DR_DEV_CTRL_NAP_US), within the ACK delay droce announces in the
+ * CM (DR_ACK_DELAY).
  */
 static int dev_poll(struct dr_dev *dev, bool app)
 {

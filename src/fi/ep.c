@@ -914,9 +914,9 @@ ssize_t dr_ep_post_send(struct dr_ep *ep, struct dr_send_wr *wr, const struct dr
 		if (!ret)
 			ep->tx_posted++;
 	}
-	/* ACKs held since the last poll leave behind this request, and all
-	 * of it with the next post's or at the next poll (dev_poll) */
-	dr_dev_flush_acks(ep->dev);
+	/* the request leaves with the next post's or first thing at the next
+	 * poll (dev_poll), ahead of the ACKs held since the last poll: they
+	 * stay off the path of an answer */
 	dr_port_batch_hold(ep->dev->port);
 	dr_dev_unlock(ep->dev);
 	if (ret == -FI_EAGAIN)

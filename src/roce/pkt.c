@@ -216,9 +216,8 @@ int dr_pkt_build_split(const struct dr_pkt_desc *d, void *hdr, size_t cap, uint8
 	l3 = write_hdrs(d, hdr);
 	memcpy(trailer, d->pad, pad);
 	/* cannot fail: write_hdrs wrote a whole IP/UDP/BTH */
-	(void)dr_icrc_start(l3, (size_t)hl - (size_t)(l3 - (uint8_t *)hdr), &icrc);
-	icrc = dr_icrc_update(icrc, d->payload, d->payload_len);
-	icrc = dr_icrc_update(icrc, trailer, pad);
+	(void)dr_icrc_frame(l3, (size_t)hl - (size_t)(l3 - (uint8_t *)hdr), d->payload,
+			    d->payload_len, trailer, pad, &icrc);
 	dr_icrc_put(trailer + pad, icrc);
 	*trailer_len = pad + DR_ICRC_LEN;
 	return hl;
@@ -396,9 +395,11 @@ uint32_t dr_pkt_icrc(const struct dr_pkt *pkt)
 	const uint8_t *end = pkt->payload + pkt->payload_len + pkt->padcnt;
 	uint32_t st;
 
-	if (!l3 || !pkt->op || dr_icrc_start(l3, (size_t)(pkt->payload - l3), &st))
+	if (!l3 || !pkt->op ||
+	    dr_icrc_frame(l3, (size_t)(pkt->payload - l3), pkt->payload,
+			  (size_t)(end - pkt->payload), NULL, 0, &st))
 		return 0;
-	return dr_icrc_update(st, pkt->payload, (size_t)(end - pkt->payload));
+	return st;
 }
 
 void dr_pkt_to_desc(const struct dr_pkt *pkt, struct dr_pkt_desc *d)

@@ -899,12 +899,41 @@ void dr_port_set_neigh_cb(struct dr_port *p, dr_port_neigh_fn fn, void *ctx)
 
 /* ---- clock and timers --------------------------------------------------------------- */
 
-uint64_t dr_port_now_ns(void)
+/* The clock of every deadline: CLOCK_MONOTONIC until EAL is up, then the
+ * TSC (an rdtsc, not a vDSO call: the engine reads the clock several times
+ * per message) scaled to ns and anchored to CLOCK_MONOTONIC at that moment,
+ * so the two agree where they meet. */
+static struct {
+	uint64_t tsc0, ns0, mult; /* ns = ns0 + ((tsc - tsc0) * mult) >> 32 */
+	bool ready;
+} dr_clock;
+
+static uint64_t mono_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
+}
+
+void dr_port_clock_init(void)
+{
+	uint64_t hz = rte_get_tsc_hz();
+
+	if (!hz || __atomic_load_n(&dr_clock.ready, __ATOMIC_ACQUIRE))
+		return;
+	dr_clock.mult = (uint64_t)(((unsigned __int128)1000000000u << 32) / hz);
+	dr_clock.ns0 = mono_ns();
+	dr_clock.tsc0 = rte_get_tsc_cycles();
+	__atomic_store_n(&dr_clock.ready, true, __ATOMIC_RELEASE);
+}
+
+uint64_t dr_port_now_ns(void)
+{
+	if (!__atomic_load_n(&dr_clock.ready, __ATOMIC_ACQUIRE))
+		return mono_ns();
+	return dr_clock.ns0 + (uint64_t)(((unsigned __int128)(rte_get_tsc_cycles() - dr_clock.tsc0) *
+					  dr_clock.mult) >> 32);
 }
 
 /* rte_timer_alt_manage() calls this for every expired timer of the port */

@@ -448,8 +448,10 @@ int dr_port_eal_init(const char *extra_args, const char *device, struct dr_port_
 			goto out;
 	}
 	ret = timers_init(err);
-	if (ret == 0)
+	if (ret == 0) {
+		dr_port_clock_init();
 		eal_running = true;
+	}
 out:
 	pthread_mutex_unlock(&dr_port_global_lock);
 	return ret;

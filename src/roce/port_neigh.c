@@ -169,11 +169,20 @@ static void neigh_delete(struct dr_port *p, struct dr_neigh *n)
 	rte_hash_del_key(p->neigh_hash, &key);
 }
 
+/* The last entry found is tried first: a port mostly sends to one peer
+ * (a freed slot is FREE, a reused one has another address). */
 static struct dr_neigh *neigh_lookup(struct dr_port *p, uint32_t ip)
 {
-	int32_t i = rte_hash_lookup(p->neigh_hash, &ip);
+	struct dr_neigh *n = p->neigh_last;
+	int32_t i;
 
-	return i >= 0 && (unsigned)i < p->arp.entries ? &p->neigh[i] : NULL;
+	if (n && n->ip == ip && n->state != DR_NEIGH_FREE)
+		return n;
+	i = rte_hash_lookup(p->neigh_hash, &ip);
+	n = i >= 0 && (unsigned)i < p->arp.entries ? &p->neigh[i] : NULL;
+	if (n)
+		p->neigh_last = n;
+	return n;
 }
 
 /* Make room by dropping a FAILED entry, else the stalest STALE one. */
@@ -440,5 +449,6 @@ void dr_neigh_fini(struct dr_port *p)
 	free(p->neigh_q);
 	p->neigh_hash = NULL;
 	p->neigh = NULL;
+	p->neigh_last = NULL;
 	p->neigh_q = NULL;
 }

@@ -54,6 +54,9 @@ bool dr_port_spec_is_pci(const char *spec);
 
 /* ---- timers (port.c) ------------------------------------------------------- */
 
+/* Switch dr_port_now_ns to the TSC (once EAL is up; global lock held). */
+void dr_port_clock_init(void);
+
 struct dr_port_timer {
 	struct rte_timer tim; /* armed on p->timer_id, lcore p->timer_lcore */
 	struct dr_port *port;
@@ -107,6 +110,7 @@ struct dr_port {
 	struct dr_port_arp_params arp;
 	struct rte_hash *neigh_hash; /* IPv4 (host order) -> index */
 	struct dr_neigh *neigh;	     /* arp.entries slots */
+	struct dr_neigh *neigh_last; /* the last one looked up (port_neigh.c) */
 	struct rte_mbuf **neigh_q;   /* arp.entries * arp.queue_len */
 
 	struct rte_pcapng *pcapng;
