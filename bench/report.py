@@ -371,27 +371,24 @@ def table_pair(data, test, window, unit, title, better):
 
 
 LIMITS = {
-    "lat": "Each one-way trip is a SEND frame and, before the receiving application even "
-           "sees it, an ACK frame built and sent by the responder (PROFILE.md §1, §5.3); each "
-           "frame costs ≈ 1,900 instructions (scratch-buffer build, mbuf copy, ICRC, IPv4 "
-           "checksum, ARP hash lookup, a one-frame tx burst) and every empty poll ≈ 500 "
-           "(two mutex pairs, rte_timer_manage). Removing the ACK from the path and the "
-           "per-poll locks/timer walk is what would bring the half RTT down.",
-    "rate": "≈ 3,200–4,300 instructions of work per 8-byte message on each side plus ≈ 500 per "
-            "empty poll (callgrind, PROFILE.md §1): one ACK frame per message, ~14 mutex "
-            "lock/unlock pairs, an rte_timer re-arm per ACK, three copies, one frame per "
-            "rte_eth_tx_burst. 8× tcp means ≲ 300–600 instructions per message per side: "
-            "items 1–7 of PROFILE.md §5 together, and even then this 2-core machine makes "
-            "8× unlikely (PROFILE.md §6).",
-    "bw": "At PMTU 1024 (the most DPDK 22.11's memif allows) a 1 MiB write is 1,024 frames, "
-          "each ≈ 4,400 instructions including three payload copies and the poll loop "
-          "(PROFILE.md §2); the 128-PSN window stalls the sender whenever the responder "
-          "process is descheduled, which on this shared machine is often (see CPU and "
-          "scheduling).",
-    "loss": "The retransmit timer is a fixed 67 ms against round trips of microseconds, and "
-            "go-back-N resends up to 128 packets per loss: at 1 % loss 51 % of transmitted "
-            "packets were resends and timeouts idled the link 40 % of the time (PROFILE.md "
-            "§4). Sessions that ended in \"transport retry counter exceeded\" have no figure.",
+    "lat": "each round trip costs the client ≈ 7,700 instructions (callgrind, PROFILE.md §0): "
+           "per frame ≈ 250 to parse, ≈ 300 to build, ≈ 190 of ICRC, ≈ 400 in the memif "
+           "PMD, and RC acknowledgements double the frames (the SEND's ACK is built, sent, "
+           "received and parsed on each side, off the answer's path but on the same CPU). "
+           "≤ 0.25× needs about 20 % fewer cycles per trip again.",
+    "rate": "≈ 1,000–1,500 instructions per 8-byte message and side remain (parse, build, "
+            "ICRC, the memif PMD, the CQ), and tcp's loopback rate itself swings with how the "
+            "kernel batches small messages (PROFILE.md §0).",
+    "bw": "the copies. `perf`: the sender spends over half its samples in the memif PMD "
+          "copying each 4 KiB frame into the shared ring and most of the rest in the ICRC "
+          "pass; the receiver copies ring → mbuf (the PMD), checks the ICRC, then copies "
+          "into the target — two copies and a CRC pass per 4 KiB, where tcp over loopback "
+          "makes one copy per 64 KiB segment on each side. Placing data before its ICRC is "
+          "checked would save a pass but the IBA forbids it (a frame with a bad ICRC must "
+          "have no effect); memif's zero-copy receive mode is what could remove a copy "
+          "(PROFILE.md §0).",
+    "loss": "go-back-N resends what was in flight after each loss, and a lost tail packet, "
+            "NAK or ACK costs one adaptive timeout (PROFILE.md §0, §4).",
 }
 
 
@@ -418,6 +415,9 @@ def verdict_notes(data):
                    "%.1f× more than now" % (fmt(d[0], unit), unit, fmt(t[0], unit), unit, r,
                                             op, bound, fmt(t[0] * bound, unit), unit,
                                             bound / r if r else float("inf"))
+        if ok:
+            need = "droce %s %s vs tcp %s %s = %.2f× (bound %s %g×)" % (
+                fmt(d[0], unit), unit, fmt(t[0], unit), unit, r, op, bound)
         out.append("- **%s — %s.** %s. %s" % (name, "met" if ok else "not met", need,
                                               "" if ok else "Limited by: " + LIMITS[key]))
     name, l1, l0, rt, op, bound = loss_headline(data)
@@ -632,10 +632,13 @@ def results_md(data, machine, failures, drops, outdir, pngs, profile):
 
     if profile and os.path.exists(profile):
         txt = open(profile).read()
-        a, b = txt.find("<!-- summary -->"), txt.find("<!-- /summary -->")
-        L.append("## What the profile showed\n")
-        if a >= 0 and b > a:
-            L.append(txt[a + len("<!-- summary -->"):b].strip() + "\n")
+        for tag, title in (("summary", "What the profile showed"),
+                           ("changes", "What was changed, with before/after figures")):
+            a = txt.find("<!-- %s -->" % tag)
+            b = txt.find("<!-- /%s -->" % tag)
+            if a >= 0 and b > a:
+                L.append("## %s\n" % title)
+                L.append(txt[a + len("<!-- %s -->" % tag):b].strip() + "\n")
         L.append("Details, call graphs and suggestions: [PROFILE.md](PROFILE.md).\n")
 
     L.append("## Reproduce\n")

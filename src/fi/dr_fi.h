@@ -539,6 +539,7 @@ struct dr_ep {
 	struct dr_ep *ack_next;
 	bool ack_listed;
 	uint64_t timer_at; /* deadline qp_timer is armed for, 0: none (ep.c) */
+	struct dr_qp_ops qp_ops; /* the engine's view of this endpoint (ep.c) */
 };
 
 static inline struct dr_ep *dr_ep_of(struct fid_ep *f)

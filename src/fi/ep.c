@@ -295,18 +295,6 @@ static const struct dr_qp_ops ep_qp_ops = {
 	.log = qp_log,
 };
 
-/* The same, attaching payloads on ports that allow it. */
-static const struct dr_qp_ops ep_qp_ops_zc = {
-	.xmit = qp_xmit,
-	.frame_alloc = qp_frame_alloc,
-	.frame_done = qp_frame_done,
-	.xmit_split = qp_xmit_split,
-	.now_ns = qp_now,
-	.timer_set = qp_timer_set,
-	.complete = qp_complete,
-	.remote_op = qp_remote_op,
-	.log = qp_log,
-};
 
 /* ---- connection ---------------------------------------------------------- */
 
@@ -1445,7 +1433,11 @@ int dr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **
 	ia.max_recv_wr = info->rx_attr && info->rx_attr->size ? (uint32_t)info->rx_attr->size :
 								DR_MAX_RX_SIZE;
 	ia.mrt = &dev->mrt;
-	ia.ops = dr_port_zero_copy_sync(ep->dev->port) ? &ep_qp_ops_zc : &ep_qp_ops;
+	/* payloads attached, not copied, on ports that allow it */
+	ep->qp_ops = ep_qp_ops;
+	if (dr_port_zero_copy_sync(ep->dev->port))
+		ep->qp_ops.xmit_split = qp_xmit_split;
+	ia.ops = &ep->qp_ops;
 	ia.ctx = ep;
 	/* without FI_RX_CQ_DATA, writes with CQ data leave the receives alone */
 	ia.flags = DR_QP_DEFER_ACK | DR_QP_ADAPTIVE_RTO | (ep->rx_cq_data ? 0 : DR_QP_WRITE_IMM_NO_WQE);

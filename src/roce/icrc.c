@@ -165,25 +165,28 @@ const char *dr_crc32_impl(void)
  * checksum; IPv6 traffic class, flow label and hop limit; the UDP checksum;
  * BTH byte 4 (FECN, BECN, resv6a).  Everything else is covered as sent.
  */
-int dr_icrc_start(const void *l3, size_t hdr_len, uint32_t *state)
+
+/* Bytes of IP, UDP and BTH at h (the masked part), or 0 if h does not hold
+ * them; *iplen: the IP header's length. */
+static size_t icrc_masked_len(const uint8_t *h, size_t hdr_len, size_t *iplen)
 {
-	const uint8_t *h = l3;
-	uint8_t m[sizeof(struct dr_ipv6_hdr) + sizeof(struct dr_udp_hdr) + sizeof(struct dr_bth)];
-	size_t iplen, n;
+	size_t n;
 
 	if (hdr_len < 1)
-		return -1;
+		return 0;
 	if ((h[0] >> 4) == 4)
-		iplen = sizeof(struct dr_ipv4_hdr);
+		*iplen = sizeof(struct dr_ipv4_hdr);
 	else if ((h[0] >> 4) == 6)
-		iplen = sizeof(struct dr_ipv6_hdr);
+		*iplen = sizeof(struct dr_ipv6_hdr);
 	else
-		return -1;
-	n = iplen + sizeof(struct dr_udp_hdr) + sizeof(struct dr_bth);
-	if (hdr_len < n)
-		return -1;
+		return 0;
+	n = *iplen + sizeof(struct dr_udp_hdr) + sizeof(struct dr_bth);
+	return hdr_len < n ? 0 : n;
+}
 
-	memcpy(m, h, n);
+/* Apply the masks to a copy of the headers at m. */
+static void icrc_mask(uint8_t *m, size_t iplen)
+{
 	if (iplen == sizeof(struct dr_ipv4_hdr)) {
 		struct dr_ipv4_hdr *ip = (struct dr_ipv4_hdr *)m;
 
@@ -198,7 +201,18 @@ int dr_icrc_start(const void *l3, size_t hdr_len, uint32_t *state)
 	}
 	((struct dr_udp_hdr *)(m + iplen))->csum = 0xffff;
 	m[iplen + sizeof(struct dr_udp_hdr) + 4] = 0xff;
+}
 
+int dr_icrc_start(const void *l3, size_t hdr_len, uint32_t *state)
+{
+	uint8_t m[sizeof(struct dr_ipv6_hdr) + sizeof(struct dr_udp_hdr) + sizeof(struct dr_bth)];
+	const uint8_t *h = l3;
+	size_t iplen, n = icrc_masked_len(h, hdr_len, &iplen);
+
+	if (!n)
+		return -1;
+	memcpy(m, h, n);
+	icrc_mask(m, iplen);
 	*state = dr_crc32(dr_crc32(DR_ICRC_SEED, m, n), h + n, hdr_len - n);
 	return 0;
 }
@@ -211,8 +225,7 @@ int dr_icrc_frame(const void *l3, size_t hdr_len, const void *payload, size_t pa
 		  const void *pad, size_t pad_len, uint32_t *icrc)
 {
 	uint8_t m[DR_ICRC_GATHER];
-	const uint8_t *h = l3;
-	size_t iplen, n;
+	size_t iplen;
 
 	if (hdr_len + payload_len + pad_len > sizeof(m)) {
 		if (dr_icrc_start(l3, hdr_len, icrc))
@@ -221,35 +234,12 @@ int dr_icrc_frame(const void *l3, size_t hdr_len, const void *payload, size_t pa
 		*icrc = dr_icrc_update(*icrc, pad, pad_len);
 		return 0;
 	}
-	if (hdr_len < 1)
+	if (!icrc_masked_len(l3, hdr_len, &iplen))
 		return -1;
-	if ((h[0] >> 4) == 4)
-		iplen = sizeof(struct dr_ipv4_hdr);
-	else if ((h[0] >> 4) == 6)
-		iplen = sizeof(struct dr_ipv6_hdr);
-	else
-		return -1;
-	n = iplen + sizeof(struct dr_udp_hdr) + sizeof(struct dr_bth);
-	if (hdr_len < n)
-		return -1;
-	memcpy(m, h, hdr_len);
+	memcpy(m, l3, hdr_len);
 	memcpy(m + hdr_len, payload, payload_len);
 	memcpy(m + hdr_len + payload_len, pad, pad_len);
-	/* the same masks as dr_icrc_start (A.9) */
-	if (iplen == sizeof(struct dr_ipv4_hdr)) {
-		struct dr_ipv4_hdr *ip = (struct dr_ipv4_hdr *)m;
-
-		ip->tos = 0xff;
-		ip->ttl = 0xff;
-		ip->csum = 0xffff;
-	} else {
-		struct dr_ipv6_hdr *ip6 = (struct dr_ipv6_hdr *)m;
-
-		ip6->ver_tc_flow |= htonl(0x0fffffff);
-		ip6->hop_limit = 0xff;
-	}
-	((struct dr_udp_hdr *)(m + iplen))->csum = 0xffff;
-	m[iplen + sizeof(struct dr_udp_hdr) + 4] = 0xff;
+	icrc_mask(m, iplen);
 	*icrc = dr_crc32(DR_ICRC_SEED, m, hdr_len + payload_len + pad_len);
 	return 0;
 }
