@@ -113,7 +113,6 @@ static void setup(void)
 	memset(&tdev, 0, sizeof(tdev));
 	memset(&tdom, 0, sizeof(tdom));
 	pthread_mutex_init(&tfab.lock, NULL);
-	pthread_mutex_init(&tdev.lock, NULL);
 	set_api(FI_VERSION(1, 17));
 	tdom.fab = &tfab;
 	tdom.dev = &tdev;
@@ -125,7 +124,6 @@ static void teardown(void)
 	ck_assert_int_eq(tfab.ref, 0);
 	ck_assert_int_eq(tdom.ref, 0);
 	pthread_mutex_destroy(&tfab.lock);
-	pthread_mutex_destroy(&tdev.lock);
 }
 
 /* ---- helpers ---------------------------------------------------------------- */
