@@ -237,8 +237,11 @@ int dr_icrc_frame(const void *l3, size_t hdr_len, const void *payload, size_t pa
 	if (!icrc_masked_len(l3, hdr_len, &iplen))
 		return -1;
 	memcpy(m, l3, hdr_len);
-	memcpy(m + hdr_len, payload, payload_len);
-	memcpy(m + hdr_len + payload_len, pad, pad_len);
+	/* payload and pad may be NULL when empty (an ACK; the parser's pad) */
+	if (payload_len)
+		memcpy(m + hdr_len, payload, payload_len);
+	if (pad_len)
+		memcpy(m + hdr_len + payload_len, pad, pad_len);
 	icrc_mask(m, iplen);
 	*icrc = dr_crc32(DR_ICRC_SEED, m, hdr_len + payload_len + pad_len);
 	return 0;
