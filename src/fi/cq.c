@@ -146,9 +146,9 @@ static void cq_pop(struct dr_cq *cq)
 
 int dr_cq_push(struct dr_cq *cq, const struct dr_cq_ent *e)
 {
-	pthread_mutex_lock(&cq->lock);
+	dr_spin_lock(&cq->lock);
 	if (cq->count == cq->size && cq_grow(cq)) {
-		pthread_mutex_unlock(&cq->lock);
+		dr_spin_unlock(&cq->lock);
 		DR_WARN(FI_LOG_CQ, "out of memory: completion of context %p lost\n", e->op_context);
 		return -FI_ENOMEM;
 	}
@@ -156,7 +156,7 @@ int dr_cq_push(struct dr_cq *cq, const struct dr_cq_ent *e)
 	/* released: a lockless reader that sees the count sees the entry */
 	if (__atomic_fetch_add(&cq->count, 1, __ATOMIC_RELEASE) == 0)
 		dr_wait_signal(&cq->wait);
-	pthread_mutex_unlock(&cq->lock);
+	dr_spin_unlock(&cq->lock);
 	return 0;
 }
 
@@ -195,9 +195,9 @@ static ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_
 	 * is seen by the next read */
 	if (!__atomic_load_n(&cq->count, __ATOMIC_ACQUIRE))
 		return -FI_EAGAIN;
-	pthread_mutex_lock(&cq->lock);
+	dr_spin_lock(&cq->lock);
 	ret = cq_read_locked(cq, buf, count, src_addr);
-	pthread_mutex_unlock(&cq->lock);
+	dr_spin_unlock(&cq->lock);
 	return ret;
 }
 
@@ -228,7 +228,7 @@ static ssize_t cq_sreadfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr
 	deadline = dr_deadline_ns(start, timeout);
 	for (;;) {
 		dr_progress_run(&cq->progress);
-		pthread_mutex_lock(&cq->lock);
+		dr_spin_lock(&cq->lock);
 		ret = cq_read_locked(cq, buf, count, src_addr);
 		woken = ret == -FI_EAGAIN && cq->signaled;
 		if (woken) {
@@ -236,7 +236,7 @@ static ssize_t cq_sreadfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr
 			cq->signaled = false;
 			dr_wait_clear(&cq->wait);
 		}
-		pthread_mutex_unlock(&cq->lock);
+		dr_spin_unlock(&cq->lock);
 		if (ret != -FI_EAGAIN || woken)
 			return ret;
 		if (!dr_wait_pause(&cq->wait, start, deadline))
@@ -268,7 +268,7 @@ static ssize_t cq_readerr(struct fid_cq *fid, struct fi_cq_err_entry *buf, uint6
 	user_data = buf->err_data;
 	user_size = buf->err_data_size;
 
-	pthread_mutex_lock(&cq->lock);
+	dr_spin_lock(&cq->lock);
 	if (!cq->count || !cq_at(cq, 0)->err) {
 		ret = -FI_EAGAIN;
 		goto out_unlock;
@@ -301,7 +301,7 @@ static ssize_t cq_readerr(struct fid_cq *fid, struct fi_cq_err_entry *buf, uint6
 		cq_pop(cq);
 	ret = 1;
 out_unlock:
-	pthread_mutex_unlock(&cq->lock);
+	dr_spin_unlock(&cq->lock);
 	return ret;
 }
 
@@ -313,10 +313,10 @@ static int cq_signal(struct fid_cq *fid)
 		DR_WARN(FI_LOG_CQ, "fi_cq_signal on a CQ opened with FI_WAIT_NONE\n");
 		return -FI_ENOSYS;
 	}
-	pthread_mutex_lock(&cq->lock);
+	dr_spin_lock(&cq->lock);
 	cq->signaled = true;
 	dr_wait_signal(&cq->wait);
-	pthread_mutex_unlock(&cq->lock);
+	dr_spin_unlock(&cq->lock);
 	return 0;
 }
 
@@ -351,17 +351,16 @@ static int cq_close(struct fid *fid)
 	struct dr_cq *cq = container_of(fid, struct dr_cq, cq.fid);
 	struct dr_domain *dom = cq->dom;
 
-	pthread_mutex_lock(&cq->lock);
+	dr_spin_lock(&cq->lock);
 	if (cq->ref) {
-		pthread_mutex_unlock(&cq->lock);
+		dr_spin_unlock(&cq->lock);
 		DR_WARN(FI_LOG_CQ, "CQ still bound to %d endpoint(s)\n", cq->ref);
 		return -FI_EBUSY;
 	}
-	pthread_mutex_unlock(&cq->lock);
+	dr_spin_unlock(&cq->lock);
 	/* completions never read are lost (fi_cq(3)) */
 	free(cq->ring);
 	dr_wait_fini(&cq->wait);
-	pthread_mutex_destroy(&cq->lock);
 	free(cq);
 	dr_dev_lock(dom->dev);
 	__atomic_sub_fetch(&dom->ref, 1, __ATOMIC_RELEASE);
@@ -466,7 +465,6 @@ int dr_cq_open(struct fid_domain *domain, struct fi_cq_attr *uattr, struct fid_c
 	ret = dr_wait_init(&cq->wait, attr->wait_obj);
 	if (ret)
 		goto out_free_ring;
-	pthread_mutex_init(&cq->lock, NULL);
 	cq->cq.fid.fclass = FI_CLASS_CQ;
 	cq->cq.fid.context = context;
 	/* libfabric's fids hold non-const ops pointers, never written through */

@@ -238,7 +238,7 @@ struct dr_cq {
 	struct dr_wait wait;
 	enum fi_cq_format format;
 	size_t entry_size;
-	pthread_mutex_t lock; /* the ring, signaled, ref, err_buf, wait's state */
+	int lock; /* dr_spin_lock: the ring, signaled, ref, err_buf, wait's state */
 	struct dr_cq_ent *ring; /* successes and errors in completion order */
 	size_t size, head, count; /* grows when full: nothing is lost */
 	bool signaled;	/* fi_cq_signal: wake one sread */
@@ -333,7 +333,7 @@ struct dr_dev {
 	struct dr_fabric *fab;
 	int ref;		/* under fabric->lock */
 	struct dr_devcfg cfg;
-	int lock; /* dr_dev_lock: a spinlock that yields */
+	int lock; /* dr_dev_lock: a spin lock that yields */
 	struct dr_port *port;
 	unsigned pmtu;		/* path MTU from the port MTU (rxe's rule) */
 	uint8_t mac[6];
@@ -354,18 +354,18 @@ struct dr_dev {
 	uint64_t completions;	/* work completions delivered (under lock) */
 };
 
-/* The domain lock.  Held for short stretches and never across a sleep, by
- * the application's threads and the device's progress thread: a test-and-
- * set lock (one atomic to take, a plain store to release; a pthread mutex
- * costs two atomics and was the top entry of a polling loop's profile)
- * that yields the CPU when it has spun for a while (2 CPUs: the holder may
- * be waiting for this one). */
-static inline void dr_dev_lock(struct dr_dev *dev)
+/* The locks of the data path (the domain's, a CQ's): held for short
+ * stretches and never across a sleep, by the application's threads and
+ * the device's progress thread.  A test-and-set lock: one atomic to take, a
+ * plain store to release (a pthread mutex costs two atomics and was the
+ * top entry of a polling loop's profile); it yields the CPU when it has
+ * spun for a while (2 CPUs: the holder may be waiting for this one). */
+static inline void dr_spin_lock(int *l)
 {
 	unsigned spins = 0;
 
-	while (__atomic_exchange_n(&dev->lock, 1, __ATOMIC_ACQUIRE))
-		while (__atomic_load_n(&dev->lock, __ATOMIC_RELAXED)) {
+	while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+		while (__atomic_load_n(l, __ATOMIC_RELAXED)) {
 			if (++spins >= 256)
 				sched_yield();
 #if defined(__x86_64__) || defined(__i386__)
@@ -375,9 +375,19 @@ static inline void dr_dev_lock(struct dr_dev *dev)
 		}
 }
 
+static inline void dr_spin_unlock(int *l)
+{
+	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+static inline void dr_dev_lock(struct dr_dev *dev)
+{
+	dr_spin_lock(&dev->lock);
+}
+
 static inline void dr_dev_unlock(struct dr_dev *dev)
 {
-	__atomic_store_n(&dev->lock, 0, __ATOMIC_RELEASE);
+	dr_spin_unlock(&dev->lock);
 }
 
 /* Find or open the device an fi_info names (domain name and source

@@ -78,9 +78,9 @@ static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids, int coun
 			struct dr_cq *cq = container_of(fids[i], struct dr_cq, cq.fid);
 			size_t n;
 
-			pthread_mutex_lock(&cq->lock);
+			dr_spin_lock(&cq->lock);
 			n = cq->count;
-			pthread_mutex_unlock(&cq->lock);
+			dr_spin_unlock(&cq->lock);
 			if (n)
 				return -FI_EAGAIN;
 			break;

@@ -77,6 +77,9 @@ uint32_t dr_crc32_sb8(uint32_t crc, const void *buf, size_t len)
 #define K2 0x1c6e41596ull
 #define K3 0x1751997d0ull
 #define K4 0x0ccaa009eull
+#define K5   0x163cd6124ull
+#define MU   0x1f7011641ull
+#define POLY 0x1db710641ull
 
 __attribute__((target("pclmul,sse4.1"))) static inline __m128i fold(__m128i x, __m128i k)
 {
@@ -90,7 +93,6 @@ __attribute__((target("pclmul,sse4.1"))) static uint32_t crc_pclmul_raw(uint32_t
 	const __m128i k12 = _mm_set_epi64x(K2, K1);
 	const __m128i k34 = _mm_set_epi64x(K4, K3);
 	__m128i x0, x1, x2, x3;
-	uint8_t rest[16];
 
 	x0 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)p), _mm_cvtsi32_si128((int)c));
 	if (len < 64) {
@@ -122,9 +124,26 @@ one_lane:
 		p += 16;
 		len -= 16;
 	}
-	/* x0 now stands for everything so far, as 16 bytes CRC'd from zero */
-	_mm_storeu_si128((__m128i *)rest, x0);
-	c = crc_sb8_raw(0, rest, sizeof(rest));
+	/* x0 now stands for everything so far, as 16 bytes CRC'd from zero:
+	 * fold 128 -> 64 -> 32 bits and Barrett-reduce (the method's final
+	 * steps; x^64 mod P and the Barrett pair mu = x^64 / P, P itself),
+	 * instead of running those 16 bytes through slice-by-8 */
+	{
+		const __m128i mask32 = _mm_setr_epi32(-1, 0, 0, 0);
+		const __m128i k5 = _mm_set_epi64x(0, K5);
+		const __m128i mu_p = _mm_set_epi64x(MU, POLY);
+		__m128i t;
+
+		t = _mm_clmulepi64_si128(x0, k34, 0x10);
+		x0 = _mm_xor_si128(_mm_srli_si128(x0, 8), t);
+		t = _mm_srli_si128(x0, 4);
+		x0 = _mm_clmulepi64_si128(_mm_and_si128(x0, mask32), k5, 0x00);
+		x0 = _mm_xor_si128(x0, t);
+		t = x0;
+		x0 = _mm_clmulepi64_si128(_mm_and_si128(x0, mask32), mu_p, 0x10);
+		x0 = _mm_clmulepi64_si128(_mm_and_si128(x0, mask32), mu_p, 0x00);
+		c = (uint32_t)_mm_extract_epi32(_mm_xor_si128(x0, t), 1);
+	}
 	return crc_sb8_raw(c, p, len);
 }
 
