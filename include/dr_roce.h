@@ -369,8 +369,13 @@ static inline const char *dr_opcode_name(uint8_t op)
 uint32_t dr_crc32(uint32_t crc, const void *buf, size_t len);
 /* The portable slice-by-8 path, exported for tests and the benchmark. */
 uint32_t dr_crc32_sb8(uint32_t crc, const void *buf, size_t len);
-/* Which implementation dr_crc32 uses on this CPU ("pclmul" or "slice-by-8"). */
+/* Which implementation dr_crc32 uses: "vpclmul" (AVX-512 VPCLMULQDQ from
+ * 256 bytes, 128-bit PCLMULQDQ below), "pclmul" or "slice-by-8". */
 const char *dr_crc32_impl(void);
+/* Make dr_crc32 use impl (one of those names; NULL: the best this CPU has),
+ * for tests and benchmarks; not thread-safe.  0, -ENOTSUP if the CPU lacks
+ * it, -EINVAL for an unknown name. */
+int dr_crc32_select(const char *impl);
 
 /* CRC-32 state after the 8 bytes of 0xFF that stand for the masked LRH. */
 #define DR_ICRC_SEED 0x2144df1cu

@@ -438,17 +438,95 @@ START_TEST(test_crc_known)
 	ck_assert_uint_eq(DR_ICRC_SEED, dr_crc32(0, ff8, 8));
 	ck_assert_uint_eq(DR_ICRC_SEED, crc_ref(0, ff8, 8));
 	ck_assert_uint_eq(~DR_ICRC_SEED, 0xdebb20e3u);
-	ck_assert_msg(!strcmp(dr_crc32_impl(), "pclmul") ||
+	ck_assert_msg(!strcmp(dr_crc32_impl(), "vpclmul") || !strcmp(dr_crc32_impl(), "pclmul") ||
 			      !strcmp(dr_crc32_impl(), "slice-by-8"),
 		      "impl %s", dr_crc32_impl());
 }
 END_TEST
 
-/* lengths 0..300 at every alignment 0..15, with and without a running CRC */
+/* The CRC tests below run once per implementation (loop index). */
+static const char *const crc_impls[] = { "slice-by-8", "pclmul", "vpclmul" };
+
+/* Select implementation i; false (and a note) if this CPU lacks it. */
+static bool crc_use(int i)
+{
+	int rc = dr_crc32_select(crc_impls[i]);
+
+	if (rc == -ENOTSUP) {
+		printf("crc: this CPU has no %s; its test is not run\n", crc_impls[i]);
+		return false;
+	}
+	ck_assert_int_eq(rc, 0);
+	ck_assert_str_eq(dr_crc32_impl(), crc_impls[i]);
+	return true;
+}
+
+START_TEST(test_crc_select)
+{
+	const char *best;
+
+	ck_assert_int_eq(dr_crc32_select(NULL), 0);
+	best = dr_crc32_impl();
+	ck_assert_int_eq(dr_crc32_select("crc32c"), -EINVAL);
+	ck_assert_str_eq(dr_crc32_impl(), best);
+	ck_assert_int_eq(dr_crc32_select("slice-by-8"), 0);
+	ck_assert_str_eq(dr_crc32_impl(), "slice-by-8");
+	ck_assert_int_eq(dr_crc32_select(NULL), 0);
+	ck_assert_str_eq(dr_crc32_impl(), best);
+#if defined(__x86_64__)
+	/* the best is what the CPU has: vpclmul implies pclmul */
+	if (!strcmp(best, "vpclmul"))
+		ck_assert_int_eq(dr_crc32_select("pclmul"), 0);
+	else if (!strcmp(best, "pclmul"))
+		ck_assert_int_eq(dr_crc32_select("vpclmul"), -ENOTSUP);
+	ck_assert_int_eq(dr_crc32_select(NULL), 0);
+#endif
+}
+END_TEST
+
+/* The folding constants are x^n mod P bit-reflected and shifted by one;
+ * recompute the ones icrc.c uses from the polynomial and check the values
+ * the implementations are built from against the published ones
+ * (Gopal et al.; the Linux crc32-pclmul constants). */
+static uint64_t crc_fold_const(unsigned n)
+{
+	uint64_t r = 1, refl = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		r <<= 1;
+		if (r >> 32 & 1)
+			r ^= 0x104c11db7ull;
+	}
+	for (int b = 0; b < 32; b++)
+		refl |= (r >> b & 1) << (31 - b);
+	return refl << 1;
+}
+
+START_TEST(test_crc_fold_consts)
+{
+	ck_assert_uint_eq(crc_fold_const(4 * 128 + 32), 0x154442bd4ull);
+	ck_assert_uint_eq(crc_fold_const(4 * 128 - 32), 0x1c6e41596ull);
+	ck_assert_uint_eq(crc_fold_const(128 + 32), 0x1751997d0ull);
+	ck_assert_uint_eq(crc_fold_const(128 - 32), 0x0ccaa009eull);
+	ck_assert_uint_eq(crc_fold_const(64), 0x163cd6124ull);
+	/* the 512-bit path's: 2048, 384 and 256 bits */
+	ck_assert_uint_eq(crc_fold_const(2048 + 32), 0x11542778aull);
+	ck_assert_uint_eq(crc_fold_const(2048 - 32), 0x1322d1430ull);
+	ck_assert_uint_eq(crc_fold_const(384 + 32), 0x03db1ecdcull);
+	ck_assert_uint_eq(crc_fold_const(384 - 32), 0x174359406ull);
+	ck_assert_uint_eq(crc_fold_const(256 + 32), 0x0f1da05aaull);
+	ck_assert_uint_eq(crc_fold_const(256 - 32), 0x15a546366ull);
+}
+END_TEST
+
+/* lengths 0..600 (every tail of the 64- and 256-byte steps) at every
+ * alignment 0..15, with and without a running CRC */
 START_TEST(test_crc_short_lengths)
 {
-	uint8_t data[300];
+	uint8_t data[600];
 
+	if (!crc_use(_i))
+		return;
 	rng_seed(1);
 	rng_fill(data, sizeof(data));
 	for (size_t len = 0; len <= sizeof(data); len++) {
@@ -474,11 +552,14 @@ END_TEST
 START_TEST(test_crc_long_lengths)
 {
 	static uint8_t data[64 << 10];
-	size_t lens[24] = { sizeof(data), sizeof(data) - 1, 4096, 4096 + 63, 65, 127, 128, 129 };
+	size_t lens[28] = { sizeof(data), sizeof(data) - 1, 4096, 4096 + 63, 65, 127, 128, 129,
+			    255, 256, 257, 4096 + 255, 4096 + 16 };
 
+	if (!crc_use(_i))
+		return;
 	rng_seed(2);
 	rng_fill(data, sizeof(data));
-	for (size_t i = 8; i < ARRAY_SIZE(lens); i++)
+	for (size_t i = 13; i < ARRAY_SIZE(lens); i++)
 		lens[i] = rng32() % (sizeof(data) + 1);
 	for (size_t i = 0; i < ARRAY_SIZE(lens); i++) {
 		size_t len = lens[i];
@@ -502,6 +583,8 @@ START_TEST(test_crc_continuation)
 	uint32_t whole, c;
 	size_t n = 1500, off;
 
+	if (!crc_use(_i))
+		return;
 	rng_seed(3);
 	rng_fill(data, sizeof(data));
 	whole = crc_ref(0, data, n);
@@ -2034,9 +2117,11 @@ static Suite *wire_suite(void)
 	tc = tcase_create("crc");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_crc_known);
-	tcase_add_test(tc, test_crc_short_lengths);
-	tcase_add_test(tc, test_crc_long_lengths);
-	tcase_add_test(tc, test_crc_continuation);
+	tcase_add_test(tc, test_crc_select);
+	tcase_add_test(tc, test_crc_fold_consts);
+	tcase_add_loop_test(tc, test_crc_short_lengths, 0, ARRAY_SIZE(crc_impls));
+	tcase_add_loop_test(tc, test_crc_long_lengths, 0, ARRAY_SIZE(crc_impls));
+	tcase_add_loop_test(tc, test_crc_continuation, 0, ARRAY_SIZE(crc_impls));
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("icrc");

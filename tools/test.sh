@@ -37,8 +37,12 @@ make_check() {
 	rc=$?
 	# the Check suites' own summaries, and any failure log in full
 	grep -h '^[0-9]*%: Checks' tests/*.log 2>/dev/null
-	for f in tests/*.log; do
-		grep -q '^FAIL' "${f%.log}.trs" 2>/dev/null && cat "$f"
+	# (automake's .trs files say ":test-result: FAIL")
+	for f in tests/*.log tests/interop/*.log; do
+		[ -f "$f" ] || continue
+		grep -Eq '^:test-result: (FAIL|ERROR)' "${f%.log}.trs" 2>/dev/null || continue
+		echo "---- $f (last 80 lines)"
+		tail -n 80 "$f"
 	done
 	# no summary (the tests did not build): one failure
 	[ -f test-suite.log ] || { echo "make check: the tests did not build"; return 1; }

@@ -2,18 +2,21 @@
 /*
  * CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320) and the RoCEv2 ICRC.
  *
- * Two implementations of one function: slice-by-8 tables (portable) and, on
+ * Three implementations of one function: slice-by-8 tables (portable); on
  * x86-64 CPUs with PCLMULQDQ, carry-less-multiply folding of 64 bytes per
  * step (the method of Gopal et al., "Fast CRC Computation for Generic
- * Polynomials Using PCLMULQDQ", Intel 2009).  The folded 128-bit remainder is
- * finished with the table, so no Barrett step is needed.  Both continue
- * across buffers, zlib style: crc(a||b) = dr_crc32(dr_crc32(0, a), b).
+ * Polynomials Using PCLMULQDQ", Intel 2009), its 128-bit remainder folded to
+ * 32 bits and Barrett-reduced; and on CPUs with AVX-512 VPCLMULQDQ the same
+ * folding on 512-bit registers, 256 bytes per step.  All continue across
+ * buffers, zlib style: crc(a||b) = dr_crc32(dr_crc32(0, a), b).
  *
  * The ICRC (IBA 7.8.1, RoCEv2 annex A17.3.3; ROCE-REFERENCE.md A.9) is that
  * CRC over 8 bytes of 0xFF, the IP/UDP/BTH headers with their variant fields
  * masked to ones, the remaining transport headers, the payload and the pad.
  */
 #include "dr_roce.h"
+
+#include <errno.h>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -86,6 +89,43 @@ __attribute__((target("pclmul,sse4.1"))) static inline __m128i fold(__m128i x, _
 	return _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11));
 }
 
+/* Fold the 16-byte lanes of x forward over the bytes that follow them and
+ * add what follows: with k the pair for the distance, x*k folds each lane. */
+__attribute__((target("pclmul,sse4.1"))) static inline uint32_t crc_pclmul_tail(__m128i x0,
+									  const uint8_t *p,
+									  size_t len)
+{
+	const __m128i k34 = _mm_set_epi64x(K4, K3);
+
+	while (len >= 16) {
+		x0 = _mm_xor_si128(fold(x0, k34), _mm_loadu_si128((const __m128i *)p));
+		p += 16;
+		len -= 16;
+	}
+	/* x0 now stands for everything so far, as 16 bytes CRC'd from zero:
+	 * fold 128 -> 64 -> 32 bits and Barrett-reduce (the method's final
+	 * steps; x^64 mod P and the Barrett pair mu = x^64 / P, P itself),
+	 * instead of running those 16 bytes through slice-by-8 */
+	{
+		const __m128i mask32 = _mm_setr_epi32(-1, 0, 0, 0);
+		const __m128i k5 = _mm_set_epi64x(0, K5);
+		const __m128i mu_p = _mm_set_epi64x(MU, POLY);
+		__m128i t;
+		uint32_t c;
+
+		t = _mm_clmulepi64_si128(x0, k34, 0x10);
+		x0 = _mm_xor_si128(_mm_srli_si128(x0, 8), t);
+		t = _mm_srli_si128(x0, 4);
+		x0 = _mm_clmulepi64_si128(_mm_and_si128(x0, mask32), k5, 0x00);
+		x0 = _mm_xor_si128(x0, t);
+		t = x0;
+		x0 = _mm_clmulepi64_si128(_mm_and_si128(x0, mask32), mu_p, 0x10);
+		x0 = _mm_clmulepi64_si128(_mm_and_si128(x0, mask32), mu_p, 0x00);
+		c = (uint32_t)_mm_extract_epi32(_mm_xor_si128(x0, t), 1);
+		return crc_sb8_raw(c, p, len);
+	}
+}
+
 __attribute__((target("pclmul,sse4.1"))) static uint32_t crc_pclmul_raw(uint32_t c,
 									 const uint8_t *p,
 									 size_t len)
@@ -95,12 +135,8 @@ __attribute__((target("pclmul,sse4.1"))) static uint32_t crc_pclmul_raw(uint32_t
 	__m128i x0, x1, x2, x3;
 
 	x0 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)p), _mm_cvtsi32_si128((int)c));
-	if (len < 64) {
-		/* short (headers of a small frame): one lane */
-		p += 16;
-		len -= 16;
-		goto one_lane;
-	}
+	if (len < 64) /* short (headers of a small frame): one lane */
+		return crc_pclmul_tail(x0, p + 16, len - 16);
 	x1 = _mm_loadu_si128((const __m128i *)(p + 16));
 	x2 = _mm_loadu_si128((const __m128i *)(p + 32));
 	x3 = _mm_loadu_si128((const __m128i *)(p + 48));
@@ -118,37 +154,79 @@ __attribute__((target("pclmul,sse4.1"))) static uint32_t crc_pclmul_raw(uint32_t
 	x0 = _mm_xor_si128(fold(x0, k34), x1);
 	x0 = _mm_xor_si128(fold(x0, k34), x2);
 	x0 = _mm_xor_si128(fold(x0, k34), x3);
-one_lane:
-	while (len >= 16) {
-		x0 = _mm_xor_si128(fold(x0, k34), _mm_loadu_si128((const __m128i *)p));
-		p += 16;
-		len -= 16;
-	}
-	/* x0 now stands for everything so far, as 16 bytes CRC'd from zero:
-	 * fold 128 -> 64 -> 32 bits and Barrett-reduce (the method's final
-	 * steps; x^64 mod P and the Barrett pair mu = x^64 / P, P itself),
-	 * instead of running those 16 bytes through slice-by-8 */
-	{
-		const __m128i mask32 = _mm_setr_epi32(-1, 0, 0, 0);
-		const __m128i k5 = _mm_set_epi64x(0, K5);
-		const __m128i mu_p = _mm_set_epi64x(MU, POLY);
-		__m128i t;
-
-		t = _mm_clmulepi64_si128(x0, k34, 0x10);
-		x0 = _mm_xor_si128(_mm_srli_si128(x0, 8), t);
-		t = _mm_srli_si128(x0, 4);
-		x0 = _mm_clmulepi64_si128(_mm_and_si128(x0, mask32), k5, 0x00);
-		x0 = _mm_xor_si128(x0, t);
-		t = x0;
-		x0 = _mm_clmulepi64_si128(_mm_and_si128(x0, mask32), mu_p, 0x10);
-		x0 = _mm_clmulepi64_si128(_mm_and_si128(x0, mask32), mu_p, 0x00);
-		c = (uint32_t)_mm_extract_epi32(_mm_xor_si128(x0, t), 1);
-	}
-	return crc_sb8_raw(c, p, len);
+	return crc_pclmul_tail(x0, p, len);
 }
 
-static bool have_pclmul;
+/*
+ * The same folding on 512-bit registers (AVX-512 with VPCLMULQDQ): four
+ * registers of four 128-bit lanes each take 256 bytes per step, each lane
+ * folded 2048 bits forward.  The 16 lanes are then folded into the last
+ * register (512 bits apart), 64-byte blocks added the same way, its four
+ * lanes folded into one (384, 256 and 128 bits), and the 128-bit path
+ * finishes.  Constants x^(D+32) (_HI) and x^(D-32) (_LO) mod P for
+ * distance D, as above (tests/test_wire.c recomputes them all).
+ */
+#define K2048_HI 0x11542778aull
+#define K2048_LO 0x1322d1430ull
+#define K384_HI 0x03db1ecdcull
+#define K384_LO 0x174359406ull
+#define K256_HI 0x0f1da05aaull
+#define K256_LO 0x15a546366ull
+#define DR_CRC_VPCLMUL_MIN 256
+
+#define VP_TARGET "avx512f,avx512bw,avx512vl,vpclmulqdq,pclmul,sse4.1"
+
+__attribute__((target(VP_TARGET))) static inline __m512i fold512(__m512i x, __m512i k, __m512i d)
+{
+	/* a ^ b ^ d in one ternary-logic step (truth table 0x96) */
+	return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(x, k, 0x00),
+					 _mm512_clmulepi64_epi128(x, k, 0x11), d, 0x96);
+}
+
+__attribute__((target(VP_TARGET))) static uint32_t crc_vpclmul_raw(uint32_t c, const uint8_t *p,
+								 size_t len)
+{
+	const __m512i k2048 = _mm512_broadcast_i32x4(_mm_set_epi64x(K2048_LO, K2048_HI));
+	const __m512i k512 = _mm512_broadcast_i32x4(_mm_set_epi64x(K2, K1));
+	/* lane i of the last register is folded 384 - 128 i bits; lane 3 is
+	 * added as it is (its constant 0 makes its product 0) */
+	const __m512i klanes = _mm512_set_epi64(0, 0, K4, K3, K256_LO, K256_HI, K384_LO, K384_HI);
+	__m512i x0, x1, x2, x3;
+	__m128i r;
+
+	x0 = _mm512_xor_si512(_mm512_loadu_si512(p), _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)c)));
+	x1 = _mm512_loadu_si512(p + 64);
+	x2 = _mm512_loadu_si512(p + 128);
+	x3 = _mm512_loadu_si512(p + 192);
+	p += 256;
+	len -= 256;
+	while (len >= 256) {
+		x0 = fold512(x0, k2048, _mm512_loadu_si512(p));
+		x1 = fold512(x1, k2048, _mm512_loadu_si512(p + 64));
+		x2 = fold512(x2, k2048, _mm512_loadu_si512(p + 128));
+		x3 = fold512(x3, k2048, _mm512_loadu_si512(p + 192));
+		p += 256;
+		len -= 256;
+	}
+	x1 = fold512(x0, k512, x1);
+	x2 = fold512(x1, k512, x2);
+	x3 = fold512(x2, k512, x3);
+	while (len >= 64) {
+		x3 = fold512(x3, k512, _mm512_loadu_si512(p));
+		p += 64;
+		len -= 64;
+	}
+	x0 = fold512(x3, klanes, _mm512_maskz_mov_epi64(0xc0, x3));
+	r = _mm_ternarylogic_epi64(_mm512_castsi512_si128(x0), _mm512_extracti32x4_epi32(x0, 1),
+				   _mm512_extracti32x4_epi32(x0, 2), 0x96);
+	r = _mm_xor_si128(r, _mm512_extracti32x4_epi32(x0, 3));
+	return crc_pclmul_tail(r, p, len);
+}
+
+static bool have_pclmul, have_vpclmul;
 #define DR_CRC_PCLMUL_MIN 32
+/* the implementations dr_crc32 may use (dr_crc32_select) */
+static bool use_pclmul, use_vpclmul;
 
 __attribute__((constructor)) static void crc_cpu_init(void)
 {
@@ -156,15 +234,24 @@ __attribute__((constructor)) static void crc_cpu_init(void)
 
 	if (__get_cpuid(1, &a, &b, &c, &d))
 		have_pclmul = (c & bit_PCLMUL) && (c & bit_SSE4_1);
+	/* __builtin_cpu_supports checks that the OS saves the ZMM state */
+	__builtin_cpu_init();
+	have_vpclmul = have_pclmul && __builtin_cpu_supports("avx512f") &&
+		       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+		       __builtin_cpu_supports("vpclmulqdq");
+	use_pclmul = have_pclmul;
+	use_vpclmul = have_vpclmul;
 }
 #endif
 
 uint32_t dr_crc32(uint32_t crc, const void *buf, size_t len)
 {
 #if defined(__x86_64__)
-	/* from 32 bytes folding beats slice-by-8 even with its 16-byte
-	 * final reduction */
-	if (have_pclmul && len >= DR_CRC_PCLMUL_MIN)
+	/* from 256 bytes the 512-bit folding wins; from 32 bytes 128-bit
+	 * folding beats slice-by-8 even with its 16-byte final reduction */
+	if (use_vpclmul && len >= DR_CRC_VPCLMUL_MIN)
+		return ~crc_vpclmul_raw(~crc, buf, len);
+	if (use_pclmul && len >= DR_CRC_PCLMUL_MIN)
 		return ~crc_pclmul_raw(~crc, buf, len);
 #endif
 	return ~crc_sb8_raw(~crc, buf, len);
@@ -173,10 +260,45 @@ uint32_t dr_crc32(uint32_t crc, const void *buf, size_t len)
 const char *dr_crc32_impl(void)
 {
 #if defined(__x86_64__)
-	if (have_pclmul)
+	if (use_vpclmul)
+		return "vpclmul";
+	if (use_pclmul)
 		return "pclmul";
 #endif
 	return "slice-by-8";
+}
+
+int dr_crc32_select(const char *impl)
+{
+#if defined(__x86_64__)
+	if (!impl) {
+		use_pclmul = have_pclmul;
+		use_vpclmul = have_vpclmul;
+		return 0;
+	}
+	if (!strcmp(impl, "vpclmul")) {
+		if (!have_vpclmul)
+			return -ENOTSUP;
+		use_pclmul = use_vpclmul = true;
+		return 0;
+	}
+	if (!strcmp(impl, "pclmul")) {
+		if (!have_pclmul)
+			return -ENOTSUP;
+		use_pclmul = true;
+		use_vpclmul = false;
+		return 0;
+	}
+	if (!strcmp(impl, "slice-by-8")) {
+		use_pclmul = use_vpclmul = false;
+		return 0;
+	}
+	return -EINVAL;
+#else
+	if (!impl || !strcmp(impl, "slice-by-8"))
+		return 0;
+	return strcmp(impl, "vpclmul") && strcmp(impl, "pclmul") ? -EINVAL : -ENOTSUP;
+#endif
 }
 
 /*
