@@ -418,6 +418,11 @@ uint16_t dr_ipv4_csum(const struct dr_ipv4_hdr *ip);
 
 /* ---- Frame description, builder and parser ------------------------------ */
 
+/* Room for the headers of any frame the builder writes: Ethernet, 802.1Q,
+ * IPv6, UDP, BTH and the longest extension headers (test_wire checks every
+ * opcode against it). */
+#define DR_PKT_HDR_CAP 160
+
 /* Everything needed to build one RoCEv2 frame.  Multi-byte values are in
  * host order; the builder converts.  Start from dr_pkt_desc_init(). */
 struct dr_pkt_desc {

@@ -6,6 +6,11 @@
 # The server's capture then must hold every RDMA opcode the run used, each
 # frame valid by droce's parser (ICRC included) and decoded by tshark with
 # no malformed frame.
+#
+# MEMIF_ZC=1 (tests/memif-xfer-zc.sh): the client runs memif's zero-copy
+# mode (zero-copy=yes; DPDK needs --single-file-segments for it), in which
+# the server reads the client's frames in place and the client receives
+# into its own buffers.
 set -u
 : "${top_srcdir:?run from make check}" "${top_builddir:?run from make check}"
 xfer="$top_builddir/tools/droce-xfer"
@@ -29,7 +34,14 @@ FI_DROCE_DEVICE="net_memif0,role=server,socket=$work/memif.sock" FI_DROCE_ADDR=1
 	FI_DROCE_PCAP="$pcap" timeout 240 "$xfer" -p droce -a 192.0.2.1 -P "$port" -w 60 \
 	>"$work/server.log" 2>&1 &
 pid=$!
-FI_DROCE_DEVICE="net_memif0,role=client,socket=$work/memif.sock" FI_DROCE_ADDR=192.0.2.2/24 \
+cdev="net_memif0,role=client,socket=$work/memif.sock"
+ceal=${FI_DROCE_EAL_ARGS:-}
+if [ "${MEMIF_ZC:-0}" = 1 ]; then
+	cdev="$cdev,zero-copy=yes"
+	ceal="--no-huge --no-shconf -m 256 --single-file-segments"
+	echo "client: memif zero-copy mode"
+fi
+FI_DROCE_DEVICE="$cdev" FI_DROCE_EAL_ARGS="$ceal" FI_DROCE_ADDR=192.0.2.2/24 \
 	timeout 220 "$xfer" -p droce -s 127.0.0.1 -P "$port" -S "$sizes" -I 3 >"$work/client.log" 2>&1
 crc=$?
 wait "$pid"

@@ -310,6 +310,11 @@ START_TEST(test_opcode_valid_set)
 
 		ck_assert_msg(valid == in_valid_set(op), "opcode 0x%02x valid=%d", op, valid);
 		ck_assert_msg(!!spec_of(op) == in_valid_set(op), "spec row for 0x%02x", op);
+		/* the builder's header room holds the longest stack */
+		if (valid)
+			ck_assert_msg(ETH_LEN + 4 + IP6_LEN + UDP_LEN + dr_opcode((uint8_t)op)->hdr_len <=
+					      DR_PKT_HDR_CAP,
+				      "opcode 0x%02x headers exceed DR_PKT_HDR_CAP", op);
 		nvalid += valid;
 	}
 	ck_assert_uint_eq(nvalid, 25);

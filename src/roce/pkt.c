@@ -226,7 +226,7 @@ int dr_pkt_build_split(const struct dr_pkt_desc *d, void *hdr, size_t cap, uint8
 int dr_pkt_build(const struct dr_pkt_desc *d, void *buf, size_t cap)
 {
 	int fl = dr_pkt_frame_len(d);
-	uint8_t trailer[7];
+	uint8_t hdr[DR_PKT_HDR_CAP], trailer[7];
 	unsigned tl;
 	int hl;
 
@@ -234,9 +234,14 @@ int dr_pkt_build(const struct dr_pkt_desc *d, void *buf, size_t cap)
 		return fl;
 	if ((size_t)fl > cap)
 		return -ENOSPC;
-	hl = dr_pkt_build_split(d, buf, cap, trailer, &tl);
+	/* headers on the stack, then copied in whole: the IP checksum and
+	 * the ICRC read back what was written, and buf may be a device
+	 * buffer whose lines are still on their way (a shared ring the peer
+	 * has just read, in another core's cache) - reads of it would wait */
+	hl = dr_pkt_build_split(d, hdr, sizeof(hdr), trailer, &tl);
 	if (hl < 0)
 		return hl;
+	memcpy(buf, hdr, (size_t)hl);
 	if (d->payload_len)
 		memcpy((uint8_t *)buf + hl, d->payload, d->payload_len);
 	memcpy((uint8_t *)buf + hl + d->payload_len, trailer, tl);
