@@ -24,16 +24,24 @@ COLS = ("run config provider label test bytes window iters seconds value unit p5
 
 # transport pairs: (droce label, tcp label, title)
 PAIRS = [("memif", "lo", "same host: droce/net_memif vs tcp/loopback"),
+         ("memifzc", "lo", "same host: droce/net_memif zero-copy client vs tcp/loopback"),
          ("veth", "veth", "veth between namespaces: droce/net_af_packet vs tcp")]
+# column headings of the transports
+LABEL_NAME = {"memif": "droce memif", "memifzc": "droce memif zero-copy", "veth": "droce veth",
+              "lo": "tcp loopback"}
 
 TARGETS = [
-    # name, droce (label,test,bytes,window), tcp (label,test,bytes,window), op, bound, unit
-    ("8 B half-RTT latency (send/recv)", ("memif", "lat_send", 8, 1), ("lo", "lat_send", 8, 1),
-     "<=", 0.25, "us"),
-    ("8 B message rate (send, window 64)", ("memif", "rate_send", 8, 64),
-     ("lo", "rate_send", 8, 64), ">=", 8.0, "msg/s"),
-    ("1 MiB RDMA write bw vs tcp send bw", ("memif", "bw_write", 1 << 20, 64),
-     ("lo", "bw_send", 1 << 20, 64), ">=", 1.5, "MB/s"),
+    # name, limit key, droce (label,test,bytes,window), tcp (label,test,bytes,window), op,
+    # bound, unit; each target over both memif modes (copy, zero-copy client)
+    (name + mode, key, (lab,) + dk, tk, op, bound, unit)
+    for lab, mode in (("memif", ""), ("memifzc", " — memif zero-copy"))
+    for name, key, dk, tk, op, bound, unit in (
+        ("8 B half-RTT latency (send/recv)", "lat", ("lat_send", 8, 1), ("lo", "lat_send", 8, 1),
+         "<=", 0.25, "us"),
+        ("8 B message rate (send, window 64)", "rate", ("rate_send", 8, 64),
+         ("lo", "rate_send", 8, 64), ">=", 8.0, "msg/s"),
+        ("1 MiB RDMA write bw vs tcp send bw", "bw", ("bw_write", 1 << 20, 64),
+         ("lo", "bw_send", 1 << 20, 64), ">=", 1.5, "MB/s"))
 ]
 LOSS_TARGET = ("1 % loss goodput vs droce lossless (1 MiB writes, bridged veth)", 1, ">=", 0.50)
 
@@ -168,7 +176,7 @@ def verdict(op, val, bound):
 
 def headline(data):
     out = []
-    for name, dk, tk, op, bound, unit in TARGETS:
+    for name, _key, dk, tk, op, bound, unit in TARGETS:
         d = data.stat("droce", *dk)
         t = data.stat("tcp", *tk)
         rt = ratio(data, ("droce",) + dk, ("tcp",) + tk)
@@ -225,6 +233,7 @@ def print_quick(data, machine, failures):
 # ---- plots -------------------------------------------------------------------------------
 
 SERIES = [("droce", "memif", "droce net\\_memif", 1), ("tcp", "lo", "tcp loopback", 2),
+          ("droce", "memifzc", "droce net\\_memif zero-copy", 5),
           ("droce", "veth", "droce af\\_packet/veth", 3), ("tcp", "veth", "tcp veth", 4)]
 
 
@@ -310,10 +319,10 @@ def plot(data, outdir, loss_rows):
              "set key outside bottom center horizontal maxrows 3 font ',9'\n") % _title.replace("_", "\\_")
         s += "plot " + (", \\\n  ".join(plots + ["1 lt -1 dt 2 notitle"]) if plots else "NaN notitle") + "\n"
         rplots.append(s)
-    gp.append("set terminal pngcairo size 1500,640 font 'DejaVu Sans,10'\nset output '%s'\n"
-              "set multiplot layout 1,2 title 'droce / tcp (ratio of medians; >1 means droce "
+    gp.append("set terminal pngcairo size 1800,640 font 'DejaVu Sans,10'\nset output '%s'\n"
+              "set multiplot layout 1,%d title 'droce / tcp (ratio of medians; >1 means droce "
               "larger: better for bandwidth and rate, worse for latency)'\n"
-              % "ratio.png" + "".join(rplots) + "unset multiplot\n")
+              % ("ratio.png", len(PAIRS)) + "".join(rplots) + "unset multiplot\n")
     # goodput under loss
     lp = []
     for prov, lt in (("droce", 1), ("tcp", 2)):
@@ -354,28 +363,41 @@ def table_pair(data, test, window, unit, title, better):
     L.append("### %s\n" % title)
     L.append("%s; median [min–max] over rounds; ratio = droce/tcp of the medians "
              "[range of per-round ratios].\n" % better)
-    hdr = "| size | droce memif | tcp loopback | ratio | droce veth | tcp veth | ratio |"
-    L.append(hdr)
-    L.append("|---:|---:|---:|---:|---:|---:|---:|")
+    # one tcp column per tcp transport, beside the first droce one it pairs with
+    cols, shown = [], set()
+    for dl, tl, _ in PAIRS:
+        cols.append(("droce", dl, tl))
+        if tl not in shown:
+            cols.append(("tcp", tl, None))
+            shown.add(tl)
+        cols.append(("ratio", dl, tl))
+    head = []
+    for kind, a, b in cols:
+        head.append("ratio" if kind == "ratio" else LABEL_NAME.get(a, kind + " " + a)
+                    if kind == "droce" else "tcp " + ("loopback" if a == "lo" else a))
+    L.append("| size | " + " | ".join(head) + " |")
+    L.append("|---:|" + "---:|" * len(cols))
     for s in data.sizes(test):
         row = ["| %s" % hsize(s)]
-        for dl, tl, _ in PAIRS:
-            a = ("droce", dl, test, s, window)
-            b = ("tcp", tl, test, s, window)
-            row.append(cell(data.stat(*a), unit, data.status(*a)))
-            row.append(cell(data.stat(*b), unit, data.status(*b)))
-            row.append(rcell(ratio(data, a, b)))
+        for kind, a, b in cols:
+            if kind == "ratio":
+                row.append(rcell(ratio(data, ("droce", a, test, s, window),
+                                       ("tcp", b, test, s, window))))
+            else:
+                k = (kind, a, test, s, window)
+                row.append(cell(data.stat(*k), unit, data.status(*k)))
         L.append(" | ".join(row) + " |")
     L.append("")
     return L
 
 
 LIMITS = {
-    "lat": "each round trip costs the client ≈ 7,700 instructions (callgrind, PROFILE.md §0): "
-           "per frame ≈ 250 to parse, ≈ 300 to build, ≈ 190 of ICRC, ≈ 400 in the memif "
-           "PMD, and RC acknowledgements double the frames (the SEND's ACK is built, sent, "
-           "received and parsed on each side, off the answer's path but on the same CPU). "
-           "≤ 0.25× needs about 20 % fewer cycles per trip again.",
+    "lat": "timestamps put a half trip at ≈ 950 ns: ≈ 430 ns inside memif (≈ 300 ns before "
+           "the other core sees the ring update, although it polls every 70 ns) and ≈ 500 ns "
+           "of droce's own work — post and build ≈ 190, parse, ICRC, responder and CQ ≈ 300 "
+           "(PROFILE.md §0). The bound needs droce's share down by about 15 %; callgrind "
+           "finds no single hot spot left (7,700 instructions per round trip, and every "
+           "SEND is matched by an RC ACK the other way).",
     "rate": "≈ 1,000–1,500 instructions per 8-byte message and side remain (parse, build, "
             "ICRC, the memif PMD, the CQ), and tcp's loopback rate itself swings with how the "
             "kernel batches small messages (PROFILE.md §0).",
@@ -395,8 +417,7 @@ LIMITS = {
 def verdict_notes(data):
     """What each target needs, from the medians: the "by how much" of the issue."""
     out = ["### Where each target stands\n"]
-    keys = ("lat", "rate", "bw")
-    for (name, dk, tk, op, bound, unit), key in zip(TARGETS, keys):
+    for name, key, dk, tk, op, bound, unit in TARGETS:
         d, t = data.stat("droce", *dk), data.stat("tcp", *tk)
         rt = ratio(data, ("droce",) + dk, ("tcp",) + tk)
         if not (d and t and rt):
@@ -463,7 +484,12 @@ def results_md(data, machine, failures, drops, outdir, pngs, profile):
     L.extend(loads)
     L.append("```\n")
     L.append("Transports: **same host** — droce over `net_memif` between two processes "
-             "(192.0.2.1/2 inside DPDK) against tcp over loopback; **veth** — droce over "
+             "(192.0.2.1/2 inside DPDK) against tcp over loopback, in two memif modes: "
+             "*memif* (copy mode on both sides: each side's PMD copies every frame into or "
+             "out of the shared ring) and *memif zero-copy* (the benchmark client is memif's "
+             "zero-copy client, `zero-copy=yes` with EAL `--single-file-segments`: its frames "
+             "are built in, and received into, the shared memory, so only the server's PMD "
+             "copies); **veth** — droce over "
              "`net_af_packet` against tcp, both on one veth pair between two network "
              "namespaces (10.79.0.1/2, MTU 1500, default offloads). **Loss** — a second veth "
              "path through a bridge in a third namespace (10.79.0.3 ↔ bridge ↔ 10.79.0.4, "
@@ -496,8 +522,9 @@ def results_md(data, machine, failures, drops, outdir, pngs, profile):
         name, cell(l1, "MB/s"), cell(l0, "MB/s"), rcell(rt), op, bound,
         verdict(op, rt[0] if rt else None, bound)))
     L.append("")
-    L.append("(The first three compare droce over net_memif with tcp over loopback; the veth "
-             "pairs are in the tables below.)\n")
+    L.append("(The first six compare droce over net_memif, in memif's copy mode and with the "
+             "client in its zero-copy mode, with tcp over loopback; the veth pairs are in the "
+             "tables below.)\n")
     L.extend(verdict_notes(data))
 
     if pngs:
@@ -518,14 +545,15 @@ def results_md(data, machine, failures, drops, outdir, pngs, profile):
     L.extend(table_pair(data, "rate_write", 64, "msg/s", "RDMA write", "higher is better"))
     L.append("## Atomics (FETCH_ADD on a remote uint64, operations/s)\n")
     L.append("tcp has no atomics (libfabric 1.17), so there is no ratio.\n")
-    L.append("| window | droce memif | droce veth | tcp |")
-    L.append("|---:|---:|---:|---|")
+    L.append("| window | droce memif | droce memif zero-copy | droce veth | tcp |")
+    L.append("|---:|---:|---:|---:|---|")
     for w in data.windows("atomic_fadd"):
-        a = ("droce", "memif", "atomic_fadd", 8, w)
-        b = ("droce", "veth", "atomic_fadd", 8, w)
+        cs = []
+        for lab in ("memif", "memifzc", "veth"):
+            a = ("droce", lab, "atomic_fadd", 8, w)
+            cs.append(cell(data.stat(*a), "ops/s", data.status(*a)))
         t = data.status("tcp", "lo", "atomic_fadd", 8, w) or "–"
-        L.append("| %d | %s | %s | %s |" % (w, cell(data.stat(*a), "ops/s", data.status(*a)),
-                                           cell(data.stat(*b), "ops/s", data.status(*b)), t))
+        L.append("| %d | %s | %s | %s | %s |" % (w, cs[0], cs[1], cs[2], t))
     L.append("")
 
     loss_rows = sorted({(float(k[1][4:]), k[1]) for k in list(data.v) + list(data.bad)
@@ -565,7 +593,9 @@ def results_md(data, machine, failures, drops, outdir, pngs, profile):
              "tcp CPU (user, sys) | tcp wait client / server |")
     L.append("|---|---:|---:|---:|---:|")
     for test, s_, w, dl, tl in (("lat_send", 8, 1, "memif", "lo"),
+                                ("lat_send", 8, 1, "memifzc", "lo"),
                                 ("rate_send", 8, 64, "memif", "lo"),
+                                ("rate_send", 8, 64, "memifzc", "lo"),
                                 ("bw_write", 1 << 20, 64, "memif", "lo"),
                                 ("bw_send", 1 << 20, 64, "memif", "lo"),
                                 ("lat_send", 8, 1, "veth", "veth"),

@@ -10,7 +10,8 @@
 #                                     what `make bench` runs
 #
 # Transports: droce over net_memif between two processes (same host) against
-# tcp on loopback; droce over net_af_packet against tcp on one veth pair
+# tcp on loopback, in memif's copy mode and with the client in memif's
+# zero-copy mode (memifzc); droce over net_af_packet against tcp on one veth pair
 # between two network namespaces this script creates (10.79.0.1/24 and
 # 10.79.0.2/24, removed on exit).  Loss: on a second veth path through a
 # bridge namespace (10.79.0.3 <-> 10.79.0.4), netem or, without sch_netem,
@@ -231,7 +232,7 @@ port=$((40000 + $$ % 10000))
 
 # one measurement session: a server and a client process pair
 #   session RUN CONFIG PROVIDER LABEL TESTARGS...
-# CONFIG: memif | lo | veth
+# CONFIG: memif | memifzc | lo | veth | lossy
 session() {
 	local run=$1 config=$2 prov=$3 label=$4; shift 4
 	local oob srvenv=() clienv=() srvns=() clins=() fabric sock='' rc=0 spid
@@ -241,6 +242,15 @@ session() {
 		sock=$tmp/memif-$port.sock
 		srvenv=(FI_DROCE_DEVICE="net_memif0,role=server,socket=$sock" FI_DROCE_ADDR=192.0.2.1/24)
 		clienv=(FI_DROCE_DEVICE="net_memif0,role=client,socket=$sock" FI_DROCE_ADDR=192.0.2.2/24)
+		oob=127.0.0.1:$port fabric=192.0.2.1 ;;
+	memifzc)
+		# the client in memif's zero-copy mode (DPDK wants its memory in
+		# one file per segment list for that)
+		sock=$tmp/memif-$port.sock
+		srvenv=(FI_DROCE_DEVICE="net_memif0,role=server,socket=$sock" FI_DROCE_ADDR=192.0.2.1/24)
+		clienv=(FI_DROCE_DEVICE="net_memif0,role=client,socket=$sock,zero-copy=yes"
+			FI_DROCE_EAL_ARGS="--no-huge --no-shconf -m 256 --single-file-segments"
+			FI_DROCE_ADDR=192.0.2.2/24)
 		oob=127.0.0.1:$port fabric=192.0.2.1 ;;
 	lo)
 		srvenv=() clienv=() oob=127.0.0.1:$port fabric=127.0.0.1 ;;
@@ -332,6 +342,7 @@ for r in $(seq "$runs"); do
 		for p in $order; do
 			if [ $p = droce ]; then
 				session "$r" memif droce memif $g
+				session "$r" memifzc droce memifzc $g
 			else
 				session "$r" lo tcp lo $g
 			fi
