@@ -392,23 +392,26 @@ def table_pair(data, test, window, unit, title, better):
 
 
 LIMITS = {
-    "lat": "timestamps put a half trip at ≈ 950 ns: ≈ 430 ns inside memif (≈ 300 ns before "
-           "the other core sees the ring update, although it polls every 70 ns) and ≈ 500 ns "
-           "of droce's own work — post and build ≈ 190, parse, ICRC, responder and CQ ≈ 300 "
-           "(PROFILE.md §0). The bound needs droce's share down by about 15 %; callgrind "
-           "finds no single hot spot left (7,700 instructions per round trip, and every "
-           "SEND is matched by an RC ACK the other way).",
+    "lat": "in memif's copy mode both PMDs copy every frame and a half trip is ≈ 430 ns of "
+           "memif (the ring update takes ≈ 300 ns to reach the other core) plus ≈ 450 ns of "
+           "droce (post and build, parse, ICRC, responder, CQ; ≈ 7,300 instructions per "
+           "round trip on the client, no single hot spot, PROFILE.md §0). With the client "
+           "in memif's zero-copy mode one copy a direction goes and the bound holds (the "
+           "zero-copy row).",
     "rate": "≈ 1,000–1,500 instructions per 8-byte message and side remain (parse, build, "
-            "ICRC, the memif PMD, the CQ), and tcp's loopback rate itself swings with how the "
-            "kernel batches small messages (PROFILE.md §0).",
-    "bw": "the copies. `perf`: the sender spends over half its samples in the memif PMD "
-          "copying each 4 KiB frame into the shared ring and most of the rest in the ICRC "
-          "pass; the receiver copies ring → mbuf (the PMD), checks the ICRC, then copies "
-          "into the target — two copies and a CRC pass per 4 KiB, where tcp over loopback "
-          "makes one copy per 64 KiB segment on each side. Placing data before its ICRC is "
-          "checked would save a pass but the IBA forbids it (a frame with a bad ICRC must "
-          "have no effect); memif's zero-copy receive mode is what could remove a copy "
-          "(PROFILE.md §0).",
+            "ICRC, the memif PMD, the CQ); in zero-copy mode each locked instruction after a "
+            "send also waits for the cache lines the peer just read (PROFILE.md §0).",
+    "bw": "the copies, which memif fixes: in copy mode the sender's PMD copies every frame "
+          "into the shared ring, the receiver's PMD copies it out and droce copies the "
+          "payload into place — three copies of every byte where tcp over loopback makes "
+          "two (user → skb → user), besides an ICRC pass on each side (≈ 100 GB/s with "
+          "VPCLMULQDQ, no longer a limit). The zero-copy client saves its own side's copy but "
+          "then builds its frames in memory the peer reads from the other core, and the "
+          "server's PMD still copies (DPDK 22.11 memif has no zero-copy server). ≥ 1.5× "
+          "tcp would need fewer copies than tcp makes, i.e. the payload placed straight "
+          "from one process's memory into the other's, which no memif mode does; placing "
+          "data before its ICRC is checked is forbidden (a frame with a bad ICRC must have "
+          "no effect).",
     "loss": "go-back-N resends what was in flight after each loss, and a lost tail packet, "
             "NAK or ACK costs one adaptive timeout (PROFILE.md §0, §4).",
 }
