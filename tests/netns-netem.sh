@@ -39,7 +39,12 @@
 #     RoCE frame parses with a valid ICRC, the connection setup is there,
 #     and the loss recovery ran: RETRANSMIT (a PSN sent again with new
 #     bytes) and NAK_PSN_SEQ (a PSN sequence error NAK) are present; it
-#     prints the retransmission, duplicate, gap and NAK counts.
+#     prints the retransmission, duplicate, gap and NAK counts;
+#  4. tools/droce-xfer runs every send, RMA and atomic operation at 0 B..1 MiB
+#     through the same link with data verified; with the user-space
+#     forwarder, the RTU of its connection is dropped on purpose, so the
+#     passive side must come up on the CM's REP retry (about 4 s) while the
+#     active side is connected already.
 #
 # Exit: 0 pass, 1 fail, 77 skip (not root, no ip netns / fi_pingpong / tshark,
 # or neither sch_netem nor perl with Time::HiRes), 99 hard error.  Every
@@ -134,17 +139,29 @@ elif [ "$have_perl" = yes ]; then
 		"user-space forwarder in $NSM: loss $LOSS%, duplicate $DUP%, reorder $REORDER%," \
 		"delay ${DELAY_MS}ms, each direction"
 	cat >"$tmp/impair.pl" <<'EOF'
-# impair.pl IF_A IF_B LOSS% DUP% REORDER% DELAY_S SEED: forward every frame
-# between two interfaces through packet sockets, netem's model per frame:
-# lost (LOSS%), else sent twice (DUP%); each copy sent at once (REORDER%:
-# it overtakes the delayed ones) or after DELAY_S.  Statistics on stderr
-# at SIGINT/SIGTERM.
+# impair.pl IF_A IF_B LOSS% DUP% REORDER% DELAY_S SEED RTU_FLAG: forward
+# every frame between two interfaces through packet sockets, netem's model
+# per frame: lost (LOSS%), else sent twice (DUP%); each copy sent at once
+# (REORDER%: it overtakes the delayed ones) or after DELAY_S.  Once the file
+# RTU_FLAG exists, the next IB CM RTU from IF_B's side is dropped (one
+# only).  Statistics on stderr at SIGINT/SIGTERM.
 use strict;
 use warnings;
 use Socket qw(SOL_SOCKET SO_RCVBUF SO_SNDBUF MSG_DONTWAIT);
 use Time::HiRes qw(time);
 
-my ($if_a, $if_b, $loss, $dup, $reorder, $delay, $seed) = @ARGV;
+my ($if_a, $if_b, $loss, $dup, $reorder, $delay, $seed, $rtu_flag) = @ARGV;
+my $rtu_done = 0;
+
+# An IB CM RTU: IPv4/UDP 4791, BTH opcode UD SEND_ONLY, MAD attribute 0x0014
+# (Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + DETH 8, attribute at MAD + 16).
+sub is_rtu {
+	my ($f) = @_;
+	return length($f) >= 84 && unpack('n', substr($f, 12, 2)) == 0x0800 &&
+	    ord(substr($f, 14, 1)) == 0x45 && ord(substr($f, 23, 1)) == 17 &&
+	    unpack('n', substr($f, 36, 2)) == 4791 && ord(substr($f, 42, 1)) == 0x64 &&
+	    unpack('n', substr($f, 78, 2)) == 0x0014;
+}
 srand($seed);
 my ($AF_PACKET, $SOCK_RAW, $ETH_P_ALL, $PACKET_OUTGOING) = (17, 3, 3, 4);
 
@@ -221,6 +238,11 @@ while (!$stop) {
 			last unless defined $from;
 			next if (unpack('S n i S C', $from))[4] == $PACKET_OUTGOING;
 			$st{"$dir in"}++;
+			if ($in == $sb && !$rtu_done && -e $rtu_flag && is_rtu($buf)) {
+				$rtu_done = 1;
+				$st{"$dir RTU dropped"}++;
+				next;
+			}
 			if (rand(100) < $loss) { $st{"$dir lost"}++; next; }
 			$buf = fix_tcp($buf);
 			my $copies = 1;
@@ -241,7 +263,7 @@ EOF
 	ip -n "$NSM" link set "$MA" up
 	ip -n "$NSM" link set "$MB" up
 	ip netns exec "$NSM" timeout -k 5 $((budget + 30)) perl "$tmp/impair.pl" "$MA" "$MB" \
-		$LOSS $DUP $REORDER "$(echo "$DELAY_MS" | awk '{ print $1 / 1000 }')" $$ \
+		$LOSS $DUP $REORDER "$(echo "$DELAY_MS" | awk '{ print $1 / 1000 }')" $$ "$tmp/drop-rtu" \
 		2>"$tmp/impair.log" &
 	imp_pid=$!
 	i=0
@@ -352,6 +374,10 @@ XFER=$top_builddir/tools/droce-xfer
 if [ -x "$XFER" ] && [ "$(elapsed)" -lt "$budget" ]; then
 	port=$((port + 1))
 	tmo=$((budget - $(elapsed) + 30))
+	# the forwarder drops this connection's RTU (B's, the active side's):
+	# the passive side comes up on the CM's REP retry while the client,
+	# connected since the REP, already waits on the control channel
+	: >"$tmp/drop-rtu"
 	ip netns exec "$NSA" timeout -k 5 "$tmo" "$XFER" -p droce -P "$port" -w 30 \
 		>"$tmp/xfer.srv" 2>&1 &
 	spid=$!
@@ -367,8 +393,14 @@ if [ -x "$XFER" ] && [ "$(elapsed)" -lt "$budget" ]; then
 	if [ $crc -ne 0 ] || [ $src -ne 0 ] ||
 		! grep -q ' 0 failed, 0 skipped$' "$tmp/xfer.cli"; then
 		echo "FAIL: droce-xfer through the impaired link: client exit $crc, server exit $src"
-		tail -n 30 "$tmp/xfer.cli"
-		tail -n 10 "$tmp/xfer.srv"
+		# the reasons first (a connection that never came up fails
+		# every test after it), then the ends of both logs
+		echo "--- client, failures:"
+		grep -v '^PASS' "$tmp/xfer.cli" | grep -v 'not run: no connection' | head -n 30
+		echo "--- server, failures:"
+		grep -v '^PASS' "$tmp/xfer.srv" | grep -v 'not run: no connection' | head -n 30
+		echo "--- client, last lines:"
+		tail -n 10 "$tmp/xfer.cli"
 		fail=1
 	else
 		echo "ok: droce-xfer (send, senddata, write, writedata, read, atomics; 0 B..1 MiB)" \
@@ -401,6 +433,8 @@ if [ "$mode" = netem ]; then
 		echo "FAIL: netem dropped nothing: the link was not impaired"
 		fail=1
 	fi
+	echo "note: netem mode: droce-xfer's RTU is not dropped on purpose (the user-space" \
+		"forwarder does that)"
 else
 	kill -INT "$imp_pid" 2>/dev/null
 	wait "$imp_pid" 2>/dev/null
@@ -415,6 +449,12 @@ else
 	done
 	if grep -q 'send errors' "$tmp/impair.log"; then
 		echo "note: the forwarder could not send some frames (counted above)"
+	fi
+	if grep -q 'RTU dropped: 1$' "$tmp/impair.log"; then
+		echo "ok: the forwarder dropped the RTU of droce-xfer's connection"
+	else
+		echo "FAIL: the forwarder did not drop droce-xfer's RTU: the lost-RTU path was not run"
+		fail=1
 	fi
 fi
 

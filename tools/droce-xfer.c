@@ -1138,6 +1138,7 @@ static int eq_wait(struct xfer *x, struct fid_eq *eq, uint32_t want, union cm_en
 		   size_t *dlen, char *reason, size_t rlen)
 {
 	uint64_t end = deadline();
+	bool peer_up = false;
 
 	for (;;) {
 		uint32_t event = 0;
@@ -1179,7 +1180,34 @@ static int eq_wait(struct xfer *x, struct fid_eq *eq, uint32_t want, union cm_en
 			return -1;
 		}
 		progress(x);
-		if (oob_readable(x, 0)) {
+		if (!peer_up && oob_readable(x, 0)) {
+			/*
+			 * The peer spoke first.  Its M_CONN saying it is
+			 * connected is no reason to stop: the active side is
+			 * connected once the REP is in, and when its RTU is
+			 * lost this side waits for the CM's REP retry (then
+			 * the RTU again), while the peer waits for our
+			 * M_CONN before it sends data that would do as an
+			 * RTU.  A closed connection or a failed M_CONN is.
+			 */
+			uint8_t w[20];
+			ssize_t r = recv(x->sock, w, sizeof(w), MSG_PEEK | MSG_DONTWAIT);
+			uint32_t type, status;
+
+			if (r < 0 && (errno == EAGAIN || errno == EINTR))
+				continue;
+			if (r > 0 && r < (ssize_t)sizeof(w))
+				continue; /* the rest is on its way */
+			if (r == (ssize_t)sizeof(w)) {
+				memcpy(&type, w + 4, 4);
+				memcpy(&status, w + 16, 4);
+				if (be32toh(type) == M_CONN && !be32toh(status)) {
+					vlog("the peer is connected; still waiting for %s\n",
+					     want == FI_CONNECTED ? "FI_CONNECTED" : "FI_CONNREQ");
+					peer_up = true;
+					continue;
+				}
+			}
 			why(reason, rlen, "the peer gave up connecting");
 			return -1;
 		}
