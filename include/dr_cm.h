@@ -148,6 +148,7 @@ struct dr_cm_id {
 	uint64_t deadline_ns;	/* UINT64_MAX: none */
 	unsigned retries_left;
 	int fail_err;		/* why it gave up: -ETIMEDOUT or -EHOSTUNREACH */
+	bool drep_awaited;	/* our DREQ is unanswered, also after DREQs crossed */
 };
 
 int dr_cm_init(struct dr_cm *cm, const struct dr_cm_config *cfg, const struct dr_cm_ops *ops,
@@ -191,7 +192,8 @@ int dr_cm_mad_frame(struct dr_cm *cm, uint32_t dst_ip4, const uint8_t *mad, void
 		    size_t cap);
 #define DR_CM_FRAME_MAX (DR_MAD_LEN + 128)
 
-/* True while a DREQ of ours waits for its DREP. */
+/* True while a DREQ of ours waits for its DREP (also after the peer's DREQ
+ * crossed it and the id is in time-wait). */
 bool dr_cm_disconnecting(const struct dr_cm *cm);
 
 /* A MAD that came to QP1 from src_ip4 (the UD payload). */

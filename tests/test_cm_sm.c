@@ -388,6 +388,61 @@ START_TEST(test_disconnect)
 }
 END_TEST
 
+/* deliver the oldest MAD on the wire; false if there is none */
+static bool deliver_one(void)
+{
+	struct msg *m;
+
+	if (wire_head == wire_tail)
+		return false;
+	m = &wire[wire_head++ % 256];
+	dr_cm_recv(m->dst == IP_A ? &A.cm : &B.cm, m->src, m->mad, DR_MAD_LEN);
+	return true;
+}
+
+/* Both sides disconnect at once: each answers the other's DREQ and is in
+ * time-wait, but each still waits for the DREP to its own DREQ (the port
+ * must stay open for it: a closed one answers with ICMP port unreachable,
+ * which tests/netns-pingpong.sh caught). */
+START_TEST(test_disconnect_crossed)
+{
+	struct dr_cm_id *id;
+
+	B.accept = 1;
+	id = connect_ab(NULL, 0);
+	run_until(now_ns + 1000000);
+	ck_assert_int_eq(dr_cm_disconnect(id), 0);
+	ck_assert_int_eq(dr_cm_disconnect(B.conn), 0);
+	ck_assert(dr_cm_disconnecting(&A.cm));
+	ck_assert(dr_cm_disconnecting(&B.cm));
+	ck_assert(deliver_one()); /* A's DREQ at B: B answers, time-wait */
+	ck_assert_int_eq(B.conn->state, DR_CMS_TIMEWAIT);
+	ck_assert_int_eq(B.nev[DR_CM_EV_DISCONNECTED], 1);
+	ck_assert_msg(dr_cm_disconnecting(&B.cm), "B stopped waiting for its DREP");
+	ck_assert(deliver_one()); /* B's DREQ at A */
+	ck_assert_int_eq(id->state, DR_CMS_TIMEWAIT);
+	ck_assert_int_eq(A.nev[DR_CM_EV_DISCONNECTED], 1);
+	ck_assert(dr_cm_disconnecting(&A.cm));
+	ck_assert(deliver_one()); /* B's DREP at A */
+	ck_assert(!dr_cm_disconnecting(&A.cm));
+	ck_assert(dr_cm_disconnecting(&B.cm));
+	ck_assert(deliver_one()); /* A's DREP at B */
+	ck_assert(!dr_cm_disconnecting(&B.cm));
+	ck_assert(!deliver_one());
+	ck_assert_int_eq(sent_by_attr[DR_CM_ATTR_DREQ & 0x1f], 2);
+	ck_assert_int_eq(sent_by_attr[DR_CM_ATTR_DREP & 0x1f], 2);
+	/* one event each, and the ids go after their time-wait */
+	run_until(now_ns + 2 * TIMEWAIT_NS);
+	ck_assert_int_eq(A.nev[DR_CM_EV_DISCONNECTED], 1);
+	ck_assert_int_eq(B.nev[DR_CM_EV_DISCONNECTED], 1);
+	dr_cm_release(id);
+	dr_cm_release(B.conn);
+	run_until(now_ns + 2 * TIMEWAIT_NS);
+	ck_assert_ptr_null(A.cm.ids);
+	ck_assert_ptr_null(B.cm.ids);
+}
+END_TEST
+
 START_TEST(test_disconnect_dead_peer)
 {
 	struct dr_cm_id *id;
@@ -570,6 +625,7 @@ int main(void)
 	tcase_add_loop_test(tc, test_lossy_handshake, 0, sizeof(drops) / sizeof(drops[0]));
 	tcase_add_test(tc, test_unreachable_timing);
 	tcase_add_loop_test(tc, test_disconnect, 0, 3);
+	tcase_add_test(tc, test_disconnect_crossed);
 	tcase_add_test(tc, test_disconnect_dead_peer);
 	tcase_add_test(tc, test_bad_arguments);
 	tcase_add_test(tc, test_garbage_mads);

@@ -525,6 +525,7 @@ int dr_cm_disconnect(struct dr_cm_id *id)
 	dr_mad_init_cm(&mad, DR_CM_ATTR_DREQ, (uint64_t)id->cm->tid_hi++ << 32 | id->local_comm_id);
 	dr_cm_dreq_pack(&dreq, mad.body);
 	set_state(id, DR_CMS_DREQ_SENT);
+	id->drep_awaited = true;
 	send_kept(id, &mad, true);
 	rearm(id->cm);
 	return 0;
@@ -744,8 +745,16 @@ static void recv_drep(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 
 	dr_cm_drep_unpack(mad->body, &drep);
 	id = id_by_local(cm, drep.remote_comm_id);
-	if (!id || id->peer_ip4 != ip4 || id->state != DR_CMS_DREQ_SENT)
+	if (!id || id->peer_ip4 != ip4)
 		return;
+	if (id->state == DR_CMS_TIMEWAIT && id->drep_awaited) {
+		/* the answer to our DREQ after the peer's crossed it */
+		id->drep_awaited = false;
+		return;
+	}
+	if (id->state != DR_CMS_DREQ_SENT)
+		return;
+	id->drep_awaited = false;
 	to_timewait(id);
 	emit(id, DR_CM_EV_DISCONNECTED, 0, drep.private_data, DR_CM_DREP_PRIV_LEN, NULL);
 }
@@ -830,6 +839,7 @@ static void id_timeout(struct dr_cm_id *id)
 		break;
 	case DR_CMS_DREQ_SENT:
 		/* the peer is gone: we are disconnected all the same */
+		id->drep_awaited = false;
 		to_timewait(id);
 		emit(id, DR_CM_EV_DISCONNECTED, 0, NULL, 0, NULL);
 		return;
@@ -863,8 +873,12 @@ int dr_cm_mad_frame(struct dr_cm *cm, uint32_t dst_ip4, const uint8_t *mad, void
 
 bool dr_cm_disconnecting(const struct dr_cm *cm)
 {
+	/* a DREQ out and unanswered: its DREP is on its way, also when the
+	 * peer's own DREQ crossed it and we are in time-wait already (the
+	 * peer answers every DREQ); a closed port would meet it with ICMP */
 	for (const struct dr_cm_id *id = cm->ids; id; id = id->next)
-		if (id->state == DR_CMS_DREQ_SENT)
+		if (id->state == DR_CMS_DREQ_SENT ||
+		    (id->state == DR_CMS_TIMEWAIT && id->drep_awaited))
 			return true;
 	return false;
 }
