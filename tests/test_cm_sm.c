@@ -363,6 +363,17 @@ START_TEST(test_unreachable_timing)
 }
 END_TEST
 
+/* both callers let go of the connection: the ids are freed after their
+ * time-wait */
+static void release_both(struct dr_cm_id *id)
+{
+	dr_cm_release(id);
+	dr_cm_release(B.conn);
+	run_until(now_ns + 2 * TIMEWAIT_NS);
+	ck_assert_ptr_null(A.cm.ids);
+	ck_assert_ptr_null(B.cm.ids);
+}
+
 START_TEST(test_disconnect)
 {
 	struct dr_cm_id *id;
@@ -380,11 +391,7 @@ START_TEST(test_disconnect)
 	ck_assert_int_eq(sent_by_attr[DR_CM_ATTR_DREQ & 0x1f], 1 + _i);
 	ck_assert_int_eq(sent_by_attr[DR_CM_ATTR_DREP & 0x1f], 1 + _i);
 	ck_assert_int_eq(id->state, DR_CMS_TIMEWAIT);
-	dr_cm_release(id);
-	dr_cm_release(B.conn);
-	run_until(now_ns + 2 * TIMEWAIT_NS);
-	ck_assert_ptr_null(A.cm.ids);
-	ck_assert_ptr_null(B.cm.ids);
+	release_both(id);
 }
 END_TEST
 
@@ -435,11 +442,7 @@ START_TEST(test_disconnect_crossed)
 	run_until(now_ns + 2 * TIMEWAIT_NS);
 	ck_assert_int_eq(A.nev[DR_CM_EV_DISCONNECTED], 1);
 	ck_assert_int_eq(B.nev[DR_CM_EV_DISCONNECTED], 1);
-	dr_cm_release(id);
-	dr_cm_release(B.conn);
-	run_until(now_ns + 2 * TIMEWAIT_NS);
-	ck_assert_ptr_null(A.cm.ids);
-	ck_assert_ptr_null(B.cm.ids);
+	release_both(id);
 }
 END_TEST
 
