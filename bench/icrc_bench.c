@@ -3,8 +3,8 @@
  * icrc_bench - how fast droce computes CRC-32 and the RoCEv2 ICRC on one
  * core.  Prints GB/s (10^9 bytes per second) for each implementation
  * (AVX-512 VPCLMULQDQ, PCLMULQDQ, portable slice-by-8) over cache-resident
- * buffers, and the whole-frame
- * ICRC of 4096-byte-payload packets.  A figure to read, not a test.
+ * buffers, and the whole-frame ICRC of 4096-byte-payload packets.  A
+ * figure to read, not a test.
  */
 #include <stdio.h>
 #include <stdlib.h>

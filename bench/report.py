@@ -26,9 +26,10 @@ COLS = ("run config provider label test bytes window iters seconds value unit p5
 PAIRS = [("memif", "lo", "same host: droce/net_memif vs tcp/loopback"),
          ("memifzc", "lo", "same host: droce/net_memif zero-copy client vs tcp/loopback"),
          ("veth", "veth", "veth between namespaces: droce/net_af_packet vs tcp")]
-# column headings of the transports
-LABEL_NAME = {"memif": "droce memif", "memifzc": "droce memif zero-copy", "veth": "droce veth",
-              "lo": "tcp loopback"}
+# column headings: (provider, transport label)
+COL_NAME = {("droce", "memif"): "droce memif", ("droce", "memifzc"): "droce memif zero-copy",
+            ("droce", "veth"): "droce veth", ("tcp", "lo"): "tcp loopback",
+            ("tcp", "veth"): "tcp veth"}
 
 TARGETS = [
     # name, limit key, droce (label,test,bytes,window), tcp (label,test,bytes,window), op,
@@ -371,10 +372,7 @@ def table_pair(data, test, window, unit, title, better):
             cols.append(("tcp", tl, None))
             shown.add(tl)
         cols.append(("ratio", dl, tl))
-    head = []
-    for kind, a, b in cols:
-        head.append("ratio" if kind == "ratio" else LABEL_NAME.get(a, kind + " " + a)
-                    if kind == "droce" else "tcp " + ("loopback" if a == "lo" else a))
+    head = ["ratio" if kind == "ratio" else COL_NAME[(kind, a)] for kind, a, _ in cols]
     L.append("| size | " + " | ".join(head) + " |")
     L.append("|---:|" + "---:|" * len(cols))
     for s in data.sizes(test):

@@ -238,19 +238,16 @@ session() {
 	local oob srvenv=() clienv=() srvns=() clins=() fabric sock='' rc=0 spid
 	port=$((port + 1))
 	case $config in
-	memif)
+	memif | memifzc)
 		sock=$tmp/memif-$port.sock
 		srvenv=(FI_DROCE_DEVICE="net_memif0,role=server,socket=$sock" FI_DROCE_ADDR=192.0.2.1/24)
 		clienv=(FI_DROCE_DEVICE="net_memif0,role=client,socket=$sock" FI_DROCE_ADDR=192.0.2.2/24)
-		oob=127.0.0.1:$port fabric=192.0.2.1 ;;
-	memifzc)
-		# the client in memif's zero-copy mode (DPDK wants its memory in
-		# one file per segment list for that)
-		sock=$tmp/memif-$port.sock
-		srvenv=(FI_DROCE_DEVICE="net_memif0,role=server,socket=$sock" FI_DROCE_ADDR=192.0.2.1/24)
-		clienv=(FI_DROCE_DEVICE="net_memif0,role=client,socket=$sock,zero-copy=yes"
-			FI_DROCE_EAL_ARGS="--no-huge --no-shconf -m 256 --single-file-segments"
-			FI_DROCE_ADDR=192.0.2.2/24)
+		# memifzc: the client in memif's zero-copy mode (DPDK wants its
+		# memory in one file per segment list for that)
+		[ "$config" = memif ] ||
+			clienv=(FI_DROCE_DEVICE="net_memif0,role=client,socket=$sock,zero-copy=yes"
+				FI_DROCE_EAL_ARGS="--no-huge --no-shconf -m 256 --single-file-segments"
+				FI_DROCE_ADDR=192.0.2.2/24)
 		oob=127.0.0.1:$port fabric=192.0.2.1 ;;
 	lo)
 		srvenv=() clienv=() oob=127.0.0.1:$port fabric=127.0.0.1 ;;

@@ -308,6 +308,9 @@ static bool word_check(const uint8_t *p, uint64_t want, const char *who, const c
 #define OOB_BLOB 2048
 #define OOB_TEXT 512
 #define OOB_WIRE (6 * 4 + OOB_NV * 8 + OOB_BLOB + OOB_TEXT)
+/* the wire starts magic, type, op, iter, status, fatal (32 bits each) */
+#define OOB_TYPE_OFF 4
+#define OOB_STATUS_OFF 16
 #define REASON_OFF 1024	  /* in the blob: one reason per operation */
 #define REASON_LEN 96
 
@@ -569,6 +572,24 @@ static bool oob_readable(struct xfer *x, int ms)
 	struct pollfd p = { .fd = x->sock, .events = POLLIN };
 
 	return poll(&p, 1, ms) > 0;
+}
+
+/* What the peer's next control message says, without taking it: 1 an
+ * M_CONN saying it is connected, -1 anything else or a closed connection,
+ * 0 nothing whole yet. */
+static int oob_peek_conn(struct xfer *x)
+{
+	uint8_t w[OOB_STATUS_OFF + 4];
+	ssize_t r = recv(x->sock, w, sizeof(w), MSG_PEEK | MSG_DONTWAIT);
+	uint32_t type, status;
+
+	if ((r < 0 && (errno == EAGAIN || errno == EINTR)) || (r > 0 && r < (ssize_t)sizeof(w)))
+		return 0;
+	if (r != (ssize_t)sizeof(w))
+		return -1;
+	memcpy(&type, w + OOB_TYPE_OFF, 4);
+	memcpy(&status, w + OOB_STATUS_OFF, 4);
+	return be32toh(type) == M_CONN && !be32toh(status) ? 1 : -1;
 }
 
 enum wait_ret { WAIT_OK, WAIT_TIMEOUT, WAIT_PEER, WAIT_CQERR, WAIT_LOST };
@@ -1190,26 +1211,17 @@ static int eq_wait(struct xfer *x, struct fid_eq *eq, uint32_t want, union cm_en
 			 * M_CONN before it sends data that would do as an
 			 * RTU.  A closed connection or a failed M_CONN is.
 			 */
-			uint8_t w[20];
-			ssize_t r = recv(x->sock, w, sizeof(w), MSG_PEEK | MSG_DONTWAIT);
-			uint32_t type, status;
+			int up = oob_peek_conn(x);
 
-			if (r < 0 && (errno == EAGAIN || errno == EINTR))
-				continue;
-			if (r > 0 && r < (ssize_t)sizeof(w))
-				continue; /* the rest is on its way */
-			if (r == (ssize_t)sizeof(w)) {
-				memcpy(&type, w + 4, 4);
-				memcpy(&status, w + 16, 4);
-				if (be32toh(type) == M_CONN && !be32toh(status)) {
-					vlog("the peer is connected; still waiting for %s\n",
-					     want == FI_CONNECTED ? "FI_CONNECTED" : "FI_CONNREQ");
-					peer_up = true;
-					continue;
-				}
+			if (up < 0) {
+				why(reason, rlen, "the peer gave up connecting");
+				return -1;
 			}
-			why(reason, rlen, "the peer gave up connecting");
-			return -1;
+			if (up > 0) {
+				vlog("the peer is connected; still waiting for %s\n",
+				     want == FI_CONNECTED ? "FI_CONNECTED" : "FI_CONNREQ");
+				peer_up = true;
+			}
 		}
 		if (now_ns() >= end) {
 			why(reason, rlen, "no %s within %d ms",

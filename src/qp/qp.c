@@ -178,10 +178,6 @@ void dr_qp_desc(struct dr_qp *qp, struct dr_pkt_desc *d, uint8_t opcode, uint32_
 	d->psn = psn & DR_PSN_MASK;
 }
 
-/* Headers of any frame the engine builds: Ethernet, 802.1Q, IPv6, UDP,
- * BTH and the longest extension headers, rounded up. */
-#define DR_QP_HDR_CAP 160
-
 void dr_qp_send_frame(struct dr_qp *qp, const struct dr_pkt_desc *d)
 {
 	const struct dr_qp_ops *o = qp->ops;
@@ -189,7 +185,7 @@ void dr_qp_send_frame(struct dr_qp *qp, const struct dr_pkt_desc *d)
 
 	if (o->xmit_split && d->payload_len >= DR_QP_SPLIT_MIN && d->payload != qp->gather) {
 		/* zero copy: the payload stays where it is */
-		uint8_t hdr[DR_QP_HDR_CAP], trailer[7];
+		uint8_t hdr[DR_PKT_HDR_CAP], trailer[7];
 		unsigned tlen;
 
 		len = dr_pkt_build_split(d, hdr, sizeof(hdr), trailer, &tlen);

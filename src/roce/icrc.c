@@ -89,8 +89,9 @@ __attribute__((target("pclmul,sse4.1"))) static inline __m128i fold(__m128i x, _
 	return _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11));
 }
 
-/* Fold the 16-byte lanes of x forward over the bytes that follow them and
- * add what follows: with k the pair for the distance, x*k folds each lane. */
+/* x0 stands for everything before p (16 bytes whose CRC from zero is the
+ * register): fold it over the remaining 16-byte blocks, reduce it to 32
+ * bits, and finish the last len % 16 bytes with slice-by-8. */
 __attribute__((target("pclmul,sse4.1"))) static inline uint32_t crc_pclmul_tail(__m128i x0,
 									  const uint8_t *p,
 									  size_t len)
