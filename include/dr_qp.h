@@ -53,23 +53,58 @@ enum dr_mr_verdict {
 	DR_MR_NO_ACCESS,  /* region lacks the access right */
 };
 
-/* Keys: the low idx_bits name a slot (O(1) lookup), the high bits are
- * random and re-drawn on every registration so that a freed key is not
- * valid again; slot 0 is never used, so key 0 (DR_LKEY_NONE) never
- * names a region. */
+/* Keys are 32 random bits (never 0, unique among live keys), found through
+ * a dr_idmap: nothing in one key says anything about another, and a
+ * deregistered key is dead (a new draw repeats it with probability
+ * 2^-32).  Slot 0 of the array is unused; key 0 (DR_LKEY_NONE) never
+ * names a region.  The provider always chooses the key (FI_MR_PROV_KEY). */
 struct dr_mr_slot {
 	struct dr_mr mr;
 	uint32_t next_free;
 	bool used;
 };
 
+/* ==== Identifiers (ids.c) ================================================= */
+
+/* Bytes from the kernel's CSPRNG (getrandom(2)), buffered.  0, or -errno
+ * when it fails: never a weaker fallback. */
+int dr_rand_bytes(void *buf, size_t len);
+int dr_rand_u32(uint32_t *out);
+/* Tests: every draw fails with -err from now on; 0 restores. */
+void dr_rand_fail(int err);
+
+/* Live identifiers (QPNs, MR keys) and their owners: open addressing,
+ * at most half full, O(1) lookup.  Identifier 0 is never stored. */
+struct dr_idmap_ent {
+	uint32_t id;
+	void *val;
+};
+
+struct dr_idmap {
+	struct dr_idmap_ent *ent;
+	uint32_t mask; /* capacity - 1, capacity >= 2 * max */
+	unsigned shift;
+	uint32_t count, max;
+};
+
+int dr_idmap_init(struct dr_idmap *m, uint32_t max);
+void dr_idmap_fini(struct dr_idmap *m);
+void *dr_idmap_find(const struct dr_idmap *m, uint32_t id);
+/* 0, -EEXIST, -ENOSPC (max reached) or -EINVAL (id 0, val NULL). */
+int dr_idmap_insert(struct dr_idmap *m, uint32_t id, void *val);
+/* The value removed, NULL if id was not there. */
+void *dr_idmap_remove(struct dr_idmap *m, uint32_t id);
+/* Draw a random identifier in [lo, mask] (mask = 2^n - 1) that is not in
+ * the map and insert it with val.  0, -ENOSPC, or the random source's
+ * error. */
+int dr_idmap_alloc(struct dr_idmap *m, uint32_t mask, uint32_t lo, void *val, uint32_t *id);
+
 struct dr_mr_table {
-	struct dr_mr_slot *slot;
-	uint32_t size; /* power of two */
-	unsigned idx_bits;
-	uint32_t free_head, free_tail; /* FIFO: freed slots are reused last */
+	struct dr_mr_slot *slot; /* [1, size): slot 0 unused */
+	uint32_t size;
+	uint32_t free_head, free_tail; /* FIFO of unused slots */
 	uint32_t nfree;
-	uint64_t rng;
+	struct dr_idmap keys; /* key -> slot */
 };
 
 /* Local SGEs with this lkey are not checked against the table (trusted
@@ -78,6 +113,7 @@ struct dr_mr_table {
 
 int dr_mr_table_init(struct dr_mr_table *t, uint32_t max_mr);
 void dr_mr_table_fini(struct dr_mr_table *t);
+/* 0, -ENOSPC (table full), -EINVAL, or the random source's -errno. */
 int dr_mr_reg(struct dr_mr_table *t, void *addr, uint64_t length, uint64_t iova, unsigned access,
 	      struct dr_mr **mrp);
 int dr_mr_dereg(struct dr_mr_table *t, uint32_t key);
@@ -331,6 +367,45 @@ enum dr_qp_flags {
 /* Shortest adaptive retransmit timeout: 4.096 us * 2^5 = 131 us. */
 #define DR_RTO_MIN_EXP 5
 
+/* ==== Receive checks (qp.c, resp.c, comp.c; src/fi for the device's) ===== */
+
+/* Why a received frame was dropped.  The checks are rxe's (rxe_recv.c
+ * hdr_check, rxe_resp.c check_psn): a frame passes them in this order, and
+ * the first that fails names the drop.  The device counts every drop per
+ * port, the QP its own as well (struct dr_qp_stats.rx_drop). */
+enum dr_rx_drop {
+	DR_RX_OK,		/* not dropped */
+	/* the device, before any QP (src/fi dev_rx) */
+	DR_RX_DROP_NOT_IPV4,	/* droce's QPs speak RoCEv2 over IPv4 only */
+	DR_RX_DROP_UNKNOWN_QPN, /* no QP has this DestQP (or a closed one) */
+	DR_RX_DROP_GSI,		/* QP1: not a UD SEND_ONLY with the GSI Q_Key */
+	/* the QP (dr_qp_input): who may talk to it */
+	DR_RX_DROP_DST_QPN,  /* BTH DestQP is not this QP */
+	DR_RX_DROP_TYPE,     /* not an RC opcode (rxe check_type_state) */
+	DR_RX_DROP_STATE,    /* request before RTR, response before RTS, ERROR */
+	DR_RX_DROP_SRC_ADDR, /* not from the connected peer's IP (rxe check_addr) */
+	DR_RX_DROP_DST_ADDR, /* not to this QP's own IP (rxe check_addr) */
+	DR_RX_DROP_PKEY,     /* P_Key does not match (rxe check_keys) */
+	/* the responder's PSN check (IBA 9.7.5.1.1) */
+	DR_RX_DROP_PSN_AHEAD, /* ahead of the expected PSN; this gap was NAKed */
+	DR_RX_DROP_PSN_STALE, /* behind it: a READ/atomic no resource covers */
+	/* the completer (IBA 9.7.5.2) */
+	DR_RX_DROP_RSP,	      /* a response or ACK for nothing outstanding */
+	DR_RX_DROP_NUM
+};
+extern const char *const dr_rx_drop_names[DR_RX_DROP_NUM];
+/* A reason a correct peer on a correct network never gives (a forged or
+ * misdirected frame): P_Key, addresses, DestQP, QP type, the GSI's. */
+bool dr_rx_drop_hostile(enum dr_rx_drop why);
+
+/* P_Key matching as rxe does it (rxe_recv.c pkey_match): the low 15 bits
+ * equal and not 0 (0x0000 and 0x8000 are invalid), and at
+ * least one of the two a full member (bit 15). */
+static inline bool dr_pkey_match(uint16_t a, uint16_t b)
+{
+	return (a & 0x7fff) != 0 && (a & 0x7fff) == (b & 0x7fff) && ((a | b) & 0x8000);
+}
+
 struct dr_qp_init_attr {
 	uint32_t qpn;
 	uint32_t max_send_wr; /* rounded up to a power of two */
@@ -339,6 +414,9 @@ struct dr_qp_init_attr {
 	const struct dr_qp_ops *ops;
 	void *ctx;
 	unsigned flags; /* enum dr_qp_flags */
+	/* optional: the port's drop counters, DR_RX_DROP_NUM of them; the QP
+	 * adds its drops there too (under the caller's serialisation) */
+	uint64_t *port_drops;
 };
 
 struct dr_qp_stats {
@@ -352,7 +430,8 @@ struct dr_qp_stats {
 	uint64_t tx_seq_naks, tx_rnr_naks, tx_err_naks;
 	uint64_t rx_seq_naks, rx_rnr_naks, rx_err_naks;
 	uint64_t rx_dup_reqs; /* duplicate requests answered */
-	uint64_t rx_dropped;  /* silently dropped (ahead, stale, bad state) */
+	uint64_t rx_dropped;  /* silently dropped: the sum of rx_drop[] */
+	uint64_t rx_drop[DR_RX_DROP_NUM]; /* by reason */
 	uint64_t timeouts, retries, rnr_waits;
 	uint64_t atomics_executed;
 };
@@ -415,6 +494,7 @@ struct dr_qp {
 	const struct dr_qp_ops *ops;
 	void *ctx;
 	struct dr_mr_table *mrt;
+	uint64_t *port_drops; /* struct dr_qp_init_attr.port_drops */
 
 	struct dr_pkt_desc tmpl; /* addressing for every frame */
 	uint16_t ip_id;
@@ -492,8 +572,15 @@ int dr_qp_modify(struct dr_qp *qp, const struct dr_qp_attr *attr, unsigned mask)
  * flushed at once. */
 int dr_qp_post_send(struct dr_qp *qp, const struct dr_send_wr *wr);
 int dr_qp_post_recv(struct dr_qp *qp, const struct dr_recv_wr *wr);
-/* Hand the QP a frame addressed to it (parsed with dr_pkt_parse, OK). */
+/* Hand the QP a frame addressed to it (parsed with dr_pkt_parse, OK).
+ * Frames that fail dr_qp_rx_check are dropped and counted. */
 void dr_qp_input(struct dr_qp *qp, const struct dr_pkt *pkt);
+/* The QP's own receive checks, without side effects: DR_RX_OK or the
+ * reason dr_qp_input would drop the frame before the engines see it. */
+enum dr_rx_drop dr_qp_rx_check(const struct dr_qp *qp, const struct dr_pkt *pkt);
+/* Count one dropped frame (QP and port). */
+void dr_qp_drop(struct dr_qp *qp, enum dr_rx_drop why);
+const struct dr_qp_stats *dr_qp_stats(const struct dr_qp *qp);
 /* DR_QP_DEFER_ACK: send the held acknowledgement, if any. */
 void dr_qp_flush(struct dr_qp *qp);
 bool dr_qp_ack_due(const struct dr_qp *qp);
@@ -509,6 +596,11 @@ enum dr_qp_state dr_qp_state(const struct dr_qp *qp);
  * max_recv_wr rounded up to a power of two. */
 uint32_t dr_qp_sq_free(const struct dr_qp *qp);
 uint32_t dr_qp_rq_free(const struct dr_qp *qp);
+/* The peer's QPN, the next PSN the responder expects, the next PSN the
+ * requester sends (0 before RTR/RTS). */
+uint32_t dr_qp_dest_qpn(const struct dr_qp *qp);
+uint32_t dr_qp_resp_psn(const struct dr_qp *qp);
+uint32_t dr_qp_req_psn(const struct dr_qp *qp);
 
 /* The kernel's rdma_get_udp_sport(): a stable 0xC000..0xFFFF source port
  * from the flow label or, if it is 0, from both QPNs (A.3). */

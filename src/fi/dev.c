@@ -11,6 +11,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 
+#include "dr_ext.h"
 #include "dr_fi.h"
 
 static const char *const param_names[] = {
@@ -110,27 +111,201 @@ static const struct dr_cm_ops dev_cm_ops = {
 
 /* ---- receive dispatch ----------------------------------------------------- */
 
+/*
+ * The device's receive checks, before any QP (rxe_recv.c hdr_check): the
+ * port has checked MAC, IP, UDP port, ICRC and TVer.  QP1 takes UD
+ * SEND_ONLY MADs with a valid P_Key and the GSI Q_Key; every other frame
+ * goes to the QP its DestQP names, which checks the rest (dr_qp_input).
+ * Every drop is counted by reason in dev->rx_drops (the QPs add theirs).
+ */
+static void dev_drop(struct dr_dev *dev, enum dr_rx_drop why)
+{
+	dev->rx_drops[why]++;
+}
+
 static void dev_rx(void *ctx, const void *frame, size_t len, const struct dr_pkt *pkt)
 {
 	struct dr_dev *dev = ctx;
 	struct dr_ep *ep;
 
-	if (!pkt->ip4)
-		return; /* droce speaks RoCEv2 over IPv4 */
+	if (!pkt->ip4) {
+		dev_drop(dev, DR_RX_DROP_NOT_IPV4); /* droce speaks RoCEv2 over IPv4 */
+		return;
+	}
 	if (pkt->dqpn == DR_GSI_QPN) {
-		/* rxe_recv.c check_keys: QP1 wants exactly the GSI Q_Key */
-		if (pkt->opcode == DR_OP_UD_SEND_ONLY &&
-		    dr_deth_qkey(dr_pkt_deth(pkt)) == DR_GSI_QKEY)
+		/* rxe_recv.c check_keys: a valid P_Key, and QP1 wants exactly
+		 * the GSI Q_Key */
+		if (!dr_pkey_match(dr_bth_pkey(pkt->bth), DR_DEF_PKEY))
+			dev_drop(dev, DR_RX_DROP_PKEY);
+		else if (pkt->opcode != DR_OP_UD_SEND_ONLY ||
+			 dr_deth_qkey(dr_pkt_deth(pkt)) != DR_GSI_QKEY)
+			dev_drop(dev, DR_RX_DROP_GSI);
+		else
 			dr_cm_recv(&dev->cm, ntohl(pkt->ip4->saddr), pkt->payload,
 				   pkt->payload_len);
 		return;
 	}
-	ep = dev->qp_tab[pkt->dqpn & (DR_MAX_EP - 1)];
-	if (!ep || !ep->qp || dr_qp_num(ep->qp) != pkt->dqpn) {
-		dev->rx_dropped_qp++;
+	/* QPN 0 (the SMI's) is never in the table */
+	ep = dr_idmap_find(&dev->qps, pkt->dqpn);
+	if (!ep || !ep->qp) {
+		dev_drop(dev, DR_RX_DROP_UNKNOWN_QPN);
 		return;
 	}
 	dr_ep_input(ep, pkt);
+}
+
+/* ---- QPNs ----------------------------------------------------------------- */
+
+int dr_dev_qpn_alloc(struct dr_dev *dev, struct dr_ep *ep, uint32_t *qpn)
+{
+	int ret;
+
+	/* random over [2, 2^24): QPN 0 and 1 are the SMI and GSI QPs.  A
+	 * late frame for a closed QP meets its successor only if the draw
+	 * repeats its QPN (2^-24). */
+	ret = dr_idmap_alloc(&dev->qps, DR_QPN_MASK, DR_GSI_QPN + 1, ep, qpn);
+	if (ret == -ENOSPC || ret == -EAGAIN) {
+		DR_WARN(FI_LOG_EP_CTRL, "fi_endpoint: all %d QPs of %s are in use\n", DR_MAX_EP,
+			dev->cfg.name);
+		return -FI_ENOSPC;
+	}
+	if (ret) {
+		DR_WARN(FI_LOG_EP_CTRL, "fi_endpoint: no random QPN: getrandom: %s\n",
+			strerror(-ret));
+		return -FI_EIO;
+	}
+	return 0;
+}
+
+void dr_dev_qpn_free(struct dr_dev *dev, uint32_t qpn)
+{
+	dr_idmap_remove(&dev->qps, qpn);
+}
+
+/* ---- drop counters ---------------------------------------------------------- */
+
+void dr_rx_drops_log(const char *who, const uint64_t drops[DR_RX_DROP_NUM])
+{
+	char buf[512];
+	size_t off = 0;
+	bool hostile = false, any = false;
+	int i;
+
+	buf[0] = 0;
+	for (i = DR_RX_OK + 1; i < DR_RX_DROP_NUM; i++) {
+		if (!drops[i])
+			continue;
+		any = true;
+		hostile |= dr_rx_drop_hostile(i);
+		if (off < sizeof(buf))
+			off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%s %llu",
+						off ? ", " : "", dr_rx_drop_names[i],
+						(unsigned long long)drops[i]);
+	}
+	if (!any)
+		return;
+	if (hostile)
+		DR_WARN(FI_LOG_DOMAIN, "%s dropped frames a correct peer does not send: %s\n", who,
+			buf);
+	else
+		DR_INFO(FI_LOG_DOMAIN, "%s dropped frames: %s\n", who, buf);
+}
+
+/* ---- fi_open_ops(FI_DROCE_OPS_RX): counters and forging aids (dr_ext.h) ---- */
+
+static struct dr_dev *rx_ops_dev(struct fid *fid, struct dr_ep **ep)
+{
+	*ep = NULL;
+	if (fid->fclass == FI_CLASS_DOMAIN)
+		return container_of(fid, struct dr_domain, dom.fid)->dev;
+	if (fid->fclass == FI_CLASS_EP) {
+		*ep = container_of(fid, struct dr_ep, ep.fid);
+		return (*ep)->dev;
+	}
+	return NULL;
+}
+
+static int rx_ops_drops(struct fid *fid, uint64_t *counts, size_t n)
+{
+	struct dr_ep *ep;
+	struct dr_dev *dev = rx_ops_dev(fid, &ep);
+	const uint64_t *src;
+	size_t i;
+
+	if (!dev || (n && !counts))
+		return -FI_EINVAL;
+	dr_dev_lock(dev);
+	src = ep ? dr_qp_stats(ep->qp)->rx_drop : dev->rx_drops;
+	for (i = 0; i < n && i < DR_RX_DROP_NUM; i++)
+		counts[i] = src[i];
+	dr_dev_unlock(dev);
+	for (; i < n; i++)
+		counts[i] = 0;
+	return DR_RX_DROP_NUM;
+}
+
+static const char *rx_ops_drop_name(unsigned reason)
+{
+	return reason < DR_RX_DROP_NUM ? dr_rx_drop_names[reason] : NULL;
+}
+
+static int rx_ops_qp_ids(struct fid *fid, struct fi_droce_qp_ids *ids)
+{
+	struct dr_ep *ep;
+	struct dr_dev *dev = rx_ops_dev(fid, &ep);
+
+	if (!dev || !ep || !ids)
+		return -FI_EINVAL;
+	dr_dev_lock(dev);
+	ids->qpn = dr_qp_num(ep->qp);
+	ids->dest_qpn = dr_qp_dest_qpn(ep->qp);
+	ids->start_psn = ep->start_psn;
+	ids->rq_psn = dr_qp_resp_psn(ep->qp);
+	ids->sq_psn = dr_qp_req_psn(ep->qp);
+	dr_dev_unlock(dev);
+	return 0;
+}
+
+static int rx_ops_port_mac(struct fid *fid, uint8_t mac[6])
+{
+	struct dr_ep *ep;
+	struct dr_dev *dev = rx_ops_dev(fid, &ep);
+
+	if (!dev || ep)
+		return -FI_EINVAL;
+	memcpy(mac, dev->mac, 6);
+	return 0;
+}
+
+static int rx_ops_send_raw(struct fid *fid, const void *frame, size_t len)
+{
+	struct dr_ep *ep;
+	struct dr_dev *dev = rx_ops_dev(fid, &ep);
+	int ret;
+
+	if (!dev || ep || !frame)
+		return -FI_EINVAL;
+	dr_dev_lock(dev);
+	ret = dr_port_send_raw(dev->port, frame, len);
+	dr_dev_unlock(dev);
+	return ret;
+}
+
+static struct fi_droce_rx_ops rx_ops = {
+	.size = sizeof(struct fi_droce_rx_ops),
+	.drops = rx_ops_drops,
+	.drop_name = rx_ops_drop_name,
+	.qp_ids = rx_ops_qp_ids,
+	.port_mac = rx_ops_port_mac,
+	.send_raw = rx_ops_send_raw,
+};
+
+int dr_rx_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context)
+{
+	if (!name || strcmp(name, FI_DROCE_OPS_RX) || flags || !ops)
+		return -FI_ENOSYS;
+	*ops = &rx_ops;
+	return 0;
 }
 
 /* ARP gave up on a peer: connections being set up with it fail now, with
@@ -153,6 +328,8 @@ static void dev_thread_start(struct dr_dev *dev);
 
 static void dev_free(struct dr_dev *dev)
 {
+	char who[96];
+
 	if (dev->port)
 		dev_linger(dev);
 	if (dev->thread_on) {
@@ -161,12 +338,14 @@ static void dev_free(struct dr_dev *dev)
 		dr_dev_unlock(dev);
 		pthread_join(dev->thread, NULL);
 	}
+	snprintf(who, sizeof(who), "port %s", dev->cfg.name);
+	dr_rx_drops_log(who, dev->rx_drops);
 	dr_cm_fini(&dev->cm);
 	if (dev->cm_timer)
 		dr_port_timer_free(dev->cm_timer);
 	dr_port_close(dev->port);
 	dr_mr_table_fini(&dev->mrt);
-	free(dev->qp_tab);
+	dr_idmap_fini(&dev->qps);
 		free(dev);
 }
 
@@ -195,8 +374,7 @@ static int dev_open(struct dr_fabric *fab, const struct dr_devcfg *cfg, struct d
 	dev->fab = fab;
 	dev->cfg = *cfg;
 	dev->ref = 1;
-		dev->qp_tab = calloc(DR_MAX_EP, sizeof(*dev->qp_tab));
-	if (!dev->qp_tab || dr_mr_table_init(&dev->mrt, DR_MAX_MR)) {
+	if (dr_idmap_init(&dev->qps, DR_MAX_EP) || dr_mr_table_init(&dev->mrt, DR_MAX_MR)) {
 		ret = -FI_ENOMEM;
 		goto out_free;
 	}
@@ -240,7 +418,6 @@ static int dev_open(struct dr_fabric *fab, const struct dr_devcfg *cfg, struct d
 		ret = -FI_EINVAL;
 		goto out_free;
 	}
-	dev->qpn_next = 2; /* QPN 0 and 1 are the SMI and GSI QPs */
 	dev->port_next = (uint16_t)(0xc000 | (dr_port_now_ns() & 0x3fff));
 	dr_port_set_rx(dev->port, dev_rx, dev);
 	dr_port_set_neigh_cb(dev->port, dev_neigh, dev);

@@ -340,11 +340,10 @@ struct dr_dev {
 	struct dr_cm cm;
 	struct dr_port_timer *cm_timer;
 	struct dr_mr_table mrt;
-	struct dr_ep **qp_tab;	/* by QPN & (DR_MAX_EP - 1) */
-	uint32_t qpn_next;
+	struct dr_idmap qps;	/* QPN -> endpoint (dr_dev_qpn_alloc) */
 	uint16_t port_next;	/* ephemeral rdma_cm ports for connect */
 	struct dr_pep *peps;	/* listening passive endpoints */
-	uint64_t rx_dropped_qp; /* frames for a QPN we do not have */
+	uint64_t rx_drops[DR_RX_DROP_NUM]; /* every frame dropped, by reason (under lock) */
 	pthread_t thread;	/* control progress; fast for fd waiters */
 	bool thread_on, thread_stop; /* under lock */
 	bool fast;		/* an fd waiter: poll continuously (under lock) */
@@ -399,6 +398,20 @@ void dr_dev_progress(struct dr_dev *dev);
 /* Send the ACKs the device's QPs hold (DR_QP_DEFER_ACK); dev->lock held. */
 void dr_dev_flush_acks(struct dr_dev *dev);
 void dr_dev_progress_fn(void *dev);
+/* A QPN for ep, drawn from the kernel's CSPRNG over the 24-bit space (never
+ * 0 or 1, never one in use on this port), and ep entered under it in the
+ * receive dispatch.  The one place QPNs come from: a registry shared by
+ * the processes on one interface plugs in here.  dev->lock held.  0,
+ * -FI_ENOSPC (DR_MAX_EP in use) or -FI_EIO (no random bytes; FI_WARN). */
+int dr_dev_qpn_alloc(struct dr_dev *dev, struct dr_ep *ep, uint32_t *qpn);
+/* The QPN leaves the dispatch (ep closed).  dev->lock held. */
+void dr_dev_qpn_free(struct dr_dev *dev, uint32_t qpn);
+/* Log drop counters (who: "port eth0", "qp 0x1234"): FI_WARN when any drop
+ * is of a hostile kind (dr_rx_drop_hostile), FI_INFO otherwise, nothing
+ * when there is none. */
+void dr_rx_drops_log(const char *who, const uint64_t drops[DR_RX_DROP_NUM]);
+/* fi_open_ops(FI_DROCE_OPS_RX) on a domain or an endpoint (dr_ext.h). */
+int dr_rx_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context);
 /* Fd waiters on the device: its progress thread polls continuously. */
 void dr_dev_background(void *dev);
 

@@ -20,6 +20,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -38,16 +39,6 @@
 static struct dr_ep *ep_of_fid(struct fid *fid)
 {
 	return container_of(fid, struct dr_ep, ep.fid);
-}
-
-static uint32_t random24(void)
-{
-	uint64_t t = dr_port_now_ns();
-
-	t ^= t >> 29;
-	t *= 0xbf58476d1ce4e5b9ull;
-	t ^= t >> 32;
-	return (uint32_t)t & DR_PSN_MASK;
 }
 
 /* ---- the engine's view of the outside (struct dr_qp_ops) ---------------- */
@@ -527,14 +518,17 @@ unsigned dr_ep_drain(struct dr_dev *dev, bool all)
 
 void dr_ep_input(struct dr_ep *ep, const struct dr_pkt *pkt)
 {
-	/* rxe_recv.c check_addr: only the connected peer's address */
-	if (pkt->ip4->saddr != ep->dst.sin_addr.s_addr)
-		return;
-	/* IBA 12.9.6: data before the RTU establishes the connection */
-	if (ep->state == DR_EP_ACCEPTING)
-		dr_cm_established(ep->cm_id);
-	if (ep->draining)
-		ep->drain_until_ns = dr_port_now_ns() + drain_quiet_ns(ep);
+	/* only a frame that passes the QP's checks (the peer's address, the
+	 * P_Key: dr_qp_rx_check) speaks for the peer; dr_qp_input drops and
+	 * counts the others */
+	if ((ep->state == DR_EP_ACCEPTING || ep->draining) &&
+	    dr_qp_rx_check(ep->qp, pkt) == DR_RX_OK) {
+		/* IBA 12.9.6: data before the RTU establishes the connection */
+		if (ep->state == DR_EP_ACCEPTING)
+			dr_cm_established(ep->cm_id);
+		if (ep->draining)
+			ep->drain_until_ns = dr_port_now_ns() + drain_quiet_ns(ep);
+	}
 	dr_qp_input(ep->qp, pkt);
 	if (!ep->ack_listed && dr_qp_ack_due(ep->qp)) {
 		ep->ack_listed = true;
@@ -612,7 +606,6 @@ static int ep_connect(struct fid_ep *fep, const void *addr, const void *param, s
 	if (!ep->src.sin_port)
 		ep->src.sin_port = htons(dev->port_next =
 						 (uint16_t)(0xc000 | ((dev->port_next + 1) & 0x3fff)));
-	ep->start_psn = random24();
 	priv[0] = (uint8_t)paramlen;
 	if (paramlen)
 		memcpy(priv + 1, param, paramlen);
@@ -681,7 +674,6 @@ static int ep_accept(struct fid_ep *fep, const void *param, size_t paramlen)
 		ret = -FI_EINVAL;
 		goto out_unlock;
 	}
-	ep->start_psn = random24();
 	ep->dst.sin_family = AF_INET;
 	ep->dst.sin_addr.s_addr = htonl(peer->ip4);
 	ep->dst.sin_port = htons(peer->port);
@@ -1082,14 +1074,17 @@ static struct fi_ops_msg ep_msg_ops = {
 static void ep_free(struct dr_ep *ep)
 {
 	struct dr_dev *dev = ep->dev;
+	char who[32];
 
 	if (ep->connreq) {
 		dr_cm_reject(ep->connreq->id, NULL, 0);
 		dr_cm_release(ep->connreq->id);
 		free(ep->connreq);
 	}
-	if (dev->qp_tab[dr_qp_num(ep->qp) & (DR_MAX_EP - 1)] == ep)
-		dev->qp_tab[dr_qp_num(ep->qp) & (DR_MAX_EP - 1)] = NULL;
+	if (dr_idmap_find(&dev->qps, dr_qp_num(ep->qp)) == ep)
+		dr_dev_qpn_free(dev, dr_qp_num(ep->qp));
+	snprintf(who, sizeof(who), "qp 0x%06x", dr_qp_num(ep->qp));
+	dr_rx_drops_log(who, dr_qp_stats(ep->qp)->rx_drop);
 	dr_ep_flush_ack(ep);
 	dr_qp_destroy(ep->qp);
 	if (ep->qp_timer)
@@ -1354,7 +1349,7 @@ static struct fi_ops ep_fi_ops = {
 	.close = ep_close,
 	.bind = ep_bind,
 	.control = ep_control,
-	.ops_open = dr_no_ops_open,
+	.ops_open = dr_rx_ops_open,
 	.tostr = dr_no_tostr,
 	.ops_set = dr_no_ops_set,
 };
@@ -1377,7 +1372,6 @@ int dr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **
 	struct dr_dev *dev = dom->dev;
 	struct dr_qp_init_attr ia = { 0 };
 	struct dr_ep *ep;
-	uint32_t slot = 0;
 	uint64_t caps;
 	int ret;
 
@@ -1409,23 +1403,20 @@ int dr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **
 	ep->rx_cq_data = (info->mode | (info->rx_attr ? info->rx_attr->mode : 0)) & FI_RX_CQ_DATA;
 
 	dr_dev_lock(dev);
-	/* a QPN: the table slot in the low bits, a generation above, so a
-	 * late frame for a closed QP does not reach its successor */
-	for (int tries = 0; tries < 2 * DR_MAX_EP; tries++) {
-		uint32_t qpn = dev->qpn_next++ & DR_QPN_MASK;
-
-		slot = qpn & (DR_MAX_EP - 1);
-		if (slot > DR_GSI_QPN && !dev->qp_tab[slot]) {
-			ia.qpn = qpn;
-			break;
-		}
-		slot = 0;
-	}
-	if (!slot) {
+	/* the connection's identifiers, unpredictable from outside: the
+	 * QPN, and the first PSN we expect, announced in the REQ or REP */
+	ret = dr_rand_u32(&ep->start_psn);
+	if (ret) {
 		dr_dev_unlock(dev);
-		DR_WARN(FI_LOG_EP_CTRL, "fi_endpoint: all %d QPs of %s are in use\n", DR_MAX_EP,
-			dev->cfg.name);
-		ret = -FI_ENOSPC;
+		DR_WARN(FI_LOG_EP_CTRL, "fi_endpoint: no random PSN: getrandom: %s\n",
+			strerror(-ret));
+		ret = -FI_EIO;
+		goto out_free;
+	}
+	ep->start_psn &= DR_PSN_MASK;
+	ret = dr_dev_qpn_alloc(dev, ep, &ia.qpn);
+	if (ret) {
+		dr_dev_unlock(dev);
 		goto out_free;
 	}
 	ia.max_send_wr = info->tx_attr && info->tx_attr->size ? (uint32_t)info->tx_attr->size :
@@ -1433,6 +1424,7 @@ int dr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **
 	ia.max_recv_wr = info->rx_attr && info->rx_attr->size ? (uint32_t)info->rx_attr->size :
 								DR_MAX_RX_SIZE;
 	ia.mrt = &dev->mrt;
+	ia.port_drops = dev->rx_drops;
 	/* payloads attached, not copied, on ports that allow it */
 	ep->qp_ops = ep_qp_ops;
 	if (dr_port_zero_copy_sync(ep->dev->port))
@@ -1455,11 +1447,11 @@ int dr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **
 			dr_port_timer_free(ep->qp_timer);
 		if (ep->qp)
 			dr_qp_destroy(ep->qp);
+		dr_dev_qpn_free(dev, ia.qpn);
 		dr_dev_unlock(dev);
 		ret = -FI_ENOMEM;
 		goto out_free;
 	}
-	dev->qp_tab[slot] = ep;
 	dr_dev_unlock(dev);
 
 	if (info->handle)

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Memory registration: FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED.
- * A region is named by its virtual address and a key droce chooses (random
- * bits beside the table index, mr.c of the engine); local buffers need no
+ * A region is named by its virtual address and a key droce chooses (32
+ * bits from getrandom(2), mr.c of the engine; requested_key is ignored); local buffers need no
  * registration (no FI_MR_LOCAL), so descriptors are accepted and ignored.
  *
  * Remote rights, which the target's engine checks on every request:
@@ -17,6 +17,7 @@
  * need no registration here.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "dr_fi.h"
 
@@ -96,6 +97,12 @@ int dr_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags
 	ret = dr_mr_reg(&dom->dev->mrt, attr->mr_iov[0].iov_base, attr->mr_iov[0].iov_len,
 			(uintptr_t)attr->mr_iov[0].iov_base, access, &m->mr_eng);
 	dr_dev_unlock(dom->dev);
+	if (ret && ret != -ENOMEM && ret != -ENOSPC && ret != -EINVAL) {
+		/* the key comes from getrandom(2) and nothing weaker */
+		free(m);
+		DR_WARN(FI_LOG_MR, "fi_mr_reg: no random key: getrandom: %s\n", strerror(-ret));
+		return -FI_EIO;
+	}
 	if (ret) {
 		free(m);
 		DR_WARN(FI_LOG_MR, "fi_mr_reg: %s\n", ret == -ENOMEM ? "table full" : "refused");

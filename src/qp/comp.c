@@ -379,7 +379,7 @@ static enum dr_comp_state dr_comp_nak(struct dr_qp *qp, struct dr_comp_ctx *c)
 		return DR_COMP_RNR;
 	}
 	if ((s & DR_AETH_TYPE_MASK) != DR_AETH_NAK) {
-		qp->stats.rx_dropped++; /* reserved syndrome 010 */
+		dr_qp_drop(qp, DR_RX_DROP_RSP); /* reserved syndrome 010 */
 		return DR_COMP_DONE;
 	}
 	if (s == DR_AETH_NAK_PSN_SEQ) {
@@ -456,7 +456,7 @@ static enum dr_comp_state dr_comp_error(struct dr_qp *qp, struct dr_comp_ctx *c)
 
 static enum dr_comp_state dr_comp_drop(struct dr_qp *qp, struct dr_comp_ctx *c)
 {
-	qp->stats.rx_dropped++;
+	dr_qp_drop(qp, DR_RX_DROP_RSP);
 	return DR_COMP_DONE;
 }
 

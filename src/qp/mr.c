@@ -2,48 +2,40 @@
 /*
  * mr.c - the memory-region key table of a protection domain.
  *
- * A key is (random tag << idx_bits) | slot index: lookup is one array
- * access plus a compare, and a key cannot be guessed from its neighbours
- * (the "not guessable" rule of DESIGN.md; rxe uses a similar 8-bit key
- * beside a pool index).  Every registration draws a fresh tag that differs
- * from the slot's previous one, and freed slots go to the tail of a FIFO,
- * so a deregistered key is not handed out by the next registration.
+ * A key is 32 bits from the kernel's CSPRNG (ids.c), never 0 and unique
+ * among the live keys; a dr_idmap finds its slot in O(1).  An off-path
+ * peer that wants to write into memory must guess a live key: with n
+ * regions registered one guess in 2^32 / n succeeds, and knowing other
+ * keys (its own connection's, a deregistered one) does not help -- the
+ * "not guessable" rule of DESIGN.md.  (The key used to be a 15-bit tag
+ * beside a 17-bit slot index: 2^15 guesses for a known slot.)  The slots
+ * themselves are storage only; freed ones go to the tail of a FIFO.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
 
 #include "dr_qp.h"
 
-static uint64_t dr_mr_rand(struct dr_mr_table *t)
-{
-	/* splitmix64: good enough to scatter tags; the seed is from the OS */
-	uint64_t z = (t->rng += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 int dr_mr_table_init(struct dr_mr_table *t, uint32_t max_mr)
 {
-	uint32_t size = 2, i;
+	uint32_t size, i;
+	int ret;
 
 	memset(t, 0, sizeof(*t));
 	if (max_mr == 0 || max_mr > (1u << 20))
 		return -EINVAL;
-	while (size < max_mr + 1) /* slot 0 is never used */
-		size <<= 1;
+	size = max_mr + 1; /* slot 0 is never used */
 	t->slot = calloc(size, sizeof(*t->slot));
 	if (!t->slot)
 		return -ENOMEM;
+	ret = dr_idmap_init(&t->keys, max_mr);
+	if (ret) {
+		free(t->slot);
+		t->slot = NULL;
+		return ret;
+	}
 	t->size = size;
-	while ((1u << t->idx_bits) < size)
-		t->idx_bits++;
-	if (getrandom(&t->rng, sizeof(t->rng), GRND_NONBLOCK) != sizeof(t->rng))
-		t->rng = (uint64_t)time(NULL) ^ (uintptr_t)t;
 	/* free FIFO: 1 .. size-1 */
 	t->free_head = 1;
 	t->free_tail = size - 1;
@@ -55,6 +47,7 @@ int dr_mr_table_init(struct dr_mr_table *t, uint32_t max_mr)
 
 void dr_mr_table_fini(struct dr_mr_table *t)
 {
+	dr_idmap_fini(&t->keys);
 	free(t->slot);
 	memset(t, 0, sizeof(*t));
 }
@@ -63,7 +56,8 @@ int dr_mr_reg(struct dr_mr_table *t, void *addr, uint64_t length, uint64_t iova,
 	      struct dr_mr **mrp)
 {
 	struct dr_mr_slot *s;
-	uint32_t idx, tag, old_tag, tag_mask;
+	uint32_t idx, key;
+	int ret;
 
 	if (!t->nfree)
 		return -ENOSPC;
@@ -73,21 +67,19 @@ int dr_mr_reg(struct dr_mr_table *t, void *addr, uint64_t length, uint64_t iova,
 		return -EINVAL;
 	idx = t->free_head;
 	s = &t->slot[idx];
+	/* the key first: if the random source fails, nothing has changed */
+	ret = dr_idmap_alloc(&t->keys, UINT32_MAX, 1, s, &key);
+	if (ret)
+		return ret == -EAGAIN ? -ENOSPC : ret;
 	t->free_head = s->next_free;
 	if (--t->nfree == 0)
 		t->free_tail = 0;
-
-	tag_mask = (uint32_t)((1ull << (32 - t->idx_bits)) - 1);
-	old_tag = s->mr.key >> t->idx_bits;
-	do
-		tag = (uint32_t)dr_mr_rand(t) & tag_mask;
-	while (tag == old_tag);
 
 	s->mr.addr = addr;
 	s->mr.length = length;
 	s->mr.iova = iova;
 	s->mr.access = access;
-	s->mr.key = (uint32_t)((uint64_t)tag << t->idx_bits) | idx;
+	s->mr.key = key;
 	s->used = true;
 	*mrp = &s->mr;
 	return 0;
@@ -95,23 +87,20 @@ int dr_mr_reg(struct dr_mr_table *t, void *addr, uint64_t length, uint64_t iova,
 
 static struct dr_mr_slot *dr_mr_slot_of(const struct dr_mr_table *t, uint32_t key)
 {
-	struct dr_mr_slot *s;
-	uint32_t idx = key & (t->size - 1);
-
-	if (!t->slot || idx == 0)
-		return NULL;
-	s = &t->slot[idx];
-	return s->used && s->mr.key == key ? s : NULL;
+	return t->slot ? dr_idmap_find(&t->keys, key) : NULL;
 }
 
 int dr_mr_dereg(struct dr_mr_table *t, uint32_t key)
 {
 	struct dr_mr_slot *s = dr_mr_slot_of(t, key);
-	uint32_t idx = key & (t->size - 1);
+	uint32_t idx;
 
 	if (!s)
 		return -ENOENT;
-	s->used = false; /* keep mr.key: the next tag must differ from it */
+	dr_idmap_remove(&t->keys, key);
+	idx = (uint32_t)(s - t->slot);
+	s->used = false;
+	s->mr.key = 0;
 	s->next_free = 0;
 	if (t->nfree)
 		t->slot[t->free_tail].next_free = idx;

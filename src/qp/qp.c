@@ -4,6 +4,7 @@
  * work requests, dispatch of incoming packets to the responder or the
  * completer, timers, frame output, and the move to ERROR with its flush.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -47,6 +48,41 @@ const char *const dr_remote_op_names[DR_REMOTE_OP_NUM] = {
     [DR_REMOTE_FETCH_ADD] = "ATOMIC_FETCH_ADD",
     [DR_REMOTE_CMP_SWAP] = "ATOMIC_CMP_SWAP",
 };
+
+const char *const dr_rx_drop_names[DR_RX_DROP_NUM] = {
+    [DR_RX_OK] = "ok",
+    [DR_RX_DROP_NOT_IPV4] = "not IPv4",
+    [DR_RX_DROP_UNKNOWN_QPN] = "unknown QPN",
+    [DR_RX_DROP_GSI] = "bad GSI frame",
+    [DR_RX_DROP_DST_QPN] = "wrong DestQP",
+    [DR_RX_DROP_TYPE] = "not RC",
+    [DR_RX_DROP_STATE] = "QP state",
+    [DR_RX_DROP_SRC_ADDR] = "wrong source IP",
+    [DR_RX_DROP_DST_ADDR] = "wrong destination IP",
+    [DR_RX_DROP_PKEY] = "P_Key mismatch",
+    [DR_RX_DROP_PSN_AHEAD] = "PSN ahead",
+    [DR_RX_DROP_PSN_STALE] = "PSN stale",
+    [DR_RX_DROP_RSP] = "unexpected response",
+};
+
+bool dr_rx_drop_hostile(enum dr_rx_drop why)
+{
+	/* Unknown QPNs are not among them: a peer's retransmissions reach a
+	 * QP that was just closed.  Nor are PSN and state drops: loss,
+	 * duplication and a peer's late frames make those. */
+	switch (why) {
+	case DR_RX_DROP_NOT_IPV4:
+	case DR_RX_DROP_GSI:
+	case DR_RX_DROP_DST_QPN:
+	case DR_RX_DROP_TYPE:
+	case DR_RX_DROP_SRC_ADDR:
+	case DR_RX_DROP_DST_ADDR:
+	case DR_RX_DROP_PKEY:
+		return true;
+	default:
+		return false;
+	}
+}
 
 /* ---- small services ------------------------------------------------------ */
 
@@ -130,6 +166,26 @@ bool dr_qp_ack_due(const struct dr_qp *qp)
 uint64_t dr_qp_deadline_ns(const struct dr_qp *qp)
 {
 	return qp->deadline_ns;
+}
+
+const struct dr_qp_stats *dr_qp_stats(const struct dr_qp *qp)
+{
+	return &qp->stats;
+}
+
+uint32_t dr_qp_dest_qpn(const struct dr_qp *qp)
+{
+	return qp->attr.dest_qpn;
+}
+
+uint32_t dr_qp_resp_psn(const struct dr_qp *qp)
+{
+	return qp->resp.psn;
+}
+
+uint32_t dr_qp_req_psn(const struct dr_qp *qp)
+{
+	return qp->req.psn;
 }
 
 uint32_t dr_qp_num(const struct dr_qp *qp)
@@ -438,6 +494,7 @@ struct dr_qp *dr_qp_create(const struct dr_qp_init_attr *ia)
 	qp->ops = ia->ops;
 	qp->ctx = ia->ctx;
 	qp->mrt = ia->mrt;
+	qp->port_drops = ia->port_drops;
 	qp->flags = ia->flags;
 	qp->state = DR_QPS_RESET;
 	qp->deadline_ns = UINT64_MAX;
@@ -715,27 +772,62 @@ int dr_qp_post_recv(struct dr_qp *qp, const struct dr_recv_wr *wr)
 
 /* ---- input ------------------------------------------------------------------ */
 
-void dr_qp_input(struct dr_qp *qp, const struct dr_pkt *pkt)
+void dr_qp_drop(struct dr_qp *qp, enum dr_rx_drop why)
+{
+	qp->stats.rx_dropped++;
+	qp->stats.rx_drop[why]++;
+	if (qp->port_drops)
+		qp->port_drops[why]++;
+}
+
+/*
+ * Who may talk to this QP: rxe_recv.c hdr_check's checks (check_type_state,
+ * check_addr, check_keys).  The device has already found the QP by DestQP
+ * and the port has checked the ICRC, TVer, the UDP port and that the
+ * frame is for our MAC and IP.  The addresses and the P_Key are checked
+ * before the state, so that a forged frame is named as such whatever
+ * state the QP is in.  The UDP source port is not checked (rxe does not:
+ * peers choose it for ECMP entropy, A.3).
+ */
+enum dr_rx_drop dr_qp_rx_check(const struct dr_qp *qp, const struct dr_pkt *pkt)
 {
 	uint32_t f = pkt->op->flags;
 
+	if (pkt->dqpn != qp->qpn)
+		return DR_RX_DROP_DST_QPN;
+	/* IBA 9.2.1: the transport bits say RC; UD (QP1's) is not for us */
+	if (pkt->opcode >= 0x20 || (f & DR_OPF_UD) || !(f & (DR_OPF_REQ | DR_OPF_RSP)))
+		return DR_RX_DROP_TYPE;
+	/* before RTR the QP has no peer to compare with */
+	if (qp->state == DR_QPS_RESET || qp->state == DR_QPS_INIT)
+		return DR_RX_DROP_STATE;
+	/* the connection's addresses, both ways (rxe check_addr) */
+	if (!pkt->ip4 || ntohl(pkt->ip4->saddr) != qp->attr.path.dst_ip4)
+		return DR_RX_DROP_SRC_ADDR;
+	if (ntohl(pkt->ip4->daddr) != qp->attr.path.src_ip4)
+		return DR_RX_DROP_DST_ADDR;
+	/* rxe check_keys: P_Key against the QP's (0xFFFF, full member) */
+	if (!dr_pkey_match(dr_bth_pkey(pkt->bth), qp->tmpl.pkey))
+		return DR_RX_DROP_PKEY;
+	/* IBA 10.3.1: the responder works in RTR and RTS, the completer in
+	 * RTS; in ERROR nothing is accepted */
+	if (qp->state == DR_QPS_ERROR || ((f & DR_OPF_RSP) && qp->state != DR_QPS_RTS))
+		return DR_RX_DROP_STATE;
+	return DR_RX_OK;
+}
+
+void dr_qp_input(struct dr_qp *qp, const struct dr_pkt *pkt)
+{
+	enum dr_rx_drop why;
+
 	qp->stats.rx_frames++;
-	if (pkt->opcode >= 0x20 || (f & DR_OPF_UD)) {
-		/* not RC (IBA 9.2.1 transport bits): not for a connected QP */
-		qp->stats.rx_dropped++;
+	why = dr_qp_rx_check(qp, pkt);
+	if (why != DR_RX_OK) {
+		dr_qp_drop(qp, why);
 		return;
 	}
-	if (f & DR_OPF_REQ) {
-		/* the responder works from RTR on (IBA 10.3.1) */
-		if (qp->state == DR_QPS_RTR || qp->state == DR_QPS_RTS) {
-			dr_resp_input(qp, pkt);
-			return;
-		}
-	} else if (f & DR_OPF_RSP) {
-		if (qp->state == DR_QPS_RTS) {
-			dr_comp_input(qp, pkt);
-			return;
-		}
-	}
-	qp->stats.rx_dropped++;
+	if (pkt->op->flags & DR_OPF_REQ)
+		dr_resp_input(qp, pkt);
+	else
+		dr_comp_input(qp, pkt);
 }

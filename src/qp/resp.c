@@ -565,7 +565,7 @@ static enum dr_resp_state dr_resp_duplicate(struct dr_qp *qp, struct dr_resp_ctx
 		break;
 	}
 	/* no resource covers it: drop silently (B.7, class D) */
-	qp->stats.rx_dropped++;
+	dr_qp_drop(qp, DR_RX_DROP_PSN_STALE);
 	return DR_RESP_DONE;
 }
 
@@ -578,7 +578,7 @@ static enum dr_resp_state dr_resp_nak_seq(struct dr_qp *qp, struct dr_resp_ctx *
 		qp->stats.tx_seq_naks++;
 		dr_resp_send_aeth(qp, DR_OP_ACK, qp->resp.psn, DR_AETH_NAK_PSN_SEQ);
 	} else {
-		qp->stats.rx_dropped++;
+		dr_qp_drop(qp, DR_RX_DROP_PSN_AHEAD);
 	}
 	return DR_RESP_DONE;
 }
