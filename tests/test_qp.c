@@ -2920,6 +2920,308 @@ START_TEST(test_cwnd_loss)
 }
 END_TEST
 
+/* ---- receive checks (rxe_recv.c hdr_check, rxe_resp.c check_psn) ----------------- */
+
+#define RX_GUARD 64
+#define RX_LEN	 4096
+
+/* B's region with guard bytes either side: nothing outside [buf, buf+len)
+ * may ever change, nor anything inside unless a correctly keyed write says so */
+struct rx_target {
+	uint8_t mem[RX_GUARD + RX_LEN + RX_GUARD];
+	uint8_t *buf;
+	struct dr_mr *mr;
+};
+
+static void rx_target_init(struct pair *p, struct rx_target *t)
+{
+	memset(t->mem, 0xa5, sizeof(t->mem));
+	t->buf = t->mem + RX_GUARD;
+	memset(t->buf, 0x11, RX_LEN);
+	t->mr = reg(p, 1, t->buf, RX_LEN,
+		    DR_ACCESS_REMOTE_WRITE | DR_ACCESS_REMOTE_READ | DR_ACCESS_REMOTE_ATOMIC);
+}
+
+/* untouched: guards 0xa5, the region 0x11 */
+static void rx_target_check(const struct rx_target *t)
+{
+	for (size_t i = 0; i < sizeof(t->mem); i++) {
+		uint8_t want = i < RX_GUARD || i >= RX_GUARD + RX_LEN ? 0xa5 : 0x11;
+
+		if (t->mem[i] != want)
+			ck_abort_msg("byte %zd of the target changed: 0x%02x", (ssize_t)i - RX_GUARD,
+				     t->mem[i]);
+	}
+}
+
+/* A's WRITE_ONLY of 8 bytes of 0xee to the start of the region, at psn,
+ * built with the codec as A builds it; the caller spoils it */
+static void rx_forge_write(struct pair *p, const struct rx_target *t, struct dr_pkt_desc *d,
+			   uint32_t psn)
+{
+	static const uint8_t payload[8] = {0xee, 0xee, 0xee, 0xee, 0xee, 0xee, 0xee, 0xee};
+
+	dr_qp_desc(p->qp[0], d, DR_OP_WRITE_ONLY, psn);
+	d->ackreq = true;
+	d->reth.va = (uintptr_t)t->buf;
+	d->reth.rkey = t->mr->key;
+	d->reth.len = 8;
+	d->payload = payload;
+	d->payload_len = 8;
+}
+
+static void rx_inject(struct pair *p, const struct dr_pkt_desc *d)
+{
+	uint8_t frame[512];
+	struct dr_pkt pkt;
+	int n = dr_pkt_build(d, frame, sizeof(frame));
+
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(dr_pkt_parse(frame, (size_t)n, 0, &pkt), DR_PKT_OK);
+	dr_qp_input(p->qp[1], &pkt);
+}
+
+/* A real write of 8 bytes of 0x77 at offset 64 still goes through: the
+ * connection was not hurt.  Restores the region's pattern afterwards. */
+static void rx_still_works(struct pair *p, struct rx_target *t)
+{
+	static uint8_t src[8];
+	size_t n0 = p->sim.end[0].nwc;
+
+	memset(src, 0x77, sizeof(src));
+	ck_assert_int_eq(post_send(p, 0, 4242, DR_WR_WRITE, src, 8, 0, (uintptr_t)t->buf + 64,
+				   t->mr->key, DR_WR_SIGNALED),
+			 0);
+	ck_assert(pair_run(p));
+	ck_assert_uint_eq(p->sim.end[0].nwc, n0 + 1);
+	ck_assert_uint_eq(p->sim.end[0].wc[n0].wr_id, 4242);
+	ck_assert_int_eq(p->sim.end[0].wc[n0].status, DR_WC_SUCCESS);
+	for (int i = 0; i < 8; i++)
+		ck_assert_uint_eq(t->buf[64 + i], 0x77);
+	memset(t->buf + 64, 0x11, 8);
+}
+
+enum rx_spoil {
+	RX_PKEY_1234,	  /* P_Key of another partition */
+	RX_PKEY_0000,	  /* the invalid P_Key */
+	RX_PKEY_8000,	  /* the invalid P_Key, full member */
+	RX_SRC_IP,	  /* from another IP */
+	RX_DST_IP,	  /* to another IP */
+	RX_DST_QPN,	  /* to another QP */
+	RX_PKEY_7FFF,	  /* limited member of the default partition: accepted */
+	RX_PSN_AHEAD,	  /* 2^22 ahead: one NAK_SEQ, then dropped */
+	RX_PSN_BEHIND,	  /* 2^22 behind: a duplicate, re-ACKed, not executed */
+	RX_READ_BEHIND,	  /* a READ 2^22 behind, no resource covers it: dropped */
+	RX_BAD_RKEY,	  /* at the expected PSN, a wrong R_Key: IBA's class C error */
+	RX_SPOIL_NUM
+};
+
+static const struct rx_case {
+	enum rx_spoil spoil;
+	const char *what;
+	enum dr_rx_drop why;  /* counted drop of the 2nd frame (DR_RX_OK: none) */
+	bool executes;	      /* the write lands */
+	bool to_error;	      /* B goes to ERROR (IBA 9.7.5.1, as rxe does) */
+} rx_cases[] = {
+    {RX_PKEY_1234, "P_Key 0x1234", DR_RX_DROP_PKEY, false, false},
+    {RX_PKEY_0000, "P_Key 0x0000", DR_RX_DROP_PKEY, false, false},
+    {RX_PKEY_8000, "P_Key 0x8000", DR_RX_DROP_PKEY, false, false},
+    {RX_SRC_IP, "source IP", DR_RX_DROP_SRC_ADDR, false, false},
+    {RX_DST_IP, "destination IP", DR_RX_DROP_DST_ADDR, false, false},
+    {RX_DST_QPN, "DestQP", DR_RX_DROP_DST_QPN, false, false},
+    {RX_PKEY_7FFF, "P_Key 0x7fff", DR_RX_OK, true, false},
+    {RX_PSN_AHEAD, "PSN far ahead", DR_RX_DROP_PSN_AHEAD, false, false},
+    {RX_PSN_BEHIND, "PSN far behind", DR_RX_OK, false, false},
+    {RX_READ_BEHIND, "READ far behind", DR_RX_DROP_PSN_STALE, false, false},
+    {RX_BAD_RKEY, "R_Key at the expected PSN", DR_RX_OK, false, true},
+};
+
+/* One forged frame of each kind, sent twice, handed to B: the exact drop
+ * counter (per QP and per port), the exact answer, the QP's state, and
+ * memory outside a correctly keyed write untouched. */
+START_TEST(test_rx_checks)
+{
+	const struct rx_case *rc = &rx_cases[_i];
+	struct pair_cfg c = pair_defaults();
+	uint64_t port_drops[DR_RX_DROP_NUM] = {0};
+	static struct rx_target t;
+	struct dr_qp_stats before;
+	struct dr_pkt_desc d;
+	struct pair p;
+	uint64_t b_tx;
+	unsigned k;
+
+	pair_up(&p, &c);
+	p.qp[1]->port_drops = port_drops; /* as src/fi's device gives it */
+	rx_target_init(&p, &t);
+	rx_still_works(&p, &t);
+	before = p.qp[1]->stats;
+	b_tx = p.sim.end[1].tx_frames;
+	for (k = 0; k < 2; k++) {
+		uint32_t epsn = p.qp[1]->resp.psn;
+
+		rx_forge_write(&p, &t, &d, epsn);
+		switch (rc->spoil) {
+		case RX_PKEY_1234:
+			d.pkey = 0x1234;
+			break;
+		case RX_PKEY_0000:
+			d.pkey = 0x0000;
+			break;
+		case RX_PKEY_8000:
+			d.pkey = 0x8000;
+			break;
+		case RX_PKEY_7FFF:
+			d.pkey = 0x7fff;
+			break;
+		case RX_SRC_IP:
+			d.src_ip4 ^= 0x40;
+			break;
+		case RX_DST_IP:
+			d.dst_ip4 ^= 0x40;
+			break;
+		case RX_DST_QPN:
+			d.dqpn ^= 1;
+			break;
+		case RX_PSN_AHEAD:
+			d.psn = dr_psn_add(epsn, 1 << 22);
+			break;
+		case RX_PSN_BEHIND:
+			d.psn = dr_psn_add(epsn, -(1 << 22));
+			break;
+		case RX_READ_BEHIND:
+			dr_qp_desc(p.qp[0], &d, DR_OP_READ_REQ, dr_psn_add(epsn, -(1 << 22)));
+			d.ackreq = true;
+			d.reth.va = (uintptr_t)t.buf;
+			d.reth.rkey = t.mr->key;
+			d.reth.len = 8;
+			break;
+		case RX_BAD_RKEY:
+			d.reth.rkey ^= 0x10000;
+			break;
+		default:
+			break;
+		}
+		rx_inject(&p, &d);
+		ck_assert(pair_run(&p));
+		if (rc->to_error)
+			break;
+	}
+	/* exactly the named drops, per QP and per port, nothing else */
+	for (k = 0; k < DR_RX_DROP_NUM; k++) {
+		uint64_t want = 0;
+
+		if (k == rc->why && rc->why != DR_RX_OK)
+			want = rc->spoil == RX_PSN_AHEAD ? 1 : 2; /* the 1st was NAKed */
+		ck_assert_msg(p.qp[1]->stats.rx_drop[k] - before.rx_drop[k] == want,
+			      "%s: %s drops %llu, want %llu", rc->what, dr_rx_drop_names[k],
+			      (unsigned long long)(p.qp[1]->stats.rx_drop[k] - before.rx_drop[k]),
+			      (unsigned long long)want);
+		ck_assert_uint_eq(port_drops[k], want);
+	}
+	switch (rc->spoil) {
+	case RX_PSN_AHEAD:
+		/* IBA 9.7.5.1.1 / B.6: one NAK_SEQ for the gap, with the expected PSN */
+		ck_assert_uint_eq(p.qp[1]->stats.tx_seq_naks - before.tx_seq_naks, 1);
+		ck_assert_uint_eq(p.sim.end[1].tx_frames - b_tx, 1);
+		break;
+	case RX_PSN_BEHIND:
+		/* B.7: a duplicate WRITE is re-ACKed, never executed */
+		ck_assert_uint_eq(p.qp[1]->stats.rx_dup_reqs - before.rx_dup_reqs, 2);
+		ck_assert_uint_eq(p.sim.end[1].tx_frames - b_tx, 2);
+		break;
+	case RX_PKEY_7FFF:
+		ck_assert_uint_eq(p.sim.end[1].tx_frames - b_tx, 2); /* two ACKs */
+		break;
+	case RX_BAD_RKEY:
+		/* rxe: RESPST_ERR_RKEY_VIOLATION, a class C error: NAK remote
+		 * access error for the packet and the QP to ERROR */
+		ck_assert_uint_eq(p.qp[1]->stats.tx_err_naks - before.tx_err_naks, 1);
+		ck_assert_uint_eq(p.sim.end[1].tx_frames - b_tx, 1);
+		break;
+	default:
+		/* a dropped frame has no answer */
+		ck_assert_uint_eq(p.sim.end[1].tx_frames - b_tx, 0);
+		break;
+	}
+	ck_assert_int_eq(p.qp[1]->state, rc->to_error ? DR_QPS_ERROR : DR_QPS_RTS);
+	if (rc->executes) {
+		for (k = 0; k < 8; k++)
+			ck_assert_uint_eq(t.buf[k], 0xee);
+		memset(t.buf, 0x11, 8);
+	}
+	rx_target_check(&t);
+	/* (an accepted forgery took PSNs A never sent: A and B are out of
+	 * step from there on, as they would be on a real wire) */
+	if (!rc->to_error && !rc->executes) {
+		ck_assert_int_eq(p.qp[0]->state, DR_QPS_RTS);
+		rx_still_works(&p, &t);
+		rx_target_check(&t);
+	}
+	pair_down(&p);
+}
+END_TEST
+
+#define SWEEP_N (1u << 18) /* 262,144 frames, as the blind sweep of issue 11 */
+
+/* A blind sweep: SWEEP_N forged WRITE_ONLYs at every PSN in
+ * [ePSN - SWEEP_N/2, ePSN + SWEEP_N/2) -- the expected PSN among them -- with
+ * the right R_Key and source but the wrong DestQP (_i 0), or the right
+ * DestQP and the wrong source IP (_i 1).  Each is dropped and counted;
+ * B stays in RTS, sends nothing, and no byte changes. */
+START_TEST(test_rx_blind_sweep)
+{
+	struct pair_cfg c = pair_defaults();
+	enum dr_rx_drop why = _i ? DR_RX_DROP_SRC_ADDR : DR_RX_DROP_DST_QPN;
+	static struct rx_target t;
+	struct dr_pkt_desc d;
+	struct pair p;
+	uint64_t b_tx, drops0;
+	uint32_t epsn, k;
+
+	pair_up(&p, &c);
+	rx_target_init(&p, &t);
+	rx_still_works(&p, &t);
+	epsn = p.qp[1]->resp.psn;
+	b_tx = p.sim.end[1].tx_frames;
+	drops0 = p.qp[1]->stats.rx_dropped;
+	for (k = 0; k < SWEEP_N; k++) {
+		rx_forge_write(&p, &t, &d, dr_psn_add(epsn, (int32_t)k - (int32_t)(SWEEP_N / 2)));
+		if (_i)
+			d.src_ip4 = 0xc0a80100 | (k % 250 + 3); /* anyone but A */
+		else
+			d.dqpn = (QPN_B + 1 + k) & DR_QPN_MASK;
+		rx_inject(&p, &d);
+	}
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.qp[1]->stats.rx_drop[why], SWEEP_N);
+	ck_assert_uint_eq(p.qp[1]->stats.rx_dropped - drops0, SWEEP_N);
+	ck_assert_uint_eq(p.sim.end[1].tx_frames, b_tx);
+	ck_assert_uint_eq(p.qp[1]->resp.psn, epsn);
+	ck_assert_int_eq(p.qp[1]->state, DR_QPS_RTS);
+	rx_target_check(&t);
+	rx_still_works(&p, &t);
+	rx_target_check(&t);
+	pair_down(&p);
+}
+END_TEST
+
+/* P_Key matching (rxe pkey_match) against the QP's 0xFFFF and a limited
+ * member's 0x7FFF. */
+START_TEST(test_pkey_match)
+{
+	ck_assert(dr_pkey_match(0xffff, 0xffff));
+	ck_assert(dr_pkey_match(0x7fff, 0xffff));
+	ck_assert(dr_pkey_match(0xffff, 0x7fff));
+	ck_assert(!dr_pkey_match(0x7fff, 0x7fff)); /* two limited members */
+	ck_assert(!dr_pkey_match(0x1234, 0xffff));
+	ck_assert(!dr_pkey_match(0x9234, 0xffff));
+	ck_assert(!dr_pkey_match(0x0000, 0xffff));
+	ck_assert(!dr_pkey_match(0x8000, 0xffff));
+	ck_assert(!dr_pkey_match(0x8000, 0x8000)); /* the invalid P_Key never matches */
+}
+END_TEST
+
 static Suite *qp_suite(void)
 {
 	Suite *s = suite_create("qp");
@@ -2959,6 +3261,13 @@ static Suite *qp_suite(void)
 	tcase_add_test(tc, test_read_retry_tail);
 	tcase_add_test(tc, test_dup_send_reack);
 	tcase_add_test(tc, test_dup_send_late);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("rx_checks");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_pkey_match);
+	tcase_add_loop_test(tc, test_rx_checks, 0, (int)(sizeof(rx_cases) / sizeof(rx_cases[0])));
+	tcase_add_loop_test(tc, test_rx_blind_sweep, 0, 2);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("write_imm");

@@ -2,8 +2,9 @@
 /*
  * Memory registration: FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED.
  * A region is named by its virtual address and a key droce chooses (32
- * bits from getrandom(2), mr.c of the engine; requested_key is ignored); local buffers need no
- * registration (no FI_MR_LOCAL), so descriptors are accepted and ignored.
+ * bits from getrandom(2), mr.c of the engine; requested_key is ignored);
+ * local buffers need no registration (no FI_MR_LOCAL), so descriptors
+ * are accepted and ignored.
  *
  * Remote rights, which the target's engine checks on every request:
  *   FI_REMOTE_READ                    RDMA READ
