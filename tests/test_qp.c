@@ -349,6 +349,87 @@ START_TEST(test_mr_keys)
 }
 END_TEST
 
+/* The identifier table against a plain array, through churn that makes
+ * long clusters (ids chosen to share home slots) and removals inside
+ * them: every live id is found with its value, no removed one is. */
+START_TEST(test_idmap)
+{
+	enum { MAX = 48, ROUNDS = 20000 };
+	static uint32_t live[MAX];
+	struct dr_idmap m;
+	uint64_t x = 88172645463325252ull;
+	unsigned n = 0, r, k;
+
+	ck_assert_int_eq(dr_idmap_init(&m, MAX), 0);
+	ck_assert_int_eq(dr_idmap_insert(&m, 0, &m), -EINVAL);
+	ck_assert_ptr_null(dr_idmap_find(&m, 0));
+	for (r = 0; r < ROUNDS; r++) {
+		uint32_t id;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		/* few distinct ids: clusters and repeats */
+		id = (uint32_t)(x % 97) * 0x01000193u + 1;
+		if (n && (x >> 40) % 3 == 0) {
+			k = (unsigned)(x >> 20) % n;
+			ck_assert_ptr_eq(dr_idmap_remove(&m, live[k]), live);
+			live[k] = live[--n];
+		} else if (dr_idmap_find(&m, id)) {
+			ck_assert_int_eq(dr_idmap_insert(&m, id, live), -EEXIST);
+		} else if (n < MAX) {
+			ck_assert_int_eq(dr_idmap_insert(&m, id, live), 0);
+			live[n++] = id;
+		} else {
+			ck_assert_int_eq(dr_idmap_insert(&m, id, live), -ENOSPC);
+		}
+		ck_assert_uint_eq(m.count, n);
+		for (k = 0; k < n; k++)
+			ck_assert_ptr_eq(dr_idmap_find(&m, live[k]), live);
+	}
+	for (r = 0; r < 97; r++) {
+		uint32_t id = r * 0x01000193u + 1;
+		bool in = false;
+
+		for (k = 0; k < n; k++)
+			in |= live[k] == id;
+		ck_assert_ptr_eq(dr_idmap_find(&m, id), in ? live : NULL);
+	}
+	dr_idmap_fini(&m);
+}
+END_TEST
+
+/* No random bytes, no identifier: the error comes back and nothing
+ * changed (never a fallback to a weaker source). */
+START_TEST(test_rand_failure)
+{
+	static uint8_t buf[64];
+	struct dr_mr_table t;
+	struct dr_idmap m;
+	struct dr_mr *mr;
+	uint32_t id, v;
+
+	ck_assert_int_eq(dr_mr_table_init(&t, 4), 0);
+	ck_assert_int_eq(dr_idmap_init(&m, 4), 0);
+	dr_rand_fail(ENOSYS);
+	ck_assert_int_eq(dr_rand_u32(&v), -ENOSYS);
+	ck_assert_int_eq(dr_mr_reg(&t, buf, sizeof(buf), 0, 0, &mr), -ENOSYS);
+	ck_assert_uint_eq(t.nfree, 4);
+	ck_assert_uint_eq(t.keys.count, 0);
+	ck_assert_int_eq(dr_idmap_alloc(&m, DR_QPN_MASK, 2, &m, &id), -ENOSYS);
+	ck_assert_uint_eq(m.count, 0);
+	dr_rand_fail(0);
+	ck_assert_int_eq(dr_mr_reg(&t, buf, sizeof(buf), 0, 0, &mr), 0);
+	ck_assert_ptr_eq(dr_mr_lookup(&t, mr->key), mr);
+	ck_assert_int_eq(dr_idmap_alloc(&m, DR_QPN_MASK, 2, &m, &id), 0);
+	ck_assert_uint_ge(id, 2);
+	ck_assert_uint_le(id, DR_QPN_MASK);
+	ck_assert_ptr_eq(dr_idmap_find(&m, id), &m);
+	dr_idmap_fini(&m);
+	dr_mr_table_fini(&t);
+}
+END_TEST
+
 /* ---- QP states ------------------------------------------------------------------ */
 
 START_TEST(test_qp_states)
@@ -3236,6 +3317,8 @@ static Suite *qp_suite(void)
 
 	tc = tcase_create("mr");
 	tcase_add_test(tc, test_mr_keys);
+	tcase_add_test(tc, test_idmap);
+	tcase_add_test(tc, test_rand_failure);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("ops");

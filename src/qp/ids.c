@@ -187,16 +187,16 @@ int dr_idmap_insert(struct dr_idmap *m, uint32_t id, void *val)
 {
 	uint32_t i;
 
-	if (id == 0 || !val)
+	if (id == 0 || !val || !m->ent)
 		return -EINVAL;
-	if (m->count >= m->max)
-		return -ENOSPC;
 	for (i = dr_idmap_home(m, id);; i = (i + 1) & m->mask) {
 		struct dr_idmap_ent *e = &m->ent[i];
 
 		if (e->id == id)
 			return -EEXIST;
 		if (e->id == 0) {
+			if (m->count >= m->max)
+				return -ENOSPC;
 			e->id = id;
 			e->val = val;
 			m->count++;
