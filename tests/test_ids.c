@@ -168,9 +168,8 @@ START_TEST(test_mr_key_values)
 	for (i = 0; i < N_KEYS; i++) {
 		uint64_t k;
 
-		ck_assert_int_eq(fi_mr_reg(dom_a, buf, sizeof(buf), FI_REMOTE_WRITE, 0, 0, 0,
-					   &mr[i], NULL),
-				 0);
+		ck_assert_int_eq(
+		    fi_mr_reg(dom_a, buf, sizeof(buf), FI_REMOTE_WRITE, 0, 0, 0, &mr[i], NULL), 0);
 		k = fi_mr_key(mr[i]);
 		ck_assert_uint_ne(k, 0);
 		ck_assert_uint_le(k, UINT32_MAX); /* an R_Key is 32 bits */
@@ -266,7 +265,8 @@ static void target_check(void)
 		uint8_t want = i < GUARD || i >= GUARD + TLEN ? 0xa5 : 0x11;
 
 		if (tmem[i] != want)
-			ck_abort_msg("target byte %zd changed: 0x%02x", (ssize_t)i - GUARD, tmem[i]);
+			ck_abort_msg("target byte %zd changed: 0x%02x", (ssize_t)i - GUARD,
+				     tmem[i]);
 	}
 }
 
@@ -336,8 +336,8 @@ static void forge_send(struct forge *f, unsigned n, enum dr_rx_drop why,
 			fi_cq_read(f->c.cq_b, NULL, 0); /* B's receives */
 			counts(&dom_b->fid, c);
 		} while (c[why] - c0[why] < i && now_ns() < end);
-		ck_assert_msg(c[why] - c0[why] == i, "%s: %llu of %u counted",
-			      ops->drop_name(why), (unsigned long long)(c[why] - c0[why]), i);
+		ck_assert_msg(c[why] - c0[why] == i, "%s: %llu of %u counted", ops->drop_name(why),
+			      (unsigned long long)(c[why] - c0[why]), i);
 	}
 	/* nothing else was dropped for another reason */
 	for (unsigned r = 0; r < DR_RX_DROP_NUM; r++)
@@ -408,9 +408,8 @@ static void write_still_works(struct forge *f)
 	ssize_t ret;
 
 	memset(src, 0x77, sizeof(src));
-	ck_assert_int_eq(fi_write(f->c.ep_a, src, 8, NULL, 0, (uintptr_t)(tmem + GUARD + 64),
-				  f->key, &e),
-			 0);
+	ck_assert_int_eq(
+	    fi_write(f->c.ep_a, src, 8, NULL, 0, (uintptr_t)(tmem + GUARD + 64), f->key, &e), 0);
 	do {
 		ret = fi_cq_read(f->c.cq_a, &e, 1);
 		fi_cq_read(f->c.cq_b, NULL, 0);

@@ -32,8 +32,10 @@ struct run {
 	bool ok;
 };
 
+/* ip: this side's address; the peer's is the other of 10.0.0.1/2 (the QP
+ * takes frames only from its peer's address, rxe check_addr) */
 static void bring_up(struct dr_qp *qp, uint32_t dqpn, uint32_t sq_psn, uint32_t rq_psn,
-		     uint32_t pmtu)
+		     uint32_t pmtu, uint32_t ip)
 {
 	struct dr_qp_attr a = {
 	    .state = DR_QPS_INIT,
@@ -47,7 +49,7 @@ static void bring_up(struct dr_qp *qp, uint32_t dqpn, uint32_t sq_psn, uint32_t 
 	    .min_rnr_timer = 1,
 	    .max_rd_atomic = 16,
 	    .max_dest_rd_atomic = 16,
-	    .path = {.src_ip4 = 0x0a000001, .dst_ip4 = 0x0a000002},
+	    .path = {.src_ip4 = ip, .dst_ip4 = ip ^ 3},
 	};
 
 	ck_assert_int_eq(dr_qp_modify(qp, &a, DR_QP_ATTR_STATE), 0);
@@ -96,8 +98,8 @@ static struct run run_writes(uint32_t pmtu, uint32_t msg_len, unsigned nmsg, dou
 		ck_assert_ptr_nonnull(qp[i]);
 		dr_sim_attach(&sim, i, qp[i]);
 	}
-	bring_up(qp[0], QPN_B, 0xfff000, 0x100, pmtu);
-	bring_up(qp[1], QPN_A, 0x100, 0xfff000, pmtu);
+	bring_up(qp[0], QPN_B, 0xfff000, 0x100, pmtu, 0x0a000001);
+	bring_up(qp[1], QPN_A, 0x100, 0xfff000, pmtu, 0x0a000002);
 	ck_assert_int_eq(dr_mr_reg(&mrt, dst, msg_len, (uintptr_t)dst, DR_ACCESS_REMOTE_WRITE, &mr),
 			 0);
 	memset(src, 0x5a, msg_len);

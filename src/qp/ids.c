@@ -37,7 +37,7 @@ static struct {
 	uint8_t buf[DR_RAND_BUF];
 	size_t left; /* unused bytes at the end of buf */
 	int fail;    /* tests: the next draws fail with -fail */
-} dr_rand = { .lock = PTHREAD_MUTEX_INITIALIZER };
+} dr_rand = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static pthread_once_t dr_rand_once = PTHREAD_ONCE_INIT;
 
