@@ -211,6 +211,34 @@ void dr_rx_drops_log(const char *who, const uint64_t drops[DR_RX_DROP_NUM])
 		DR_INFO(FI_LOG_DOMAIN, "%s dropped frames: %s\n", who, buf);
 }
 
+/* At close: what the port refused before the device saw it (not ours, by
+ * parse verdict: a bad ICRC is corruption or forgery), then the device's
+ * and its QPs' drops by reason. */
+static void dev_log_drops(struct dr_dev *dev)
+{
+	struct dr_port_stats ps;
+	char who[96], buf[512];
+	size_t off = 0;
+	int v;
+
+	snprintf(who, sizeof(who), "port %s", dev->cfg.name);
+	if (dev->port) {
+		dr_port_get_stats(dev->port, &ps);
+		buf[0] = 0;
+		if (ps.rx_not_ours)
+			off += (size_t)snprintf(buf, sizeof(buf), "not ours %llu",
+						(unsigned long long)ps.rx_not_ours);
+		for (v = DR_PKT_OK + 1; v < DR_PKT_VERDICT_NUM && off < sizeof(buf); v++)
+			if (ps.rx_verdict[v])
+				off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%s %llu",
+							off ? ", " : "", dr_pkt_verdict_str(v),
+							(unsigned long long)ps.rx_verdict[v]);
+		if (off)
+			DR_INFO(FI_LOG_DOMAIN, "%s refused frames: %s\n", who, buf);
+	}
+	dr_rx_drops_log(who, dev->rx_drops);
+}
+
 /* ---- fi_open_ops(FI_DROCE_OPS_RX): counters and forging aids (dr_ext.h) ---- */
 
 static struct dr_dev *rx_ops_dev(struct fid *fid, struct dr_ep **ep)
@@ -328,8 +356,6 @@ static void dev_thread_start(struct dr_dev *dev);
 
 static void dev_free(struct dr_dev *dev)
 {
-	char who[96];
-
 	if (dev->port)
 		dev_linger(dev);
 	if (dev->thread_on) {
@@ -338,8 +364,7 @@ static void dev_free(struct dr_dev *dev)
 		dr_dev_unlock(dev);
 		pthread_join(dev->thread, NULL);
 	}
-	snprintf(who, sizeof(who), "port %s", dev->cfg.name);
-	dr_rx_drops_log(who, dev->rx_drops);
+	dev_log_drops(dev);
 	dr_cm_fini(&dev->cm);
 	if (dev->cm_timer)
 		dr_port_timer_free(dev->cm_timer);
