@@ -286,6 +286,8 @@ static inline struct dr_cntr *dr_cntr_of(struct fid_cntr *f)
 
 int dr_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
 int dr_no_control(struct fid *fid, int command, void *arg);
+/* fi_open_ops on a domain or an endpoint: FI_DROCE_OPS_1 (ext.c). */
+int dr_ext_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context);
 int dr_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,
 		   void *context);
 int dr_no_tostr(const struct fid *fid, char *buf, size_t len);

@@ -142,6 +142,19 @@ enum dr_qp_state dr_qp_state(const struct dr_qp *qp)
 	return qp->state;
 }
 
+void dr_qp_query(const struct dr_qp *qp, struct dr_qp_attr *attr)
+{
+	*attr = qp->attr;
+	attr->state = qp->state;
+	attr->sq_psn = qp->req.psn;
+	attr->rq_psn = qp->resp.psn;
+}
+
+void dr_qp_get_stats(const struct dr_qp *qp, struct dr_qp_stats *stats)
+{
+	*stats = qp->stats;
+}
+
 /* head - tail never exceeds mask + 1 (the post functions refuse) */
 uint32_t dr_qp_sq_free(const struct dr_qp *qp)
 {
