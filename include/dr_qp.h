@@ -591,6 +591,9 @@ uint64_t dr_qp_deadline_ns(const struct dr_qp *qp);
 /* Read-only views for the layers above (struct dr_qp is the engine's). */
 uint32_t dr_qp_num(const struct dr_qp *qp);
 enum dr_qp_state dr_qp_state(const struct dr_qp *qp);
+/* The QP's attributes as they stand: sq_psn is the next PSN the requester
+ * sends, rq_psn the next the responder expects (the rest as modified). */
+void dr_qp_query(const struct dr_qp *qp, struct dr_qp_attr *attr);
 /* Work requests dr_qp_post_send / dr_qp_post_recv would take now.  On a
  * QP with nothing outstanding this is the queue's depth: max_send_wr or
  * max_recv_wr rounded up to a power of two. */

@@ -3,7 +3,7 @@
  * Identifiers and receive checks of droce through the libfabric API, in one
  * process: two domains on the two ends of an in-process DPDK link
  * ("pair:" devices), as in test_fi_rma.c.  droce's fi_open_ops extension
- * (dr_ext.h) reads the identifiers and the drop counters, and sends frames
+ * (<rdma/fi_ext_droce.h>) reads the identifiers and the drop counters, and sends frames
  * forged with droce's own codec out of side A's port as is: side B's
  * whole receive path (port, device dispatch, QP checks) judges them.
  *
@@ -28,7 +28,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
-#include "dr_ext.h"
+#include "fi_ext_droce.h"
 #include "dr_qp.h"
 #include "dr_roce.h"
 
@@ -41,7 +41,7 @@
 static struct fi_info *info_a, *info_b;
 static struct fid_fabric *fabric;
 static struct fid_domain *dom_a, *dom_b;
-static struct fi_droce_rx_ops *ops;
+static struct fi_droce_ops *ops;
 
 static uint64_t now_ns(void)
 {
@@ -125,12 +125,12 @@ START_TEST(test_qpn_psn_values)
 {
 	static struct fid_ep *ep[N_CONN];
 	static uint32_t qpn[N_CONN], psn[N_CONN];
-	struct fi_droce_qp_ids ids;
+	struct fi_droce_qp_info ids;
 	unsigned i;
 
 	for (i = 0; i < N_CONN; i++) {
 		ck_assert_int_eq(fi_endpoint(dom_b, info_b, &ep[i], NULL), 0);
-		ck_assert_int_eq(ops->qp_ids(&ep[i]->fid, &ids), 0);
+		ck_assert_int_eq(ops->qp_info(ep[i], &ids), 0);
 		qpn[i] = ids.qpn;
 		psn[i] = ids.start_psn;
 		ck_assert_uint_ge(qpn[i], 2);
@@ -147,7 +147,7 @@ START_TEST(test_qpn_psn_values)
 	/* the other port draws its own: its first QPN is not side B's (it
 	 * was 2 on every port of every process) */
 	ck_assert_int_eq(fi_endpoint(dom_a, info_a, &ep[0], NULL), 0);
-	ck_assert_int_eq(ops->qp_ids(&ep[0]->fid, &ids), 0);
+	ck_assert_int_eq(ops->qp_info(ep[0], &ids), 0);
 	ck_assert_uint_ne(ids.qpn, qpn[0]);
 	ck_assert_int_eq(fi_close(&ep[0]->fid), 0);
 }
@@ -277,7 +277,7 @@ struct forge {
 	struct fid_mr *mr;
 	uint64_t key;
 	uint8_t mac_a[6], mac_b[6];
-	struct fi_droce_qp_ids ids_b;
+	struct fi_droce_qp_info ids_b;
 };
 
 /* A WRITE_ONLY of 8 bytes into the target, as A would send it next. */
@@ -329,7 +329,7 @@ static void forge_send(struct forge *f, unsigned n, enum dr_rx_drop why,
 			make(f, i, &d);
 			len = dr_pkt_build(&d, frame, sizeof(frame));
 			ck_assert_int_gt(len, 0);
-			ck_assert_int_eq(ops->send_raw(&dom_a->fid, frame, (size_t)len), 0);
+			ck_assert_int_eq(ops->send_raw(dom_a, frame, (size_t)len), 0);
 		}
 		do {
 			fi_cq_read(f->c.cq_a, NULL, 0); /* A's port sends */
@@ -440,7 +440,7 @@ START_TEST(test_forged_frames)
 	const struct forge_case *fc = &forge_cases[_i];
 	uint64_t q0[DR_RX_DROP_NUM], q[DR_RX_DROP_NUM];
 	static struct forge f;
-	struct fi_droce_qp_ids ids;
+	struct fi_droce_qp_info ids;
 
 	memset(tmem, 0xa5, sizeof(tmem));
 	memset(tmem + GUARD, 0x11, TLEN);
@@ -449,11 +449,11 @@ START_TEST(test_forged_frames)
 				   0, 0, &f.mr, NULL),
 			 0);
 	f.key = fi_mr_key(f.mr);
-	ck_assert_int_eq(ops->port_mac(&dom_a->fid, f.mac_a), 0);
-	ck_assert_int_eq(ops->port_mac(&dom_b->fid, f.mac_b), 0);
+	ck_assert_int_eq(ops->port_mac(dom_a, f.mac_a), 0);
+	ck_assert_int_eq(ops->port_mac(dom_b, f.mac_b), 0);
 	write_still_works(&f);
-	ck_assert_int_eq(ops->qp_ids(&f.c.ep_b->fid, &f.ids_b), 0);
-	ck_assert_int_eq(ops->qp_ids(&f.c.ep_a->fid, &ids), 0);
+	ck_assert_int_eq(ops->qp_info(f.c.ep_b, &f.ids_b), 0);
+	ck_assert_int_eq(ops->qp_info(f.c.ep_a, &ids), 0);
 	ck_assert_uint_eq(f.ids_b.dest_qpn, ids.qpn);
 	ck_assert_uint_eq(ids.dest_qpn, f.ids_b.qpn);
 	ck_assert_uint_eq(f.ids_b.rq_psn, ids.sq_psn); /* B expects what A sends next */
@@ -467,14 +467,14 @@ START_TEST(test_forged_frames)
 		/* the first: NAKed, not counted as a drop */
 		make_psn_ahead(&f, 0, &d);
 		len = dr_pkt_build(&d, frame, sizeof(frame));
-		ck_assert_int_eq(ops->send_raw(&dom_a->fid, frame, (size_t)len), 0);
+		ck_assert_int_eq(ops->send_raw(dom_a, frame, (size_t)len), 0);
 	}
 	forge_send(&f, fc->n, fc->why, fc->make);
 	counts(&f.c.ep_b->fid, q);
 	for (unsigned r = 0; r < DR_RX_DROP_NUM; r++)
 		ck_assert_uint_eq(q[r] - q0[r], r == fc->why && fc->qp_counts ? fc->n : 0);
 	target_check();
-	ck_assert_int_eq(ops->qp_ids(&f.c.ep_b->fid, &ids), 0);
+	ck_assert_int_eq(ops->qp_info(f.c.ep_b, &ids), 0);
 	ck_assert_uint_eq(ids.rq_psn, f.ids_b.rq_psn);
 	write_still_works(&f);
 	target_check();
@@ -512,11 +512,11 @@ static void setup(void)
 	ck_assert_int_eq(fi_fabric(info_a->fabric_attr, &fabric, NULL), 0);
 	ck_assert_int_eq(fi_domain(fabric, info_a, &dom_a, NULL), 0);
 	ck_assert_int_eq(fi_domain(fabric, info_b, &dom_b, NULL), 0);
-	ck_assert_int_eq(fi_open_ops(&dom_a->fid, FI_DROCE_OPS_RX, 0, (void **)&ops, NULL), 0);
+	ck_assert_int_eq(fi_open_ops(&dom_a->fid, FI_DROCE_OPS_1, 0, (void **)&ops, NULL), 0);
 	ck_assert_uint_eq(ops->size, sizeof(*ops));
 	ck_assert_int_eq(fi_open_ops(&dom_a->fid, "no such ops", 0, (void **)&ops, NULL),
 			 -FI_ENOSYS);
-	ck_assert_int_eq(fi_open_ops(&dom_a->fid, FI_DROCE_OPS_RX, 0, (void **)&ops, NULL), 0);
+	ck_assert_int_eq(fi_open_ops(&dom_a->fid, FI_DROCE_OPS_1, 0, (void **)&ops, NULL), 0);
 }
 
 static void teardown(void)

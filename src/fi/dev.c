@@ -11,7 +11,6 @@
 #include <string.h>
 #include <arpa/inet.h>
 
-#include "dr_ext.h"
 #include "dr_fi.h"
 
 static const char *const param_names[] = {
@@ -237,103 +236,6 @@ static void dev_log_drops(struct dr_dev *dev)
 			DR_INFO(FI_LOG_DOMAIN, "%s refused frames: %s\n", who, buf);
 	}
 	dr_rx_drops_log(who, dev->rx_drops);
-}
-
-/* ---- fi_open_ops(FI_DROCE_OPS_RX): counters and forging aids (dr_ext.h) ---- */
-
-static struct dr_dev *rx_ops_dev(struct fid *fid, struct dr_ep **ep)
-{
-	*ep = NULL;
-	if (fid->fclass == FI_CLASS_DOMAIN)
-		return container_of(fid, struct dr_domain, dom.fid)->dev;
-	if (fid->fclass == FI_CLASS_EP) {
-		*ep = container_of(fid, struct dr_ep, ep.fid);
-		return (*ep)->dev;
-	}
-	return NULL;
-}
-
-static int rx_ops_drops(struct fid *fid, uint64_t *counts, size_t n)
-{
-	struct dr_ep *ep;
-	struct dr_dev *dev = rx_ops_dev(fid, &ep);
-	const uint64_t *src;
-	size_t i;
-
-	if (!dev || (n && !counts))
-		return -FI_EINVAL;
-	dr_dev_lock(dev);
-	src = ep ? dr_qp_stats(ep->qp)->rx_drop : dev->rx_drops;
-	for (i = 0; i < n && i < DR_RX_DROP_NUM; i++)
-		counts[i] = src[i];
-	dr_dev_unlock(dev);
-	for (; i < n; i++)
-		counts[i] = 0;
-	return DR_RX_DROP_NUM;
-}
-
-static const char *rx_ops_drop_name(unsigned reason)
-{
-	return reason < DR_RX_DROP_NUM ? dr_rx_drop_names[reason] : NULL;
-}
-
-static int rx_ops_qp_ids(struct fid *fid, struct fi_droce_qp_ids *ids)
-{
-	struct dr_ep *ep;
-	struct dr_dev *dev = rx_ops_dev(fid, &ep);
-
-	if (!dev || !ep || !ids)
-		return -FI_EINVAL;
-	dr_dev_lock(dev);
-	ids->qpn = dr_qp_num(ep->qp);
-	ids->dest_qpn = dr_qp_dest_qpn(ep->qp);
-	ids->start_psn = ep->start_psn;
-	ids->rq_psn = dr_qp_resp_psn(ep->qp);
-	ids->sq_psn = dr_qp_req_psn(ep->qp);
-	dr_dev_unlock(dev);
-	return 0;
-}
-
-static int rx_ops_port_mac(struct fid *fid, uint8_t mac[6])
-{
-	struct dr_ep *ep;
-	struct dr_dev *dev = rx_ops_dev(fid, &ep);
-
-	if (!dev || ep)
-		return -FI_EINVAL;
-	memcpy(mac, dev->mac, 6);
-	return 0;
-}
-
-static int rx_ops_send_raw(struct fid *fid, const void *frame, size_t len)
-{
-	struct dr_ep *ep;
-	struct dr_dev *dev = rx_ops_dev(fid, &ep);
-	int ret;
-
-	if (!dev || ep || !frame)
-		return -FI_EINVAL;
-	dr_dev_lock(dev);
-	ret = dr_port_send_raw(dev->port, frame, len);
-	dr_dev_unlock(dev);
-	return ret;
-}
-
-static struct fi_droce_rx_ops rx_ops = {
-	.size = sizeof(struct fi_droce_rx_ops),
-	.drops = rx_ops_drops,
-	.drop_name = rx_ops_drop_name,
-	.qp_ids = rx_ops_qp_ids,
-	.port_mac = rx_ops_port_mac,
-	.send_raw = rx_ops_send_raw,
-};
-
-int dr_rx_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context)
-{
-	if (!name || strcmp(name, FI_DROCE_OPS_RX) || flags || !ops)
-		return -FI_ENOSYS;
-	*ops = &rx_ops;
-	return 0;
 }
 
 /* ARP gave up on a peer: connections being set up with it fail now, with

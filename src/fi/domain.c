@@ -86,7 +86,7 @@ static struct fi_ops domain_fi_ops = {
 	.close = domain_close,
 	.bind = dr_no_bind,
 	.control = dr_no_control,
-	.ops_open = dr_rx_ops_open,
+	.ops_open = dr_ext_ops_open,
 	.tostr = dr_no_tostr,
 	.ops_set = dr_no_ops_set,
 };

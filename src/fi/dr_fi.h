@@ -286,6 +286,8 @@ static inline struct dr_cntr *dr_cntr_of(struct fid_cntr *f)
 
 int dr_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
 int dr_no_control(struct fid *fid, int command, void *arg);
+/* fi_open_ops on a domain or an endpoint: FI_DROCE_OPS_1 (ext.c). */
+int dr_ext_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context);
 int dr_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,
 		   void *context);
 int dr_no_tostr(const struct fid *fid, char *buf, size_t len);
@@ -410,8 +412,6 @@ void dr_dev_qpn_free(struct dr_dev *dev, uint32_t qpn);
  * is of a hostile kind (dr_rx_drop_hostile), FI_INFO otherwise, nothing
  * when there is none. */
 void dr_rx_drops_log(const char *who, const uint64_t drops[DR_RX_DROP_NUM]);
-/* fi_open_ops(FI_DROCE_OPS_RX) on a domain or an endpoint (dr_ext.h). */
-int dr_rx_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context);
 /* Fd waiters on the device: its progress thread polls continuously. */
 void dr_dev_background(void *dev);
 

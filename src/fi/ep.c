@@ -1349,7 +1349,7 @@ static struct fi_ops ep_fi_ops = {
 	.close = ep_close,
 	.bind = ep_bind,
 	.control = ep_control,
-	.ops_open = dr_rx_ops_open,
+	.ops_open = dr_ext_ops_open,
 	.tostr = dr_no_tostr,
 	.ops_set = dr_no_ops_set,
 };

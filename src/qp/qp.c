@@ -51,18 +51,18 @@ const char *const dr_remote_op_names[DR_REMOTE_OP_NUM] = {
 
 const char *const dr_rx_drop_names[DR_RX_DROP_NUM] = {
     [DR_RX_OK] = "ok",
-    [DR_RX_DROP_NOT_IPV4] = "not IPv4",
-    [DR_RX_DROP_UNKNOWN_QPN] = "unknown QPN",
-    [DR_RX_DROP_GSI] = "bad GSI frame",
-    [DR_RX_DROP_DST_QPN] = "wrong DestQP",
-    [DR_RX_DROP_TYPE] = "not RC",
-    [DR_RX_DROP_STATE] = "QP state",
-    [DR_RX_DROP_SRC_ADDR] = "wrong source IP",
-    [DR_RX_DROP_DST_ADDR] = "wrong destination IP",
-    [DR_RX_DROP_PKEY] = "P_Key mismatch",
-    [DR_RX_DROP_PSN_AHEAD] = "PSN ahead",
-    [DR_RX_DROP_PSN_STALE] = "PSN stale",
-    [DR_RX_DROP_RSP] = "unexpected response",
+    [DR_RX_DROP_NOT_IPV4] = "not_ipv4",
+    [DR_RX_DROP_UNKNOWN_QPN] = "unknown_qpn",
+    [DR_RX_DROP_GSI] = "bad_gsi",
+    [DR_RX_DROP_DST_QPN] = "dst_qpn",
+    [DR_RX_DROP_TYPE] = "not_rc",
+    [DR_RX_DROP_STATE] = "qp_state",
+    [DR_RX_DROP_SRC_ADDR] = "src_addr",
+    [DR_RX_DROP_DST_ADDR] = "dst_addr",
+    [DR_RX_DROP_PKEY] = "pkey",
+    [DR_RX_DROP_PSN_AHEAD] = "psn_ahead",
+    [DR_RX_DROP_PSN_STALE] = "psn_stale",
+    [DR_RX_DROP_RSP] = "unexpected_rsp",
 };
 
 bool dr_rx_drop_hostile(enum dr_rx_drop why)
@@ -196,6 +196,14 @@ uint32_t dr_qp_num(const struct dr_qp *qp)
 enum dr_qp_state dr_qp_state(const struct dr_qp *qp)
 {
 	return qp->state;
+}
+
+void dr_qp_query(const struct dr_qp *qp, struct dr_qp_attr *attr)
+{
+	*attr = qp->attr;
+	attr->state = qp->state;
+	attr->sq_psn = qp->req.psn;
+	attr->rq_psn = qp->resp.psn;
 }
 
 /* head - tail never exceeds mask + 1 (the post functions refuse) */

@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * droce's provider-specific operations (include/fi_ext_droce.h), opened
+ * with fi_open_ops() on a domain or an endpoint: a queue pair's state and
+ * the counters of a port or a QP, as name/value pairs.  Counter names are
+ * an interface (tools and tests match them): add, never rename.
+ */
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dr_fi.h"
+#include "fi_ext_droce.h"
+
+struct counter_def {
+	const char *name;
+	size_t off; /* in the stats struct, a uint64_t */
+};
+
+#define PORT_C(f) { #f, offsetof(struct dr_port_stats, f) }
+#define QP_C(f)	  { #f, offsetof(struct dr_qp_stats, f) }
+
+/* clang-format off */
+static const struct counter_def port_counters[] = {
+	PORT_C(rx_frames), PORT_C(rx_bytes), PORT_C(tx_frames), PORT_C(tx_bytes),
+	PORT_C(rx_roce), PORT_C(rx_arp), PORT_C(tx_arp), PORT_C(rx_dropped),
+	PORT_C(rx_not_ours), PORT_C(rx_looped), PORT_C(rx_no_handler),
+	PORT_C(rx_too_long), PORT_C(rx_arp_bad), PORT_C(rx_arp_ignored),
+	PORT_C(tx_dropped), PORT_C(tx_bursts), PORT_C(tx_nombuf), PORT_C(loopback),
+	PORT_C(arp_queued), PORT_C(arp_queue_dropped), PORT_C(arp_resolved),
+	PORT_C(arp_failed), PORT_C(capture_errors),
+};
+
+/* the parser's verdicts, by their counter names */
+static const char *const verdict_counter[DR_PKT_VERDICT_NUM] = {
+	[DR_PKT_OK] = NULL, /* not a drop */
+	[DR_PKT_SHORT_ETH] = "rx_short_eth",
+	[DR_PKT_NOT_IP] = "rx_not_ip",
+	[DR_PKT_SHORT_IP] = "rx_short_ip",
+	[DR_PKT_BAD_IP_VERSION] = "rx_bad_ip_version",
+	[DR_PKT_BAD_IHL] = "rx_bad_ihl",
+	[DR_PKT_BAD_IP_LEN] = "rx_bad_ip_len",
+	[DR_PKT_BAD_IP_CSUM] = "rx_bad_ip_csum",
+	[DR_PKT_IP_FRAGMENT] = "rx_ip_fragment",
+	[DR_PKT_NOT_UDP] = "rx_not_udp",
+	[DR_PKT_SHORT_UDP] = "rx_short_udp",
+	[DR_PKT_BAD_UDP_LEN] = "rx_bad_udp_len",
+	[DR_PKT_NOT_ROCE] = "rx_not_roce",
+	[DR_PKT_SHORT_BTH] = "rx_short_bth",
+	[DR_PKT_BAD_TVER] = "rx_bad_tver",
+	[DR_PKT_BAD_OPCODE] = "rx_bad_opcode",
+	[DR_PKT_SHORT_HDRS] = "rx_short_hdrs",
+	[DR_PKT_BAD_PADCNT] = "rx_bad_padcnt",
+	[DR_PKT_BAD_PAYLOAD] = "rx_bad_payload",
+	[DR_PKT_RUNT] = "rx_runt",
+	[DR_PKT_TOO_LONG] = "rx_pkt_too_long",
+	[DR_PKT_BAD_ICRC] = "rx_bad_icrc",
+};
+
+static const struct counter_def qp_counters[] = {
+	QP_C(tx_frames), QP_C(rx_frames), QP_C(tx_req_pkts), QP_C(tx_resent_pkts),
+	QP_C(tx_acks), QP_C(tx_read_rsps), QP_C(tx_atomic_acks), QP_C(acks_coalesced),
+	QP_C(rtt_samples), QP_C(early_timeouts), QP_C(cwnd_cuts),
+	QP_C(tx_seq_naks), QP_C(tx_rnr_naks), QP_C(tx_err_naks),
+	QP_C(rx_seq_naks), QP_C(rx_rnr_naks), QP_C(rx_err_naks),
+	QP_C(rx_dup_reqs), QP_C(rx_dropped), QP_C(timeouts), QP_C(retries),
+	QP_C(rnr_waits), QP_C(atomics_executed),
+};
+/* clang-format on */
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+struct counter_out {
+	struct fi_droce_counter *c;
+	size_t cap, n;
+};
+
+static void put(struct counter_out *o, const char *name, uint64_t value)
+{
+	if (o->c && o->n < o->cap)
+		o->c[o->n] = (struct fi_droce_counter){ .name = name, .value = value };
+	o->n++;
+}
+
+static void put_table(struct counter_out *o, const struct counter_def *t, size_t n,
+		      const void *stats)
+{
+	for (size_t i = 0; i < n; i++)
+		put(o, t[i].name, *(const uint64_t *)((const char *)stats + t[i].off));
+}
+
+/* "rx_drop_" + dr_rx_drop_names[reason], made once */
+static char drop_counter_names[DR_RX_DROP_NUM][48];
+
+static void drop_names_init(void)
+{
+	for (unsigned r = 0; r < DR_RX_DROP_NUM; r++)
+		snprintf(drop_counter_names[r], sizeof(drop_counter_names[r]), "rx_drop_%s",
+			 dr_rx_drop_names[r]);
+}
+
+static void put_drops(struct counter_out *o, const uint64_t drops[DR_RX_DROP_NUM])
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, drop_names_init);
+	for (unsigned r = DR_RX_OK + 1; r < DR_RX_DROP_NUM; r++)
+		put(o, drop_counter_names[r], drops[r]);
+}
+
+static void dev_counters(struct dr_dev *dev, struct counter_out *o)
+{
+	uint64_t drops[DR_RX_DROP_NUM];
+	struct dr_port_stats ps;
+
+	dr_dev_lock(dev);
+	dr_port_get_stats(dev->port, &ps);
+	memcpy(drops, dev->rx_drops, sizeof(drops));
+	dr_dev_unlock(dev);
+	put_drops(o, drops);
+	put_table(o, port_counters, ARRAY_LEN(port_counters), &ps);
+	for (unsigned v = 0; v < DR_PKT_VERDICT_NUM; v++)
+		if (verdict_counter[v])
+			put(o, verdict_counter[v], ps.rx_verdict[v]);
+}
+
+static int ep_counters(struct dr_ep *ep, struct counter_out *o)
+{
+	struct dr_qp_stats qs;
+
+	dr_dev_lock(ep->dev);
+	if (!ep->qp) {
+		dr_dev_unlock(ep->dev);
+		return -FI_EOPBADSTATE;
+	}
+	qs = *dr_qp_stats(ep->qp);
+	dr_dev_unlock(ep->dev);
+	put_table(o, qp_counters, ARRAY_LEN(qp_counters), &qs);
+	put_drops(o, qs.rx_drop);
+	return 0;
+}
+
+static int ext_counters(struct fid *fid, struct fi_droce_counter *c, size_t *count)
+{
+	struct counter_out o = { .c = c, .cap = c ? *count : 0 };
+	int ret = 0;
+
+	if (!fid || !count)
+		return -FI_EINVAL;
+	switch (fid->fclass) {
+	case FI_CLASS_DOMAIN:
+		dev_counters(dr_domain_of(container_of(fid, struct fid_domain, fid))->dev, &o);
+		break;
+	case FI_CLASS_EP:
+		ret = ep_counters(dr_ep_of(container_of(fid, struct fid_ep, fid)), &o);
+		break;
+	default:
+		return -FI_EINVAL;
+	}
+	if (ret)
+		return ret;
+	*count = o.n;
+	return c && o.n > o.cap ? -FI_ETOOSMALL : 0;
+}
+
+static int ext_qp_info(struct fid_ep *fep, struct fi_droce_qp_info *info)
+{
+	struct dr_ep *ep;
+	struct dr_qp_attr a;
+
+	if (!fep || !info || fep->fid.fclass != FI_CLASS_EP)
+		return -FI_EINVAL;
+	ep = dr_ep_of(fep);
+	dr_dev_lock(ep->dev);
+	if (!ep->qp) {
+		dr_dev_unlock(ep->dev);
+		return -FI_EOPBADSTATE;
+	}
+	dr_qp_query(ep->qp, &a);
+	info->qpn = dr_qp_num(ep->qp);
+	dr_dev_unlock(ep->dev);
+	info->start_psn = ep->start_psn;
+	info->dest_qpn = a.dest_qpn;
+	info->sq_psn = a.sq_psn;
+	info->rq_psn = a.rq_psn;
+	info->path_mtu = a.path_mtu;
+	memcpy(info->mac, a.path.src_mac, sizeof(info->mac));
+	info->udp_sport = a.path.sport;
+	info->state = dr_qp_state_names[a.state];
+	return 0;
+}
+
+static int ext_drops(struct fid *fid, uint64_t *counts, size_t n)
+{
+	struct dr_ep *ep = NULL;
+	struct dr_dev *dev;
+	const uint64_t *src;
+	size_t i;
+
+	if (!fid || (n && !counts))
+		return -FI_EINVAL;
+	if (fid->fclass == FI_CLASS_DOMAIN) {
+		dev = dr_domain_of(container_of(fid, struct fid_domain, fid))->dev;
+	} else if (fid->fclass == FI_CLASS_EP) {
+		ep = dr_ep_of(container_of(fid, struct fid_ep, fid));
+		dev = ep->dev;
+	} else {
+		return -FI_EINVAL;
+	}
+	dr_dev_lock(dev);
+	if (ep && !ep->qp) {
+		dr_dev_unlock(dev);
+		return -FI_EOPBADSTATE;
+	}
+	src = ep ? dr_qp_stats(ep->qp)->rx_drop : dev->rx_drops;
+	for (i = 0; i < n && i < DR_RX_DROP_NUM; i++)
+		counts[i] = src[i];
+	dr_dev_unlock(dev);
+	for (; i < n; i++)
+		counts[i] = 0;
+	return DR_RX_DROP_NUM;
+}
+
+static const char *ext_drop_name(unsigned reason)
+{
+	return reason < DR_RX_DROP_NUM ? dr_rx_drop_names[reason] : NULL;
+}
+
+static int ext_port_mac(struct fid_domain *domain, uint8_t mac[6])
+{
+	if (!domain || !mac || domain->fid.fclass != FI_CLASS_DOMAIN)
+		return -FI_EINVAL;
+	memcpy(mac, dr_domain_of(domain)->dev->mac, 6);
+	return 0;
+}
+
+static int ext_send_raw(struct fid_domain *domain, const void *frame, size_t len)
+{
+	struct dr_dev *dev;
+	int ret;
+
+	if (!domain || !frame || domain->fid.fclass != FI_CLASS_DOMAIN)
+		return -FI_EINVAL;
+	dev = dr_domain_of(domain)->dev;
+	dr_dev_lock(dev);
+	ret = dr_port_send_raw(dev->port, frame, len);
+	dr_dev_unlock(dev);
+	return ret;
+}
+
+static struct fi_droce_ops ext_ops = {
+	.size = sizeof(struct fi_droce_ops),
+	.qp_info = ext_qp_info,
+	.counters = ext_counters,
+	.drops = ext_drops,
+	.drop_name = ext_drop_name,
+	.port_mac = ext_port_mac,
+	.send_raw = ext_send_raw,
+};
+
+int dr_ext_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context)
+{
+	if (!name || !ops || flags)
+		return -FI_EINVAL;
+	if (strcmp(name, FI_DROCE_OPS_1))
+		return -FI_ENOSYS;
+	*ops = &ext_ops;
+	return 0;
+}

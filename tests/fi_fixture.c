@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* The shared libfabric-API fixture (fi_fixture.h). */
+#include <arpa/inet.h>
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rdma/fi_errno.h>
+
+#include "fi_fixture.h"
+
+uint64_t fx_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * FX_NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
+void fx_env(const char *pair_name)
+{
+	const char *top = getenv("top_builddir");
+	char buf[4096];
+
+	snprintf(buf, sizeof(buf), "%s/.libs", top ? top : ".");
+	setenv("FI_PROVIDER_PATH", buf, 1);
+	setenv("FI_PROVIDER", "droce", 1);
+	snprintf(buf, sizeof(buf), "pair:%s:0;pair:%s:1", pair_name, pair_name);
+	setenv("FI_DROCE_DEVICE", buf, 1);
+	setenv("FI_DROCE_ADDR", "192.0.2.1/24;192.0.2.2/24", 1);
+}
+
+void fx_open(struct fx *f, const char *pair_name, uint64_t caps)
+{
+	struct fi_info *hints = fi_allocinfo(), *all, *i;
+	char name_a[64], name_b[64];
+
+	memset(f, 0, sizeof(*f));
+	snprintf(name_a, sizeof(name_a), "pair:%s:0", pair_name);
+	snprintf(name_b, sizeof(name_b), "pair:%s:1", pair_name);
+	ck_assert_ptr_nonnull(hints);
+	hints->ep_attr->type = FI_EP_MSG;
+	hints->caps = caps;
+	hints->domain_attr->mr_mode =
+	    FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	hints->fabric_attr->prov_name = strdup("droce");
+	ck_assert_int_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &all), 0);
+	for (i = all; i; i = i->next) {
+		if (!strcmp(i->domain_attr->name, name_a))
+			f->info_a = fi_dupinfo(i);
+		else if (!strcmp(i->domain_attr->name, name_b))
+			f->info_b = fi_dupinfo(i);
+	}
+	fi_freeinfo(all);
+	fi_freeinfo(hints);
+	ck_assert_ptr_nonnull(f->info_a);
+	ck_assert_ptr_nonnull(f->info_b);
+	ck_assert_int_eq(fi_fabric(f->info_a->fabric_attr, &f->fabric, NULL), 0);
+	ck_assert_int_eq(fi_domain(f->fabric, f->info_a, &f->dom_a, NULL), 0);
+	ck_assert_int_eq(fi_domain(f->fabric, f->info_b, &f->dom_b, NULL), 0);
+}
+
+void fx_close(struct fx *f)
+{
+	ck_assert_int_eq(fi_close(&f->dom_a->fid), 0);
+	ck_assert_int_eq(fi_close(&f->dom_b->fid), 0);
+	ck_assert_int_eq(fi_close(&f->fabric->fid), 0);
+	fi_freeinfo(f->info_a);
+	fi_freeinfo(f->info_b);
+}
+
+ssize_t fx_eq_wait(struct fid_eq *eq, uint32_t *event, void *buf, size_t len)
+{
+	uint64_t end = fx_now_ns() + 5 * FX_NS_PER_S;
+	ssize_t ret;
+
+	do
+		ret = fi_eq_read(eq, event, buf, len, 0);
+	while (ret == -FI_EAGAIN && fx_now_ns() < end);
+	return ret;
+}
+
+ssize_t fx_cq_wait(struct fid_cq *cq, struct fid_cq *other, struct fi_cq_data_entry *e)
+{
+	uint64_t end = fx_now_ns() + 5 * FX_NS_PER_S;
+	ssize_t ret;
+
+	do {
+		ret = fi_cq_read(cq, e, 1);
+		if (ret == -FI_EAGAIN && other)
+			fi_cq_read(other, NULL, 0);
+	} while (ret == -FI_EAGAIN && fx_now_ns() < end);
+	return ret;
+}
+
+int fx_cq_drive(struct fid_cq *cq, struct fid_cq *other, unsigned ms)
+{
+	uint64_t end = fx_now_ns() + (uint64_t)ms * 1000000u;
+	struct fi_cq_data_entry e;
+	int n = 0;
+
+	while (fx_now_ns() < end) {
+		if (fi_cq_read(cq, &e, 1) == 1)
+			n++;
+		if (other)
+			fi_cq_read(other, NULL, 0);
+	}
+	return n;
+}
+
+static void open_eq_cq(struct fx *f, struct fid_domain *dom, struct fid_eq **eq,
+		       struct fid_cq **cq)
+{
+	struct fi_eq_attr ea = { .wait_obj = FI_WAIT_NONE };
+	struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_NONE };
+
+	ck_assert_int_eq(fi_eq_open(f->fabric, &ea, eq, NULL), 0);
+	ck_assert_int_eq(fi_cq_open(dom, &ca, cq, NULL), 0);
+}
+
+static void expect_connected(struct fid_eq *eq, struct fid_ep *ep)
+{
+	struct fi_eq_cm_entry e;
+	uint32_t event;
+
+	ck_assert_int_eq(fx_eq_wait(eq, &event, &e, sizeof(e)), (ssize_t)sizeof(e));
+	ck_assert_uint_eq(event, FI_CONNECTED);
+	ck_assert_ptr_eq(e.fid, &ep->fid);
+}
+
+void fx_connect(struct fx *f, struct fx_conn *c)
+{
+	struct fi_eq_cm_entry e;
+	size_t len = sizeof(c->server);
+	uint32_t event;
+
+	memset(c, 0, sizeof(*c));
+	open_eq_cq(f, f->dom_b, &c->eq_b, &c->cq_b);
+	ck_assert_int_eq(fi_passive_ep(f->fabric, f->info_b, &c->pep, NULL), 0);
+	ck_assert_int_eq(fi_pep_bind(c->pep, &c->eq_b->fid, 0), 0);
+	ck_assert_int_eq(fi_listen(c->pep), 0);
+	ck_assert_int_eq(fi_getname(&c->pep->fid, &c->server, &len), 0);
+
+	open_eq_cq(f, f->dom_a, &c->eq_a, &c->cq_a);
+	ck_assert_int_eq(fi_endpoint(f->dom_a, f->info_a, &c->ep_a, NULL), 0);
+	ck_assert_int_eq(fi_ep_bind(c->ep_a, &c->eq_a->fid, 0), 0);
+	ck_assert_int_eq(fi_ep_bind(c->ep_a, &c->cq_a->fid, FI_TRANSMIT | FI_RECV), 0);
+	ck_assert_int_eq(fi_enable(c->ep_a), 0);
+	ck_assert_int_eq(fi_connect(c->ep_a, &c->server, NULL, 0), 0);
+
+	ck_assert_int_eq(fx_eq_wait(c->eq_b, &event, &e, sizeof(e)), (ssize_t)sizeof(e));
+	ck_assert_uint_eq(event, FI_CONNREQ);
+	ck_assert_int_eq(fi_endpoint(f->dom_b, e.info, &c->ep_b, NULL), 0);
+	fi_freeinfo(e.info);
+	ck_assert_int_eq(fi_ep_bind(c->ep_b, &c->eq_b->fid, 0), 0);
+	ck_assert_int_eq(fi_ep_bind(c->ep_b, &c->cq_b->fid, FI_TRANSMIT | FI_RECV), 0);
+	ck_assert_int_eq(fi_accept(c->ep_b, NULL, 0), 0);
+	expect_connected(c->eq_a, c->ep_a);
+	expect_connected(c->eq_b, c->ep_b);
+}
+
+void fx_conn_close(struct fx_conn *c)
+{
+	struct fid *fids[] = { c->ep_a ? &c->ep_a->fid : NULL, c->ep_b ? &c->ep_b->fid : NULL,
+			       c->pep ? &c->pep->fid : NULL,   &c->cq_a->fid,
+			       &c->cq_b->fid,		       &c->eq_a->fid,
+			       &c->eq_b->fid };
+
+	for (size_t i = 0; i < sizeof(fids) / sizeof(fids[0]); i++)
+		if (fids[i])
+			ck_assert_int_eq(fi_close(fids[i]), 0);
+}
+
+void fx_region_open(struct fx_region *r, struct fid_domain *dom, size_t size, uint64_t access,
+		    uint8_t init)
+{
+	r->size = size;
+	r->base = malloc(size + 2 * FX_GUARD);
+	ck_assert_ptr_nonnull(r->base);
+	r->buf = r->base + FX_GUARD;
+	memset(r->base, 0xa5, FX_GUARD);
+	memset(r->buf, init, size);
+	memset(r->buf + size, 0x5a, FX_GUARD);
+	ck_assert_int_eq(fi_mr_reg(dom, r->buf, size, access, 0, 0, 0, &r->mr, NULL), 0);
+	r->key = fi_mr_key(r->mr);
+	ck_assert_uint_ne(r->key, FI_KEY_NOTAVAIL);
+}
+
+void fx_region_check_guards(const struct fx_region *r)
+{
+	for (size_t i = 0; i < FX_GUARD; i++) {
+		ck_assert_uint_eq(r->base[i], 0xa5);
+		ck_assert_uint_eq(r->buf[r->size + i], 0x5a);
+	}
+}
+
+void fx_region_close(struct fx_region *r)
+{
+	fx_region_check_guards(r);
+	ck_assert_int_eq(fi_close(&r->mr->fid), 0);
+	free(r->base);
+}

@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * A hostile peer: frames forged with droce's own codec (correct ICRC unless
+ * the case says otherwise) are injected into a live connection between two
+ * droce domains on an in-process link (fi_fixture.h), as a third party on
+ * the wire would send them: sent as raw frames out of side A's port
+ * (FI_DROCE_OPS_1 send_raw), they reach B as A's own frames do.  Each case
+ * names the outcome IBA and rdma_rxe give it - dropped and counted, NAK,
+ * QP error with flush - and asserts it through droce's counters
+ * (fi_open_ops FI_DROCE_OPS_1), the completions, and memory: B's
+ * registered region keeps its exact contents unless a correctly keyed
+ * request wrote it, and the guard bytes around every region stay intact.
+ * After each case the connection must still carry verified data (unless
+ * the case is the QP error).
+ */
+#include <arpa/inet.h>
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#include "dr_roce.h"
+#include "fi_ext_droce.h"
+#include "fi_fixture.h"
+
+#define PAIR	"hostile"
+#define REGION	4096
+#define PATTERN 0x3c
+#define CAPS	(FI_MSG | FI_RMA | FI_ATOMIC)
+
+static struct fx F;
+static struct fi_droce_ops *ops;
+
+/* per case */
+static struct fx_conn C;
+static struct fx_region reg_b; /* B's target: remote write/read */
+static struct fx_region reg_a; /* A's source/sink */
+static struct fi_droce_qp_info qa, qb;
+
+/* ---- counters ---------------------------------------------------------------- */
+
+static uint64_t counter(struct fid *fid, const char *name)
+{
+	struct fi_droce_counter c[128];
+	size_t n = 128;
+
+	ck_assert_int_eq(ops->counters(fid, c, &n), 0);
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(c[i].name, name))
+			return c[i].value;
+	ck_abort_msg("no counter %s", name);
+	return 0;
+}
+
+#define DOM_B(name) counter(&F.dom_b->fid, name)
+#define EP_B(name)  counter(&C.ep_b->fid, name)
+#define EP_A(name)  counter(&C.ep_a->fid, name)
+
+static void qp_infos(void)
+{
+	ck_assert_int_eq(ops->qp_info(C.ep_a, &qa), 0);
+	ck_assert_int_eq(ops->qp_info(C.ep_b, &qb), 0);
+}
+
+/* ---- the injector -------------------------------------------------------------- */
+
+static void inject(const void *frame, size_t len)
+{
+	ck_assert_int_eq(ops->send_raw(F.dom_a, frame, len), 0);
+}
+
+/* Let B take what was injected (and answer it): drive both sides. */
+static void settle(void)
+{
+	fx_cq_drive(C.cq_b, C.cq_a, 50);
+}
+
+/* A frame as A's QP would send it to B's: addresses, UDP port, QPN. */
+static void desc_from_a(struct dr_pkt_desc *d, uint8_t opcode, uint32_t psn)
+{
+	dr_pkt_desc_init(d);
+	memcpy(d->src_mac, qa.mac, 6);
+	memcpy(d->dst_mac, qb.mac, 6);
+	d->src_ip4 = FX_IP_A;
+	d->dst_ip4 = FX_IP_B;
+	d->sport = qa.udp_sport;
+	d->opcode = opcode;
+	d->dqpn = qb.qpn;
+	d->psn = psn;
+	d->ackreq = true;
+}
+
+static uint8_t forged_payload[256];
+
+/* WRITE_ONLY of 256 bytes of 0xee into B's region at offset 0, keyed. */
+static void desc_write(struct dr_pkt_desc *d, uint32_t psn)
+{
+	desc_from_a(d, DR_OP_WRITE_ONLY, psn);
+	memset(forged_payload, 0xee, sizeof(forged_payload));
+	d->reth.va = (uintptr_t)reg_b.buf;
+	d->reth.rkey = (uint32_t)reg_b.key;
+	d->reth.len = sizeof(forged_payload);
+	d->payload = forged_payload;
+	d->payload_len = sizeof(forged_payload);
+}
+
+static int build(const struct dr_pkt_desc *d, uint8_t *buf, size_t cap)
+{
+	int len = dr_pkt_build(d, buf, cap);
+
+	ck_assert_int_gt(len, 0);
+	return len;
+}
+
+/* ---- what every case checks -------------------------------------------------- */
+
+/* B's region holds exactly PATTERN (nothing forged landed), guards intact. */
+static void region_b_untouched(void)
+{
+	for (size_t i = 0; i < REGION; i++)
+		if (reg_b.buf[i] != PATTERN)
+			ck_abort_msg("B's region byte %zu is 0x%02x, want 0x%02x", i, reg_b.buf[i],
+				     PATTERN);
+	fx_region_check_guards(&reg_b);
+	fx_region_check_guards(&reg_a);
+}
+
+/* A real RDMA write A -> B and a send/recv still work, byte-exact, with
+ * exactly one completion each. */
+static void connection_carries_data(unsigned seed)
+{
+	struct fi_cq_data_entry e;
+	uint8_t msg[100], in[100];
+
+	for (size_t i = 0; i < REGION; i++)
+		reg_a.buf[i] = (uint8_t)(i * 13 + seed);
+	ck_assert_int_eq(fi_write(C.ep_a, reg_a.buf, REGION, fi_mr_desc(reg_a.mr), 0,
+				  (uintptr_t)reg_b.buf, reg_b.key, (void *)0x77),
+			 0);
+	ck_assert_int_eq(fx_cq_wait(C.cq_a, C.cq_b, &e), 1);
+	ck_assert_ptr_eq(e.op_context, (void *)0x77);
+	ck_assert(e.flags & FI_WRITE);
+	ck_assert(!memcmp(reg_b.buf, reg_a.buf, REGION));
+	fx_region_check_guards(&reg_b);
+
+	memset(in, 0, sizeof(in));
+	for (size_t i = 0; i < sizeof(msg); i++)
+		msg[i] = (uint8_t)(i ^ seed);
+	ck_assert_int_eq(fi_recv(C.ep_b, in, sizeof(in), NULL, 0, (void *)0x88), 0);
+	ck_assert_int_eq(fi_send(C.ep_a, msg, sizeof(msg), NULL, 0, (void *)0x99), 0);
+	ck_assert_int_eq(fx_cq_wait(C.cq_a, C.cq_b, &e), 1);
+	ck_assert_ptr_eq(e.op_context, (void *)0x99);
+	ck_assert_int_eq(fx_cq_wait(C.cq_b, C.cq_a, &e), 1);
+	ck_assert_ptr_eq(e.op_context, (void *)0x88);
+	ck_assert_uint_eq(e.len, sizeof(msg));
+	ck_assert(!memcmp(in, msg, sizeof(msg)));
+	/* nothing else completed */
+	ck_assert_int_eq(fi_cq_read(C.cq_a, &e, 1), -FI_EAGAIN);
+	ck_assert_int_eq(fi_cq_read(C.cq_b, &e, 1), -FI_EAGAIN);
+}
+
+/* ---- cases ------------------------------------------------------------------- */
+
+/* Bad ICRC: the port's parser drops it (rxe_icrc_check); the responder
+ * never sees it. */
+START_TEST(test_bad_icrc)
+{
+	uint8_t frame[512];
+	struct dr_pkt_desc d;
+	uint64_t bad = DOM_B("rx_bad_icrc");
+	int len;
+
+	desc_write(&d, qb.rq_psn);
+	len = build(&d, frame, sizeof(frame));
+	frame[len - 1] ^= 0x01;
+	inject(frame, (size_t)len);
+	settle();
+	ck_assert_uint_eq(DOM_B("rx_bad_icrc"), bad + 1);
+	qp_infos();
+	ck_assert_str_eq(qb.state, "RTS");
+	region_b_untouched();
+	connection_carries_data(1);
+}
+END_TEST
+
+/* Truncated at every length from 0 to one byte short: each dropped by the
+ * parser and counted, none reaches the QP. */
+START_TEST(test_truncated)
+{
+	uint8_t frame[512];
+	struct dr_pkt_desc d;
+	uint64_t dropped = DOM_B("rx_dropped"), rx_qp = EP_B("rx_frames");
+	uint32_t psn = qb.rq_psn;
+	int len, n = 0;
+
+	desc_write(&d, qb.rq_psn);
+	len = build(&d, frame, sizeof(frame));
+	for (int cut = 1; cut < len; cut++) {
+		inject(frame, (size_t)cut);
+		n++;
+		if (n % 64 == 0)
+			settle();
+	}
+	settle();
+	ck_assert_uint_eq(DOM_B("rx_dropped"), dropped + (uint64_t)n);
+	ck_assert_uint_eq(EP_B("rx_frames"), rx_qp);
+	qp_infos();
+	ck_assert_uint_eq(qb.rq_psn, psn);
+	region_b_untouched();
+	connection_carries_data(2);
+}
+END_TEST
+
+/* A QPN nobody has: dropped and counted by the device. */
+START_TEST(test_unknown_qpn)
+{
+	uint8_t frame[512];
+	struct dr_pkt_desc d;
+	uint64_t unknown = DOM_B("rx_drop_unknown_qpn");
+	int len;
+
+	desc_write(&d, qb.rq_psn);
+	d.dqpn = qb.qpn ^ 0x5a5a5;
+	len = build(&d, frame, sizeof(frame));
+	inject(frame, (size_t)len);
+	settle();
+	ck_assert_uint_eq(DOM_B("rx_drop_unknown_qpn"), unknown + 1);
+	region_b_untouched();
+	connection_carries_data(3);
+}
+END_TEST
+
+/* PSN ahead of the expected one: one sequence-error NAK for the gap
+ * (IBA 9.7.5.1.2; rxe check_psn), nothing executed. */
+START_TEST(test_psn_ahead)
+{
+	uint8_t frame[512];
+	struct dr_pkt_desc d;
+	uint64_t naks = EP_B("tx_seq_naks");
+	uint32_t psn = qb.rq_psn;
+	int len;
+
+	desc_write(&d, dr_psn_add(qb.rq_psn, 5));
+	len = build(&d, frame, sizeof(frame));
+	inject(frame, (size_t)len);
+	settle();
+	ck_assert_uint_eq(EP_B("tx_seq_naks"), naks + 1);
+	qp_infos();
+	ck_assert_uint_eq(qb.rq_psn, psn);
+	ck_assert_str_eq(qb.state, "RTS");
+	region_b_untouched();
+	connection_carries_data(4);
+}
+END_TEST
+
+/* PSN just behind the expected one: a duplicate (IBA 9.7.5.1.2): answered
+ * with an ACK, a WRITE not executed again - B's memory is untouched. */
+START_TEST(test_psn_duplicate)
+{
+	uint8_t frame[512];
+	struct dr_pkt_desc d;
+	uint64_t dups;
+	int len;
+
+	connection_carries_data(5); /* a PSN behind the expected one was used */
+	memset(reg_b.buf, PATTERN, REGION);
+	qp_infos();
+	dups = EP_B("rx_dup_reqs");
+	desc_write(&d, dr_psn_add(qb.rq_psn, -1));
+	len = build(&d, frame, sizeof(frame));
+	inject(frame, (size_t)len);
+	settle();
+	ck_assert_uint_eq(EP_B("rx_dup_reqs"), dups + 1);
+	region_b_untouched();
+	connection_carries_data(6);
+}
+END_TEST
+
+/* An opcode invalid for the responder's state at the expected PSN (a SEND
+ * MIDDLE with no SEND begun): NAK invalid request, the QP goes to error and
+ * its receive is flushed (IBA 9.7.5.2.4 class D1, rxe's
+ * RESPST_ERR_MISMATCH_OPCODE).  Only a sender who knows QPN and PSN can do
+ * this: that is the protocol's limit (both are unpredictable). */
+START_TEST(test_invalid_opcode)
+{
+	uint8_t frame[512], in[64];
+	struct fi_cq_err_entry err;
+	struct fi_cq_data_entry e;
+	struct dr_pkt_desc d;
+	uint64_t naks = EP_B("tx_err_naks");
+	int len;
+
+	ck_assert_int_eq(fi_recv(C.ep_b, in, sizeof(in), NULL, 0, (void *)0x55), 0);
+	desc_from_a(&d, DR_OP_SEND_MIDDLE, qb.rq_psn);
+	d.payload = forged_payload;
+	d.payload_len = (uint32_t)qb.path_mtu < sizeof(forged_payload) ? qb.path_mtu :
+									   sizeof(forged_payload);
+	len = build(&d, frame, sizeof(frame));
+	inject(frame, (size_t)len);
+	settle();
+	ck_assert_uint_eq(EP_B("tx_err_naks"), naks + 1);
+	qp_infos();
+	ck_assert_str_eq(qb.state, "ERROR");
+	/* B's receive comes back flushed */
+	ck_assert_int_eq(fx_cq_wait(C.cq_b, C.cq_a, &e), -FI_EAVAIL);
+	memset(&err, 0, sizeof(err));
+	ck_assert_int_eq(fi_cq_readerr(C.cq_b, &err, 0), 1);
+	ck_assert_ptr_eq(err.op_context, (void *)0x55);
+	ck_assert_int_eq(err.err, FI_ECANCELED);
+	region_b_untouched();
+}
+END_TEST
+
+/* A correct request at the expected PSN but for another partition, or
+ * from an address that is not the connected peer's: dropped by the QP's
+ * receive checks (rxe check_keys, check_addr), counted per QP and per
+ * port, nothing answered, nothing executed. */
+static void expect_checked_drop(struct dr_pkt_desc *d, const char *counter_name)
+{
+	uint8_t frame[512];
+	uint64_t q0 = EP_B(counter_name), p0 = DOM_B(counter_name);
+	uint64_t tx0 = EP_B("tx_frames");
+	uint32_t psn = qb.rq_psn;
+	int len = build(d, frame, sizeof(frame));
+
+	inject(frame, (size_t)len);
+	settle();
+	ck_assert_uint_eq(EP_B(counter_name), q0 + 1);
+	ck_assert_uint_eq(DOM_B(counter_name), p0 + 1);
+	ck_assert_uint_eq(EP_B("tx_frames"), tx0);
+	qp_infos();
+	ck_assert_uint_eq(qb.rq_psn, psn);
+	ck_assert_str_eq(qb.state, "RTS");
+	region_b_untouched();
+}
+
+START_TEST(test_pkey_mismatch)
+{
+	struct dr_pkt_desc d;
+
+	desc_write(&d, qb.rq_psn);
+	d.pkey = 0x1234;
+	expect_checked_drop(&d, "rx_drop_pkey");
+	connection_carries_data(7);
+}
+END_TEST
+
+START_TEST(test_spoofed_source)
+{
+	struct dr_pkt_desc d;
+
+	desc_write(&d, qb.rq_psn);
+	d.src_ip4 = 0xc0000209; /* 192.0.2.9 */
+	expect_checked_drop(&d, "rx_drop_src_addr");
+	connection_carries_data(8);
+}
+END_TEST
+
+/* ---- fixtures ------------------------------------------------------------------- */
+
+static void conn_setup(void)
+{
+	fx_connect(&F, &C);
+	fx_region_open(&reg_b, F.dom_b, REGION, FI_REMOTE_WRITE | FI_REMOTE_READ, PATTERN);
+	fx_region_open(&reg_a, F.dom_a, REGION, FI_WRITE | FI_READ | FI_SEND | FI_RECV, 0);
+	qp_infos();
+	ck_assert_str_eq(qa.state, "RTS");
+	ck_assert_str_eq(qb.state, "RTS");
+	ck_assert_uint_eq(qa.dest_qpn, qb.qpn);
+	ck_assert_uint_eq(qb.dest_qpn, qa.qpn);
+}
+
+static void conn_teardown(void)
+{
+	fx_region_close(&reg_a);
+	fx_region_close(&reg_b);
+	fx_conn_close(&C);
+}
+
+static void suite_setup(void)
+{
+	fx_open(&F, PAIR, CAPS);
+	ck_assert_int_eq(fi_open_ops(&F.dom_b->fid, FI_DROCE_OPS_1, 0, (void **)&ops, NULL), 0);
+	ck_assert_uint_eq(ops->size, sizeof(*ops));
+}
+
+static void suite_teardown(void)
+{
+	fx_close(&F);
+}
+
+int main(void)
+{
+	Suite *s = suite_create("hostile");
+	TCase *tc = tcase_create("forged");
+	SRunner *sr;
+	int failed;
+
+	fx_env(PAIR);
+	tcase_set_timeout(tc, 120);
+	tcase_add_unchecked_fixture(tc, suite_setup, suite_teardown);
+	tcase_add_checked_fixture(tc, conn_setup, conn_teardown);
+	tcase_add_test(tc, test_bad_icrc);
+	tcase_add_test(tc, test_truncated);
+	tcase_add_test(tc, test_unknown_qpn);
+	tcase_add_test(tc, test_psn_ahead);
+	tcase_add_test(tc, test_psn_duplicate);
+	tcase_add_test(tc, test_invalid_opcode);
+	tcase_add_test(tc, test_pkey_mismatch);
+	tcase_add_test(tc, test_spoofed_source);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	/* DPDK's EAL starts once per process: no forking per test */
+	srunner_set_fork_status(sr, CK_NOFORK);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
