@@ -297,6 +297,12 @@ struct dr_qp_ops {
 	void (*complete)(void *ctx, struct dr_qp *qp, const struct dr_wc *wc);
 	void (*remote_op)(void *ctx, struct dr_qp *qp, const struct dr_remote_op *op);
 	void (*log)(void *ctx, struct dr_qp *qp, const char *msg);
+	/* Optional: the peer stopped answering -- called on the second
+	 * consecutive retransmit timeout without progress and on every one
+	 * after it, before the resend.  src/fi has the port re-validate the
+	 * peer's MAC (dr_port_neigh_suspect), so that a peer whose MAC
+	 * changed is followed long before retry_cnt runs out. */
+	void (*path_suspect)(void *ctx, struct dr_qp *qp);
 };
 
 /* QP options, fixed at creation (struct dr_qp_init_attr.flags). */
