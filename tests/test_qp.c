@@ -2800,7 +2800,7 @@ static bool a_completed(void *arg)
  * retry-exceeded at exactly dead_peer_ns(); the defaults (FI_DROCE_TIMEOUT
  * 14, FI_DROCE_RETRY_CNT 7) give the 191 * 67.108864 ms = 12.817793024 s
  * the man page states (measured with kill -9 between namespaces: 12.9 s).
- * path_suspect comes at the second timeout and at each one after it. */
+ * path_suspect comes at each full (not early) timeout from the second on. */
 static const struct {
 	uint8_t timeout, retry_cnt;
 	bool adaptive;
@@ -2824,7 +2824,7 @@ START_TEST(test_dead_peer_time)
 	struct wire_rec *r = calloc(1, sizeof(*r));
 	static uint8_t src[10000], dst[16];
 	uint64_t t = dr_qp_timeout_ns(dpeer_tab[_i].timeout), base, t0, at;
-	unsigned timeouts;
+	unsigned timeouts, early;
 	struct pair p;
 
 	ck_assert_ptr_nonnull(r);
@@ -2857,17 +2857,19 @@ START_TEST(test_dead_peer_time)
 	ck_assert_uint_eq(p.sim.now_ns - t0, dpeer_tab[_i].want_ns);
 	ck_assert_uint_eq(p.qp[0]->stats.retries, c.retry_cnt);
 	timeouts = p.qp[0]->stats.timeouts;
-	ck_assert_uint_eq(timeouts, c.retry_cnt + 1u + (c.timeout - dpeer_tab[_i].base_exp));
-	/* suspected from the second timeout on, at each one */
-	ck_assert_uint_eq(suspects[0].n, timeouts - 1);
+	early = c.timeout - dpeer_tab[_i].base_exp;
+	ck_assert_uint_eq(timeouts, c.retry_cnt + 1u + early);
+	ck_assert_uint_eq(p.qp[0]->stats.early_timeouts, early);
+	/* suspected at each full timeout from the second timeout on */
+	ck_assert_uint_eq(suspects[0].n, c.retry_cnt + (early ? 1u : 0u));
 	ck_assert_uint_eq(suspects[1].n, 0);
 	at = t0;
-	for (unsigned k = 0; k < timeouts; k++) {
+	for (unsigned k = 0, n = 0; k < timeouts; k++) {
 		uint64_t rto = base << k;
 
 		at += rto < t << 6 ? rto : t << 6;
-		if (k >= 1 && k - 1 < SUSPECT_MAX)
-			ck_assert_uint_eq(suspects[0].t[k - 1], at);
+		if (k >= 1 && rto >= t && n < SUSPECT_MAX)
+			ck_assert_uint_eq(suspects[0].t[n++], at);
 	}
 	ck_assert_uint_eq(at - t0, dpeer_tab[_i].want_ns);
 	ck_assert(pair_run(&p));
@@ -2883,8 +2885,9 @@ END_TEST
  * probe the old MAC never answers, the broadcast after
  * DR_PORT_ARP_PROBE_MS, the new MAC one round trip later.  A's first
  * retransmission after that reaches the peer: with the fixed timer the
- * third (suspected at the second, 3T; 3T + 100 ms < 7T), with the adaptive
- * one the first counted (the 10th timeout, 2T - b); retries to spare. */
+ * third (suspected at the second, 3T; 3T + 100 ms < 7T); with the adaptive
+ * one (b = T/2^9) the second full one (suspected at the first full one,
+ * the 10th timeout at 2T - b; through at 4T - b).  Retries to spare. */
 struct move_sched {
 	const struct dr_sim *sim;
 	uint64_t lat_ns;
@@ -2913,11 +2916,12 @@ static const struct {
 	bool adaptive;
 	unsigned retries;	 /* counted before it gets through */
 	unsigned timeouts;
-	uint64_t suspect_ns;	 /* after the post */
+	unsigned suspects;	 /* path_suspect calls */
+	uint64_t suspect_ns;	 /* the first, after the post */
 	uint64_t through_ns;	 /* the resend that reaches the new MAC */
 } move_tab[] = {
-    {false, 3, 3, 3 * 67108864ull, 7 * 67108864ull},
-    {true, 1, 10, 3 * 131072ull, 2 * 67108864ull - 131072},
+    {false, 3, 3, 2, 3 * 67108864ull, 7 * 67108864ull},
+    {true, 2, 11, 2, 2 * 67108864ull - 131072, 4 * 67108864ull - 131072},
 };
 
 START_TEST(test_peer_moved)
@@ -2964,7 +2968,7 @@ START_TEST(test_peer_moved)
 	ck_assert_uint_eq(p.sim.now_ns - t0, move_tab[_i].through_ns + 2 * m.lat_ns);
 	ck_assert_uint_eq(p.qp[0]->stats.timeouts, move_tab[_i].timeouts);
 	ck_assert_uint_eq(p.qp[0]->stats.retries, move_tab[_i].retries);
-	ck_assert_uint_eq(suspects[0].n, move_tab[_i].timeouts - 1);
+	ck_assert_uint_eq(suspects[0].n, move_tab[_i].suspects);
 	ck_assert_uint_eq(m.dropped, 10 * move_tab[_i].timeouts); /* every packet of each try */
 	ck_assert(pair_run(&p));
 	pair_down(&p);
