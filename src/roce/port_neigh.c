@@ -450,8 +450,8 @@ static void learn_unsolicited(struct dr_port *p, struct dr_neigh *n, const struc
 		return;
 	}
 	if (n->state == DR_NEIGH_INCOMPLETE || !memcmp(a->sha, n->mac, 6)) {
-		/* the reply to our request will come; the same MAC again
-		 * asserts nothing (arp_process: only replies do) */
+		/* the reply to our request will come; the same MAC again,
+		 * unasked, proves nothing (a copy of an old frame would do) */
 		p->stats.rx_arp_unsolicited++;
 		return;
 	}
@@ -548,8 +548,8 @@ int dr_neigh_init(struct dr_port *p)
 	arp->queue_len = arp->queue_len ? arp->queue_len : DR_PORT_ARP_QUEUE_LEN;
 	/* rte_hash wants at least one bucket (8 entries) */
 	arp->entries = RTE_MAX(arp->entries ? arp->entries : DR_PORT_ARP_ENTRIES, 8u);
-	if (arp->tries > 255)
-		arp->tries = 255;
+	if (arp->tries > 254) /* n->tries counts PROBE's unicast request too */
+		arp->tries = 254;
 
 	snprintf(name, sizeof(name), "drp%u_neigh", p->serial);
 	hp.entries = arp->entries;
