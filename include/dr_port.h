@@ -157,6 +157,7 @@ bool dr_port_eal_running(void);
 struct dr_port_arp_params {
 	unsigned tries;	       /* requests sent before a peer is unreachable */
 	unsigned retry_ms;     /* interval between them */
+	unsigned probe_ms;     /* wait for the answer to a unicast re-probe */
 	unsigned reachable_ms; /* how long a reply is trusted without a new one */
 	unsigned failed_ms;    /* how long "unreachable" is remembered */
 	unsigned queue_len;    /* frames held per peer while resolving */
@@ -164,6 +165,11 @@ struct dr_port_arp_params {
 };
 #define DR_PORT_ARP_TRIES	 3
 #define DR_PORT_ARP_RETRY_MS	 1000
+/* An ARP answer on a LAN takes well under a millisecond; 100 ms leaves a
+ * busy peer room and is shorter than the retransmit timeout that follows
+ * a QP's second one at the default FI_DROCE_TIMEOUT (4 x 67 ms), so a
+ * peer that moved is found before that timeout resends. */
+#define DR_PORT_ARP_PROBE_MS	 100
 #define DR_PORT_ARP_REACHABLE_MS 30000
 #define DR_PORT_ARP_FAILED_MS	 3000
 #define DR_PORT_ARP_QUEUE_LEN	 16
@@ -340,12 +346,30 @@ int dr_port_send_raw(struct dr_port *p, const void *frame, size_t len);
 
 /* ---- Neighbours -------------------------------------------------------------------- */
 
+/* How the table treats ARP (port_neigh.c has the whole of it): only a reply
+ * to a request of ours -- unicast to our MAC, naming our IP -- sets or
+ * changes a MAC and makes an entry REACHABLE; a re-probe of a known peer
+ * first asks its MAC by unicast and believes only that MAC, then, after
+ * probe_ms of silence, asks by broadcast.  Any other ARP never changes a
+ * valid entry's MAC: one naming another MAC makes a REACHABLE entry STALE,
+ * so that it is re-probed on its next use.  A request for our address from
+ * an unknown on-link host creates a STALE entry. */
+
 /* The MAC of the next hop towards ip (host order): 0 with mac filled when
  * known; -EAGAIN while resolving (resolution is started if needed: keep
  * calling dr_port_poll); -EHOSTUNREACH when it failed (for failed_ms, then
  * a new call starts over); -ENETUNREACH off-link without a gateway;
  * -ENOBUFS table full. */
 int dr_port_resolve(struct dr_port *p, uint32_t ip, uint8_t mac[6]);
+
+/* The connection to ip (host order) stops making progress (src/fi: a QP's
+ * retransmit timer expired twice in a row): if the next hop's entry is
+ * valid and no question about it is out, re-probe it now (unicast to its
+ * MAC, then broadcast after probe_ms), so that a peer whose MAC changed is
+ * followed within probe_ms and a round trip.  Returns 1 if a probe
+ * started, 0 if none was needed (ourselves, no entry, or already asking),
+ * -ENETUNREACH off-link without a gateway. */
+int dr_port_neigh_suspect(struct dr_port *p, uint32_t ip);
 
 /* ---- Clock and timers (rte_timer, run by dr_port_poll) --------------------- */
 
@@ -377,6 +401,7 @@ struct dr_port_stats {
 	uint64_t rx_verdict[DR_PKT_VERDICT_NUM]; /* by dr_pkt_parse verdict */
 	uint64_t rx_arp_bad;			 /* refused by dr_arp_parse */
 	uint64_t rx_arp_ignored;		 /* valid ARP not for us */
+	uint64_t rx_arp_unsolicited;		 /* about a known peer, answering no request */
 	uint64_t tx_dropped;			 /* device queue full */
 	uint64_t tx_bursts;			 /* rte_eth_tx_burst calls that sent */
 	uint64_t tx_nombuf;			 /* frame pool empty */
@@ -385,6 +410,9 @@ struct dr_port_stats {
 	uint64_t arp_queue_dropped;		 /* dropped: queue full or peer unreachable */
 	uint64_t arp_resolved;			 /* resolutions that succeeded */
 	uint64_t arp_failed;			 /* resolutions that failed */
+	uint64_t arp_conflicts;			 /* unasked ARP naming another MAC: not taken */
+	uint64_t arp_moved;			 /* re-probes that found a new MAC */
+	uint64_t arp_suspected;			 /* re-probes asked by dr_port_neigh_suspect */
 	uint64_t capture_errors;		 /* frames the pcapng capture lost */
 };
 

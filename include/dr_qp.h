@@ -333,6 +333,13 @@ struct dr_qp_ops {
 	void (*complete)(void *ctx, struct dr_qp *qp, const struct dr_wc *wc);
 	void (*remote_op)(void *ctx, struct dr_qp *qp, const struct dr_remote_op *op);
 	void (*log)(void *ctx, struct dr_qp *qp, const char *msg);
+	/* Optional: the peer stopped answering -- called on every retransmit
+	 * timeout of the QP's full timeout (not DR_QP_ADAPTIVE_RTO's shorter
+	 * ones) that is at least the second in a row without progress, before
+	 * the resend.  src/fi has the port re-validate the peer's MAC
+	 * (dr_port_neigh_suspect), so that a peer whose MAC changed is
+	 * followed long before retry_cnt runs out. */
+	void (*path_suspect)(void *ctx, struct dr_qp *qp);
 };
 
 /* QP options, fixed at creation (struct dr_qp_init_attr.flags). */

@@ -464,7 +464,9 @@ START_TEST(test_arp_resolve)
 	ck_assert_int_eq(dr_port_resolve(a, IP_B, got), -EAGAIN);
 	ck_assert_int_eq(resolve_wait(a, b, IP_B, got), 0);
 	ck_assert_mem_eq(got, mb, 6);
-	/* b learnt a from a's request: no request of its own needed */
+	/* b learnt a from a's request: usable at once, but not confirmed
+	 * (a request asserts nothing), so this first use probes it by
+	 * unicast */
 	ck_assert_int_eq(dr_port_resolve(b, IP_A, got), 0);
 	ck_assert_mem_eq(got, ma, 6);
 	ck_assert_int_eq(dr_port_resolve(a, IP_A, got), 0); /* ourselves */
@@ -477,7 +479,7 @@ START_TEST(test_arp_resolve)
 	dr_port_get_stats(a, &sa);
 	dr_port_get_stats(b, &sb);
 	ck_assert_uint_eq(sa.tx_arp, 2); /* announcement + request */
-	ck_assert_uint_eq(sb.tx_arp, 2); /* announcement + reply */
+	ck_assert_uint_eq(sb.tx_arp, 3); /* announcement + reply + probe */
 	ck_assert_uint_eq(sa.arp_resolved, 1);
 	dr_port_close(a);
 	dr_port_close(b);
@@ -570,6 +572,413 @@ START_TEST(test_arp_unreachable)
 	while (dr_port_resolve(a, IP_NOBODY, mac) == -EHOSTUNREACH && dr_port_now_ns() < end)
 		poll_both(a, b);
 	ck_assert_uint_eq(sink_a.arp_req_to_nobody, 4);
+	dr_port_close(a);
+	dr_port_close(b);
+}
+END_TEST
+
+/* ---- forged ARP and peers that move (issue 11) ----------------------------------------------- */
+
+static void open_named(const char *name, struct dr_port **a, struct dr_port **b);
+
+static const uint8_t mac_bc[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+static const uint8_t mac_fake2[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x98};
+
+/* What a sends, as the other end of the link sees it (b's frame hook, in
+ * the receive direction: before b filters anything). */
+#define TAP_MAX 512
+
+struct tap_frame {
+	bool arp;
+	uint16_t op;	 /* ARP */
+	uint32_t tpa;	 /* ARP */
+	uint8_t tha[6];	 /* ARP */
+	uint8_t dst[6];	 /* Ethernet destination */
+	uint64_t t_ns;	 /* when b saw it */
+};
+
+struct tap {
+	struct sink *sink; /* b's own sink, still fed */
+	struct tap_frame f[TAP_MAX];
+	unsigned n;
+};
+
+static struct tap tap_b;
+
+static void tap_hook(void *ctx, enum dr_port_dir dir, const void *frame, size_t len)
+{
+	struct tap *t = ctx;
+	struct dr_arp_msg a;
+	struct tap_frame *f;
+
+	sink_hook(t->sink, dir, frame, len);
+	if (dir != DR_PORT_DIR_RX || len < 14)
+		return;
+	ck_assert_uint_lt(t->n, TAP_MAX);
+	f = &t->f[t->n++];
+	memset(f, 0, sizeof(*f));
+	memcpy(f->dst, frame, 6);
+	f->t_ns = dr_port_now_ns();
+	if (dr_arp_parse(frame, len, &a) == DR_ARP_OK) {
+		f->arp = true;
+		f->op = a.op;
+		f->tpa = a.tpa;
+		memcpy(f->tha, a.tha, 6);
+	}
+}
+
+/* Requests a sent for ip since frame `from`, unicast to mac (NULL: broadcast). */
+static unsigned tap_requests(const struct tap *t, unsigned from, uint32_t ip, const uint8_t *mac)
+{
+	unsigned n = 0;
+
+	for (unsigned i = from; i < t->n; i++) {
+		const struct tap_frame *f = &t->f[i];
+
+		if (!f->arp || f->op != DR_ARP_OP_REQUEST || f->tpa != ip)
+			continue;
+		if (!mac && !memcmp(f->dst, mac_bc, 6))
+			n++;
+		/* a unicast probe names its target's MAC in the ARP body too */
+		if (mac && !memcmp(f->dst, mac, 6) && !memcmp(f->tha, mac, 6))
+			n++;
+	}
+	return n;
+}
+
+/* RoCE (non-ARP) frames a sent since `from` to Ethernet address mac. */
+static unsigned tap_data_to(const struct tap *t, unsigned from, const uint8_t mac[6])
+{
+	unsigned n = 0;
+
+	for (unsigned i = from; i < t->n; i++)
+		if (!t->f[i].arp && !memcmp(t->f[i].dst, mac, 6))
+			n++;
+	return n;
+}
+
+/* An ARP frame put on a's wire from b's side, as an attacker (or a peer the
+ * test plays) would: Ethernet source = sha. */
+static void inject_arp(struct dr_port *wire, uint16_t op, const uint8_t eth_dst[6],
+		       const uint8_t sha[6], uint32_t spa, const uint8_t tha[6], uint32_t tpa)
+{
+	struct dr_arp_msg m = {.op = op, .spa = spa, .tpa = tpa};
+	uint8_t frame[60];
+
+	memcpy(m.eth_dst, eth_dst, 6);
+	memcpy(m.eth_src, sha, 6);
+	memcpy(m.sha, sha, 6);
+	if (tha)
+		memcpy(m.tha, tha, 6);
+	ck_assert_int_eq(dr_arp_build(&m, frame, sizeof(frame)), 60);
+	ck_assert_int_eq(dr_port_send_raw(wire, frame, sizeof(frame)), 0);
+}
+
+/* A pair whose a has resolved b; b's hook is the tap.  probe_ms: a's. */
+static void open_tapped(struct dr_port **a, struct dr_port **b, unsigned probe_ms)
+{
+	struct dr_port_config ca, cb;
+	struct dr_port_err err = {0};
+	uint8_t mac[6];
+
+	cfg_init(&ca, IP_A);
+	cfg_init(&cb, IP_B);
+	ca.arp.probe_ms = probe_ms;
+	ca.arp.retry_ms = 1000; /* no broadcast retry within a test step */
+	ck_assert_msg(dr_port_open_pair(&ca, &cb, a, b, &err) == 0, "%s", err.msg);
+	attach(*a, &sink_a);
+	attach(*b, &sink_b);
+	memset(&tap_b, 0, sizeof(tap_b));
+	tap_b.sink = &sink_b;
+	dr_port_set_frame_hook(*b, tap_hook, &tap_b);
+	ck_assert_int_eq(resolve_wait(*a, *b, IP_B, mac), 0);
+}
+
+/* One RoCE frame a -> b, polled until b has it: proof that a used b's
+ * real MAC (b takes only frames to its own). */
+static void data_a_to_b(struct dr_port *a, struct dr_port *b)
+{
+	struct dr_pkt_desc d;
+	uint8_t frame[256];
+	unsigned before = sink_b.rx;
+	int len;
+
+	len = build_send(&d, a, b, pattern, 32, frame, sizeof(frame));
+	ck_assert_int_eq(dr_port_send(a, frame, len), 0);
+	poll_until_rx(a, b, &sink_b, before + 1);
+}
+
+/* Every kind of ARP frame that names b's address with another MAC, each as
+ * an off-path attacker can send it blind (issue 11: one forged unicast
+ * reply made the entry REACHABLE at the attacker's MAC for 30 s). */
+static const struct {
+	const char *what;
+	uint16_t op;
+	bool unicast;	 /* to a's MAC, else broadcast */
+	uint32_t tpa;
+} forged_tab[] = {
+    {"unicast reply to a, 'b is-at fake'", DR_ARP_OP_REPLY, true, IP_A},
+    {"broadcast reply", DR_ARP_OP_REPLY, false, IP_A},
+    {"broadcast request from b's address for a", DR_ARP_OP_REQUEST, false, IP_A},
+    {"unicast request from b's address for a", DR_ARP_OP_REQUEST, true, IP_A},
+    {"gratuitous request (announcement) for b", DR_ARP_OP_REQUEST, false, IP_B},
+    {"gratuitous reply for b", DR_ARP_OP_REPLY, false, IP_B},
+    {"request from b's address for a third host", DR_ARP_OP_REQUEST, false, IP_NOBODY},
+    {"unicast reply naming a third host as target", DR_ARP_OP_REPLY, true, IP_NOBODY},
+};
+#define FORGED_N (sizeof(forged_tab) / sizeof(forged_tab[0]))
+
+static void inject_forged(struct dr_port *a, struct dr_port *b, unsigned k)
+{
+	uint8_t ma[6];
+
+	dr_port_mac(a, ma);
+	inject_arp(b, forged_tab[k].op, forged_tab[k].unicast ? ma : mac_bc, mac_fake, IP_B,
+		   forged_tab[k].op == DR_ARP_OP_REPLY ? ma : NULL, forged_tab[k].tpa);
+}
+
+/* One forged frame of each kind in the middle of a flow: the entry keeps
+ * b's MAC, every data frame reaches b, and all a does is re-probe b's MAC by
+ * unicast once (never a broadcast: nothing an attacker could answer). */
+START_TEST(test_arp_forged_one)
+{
+	struct dr_port *a, *b;
+	struct dr_port_stats s;
+	uint8_t mb[6], got[6];
+	unsigned from;
+
+	open_tapped(&a, &b, 10000);
+	dr_port_mac(b, mb);
+	data_a_to_b(a, b);
+	from = tap_b.n;
+	inject_forged(a, b, (unsigned)_i);
+	poll_both(a, b);
+	ck_assert_int_eq(dr_port_resolve(a, IP_B, got), 0);
+	ck_assert_msg(!memcmp(got, mb, 6), "%s moved the entry", forged_tab[_i].what);
+	for (int i = 0; i < 5; i++)
+		data_a_to_b(a, b);
+	for (int i = 0; i < 10; i++)
+		poll_both(a, b);
+	ck_assert_int_eq(dr_port_resolve(a, IP_B, got), 0);
+	ck_assert_mem_eq(got, mb, 6);
+	ck_assert_uint_eq(tap_data_to(&tap_b, from, mac_fake), 0);
+	ck_assert_uint_eq(tap_data_to(&tap_b, from, mb), 5);
+	ck_assert_uint_eq(tap_requests(&tap_b, from, IP_B, NULL), 0);
+	ck_assert_uint_eq(tap_requests(&tap_b, from, IP_B, mb), 1);
+	dr_port_get_stats(a, &s);
+	ck_assert_uint_eq(s.arp_conflicts, 1);
+	ck_assert_uint_eq(s.arp_moved, 0);
+	ck_assert_uint_eq(s.arp_resolved, 1);
+	dr_port_close(a);
+	dr_port_close(b);
+}
+END_TEST
+
+/* 100 forged frames, all kinds in turn, in bursts between data frames --
+ * and while a's unicast probe is out, a forged answer to it ahead of b's
+ * real one.  Nothing changes: b's MAC throughout, every data frame at b,
+ * no broadcast request, each forged frame counted as a conflict. */
+START_TEST(test_arp_forged_burst)
+{
+	struct dr_port *a, *b;
+	struct dr_port_stats s;
+	uint8_t ma[6], mb[6], got[6];
+	unsigned from, sent = 0;
+
+	open_tapped(&a, &b, 10000);
+	dr_port_mac(a, ma);
+	dr_port_mac(b, mb);
+	from = tap_b.n;
+	for (unsigned k = 0; k < 100; k++) {
+		inject_forged(a, b, k % FORGED_N);
+		if (k % 10 == 9) {
+			data_a_to_b(a, b);
+			sent++;
+			ck_assert_int_eq(dr_port_resolve(a, IP_B, got), 0);
+			ck_assert_mem_eq(got, mb, 6);
+		}
+	}
+	/* the race for the probe: a's probe is out, b has not answered yet,
+	 * and the forged "answer" comes first */
+	inject_forged(a, b, 0);
+	ck_assert_int_ge(dr_port_poll(a), 0); /* STALE */
+	data_a_to_b(a, b); /* PROBE: the unicast probe leaves with it ... */
+	sent++;
+	inject_arp(b, DR_ARP_OP_REPLY, ma, mac_fake, IP_B, ma, IP_A);
+	ck_assert_int_ge(dr_port_poll(a), 0);
+	ck_assert_int_eq(dr_port_resolve(a, IP_B, got), 0);
+	ck_assert_mem_eq(got, mb, 6);
+	for (int i = 0; i < 10; i++)
+		poll_both(a, b); /* ... and b's own answer confirms b */
+	ck_assert_int_eq(dr_port_resolve(a, IP_B, got), 0);
+	ck_assert_mem_eq(got, mb, 6);
+
+	ck_assert_uint_eq(sink_b.rx, sent + 0u);
+	ck_assert_uint_eq(tap_data_to(&tap_b, from, mac_fake), 0);
+	ck_assert_uint_eq(tap_data_to(&tap_b, from, mb), sent);
+	ck_assert_uint_eq(tap_requests(&tap_b, from, IP_B, NULL), 0);
+	ck_assert_uint_le(tap_requests(&tap_b, from, IP_B, mb), sent);
+	dr_port_get_stats(a, &s);
+	ck_assert_uint_eq(s.arp_conflicts, 102);
+	ck_assert_uint_eq(s.arp_moved, 0);
+	ck_assert_uint_eq(s.arp_resolved, 1);
+	dr_port_close(a);
+	dr_port_close(b);
+}
+END_TEST
+
+/* Only a reply to a request of ours resolves: unasked replies create
+ * nothing, and while a asks, neither a broadcast reply, a reply to another
+ * address, nor a request from the peer answers the question. */
+START_TEST(test_arp_solicited_only)
+{
+	struct dr_port *a, *b;
+	struct dr_port_stats s0, s;
+	uint8_t ma[6], got[6];
+
+	open_tapped(&a, &b, 10000);
+	dr_port_mac(a, ma);
+	dr_port_get_stats(a, &s0);
+	inject_arp(b, DR_ARP_OP_REPLY, ma, mac_fake, IP_FAKE, ma, IP_A);
+	poll_both(a, b);
+	dr_port_get_stats(a, &s);
+	ck_assert_uint_eq(s.rx_arp_ignored - s0.rx_arp_ignored, 1);
+	ck_assert_int_eq(dr_port_resolve(a, IP_FAKE, got), -EAGAIN); /* asks now */
+	ck_assert_uint_eq(tap_requests(&tap_b, 0, IP_FAKE, NULL), 0); /* not yet polled by b */
+	poll_both(b, a);
+	ck_assert_uint_eq(tap_requests(&tap_b, 0, IP_FAKE, NULL), 1);
+	inject_arp(b, DR_ARP_OP_REPLY, mac_bc, mac_fake, IP_FAKE, ma, IP_A);
+	inject_arp(b, DR_ARP_OP_REPLY, ma, mac_fake, IP_FAKE, ma, IP_NOBODY);
+	inject_arp(b, DR_ARP_OP_REQUEST, mac_bc, mac_fake, IP_FAKE, NULL, IP_A);
+	poll_both(a, b);
+	ck_assert_int_eq(dr_port_resolve(a, IP_FAKE, got), -EAGAIN);
+	/* the answer */
+	inject_arp(b, DR_ARP_OP_REPLY, ma, mac_fake2, IP_FAKE, ma, IP_A);
+	poll_both(a, b);
+	ck_assert_int_eq(dr_port_resolve(a, IP_FAKE, got), 0);
+	ck_assert_mem_eq(got, mac_fake2, 6);
+	dr_port_get_stats(a, &s);
+	ck_assert_uint_eq(s.rx_arp_unsolicited - s0.rx_arp_unsolicited, 3);
+	ck_assert_uint_eq(s.arp_resolved, 2);
+	dr_port_close(a);
+	dr_port_close(b);
+}
+END_TEST
+
+/* A peer that moves without a word (the test plays IP_FAKE on the wire):
+ * dr_port_neigh_suspect -- what a QP calls on its second retransmit
+ * timeout in a row -- probes the old MAC by unicast, then, after probe_ms
+ * of silence, by broadcast; the answer from the new MAC is taken, and the
+ * next frame goes there.  A peer that answers nothing at all: the unicast
+ * probe and tries broadcasts, then FAILED. */
+#define MOVE_PROBE_MS 30
+
+START_TEST(test_arp_suspect_moved)
+{
+	struct dr_port *a, *b;
+	struct dr_port_stats s;
+	struct dr_pkt_desc d;
+	uint8_t ma[6], got[6], frame[256];
+	uint64_t t0, end;
+	unsigned from;
+	int len;
+
+	open_tapped(&a, &b, MOVE_PROBE_MS);
+	dr_port_mac(a, ma);
+	ck_assert_int_eq(dr_port_neigh_suspect(a, IP_FAKE), 0); /* unknown: nothing */
+	ck_assert_int_eq(dr_port_resolve(a, IP_FAKE, got), -EAGAIN);
+	ck_assert_int_eq(dr_port_neigh_suspect(a, IP_FAKE), 0); /* already asking */
+	inject_arp(b, DR_ARP_OP_REPLY, ma, mac_fake, IP_FAKE, ma, IP_A);
+	poll_both(a, b);
+	ck_assert_int_eq(dr_port_resolve(a, IP_FAKE, got), 0);
+	ck_assert_mem_eq(got, mac_fake, 6);
+	len = build_send(&d, a, b, pattern, 32, frame, sizeof(frame));
+	d.dst_ip4 = IP_FAKE;
+	len = dr_pkt_build(&d, frame, sizeof(frame));
+	ck_assert_int_gt(len, 0);
+	ck_assert_int_eq(dr_port_send(a, frame, len), 0);
+
+	/* IP_FAKE is now at mac_fake2 and says nothing */
+	from = tap_b.n;
+	t0 = dr_port_now_ns();
+	ck_assert_int_eq(dr_port_neigh_suspect(a, IP_FAKE), 1);
+	ck_assert_int_eq(dr_port_neigh_suspect(a, IP_FAKE), 0);
+	end = t0 + DEADLINE_NS;
+	while (!tap_requests(&tap_b, from, IP_FAKE, NULL) && dr_port_now_ns() < end)
+		poll_both(a, b);
+	ck_assert_uint_eq(tap_requests(&tap_b, from, IP_FAKE, mac_fake), 1);
+	ck_assert_uint_eq(tap_requests(&tap_b, from, IP_FAKE, NULL), 1);
+	ck_assert_uint_ge(tap_b.f[tap_b.n - 1].t_ns - t0, MOVE_PROBE_MS * 1000000ull);
+	/* meanwhile the old MAC is still used */
+	ck_assert_int_eq(dr_port_resolve(a, IP_FAKE, got), 0);
+	ck_assert_mem_eq(got, mac_fake, 6);
+	inject_arp(b, DR_ARP_OP_REPLY, ma, mac_fake2, IP_FAKE, ma, IP_A);
+	poll_both(a, b);
+	ck_assert_int_eq(dr_port_resolve(a, IP_FAKE, got), 0);
+	ck_assert_mem_eq(got, mac_fake2, 6);
+	from = tap_b.n;
+	ck_assert_int_eq(dr_port_send(a, frame, len), 0);
+	poll_both(a, b);
+	ck_assert_uint_eq(tap_data_to(&tap_b, from, mac_fake2), 1);
+	dr_port_get_stats(a, &s);
+	ck_assert_uint_eq(s.arp_suspected, 1);
+	ck_assert_uint_eq(s.arp_moved, 1);
+	ck_assert_uint_eq(s.arp_failed, 0);
+
+	/* now it goes silent for good: 1 unicast + 3 broadcasts, FAILED */
+	from = tap_b.n;
+	sink_a.neigh_events = 0;
+	ck_assert_int_eq(dr_port_neigh_suspect(a, IP_FAKE), 1);
+	end = dr_port_now_ns() + 10 * DEADLINE_NS;
+	while (!sink_a.neigh_events && dr_port_now_ns() < end)
+		poll_both(a, b);
+	ck_assert_uint_eq(sink_a.neigh_events, 1);
+	ck_assert_int_eq(sink_a.neigh_status, -EHOSTUNREACH);
+	ck_assert_uint_eq(tap_requests(&tap_b, from, IP_FAKE, mac_fake2), 1);
+	ck_assert_uint_eq(tap_requests(&tap_b, from, IP_FAKE, NULL), 3);
+	ck_assert_int_eq(dr_port_resolve(a, IP_FAKE, got), -EHOSTUNREACH);
+	dr_port_close(a);
+	dr_port_close(b);
+}
+END_TEST
+
+/* A real move: b's end of the link re-opened with another MAC.  Its
+ * announcement only makes a's entry STALE; the re-probe finds the old MAC
+ * silent and the broadcast finds the new one, and frames reach the new b. */
+START_TEST(test_arp_peer_reopened)
+{
+	struct dr_port_config cb;
+	struct dr_port_err err = {0};
+	struct dr_port *a, *b;
+	struct dr_port_stats s;
+	uint8_t mb[6], got[6];
+	uint64_t end;
+
+	open_named("mv", &a, &b);
+	ck_assert_int_eq(resolve_wait(a, b, IP_B, got), 0);
+	dr_port_mac(b, mb);
+	ck_assert_mem_eq(got, mb, 6);
+	data_a_to_b(a, b);
+	dr_port_close(b);
+	cfg_init(&cb, IP_B);
+	cb.device = "pair:mv:1";
+	cb.mac = mac_fake2;
+	ck_assert_msg(dr_port_open(&cb, &b, &err) == 0, "%s", err.msg);
+	attach(b, &sink_b);
+	poll_both(a, b); /* the announcement: the entry is STALE */
+	/* the QP's second timeout */
+	ck_assert_int_eq(dr_port_neigh_suspect(a, IP_B), 1);
+	ck_assert_int_eq(dr_port_resolve(a, IP_B, got), 0);
+	ck_assert_mem_eq(got, mb, 6); /* not taken on the announcement's word */
+	end = dr_port_now_ns() + DEADLINE_NS;
+	while ((dr_port_resolve(a, IP_B, got), memcmp(got, mac_fake2, 6)) &&
+	       dr_port_now_ns() < end)
+		poll_both(a, b);
+	ck_assert_mem_eq(got, mac_fake2, 6);
+	data_a_to_b(a, b);
+	dr_port_get_stats(a, &s);
+	ck_assert_uint_eq(s.arp_moved, 1);
+	ck_assert_uint_eq(s.arp_conflicts, 1);
 	dr_port_close(a);
 	dr_port_close(b);
 }
@@ -1104,10 +1513,11 @@ START_TEST(test_capture)
 	poll_until_rx(a, b, &sink_b, 3);
 	poll_until_rx(b, a, &sink_a, 2);
 	dr_port_get_stats(a, &s);
-	/* a: announcement, request, 3 RoCE out; b's announcement, the reply,
-	 * 2 RoCE in */
-	ck_assert_uint_eq(s.tx_frames, 5);
-	ck_assert_uint_eq(s.rx_frames, 4);
+	/* a: announcement, request, 3 RoCE, the answer to b's probe out;
+	 * b's announcement, the reply, b's probe (b learnt a from a's
+	 * request, unconfirmed), 2 RoCE in */
+	ck_assert_uint_eq(s.tx_frames, 6);
+	ck_assert_uint_eq(s.rx_frames, 5);
 	ck_assert_uint_eq(s.capture_errors, 0);
 	dr_port_close(a);
 	dr_port_close(b);
@@ -1124,14 +1534,14 @@ START_TEST(test_capture)
 	}
 	ck_assert_msg(dr_pcapng_next(r, &pk) == 0, "%s", dr_pcapng_strerror(r));
 	dr_pcapng_close(r);
-	ck_assert_uint_eq(frames, 9);
+	ck_assert_uint_eq(frames, 11);
 
 	tshark = find_tshark();
 	if (!tshark) {
 		fprintf(stderr, "test_capture: tshark not found, skipping the tshark checks\n");
 	} else {
-		ck_assert_uint_eq(tshark_count(tshark, path, NULL), 9);
-		ck_assert_uint_eq(tshark_count(tshark, path, "arp"), 4);
+		ck_assert_uint_eq(tshark_count(tshark, path, NULL), 11);
+		ck_assert_uint_eq(tshark_count(tshark, path, "arp"), 6);
 		ck_assert_uint_eq(tshark_count(tshark, path, "infiniband"), 5);
 		ck_assert_uint_eq(tshark_count(tshark, path,
 					       "_ws.malformed || "
@@ -1380,6 +1790,11 @@ int main(void)
 	tcase_add_test(tc, test_arp_resolve);
 	tcase_add_test(tc, test_arp_reply_fields);
 	tcase_add_test(tc, test_arp_unreachable);
+	tcase_add_loop_test(tc, test_arp_forged_one, 0, FORGED_N);
+	tcase_add_test(tc, test_arp_forged_burst);
+	tcase_add_test(tc, test_arp_solicited_only);
+	tcase_add_test(tc, test_arp_suspect_moved);
+	tcase_add_test(tc, test_arp_peer_reopened);
 	tcase_add_test(tc, test_roce_cross);
 	tcase_add_test(tc, test_roce_unresolved_queue);
 	tcase_add_test(tc, test_roce_zero_copy);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dr_port.h" /* DR_PORT_ARP_PROBE_MS */
 #include "dr_qp.h"
 #include "simlink.h"
 
@@ -77,8 +78,9 @@ static void rop_record(void *ctx, struct dr_qp *qp, const struct dr_remote_op *o
 	l->op[l->n++] = *op;
 }
 
-/* dr_sim_qp_ops with remote_op recorded */
+/* dr_sim_qp_ops with remote_op and path_suspect recorded */
 static struct dr_qp_ops rop_ops;
+static void suspect_record(void *ctx, struct dr_qp *qp);
 
 static void expect_rop(unsigned side, size_t i, enum dr_remote_op_kind kind, enum dr_wc_status st,
 		       uint64_t length)
@@ -103,6 +105,7 @@ static void pair_up(struct pair *p, const struct pair_cfg *c)
 	dr_sim_init(&p->sim, &c->sim);
 	rop_ops = dr_sim_qp_ops;
 	rop_ops.remote_op = rop_record;
+	rop_ops.path_suspect = suspect_record;
 	for (i = 0; i < 2; i++) {
 		struct dr_qp_init_attr ia = {
 		    .qpn = i ? QPN_B : QPN_A,
@@ -2838,6 +2841,221 @@ START_TEST(test_adaptive_dead_link)
 }
 END_TEST
 
+/* ---- the time a dead peer takes, and a peer that moves ----------------------------- */
+
+/* The bound fi_droce(7) states (comp.c dr_comp_rto): a WQE whose peer
+ * stops answering fails (T - b) + T * sum(i = 0..R) min(2^i, 2^6) after
+ * the last progress, T = 4.096 us * 2^timeout, R = retry_cnt, b the
+ * adaptive base (T without one). */
+static uint64_t dead_peer_ns(unsigned timeout, uint64_t base, unsigned retry_cnt)
+{
+	uint64_t t = dr_qp_timeout_ns(timeout), sum = t - base;
+
+	for (unsigned i = 0; i <= retry_cnt; i++)
+		sum += t << (i < 6 ? i : 6);
+	return sum;
+}
+
+/* When path_suspect was called (ops->path_suspect of every pair_up QP). */
+#define SUSPECT_MAX 64
+static struct {
+	unsigned n;
+	uint64_t t[SUSPECT_MAX];
+} suspects[2];
+
+static void suspect_record(void *ctx, struct dr_qp *qp)
+{
+	struct dr_sim_end *e = ctx;
+
+	if (suspects[e->idx].n < SUSPECT_MAX)
+		suspects[e->idx].t[suspects[e->idx].n] = e->sim->now_ns;
+	suspects[e->idx].n++;
+}
+
+static bool a_completed(void *arg)
+{
+	return ((struct pair *)arg)->sim.end[0].nwc > 0;
+}
+
+/* The peer dies (every frame lost from then on) and A's WQE fails with
+ * retry-exceeded at exactly dead_peer_ns(); the defaults (FI_DROCE_TIMEOUT
+ * 14, FI_DROCE_RETRY_CNT 7) give the 191 * 67.108864 ms = 12.817793024 s
+ * the man page states (measured with kill -9 between namespaces: 12.9 s).
+ * path_suspect comes at each full (not early) timeout from the second on. */
+static const struct {
+	uint8_t timeout, retry_cnt;
+	bool adaptive;
+	uint64_t warmup_lat_ns; /* one SEND first to measure the base; 0: none */
+	unsigned base_exp;	/* what that measures */
+	uint64_t want_ns;	/* the formula, worked out by hand (0: none) */
+} dpeer_tab[] = {
+    {14, 7, false, 0, 14, 12817793024ull},		/* the defaults: 191 T */
+    {14, 7, true, 0, 14, 12817793024ull},		/* adaptive, nothing measured */
+    {14, 7, true, 10000, 5, 12817793024ull + 67108864 - 131072}, /* + T - b */
+    {14, 7, true, 100000, 8, 12817793024ull + 67108864 - 1048576},
+    {14, 0, false, 0, 14, 67108864},	  /* no retry: T */
+    {14, 6, false, 0, 14, 127ull * 67108864}, /* below the cap */
+    {8, 7, false, 0, 8, 191ull * 1048576},
+    {19, 7, false, 0, 19, 191ull * 2147483648ull}, /* rxe's REQ timeout: 410 s */
+};
+
+START_TEST(test_dead_peer_time)
+{
+	struct pair_cfg c = pair_defaults();
+	struct wire_rec *r = calloc(1, sizeof(*r));
+	static uint8_t src[10000], dst[16];
+	uint64_t t = dr_qp_timeout_ns(dpeer_tab[_i].timeout), base, t0, at;
+	unsigned timeouts, early;
+	struct pair p;
+
+	ck_assert_ptr_nonnull(r);
+	c.timeout = dpeer_tab[_i].timeout;
+	c.retry_cnt = dpeer_tab[_i].retry_cnt;
+	c.qp_flags[0] = dpeer_tab[_i].adaptive ? DR_QP_ADAPTIVE_RTO : 0;
+	c.sim = (struct dr_sim_cfg){
+	    .latency_ns = dpeer_tab[_i].warmup_lat_ns, .fault = rec_fault, .fault_arg = r};
+	pair_up(&p, &c);
+	if (dpeer_tab[_i].warmup_lat_ns) {
+		post_recv(&p, 1, 900, dst, sizeof(dst));
+		ck_assert_int_eq(post_send(&p, 0, 50, DR_WR_SEND, src, 10, 0, 0, 0, DR_WR_SIGNALED),
+				 0);
+		ck_assert(pair_run(&p));
+		ck_assert_uint_eq(p.sim.end[0].nwc, 1);
+		p.sim.end[0].nwc = 0;
+	}
+	base = dr_qp_timeout_ns(dpeer_tab[_i].base_exp);
+	ck_assert_uint_eq(p.qp[0]->comp.rto_base_ns, dpeer_tab[_i].warmup_lat_ns ? base : 0);
+	ck_assert_uint_eq(dead_peer_ns(c.timeout, base, c.retry_cnt), dpeer_tab[_i].want_ns);
+	r->dead = true;
+	memset(suspects, 0, sizeof(suspects));
+	t0 = p.sim.now_ns;
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_WRITE, src, sizeof(src), 0, 0, 0, 0), 0);
+	ck_assert_int_eq(post_send(&p, 0, 2, DR_WR_SEND, src, 1, 0, 0, 0, DR_WR_SIGNALED), 0);
+	ck_assert(dr_sim_run(&p.sim, LIMIT_NS, a_completed, &p));
+	ck_assert_uint_eq(p.sim.end[0].nwc, 2); /* the failure and the flush, together */
+	expect_wc(&p.sim.end[0].wc[0], 1, DR_WC_RETRY_EXC_ERR);
+	expect_wc(&p.sim.end[0].wc[1], 2, DR_WC_WR_FLUSH_ERR);
+	ck_assert_uint_eq(p.sim.now_ns - t0, dpeer_tab[_i].want_ns);
+	ck_assert_uint_eq(p.qp[0]->stats.retries, c.retry_cnt);
+	timeouts = p.qp[0]->stats.timeouts;
+	early = c.timeout - dpeer_tab[_i].base_exp;
+	ck_assert_uint_eq(timeouts, c.retry_cnt + 1u + early);
+	ck_assert_uint_eq(p.qp[0]->stats.early_timeouts, early);
+	/* suspected at each full timeout from the second timeout on */
+	ck_assert_uint_eq(suspects[0].n, c.retry_cnt + (early ? 1u : 0u));
+	ck_assert_uint_eq(suspects[1].n, 0);
+	at = t0;
+	for (unsigned k = 0, n = 0; k < timeouts; k++) {
+		uint64_t rto = base << k;
+
+		at += rto < t << 6 ? rto : t << 6;
+		if (k >= 1 && rto >= t && n < SUSPECT_MAX)
+			ck_assert_uint_eq(suspects[0].t[n++], at);
+	}
+	ck_assert_uint_eq(at - t0, dpeer_tab[_i].want_ns);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.now_ns - t0, dpeer_tab[_i].want_ns); /* nothing after */
+	pair_down(&p);
+	free(r);
+}
+END_TEST
+
+/* A peer that moves to another MAC: A's frames go to the old one and are
+ * lost until the port has re-probed.  The port is modelled by what
+ * dr_port_neigh_suspect does on a live link: from the call, a unicast
+ * probe the old MAC never answers, the broadcast after
+ * DR_PORT_ARP_PROBE_MS, the new MAC one round trip later.  A's first
+ * retransmission after that reaches the peer: with the fixed timer the
+ * third (suspected at the second, 3T; 3T + 100 ms < 7T); with the adaptive
+ * one (b = T/2^9) the second full one (suspected at the first full one,
+ * the 10th timeout at 2T - b; through at 4T - b).  Retries to spare. */
+struct move_sched {
+	const struct dr_sim *sim;
+	uint64_t lat_ns;
+	bool moved;
+	unsigned dropped;
+};
+
+static enum dr_sim_action move_fault(void *arg, unsigned dir, uint64_t n, const struct dr_pkt *pkt)
+{
+	struct move_sched *m = arg;
+	uint64_t found;
+
+	if (dir != 0 || !m->moved)
+		return DR_SIM_PASS;
+	found = suspects[0].n ? suspects[0].t[0] + DR_PORT_ARP_PROBE_MS * 1000000ull +
+				    2 * m->lat_ns
+			      : UINT64_MAX;
+	if (m->sim->now_ns < found) {
+		m->dropped++;
+		return DR_SIM_DROP;
+	}
+	return DR_SIM_PASS;
+}
+
+static const struct {
+	bool adaptive;
+	unsigned retries;	 /* counted before it gets through */
+	unsigned timeouts;
+	unsigned suspects;	 /* path_suspect calls */
+	uint64_t suspect_ns;	 /* the first, after the post */
+	uint64_t through_ns;	 /* the resend that reaches the new MAC */
+} move_tab[] = {
+    {false, 3, 3, 2, 3 * 67108864ull, 7 * 67108864ull},
+    {true, 2, 11, 2, 2 * 67108864ull - 131072, 4 * 67108864ull - 131072},
+};
+
+START_TEST(test_peer_moved)
+{
+	struct pair_cfg c = pair_defaults();
+	struct move_sched m = {.lat_ns = 10000};
+	static uint8_t src[10000], dst[10000];
+	uint64_t t0;
+	struct pair p;
+	struct dr_mr *mr;
+
+	_Static_assert(3 * 67108864ull + DR_PORT_ARP_PROBE_MS * 1000000ull < 7 * 67108864ull,
+		       "the re-probe ends within the timeout after the second");
+	c.timeout = 14;
+	c.retry_cnt = 7;
+	c.qp_flags[0] = move_tab[_i].adaptive ? DR_QP_ADAPTIVE_RTO : 0;
+	c.sim = (struct dr_sim_cfg){.latency_ns = m.lat_ns, .fault = move_fault, .fault_arg = &m};
+	pair_up(&p, &c);
+	m.sim = &p.sim;
+	fill(src, sizeof(src), 77);
+	mr = reg(&p, 1, dst, sizeof(dst), DR_ACCESS_REMOTE_WRITE);
+	if (move_tab[_i].adaptive) {
+		/* measure the round trip: base 2^5 */
+		ck_assert_int_eq(post_send(&p, 0, 50, DR_WR_WRITE, src, 10, 0, (uintptr_t)dst,
+					   mr->key, DR_WR_SIGNALED),
+				 0);
+		ck_assert(pair_run(&p));
+		ck_assert_uint_eq(p.qp[0]->comp.rto_base_ns, 131072);
+		p.sim.end[0].nwc = 0;
+	}
+	memset(suspects, 0, sizeof(suspects));
+	m.moved = true;
+	t0 = p.sim.now_ns;
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_WRITE, src, sizeof(src), 0, (uintptr_t)dst,
+				   mr->key, DR_WR_SIGNALED),
+			 0);
+	ck_assert(dr_sim_run(&p.sim, LIMIT_NS, a_completed, &p));
+	ck_assert_uint_eq(p.sim.end[0].nwc, 1);
+	expect_wc(&p.sim.end[0].wc[0], 1, DR_WC_SUCCESS);
+	ck_assert_mem_eq(dst, src, sizeof(src));
+	ck_assert_uint_ge(suspects[0].n, 1);
+	ck_assert_uint_eq(suspects[0].t[0] - t0, move_tab[_i].suspect_ns);
+	/* the resend at through_ns, its ACK a round trip later */
+	ck_assert_uint_eq(p.sim.now_ns - t0, move_tab[_i].through_ns + 2 * m.lat_ns);
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, move_tab[_i].timeouts);
+	ck_assert_uint_eq(p.qp[0]->stats.retries, move_tab[_i].retries);
+	ck_assert_uint_eq(suspects[0].n, move_tab[_i].suspects);
+	ck_assert_uint_eq(m.dropped, 10 * move_tab[_i].timeouts); /* every packet of each try */
+	ck_assert(pair_run(&p));
+	pair_down(&p);
+}
+END_TEST
+
 /* The loss window: one packet of a 512-packet WRITE lost.  No
  * serialisation and 10 us each way, so the window alone paces A: rounds of
  * 128 PSNs every 20 us.  Round 2 loses PSN +300; B NAKs it, A halves
@@ -3378,6 +3596,9 @@ static Suite *qp_suite(void)
 	tcase_add_test(tc, test_adaptive_rto_rnr_karn);
 	tcase_add_loop_test(tc, test_adaptive_dead_link, 0,
 			    (int)(sizeof(adead_tab) / sizeof(adead_tab[0])));
+	tcase_add_loop_test(tc, test_dead_peer_time, 0,
+			    (int)(sizeof(dpeer_tab) / sizeof(dpeer_tab[0])));
+	tcase_add_loop_test(tc, test_peer_moved, 0, (int)(sizeof(move_tab) / sizeof(move_tab[0])));
 	tcase_add_test(tc, test_cwnd_loss);
 	suite_add_tcase(s, tc);
 	return s;

@@ -275,6 +275,15 @@ static void qp_log(void *ctx, struct dr_qp *qp, const char *msg)
 	DR_DBG(FI_LOG_EP_DATA, "qp %06x: %s\n", dr_qp_num(qp), msg);
 }
 
+/* Retransmissions stopped making progress: the port re-validates the
+ * peer's MAC (a peer that moved is followed before the retries run out). */
+static void qp_path_suspect(void *ctx, struct dr_qp *qp)
+{
+	struct dr_ep *ep = ctx;
+
+	dr_port_neigh_suspect(ep->dev->port, ntohl(ep->dst.sin_addr.s_addr));
+}
+
 static const struct dr_qp_ops ep_qp_ops = {
 	.xmit = qp_xmit,
 	.frame_alloc = qp_frame_alloc,
@@ -284,6 +293,7 @@ static const struct dr_qp_ops ep_qp_ops = {
 	.complete = qp_complete,
 	.remote_op = qp_remote_op,
 	.log = qp_log,
+	.path_suspect = qp_path_suspect,
 };
 
 

@@ -64,10 +64,22 @@ static bool dr_comp_outstanding(const struct dr_qp *qp)
  *
  * Each timeout without progress doubles it, as TCP backs off: one loss
  * still costs one timeout, but a peer that stalls (a descheduled user-space
- * process, a busy host) gets 4.096 us * 2^timeout * (2^(retry_cnt+1) - 1)
- * in all before the WR fails, not retry_cnt + 1 timeouts.  The IBA fixes
- * the timer's minimum, not its growth; rxe retries at a constant 0.5 s from
- * rdma_cm. */
+ * process, a busy host) gets much longer than retry_cnt + 1 timeouts.  The
+ * IBA fixes the timer's minimum, not its growth; rxe retries at a constant
+ * 0.5 s from rdma_cm.
+ *
+ * So a peer that dies (nothing answers from some moment on) fails the WQE
+ * at the head this long after the last progress (the last ACK, or the
+ * first send after nothing was outstanding), with T = 4.096 us *
+ * 2^timeout, R = retry_cnt and b the base:
+ *
+ *	(T - b) + T * sum(i = 0..R) min(2^i, 2^6)
+ *
+ * The timeouts below T (b, 2b, ..., T/2: they sum to T - b) resend without
+ * counting; then R counted retries at T, 2T, ... and the last timeout,
+ * which fails it.  Without an estimate b = T.  The defaults (T = 67.1 ms,
+ * R = 7) give 191 T = 12.82 s, at most 12.88 s with an estimate; fi_droce(7)
+ * states the same, test_qp's dead-peer tests check it to the nanosecond. */
 static uint64_t dr_comp_rto(const struct dr_qp *qp)
 {
 	uint64_t qpt = dr_qp_timeout_ns(qp->attr.timeout), t = qpt;
@@ -511,6 +523,15 @@ void dr_comp_timeout(struct dr_qp *qp)
 	early = qp->comp.rto_armed_ns < dr_qp_timeout_ns(qp->attr.timeout);
 	if (qp->comp.backoff < 2 * DR_RTO_MAX_BACKOFF + 31)
 		qp->comp.backoff++;
+	/* one timeout is ordinary loss; a second in a row, of the full
+	 * timeout, may be a peer that moved to another MAC: have the port ask
+	 * now, while retries are left (Linux re-probes a neighbour once TCP
+	 * stops confirming it; the port has no such hint but this one).  Not
+	 * on the adaptive timer's early ones: on a busy host they come in
+	 * pairs every few milliseconds (316 probes in 1.1 s of fi_pingpong
+	 * between two namespaces). */
+	if (!early && qp->comp.backoff >= 2 && qp->ops->path_suspect)
+		qp->ops->path_suspect(qp->ctx, qp);
 	if (early) {
 		/* DR_QP_ADAPTIVE_RTO: shorter than the QP's timeout, so it
 		 * resends without counting a retry (dr_comp_rto) */

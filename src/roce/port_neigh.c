@@ -3,21 +3,49 @@
  * The neighbour table: ARP resolution, answers and the cache (RFC 826),
  * modelled on the Linux neighbour states, reduced to what a RoCE port needs.
  *
- *  INCOMPLETE  asked, no answer yet; frames wait in a bounded queue.  A
- *              request goes out every retry_ms, tries in all; then FAILED.
+ *  INCOMPLETE  asked by broadcast, no answer yet; frames wait in a bounded
+ *              queue.  A request goes out every retry_ms, tries in all;
+ *              then FAILED.
  *  REACHABLE   answered; used for reachable_ms, then STALE.
  *  STALE       still used, but the next send re-probes it (PROBE).
- *  PROBE       used while asking again; an answer makes it REACHABLE, no
- *              answer after the tries makes it FAILED.
+ *  PROBE       used while asking again: first one request unicast to the
+ *              MAC the entry has (Linux's ucast_probes), and if that MAC
+ *              is silent for probe_ms, tries broadcast ones every retry_ms
+ *              (the peer may have moved); an answer makes it REACHABLE,
+ *              none makes it FAILED.
  *  FAILED      sends fail with -EHOSTUNREACH for failed_ms, then the entry
  *              goes and the next send starts over.
  *
+ * What ARP may change, the discipline of Linux's neigh_update() (an update
+ * without NEIGH_UPDATE_F_OVERRIDE never replaces a valid entry's address;
+ * with NEIGH_UPDATE_F_WEAK_OVERRIDE a different one only makes a
+ * REACHABLE entry STALE) made strict for replies, which arp_process()
+ * takes from anyone: ARP has no authentication, so only an answer to a
+ * question this port has outstanding is believed.
+ *  - A reply to our request -- the entry is INCOMPLETE or PROBE, the reply
+ *    is unicast to our MAC and names our IP as target -- makes the entry
+ *    REACHABLE with the sender's MAC; while the question in flight is the
+ *    unicast probe, only the MAC asked may answer it.
+ *  - Anything else (a reply nobody asked for, a broadcast reply, a
+ *    request, a gratuitous announcement) never changes a valid entry's
+ *    MAC nor confirms it: one that names another MAC makes a REACHABLE
+ *    entry STALE, so that its next use probes the MAC it has.
+ *  - A request for our address from an on-link host we have no valid
+ *    entry for creates it STALE with the requester's MAC (Linux's
+ *    neigh_event_ns(): the requester is about to talk to us); its first
+ *    use probes that MAC.
+ * So a forged frame can at most cost one unicast probe; taking over a
+ * valid entry needs its real owner silent for probe_ms and then winning
+ * the race to answer a broadcast, which is what ARP cannot prevent.
+ *
+ * A connection that stops making progress says so (dr_port_neigh_suspect,
+ * from the QP's retransmit path): a valid entry is probed at once, so a
+ * peer whose MAC changed is found within probe_ms plus a round trip.
+ *
  * Entries live in an array indexed by the position rte_hash gives the key
  * (the IPv4 address, host order); each has one rte_timer (a dr_port_timer)
- * for retries and expiry.  Learning follows RFC 826's merge rule: any
- * valid ARP updates the sender's existing entry; a request for our address
- * also creates one (the requester will talk to us).  Everything runs in the
- * port owner's context (dr_port_poll, sends): no locking.
+ * for retries and expiry.  Everything runs in the port owner's context
+ * (dr_port_poll, sends): no locking.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -56,6 +84,7 @@ struct dr_neigh {
 	uint8_t mac[6];
 	uint8_t state; /* enum dr_neigh_state */
 	uint8_t tries; /* requests sent in this round */
+	bool ucast;    /* the request in flight is PROBE's unicast one */
 	uint64_t changed_ns;
 	struct rte_mbuf **q; /* arp.queue_len slots */
 	unsigned qhead, qlen;
@@ -97,15 +126,30 @@ static int arp_send(struct dr_port *p, const struct dr_arp_msg *a)
 	return ret;
 }
 
-/* One request for n, and the timer for the next step. */
+/* One request for n, and the timer for the next step.  PROBE asks the MAC
+ * it has first, by unicast (target hardware address set, as Linux's
+ * arp_solicit() does), then everyone. */
 static void solicit(struct dr_port *p, struct dr_neigh *n)
 {
 	struct dr_arp_msg a;
 
+	n->ucast = n->state == DR_NEIGH_PROBE && n->tries == 0;
 	dr_arp_request(&a, p->mac, p->ip, n->ip);
+	if (n->ucast) {
+		memcpy(a.eth_dst, n->mac, 6);
+		memcpy(a.tha, n->mac, 6);
+	}
 	arp_send(p, &a);
 	n->tries++;
-	arm_ms(n, p->arp.retry_ms);
+	arm_ms(n, n->ucast ? p->arp.probe_ms : p->arp.retry_ms);
+}
+
+/* Ask again about a valid entry (STALE, or REACHABLE under suspicion). */
+static void probe(struct dr_port *p, struct dr_neigh *n)
+{
+	n->tries = 0;
+	set_state(p, n, DR_NEIGH_PROBE);
+	solicit(p, n);
 }
 
 static void queue_drop_all(struct dr_port *p, struct dr_neigh *n)
@@ -226,13 +270,21 @@ static struct dr_neigh *neigh_create(struct dr_port *p, uint32_t ip)
 	return n;
 }
 
-/* The peer answered (or spoke): n now maps to mac. */
+/* The peer answered our request: n now maps to mac. */
 static void confirm(struct dr_port *p, struct dr_neigh *n, const uint8_t mac[6])
 {
-	bool resolving = n->state == DR_NEIGH_INCOMPLETE || n->state == DR_NEIGH_FAILED;
+	bool resolving = n->state == DR_NEIGH_INCOMPLETE;
 
+	if (n->state == DR_NEIGH_PROBE && memcmp(n->mac, mac, 6)) {
+		dr_port_log(DR_PORT_LOG_INFO,
+			    "%s: neighbour " IP4_FMT " moved to %02x:%02x:%02x:%02x:%02x:%02x",
+			    p->name, IP4_ARGS(n->ip), mac[0], mac[1], mac[2], mac[3], mac[4],
+			    mac[5]);
+		p->stats.arp_moved++;
+	}
 	memcpy(n->mac, mac, 6);
 	n->tries = 0;
+	n->ucast = false;
 	if (n->state != DR_NEIGH_REACHABLE)
 		set_state(p, n, DR_NEIGH_REACHABLE);
 	arm_ms(n, p->arp.reachable_ms);
@@ -249,6 +301,17 @@ static void confirm(struct dr_port *p, struct dr_neigh *n, const uint8_t mac[6])
 		p->stats.arp_resolved++;
 		notify(p, n->ip, 0);
 	}
+}
+
+/* A MAC learnt without asking (a request for us from a host with no valid
+ * entry): used at once, probed on first use. */
+static void learn_stale(struct dr_port *p, struct dr_neigh *n, const uint8_t mac[6])
+{
+	dr_port_timer_cancel(&n->timer);
+	memcpy(n->mac, mac, 6);
+	n->tries = 0;
+	n->ucast = false;
+	set_state(p, n, DR_NEIGH_STALE);
 }
 
 static void fail(struct dr_port *p, struct dr_neigh *n)
@@ -270,7 +333,8 @@ static void neigh_timer(void *arg)
 	switch (n->state) {
 	case DR_NEIGH_INCOMPLETE:
 	case DR_NEIGH_PROBE:
-		if (n->tries < p->arp.tries)
+		/* PROBE's unicast request comes on top of the round */
+		if (n->tries < p->arp.tries + (n->state == DR_NEIGH_PROBE))
 			solicit(p, n);
 		else
 			fail(p, n);
@@ -297,9 +361,7 @@ static struct dr_neigh *neigh_use(struct dr_port *p, uint32_t ip)
 		if (n)
 			solicit(p, n);
 	} else if (n->state == DR_NEIGH_STALE) {
-		n->tries = 0;
-		set_state(p, n, DR_NEIGH_PROBE);
-		solicit(p, n);
+		probe(p, n);
 	}
 	return n;
 }
@@ -346,11 +408,72 @@ int dr_neigh_resolve(struct dr_port *p, uint32_t ip, uint8_t mac[6])
 	}
 }
 
+int dr_port_neigh_suspect(struct dr_port *p, uint32_t ip)
+{
+	/* the next hop, as send_mbuf() in port.c chooses it */
+	uint32_t nexthop = (ip & p->netmask) == (p->ip & p->netmask) ? ip : p->gateway;
+	struct dr_neigh *n;
+
+	if (ip == p->ip)
+		return 0;
+	if (!nexthop)
+		return -ENETUNREACH;
+	n = neigh_lookup(p, nexthop);
+	/* nothing known, or a question already out: nothing to add */
+	if (!n || (n->state != DR_NEIGH_REACHABLE && n->state != DR_NEIGH_STALE))
+		return 0;
+	dr_port_log(DR_PORT_LOG_DEBUG, "%s: neighbour " IP4_FMT " suspected: probing", p->name,
+		    IP4_ARGS(nexthop));
+	p->stats.arp_suspected++;
+	probe(p, n);
+	return 1;
+}
+
+/* An ARP message that answers no question of ours, about n (NULL: no
+ * entry).  It may create an entry or demote one, never move one. */
+static void learn_unsolicited(struct dr_port *p, struct dr_neigh *n, const struct dr_arp_msg *a,
+			      bool for_us)
+{
+	bool request_for_us = for_us && a->op == DR_ARP_OP_REQUEST;
+
+	if (!n || n->state == DR_NEIGH_FAILED) {
+		if (request_for_us && (a->spa & p->netmask) == (p->ip & p->netmask)) {
+			if (!n)
+				n = neigh_create(p, a->spa);
+			if (n)
+				learn_stale(p, n, a->sha);
+		} else if (n) {
+			p->stats.rx_arp_unsolicited++;
+		} else if (!request_for_us) {
+			p->stats.rx_arp_ignored++;
+		}
+		return;
+	}
+	if (n->state == DR_NEIGH_INCOMPLETE || !memcmp(a->sha, n->mac, 6)) {
+		/* the reply to our request will come; the same MAC again,
+		 * unasked, proves nothing (a copy of an old frame would do) */
+		p->stats.rx_arp_unsolicited++;
+		return;
+	}
+	dr_port_log(DR_PORT_LOG_DEBUG,
+		    "%s: ARP %s names %02x:%02x:%02x:%02x:%02x:%02x for " IP4_FMT
+		    " (%s at %02x:%02x:%02x:%02x:%02x:%02x): not taken",
+		    p->name, a->op == DR_ARP_OP_REQUEST ? "request" : "reply", a->sha[0], a->sha[1],
+		    a->sha[2], a->sha[3], a->sha[4], a->sha[5], IP4_ARGS(n->ip), state_name[n->state],
+		    n->mac[0], n->mac[1], n->mac[2], n->mac[3], n->mac[4], n->mac[5]);
+	p->stats.arp_conflicts++;
+	if (n->state == DR_NEIGH_REACHABLE) {
+		/* NEIGH_UPDATE_F_WEAK_OVERRIDE: the old MAC stays, unconfirmed */
+		dr_port_timer_cancel(&n->timer);
+		set_state(p, n, DR_NEIGH_STALE);
+	}
+}
+
 void dr_neigh_arp_input(struct dr_port *p, const void *frame, size_t len)
 {
 	struct dr_arp_msg a, r;
 	enum dr_arp_verdict v;
-	struct dr_neigh *n = NULL;
+	struct dr_neigh *n;
 	bool for_us;
 
 	v = dr_arp_parse(frame, len, &a);
@@ -375,19 +498,25 @@ void dr_neigh_arp_input(struct dr_port *p, const void *frame, size_t len)
 		return;
 	}
 	for_us = a.tpa == p->ip;
-	if (a.spa) { /* 0.0.0.0: an RFC 5227 probe, nothing to learn */
-		n = neigh_lookup(p, a.spa);
-		if (!n && for_us && a.op == DR_ARP_OP_REQUEST &&
-		    (a.spa & p->netmask) == (p->ip & p->netmask))
-			n = neigh_create(p, a.spa);
-		if (n)
+	if (!a.spa) {
+		/* 0.0.0.0: an RFC 5227 probe, nothing to learn */
+		if (!for_us)
+			p->stats.rx_arp_ignored++;
+	} else if ((n = neigh_lookup(p, a.spa)) && a.op == DR_ARP_OP_REPLY && for_us &&
+		   !memcmp(a.eth_dst, p->mac, 6) &&
+		   (n->state == DR_NEIGH_INCOMPLETE || n->state == DR_NEIGH_PROBE)) {
+		/* an answer to our question -- unless we asked one MAC and
+		 * another answers */
+		if (n->state == DR_NEIGH_PROBE && n->ucast && memcmp(a.sha, n->mac, 6))
+			learn_unsolicited(p, n, &a, for_us);
+		else
 			confirm(p, n, a.sha);
+	} else {
+		learn_unsolicited(p, n, &a, for_us);
 	}
 	if (for_us && a.op == DR_ARP_OP_REQUEST) {
 		dr_arp_reply(&r, &a, p->mac);
 		arp_send(p, &r);
-	} else if (!n) {
-		p->stats.rx_arp_ignored++;
 	}
 }
 
@@ -413,13 +542,14 @@ int dr_neigh_init(struct dr_port *p)
 
 	arp->tries = arp->tries ? arp->tries : DR_PORT_ARP_TRIES;
 	arp->retry_ms = arp->retry_ms ? arp->retry_ms : DR_PORT_ARP_RETRY_MS;
+	arp->probe_ms = arp->probe_ms ? arp->probe_ms : DR_PORT_ARP_PROBE_MS;
 	arp->reachable_ms = arp->reachable_ms ? arp->reachable_ms : DR_PORT_ARP_REACHABLE_MS;
 	arp->failed_ms = arp->failed_ms ? arp->failed_ms : DR_PORT_ARP_FAILED_MS;
 	arp->queue_len = arp->queue_len ? arp->queue_len : DR_PORT_ARP_QUEUE_LEN;
 	/* rte_hash wants at least one bucket (8 entries) */
 	arp->entries = RTE_MAX(arp->entries ? arp->entries : DR_PORT_ARP_ENTRIES, 8u);
-	if (arp->tries > 255)
-		arp->tries = 255;
+	if (arp->tries > 254) /* n->tries counts PROBE's unicast request too */
+		arp->tries = 254;
 
 	snprintf(name, sizeof(name), "drp%u_neigh", p->serial);
 	hp.entries = arp->entries;
