@@ -15,6 +15,7 @@
  */
 #include <arpa/inet.h>
 #include <check.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include "dr_port.h"
 #include "dr_roce.h"
 #include "fi_ext_droce.h"
 #include "fi_fixture.h"
@@ -124,6 +126,12 @@ static void region_b_untouched(void)
 		if (reg_b.buf[i] != PATTERN)
 			ck_abort_msg("B's region byte %zu is 0x%02x, want 0x%02x", i, reg_b.buf[i],
 				     PATTERN);
+	fx_region_check_guards(&reg_b);
+	fx_region_check_guards(&reg_a);
+}
+
+static void region_b_untouched_guards(void)
+{
 	fx_region_check_guards(&reg_b);
 	fx_region_check_guards(&reg_a);
 }
@@ -359,6 +367,68 @@ START_TEST(test_spoofed_source)
 }
 END_TEST
 
+/* A forged ARP frame about A (192.0.2.1 is-at 02:66:66:66:66:66) to B:
+ * reply or request, unicast or broadcast.  Unasked ARP never moves a known
+ * neighbour (port_neigh.c): counted as a conflict, B keeps sending to A's
+ * real MAC, so nothing is resent and A drops nothing as not its own. */
+static void forge_arp(uint8_t *frame, uint16_t oper, bool bcast)
+{
+	static const uint8_t evil[6] = { 0x02, 0x66, 0x66, 0x66, 0x66, 0x66 };
+	struct dr_eth_hdr *eth = (struct dr_eth_hdr *)frame;
+	struct dr_arp_hdr *arp = (struct dr_arp_hdr *)(eth + 1);
+
+	memset(frame, 0, DR_ETH_ZLEN);
+	memset(eth->dst, 0xff, 6);
+	if (!bcast)
+		memcpy(eth->dst, qb.mac, 6);
+	memcpy(eth->src, evil, 6);
+	eth->type = htons(DR_ETH_P_ARP);
+	arp->htype = htons(1);
+	arp->ptype = htons(DR_ETH_P_IPV4);
+	arp->hlen = 6;
+	arp->plen = 4;
+	arp->oper = htons(oper);
+	memcpy(arp->sha, evil, 6);
+	arp->spa = htonl(FX_IP_A);
+	if (oper == 2)
+		memcpy(arp->tha, qb.mac, 6);
+	arp->tpa = htonl(FX_IP_B);
+}
+
+static void forged_arp_changes_nothing(unsigned n)
+{
+	uint8_t frame[DR_ETH_ZLEN];
+	uint64_t conflicts = DOM_B("arp_conflicts");
+	uint64_t resent_a = EP_A("tx_resent_pkts"), resent_b = EP_B("tx_resent_pkts");
+	uint64_t not_ours_a = counter(&F.dom_a->fid, "rx_not_ours");
+
+	for (unsigned i = 0; i < n; i++) {
+		forge_arp(frame, i % 2 ? 1 : 2, i % 4 >= 2);
+		inject(frame, sizeof(frame));
+		if (i % 10 == 9)
+			connection_carries_data((uint8_t)i); /* mid-transfer */
+	}
+	settle();
+	ck_assert_uint_eq(DOM_B("arp_conflicts"), conflicts + n);
+	connection_carries_data(9);
+	ck_assert_uint_eq(EP_A("tx_resent_pkts"), resent_a);
+	ck_assert_uint_eq(EP_B("tx_resent_pkts"), resent_b);
+	ck_assert_uint_eq(counter(&F.dom_a->fid, "rx_not_ours"), not_ours_a);
+	region_b_untouched_guards();
+}
+
+START_TEST(test_forged_arp_one)
+{
+	forged_arp_changes_nothing(1);
+}
+END_TEST
+
+START_TEST(test_forged_arp_burst)
+{
+	forged_arp_changes_nothing(100);
+}
+END_TEST
+
 /* ---- fixtures ------------------------------------------------------------------- */
 
 static void conn_setup(void)
@@ -411,6 +481,8 @@ int main(void)
 	tcase_add_test(tc, test_invalid_opcode);
 	tcase_add_test(tc, test_pkey_mismatch);
 	tcase_add_test(tc, test_spoofed_source);
+	tcase_add_test(tc, test_forged_arp_one);
+	tcase_add_test(tc, test_forged_arp_burst);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	/* DPDK's EAL starts once per process: no forking per test */

@@ -29,7 +29,8 @@ static const struct counter_def port_counters[] = {
 	PORT_C(rx_too_long), PORT_C(rx_arp_bad), PORT_C(rx_arp_ignored),
 	PORT_C(tx_dropped), PORT_C(tx_bursts), PORT_C(tx_nombuf), PORT_C(loopback),
 	PORT_C(arp_queued), PORT_C(arp_queue_dropped), PORT_C(arp_resolved),
-	PORT_C(arp_failed), PORT_C(capture_errors),
+	PORT_C(arp_failed), PORT_C(rx_arp_unsolicited), PORT_C(arp_conflicts),
+	PORT_C(arp_moved), PORT_C(arp_suspected), PORT_C(capture_errors),
 };
 
 /* the parser's verdicts, by their counter names */
