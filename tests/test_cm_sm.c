@@ -18,6 +18,7 @@
 #define RESP_TIMEOUT 10 /* 4.096 us * 2^10 = 4.19 ms per MAD attempt */
 #define RETRIES 3
 #define TIMEWAIT_NS 50000000ull
+#define BACKLOG 8
 
 static uint64_t now_ns;
 
@@ -100,7 +101,7 @@ static const struct dr_cm_ops ops = {
 	.event = on_event,
 };
 
-static void side_init(struct side *s, uint32_t ip, uint64_t seed)
+static void side_init(struct side *s, uint32_t ip)
 {
 	struct dr_cm_config cfg = {
 		.local_ip4 = ip,
@@ -108,7 +109,6 @@ static void side_init(struct side *s, uint32_t ip, uint64_t seed)
 		.cm_resp_timeout = RESP_TIMEOUT,
 		.max_cm_retries = RETRIES,
 		.timewait_ns = TIMEWAIT_NS,
-		.seed = seed,
 	};
 
 	memset(s, 0, sizeof(*s));
@@ -123,8 +123,8 @@ static void setup(void)
 	drop_attr = 0;
 	drop_left = 0;
 	memset(sent_by_attr, 0, sizeof(sent_by_attr));
-	side_init(&A, IP_A, 11);
-	side_init(&B, IP_B, 22);
+	side_init(&A, IP_A);
+	side_init(&B, IP_B);
 }
 
 static void teardown(void)
@@ -167,7 +167,7 @@ static struct dr_cm_id *connect_ab(const void *priv, size_t len)
 	struct dr_cm_listener *l;
 	struct dr_cm_id *id;
 
-	ck_assert_int_eq(dr_cm_listen(&B.cm, PORT, (void *)0x1234, &l), 0);
+	ck_assert_int_eq(dr_cm_listen(&B.cm, PORT, BACKLOG, (void *)0x1234, &l), 0);
 	ck_assert_int_eq(dr_cm_connect(&A.cm, IP_B, PORT, 40000, &p, (void *)0x5678, &id), 0);
 	ck_assert_int_eq(id->state, DR_CMS_REQ_SENT);
 	return id;
@@ -243,7 +243,8 @@ START_TEST(test_req_wire_format)
 	ck_assert(dr_mad_is_cm(&mad));
 	ck_assert_int_eq(mad.method, DR_MAD_METHOD_SEND);
 	ck_assert_int_eq(mad.attr_id, DR_CM_ATTR_REQ);
-	ck_assert_uint_eq(mad.tid & 0xffffffff, id->local_comm_id);
+	ck_assert_uint_eq(mad.tid, id->tid);
+	ck_assert_uint_ne(mad.tid, 0);
 	dr_cm_req_unpack(mad.body, &req);
 	ck_assert_uint_eq(req.local_comm_id, id->local_comm_id);
 	ck_assert_uint_eq(req.service_id, 0x0000000001060000ull + PORT);
@@ -480,10 +481,10 @@ START_TEST(test_bad_arguments)
 	ck_assert_int_eq(dr_cm_connect(&A.cm, IP_B, 1, 1, &p, NULL, &id), -EINVAL);
 	ck_assert_ptr_null(A.cm.ids);
 	ck_assert_uint_eq(wire_tail, 0);
-	ck_assert_int_eq(dr_cm_listen(&B.cm, 5, NULL, &l), 0);
-	ck_assert_int_eq(dr_cm_listen(&B.cm, 5, NULL, &l2), -EADDRINUSE);
+	ck_assert_int_eq(dr_cm_listen(&B.cm, 5, 1, NULL, &l), 0);
+	ck_assert_int_eq(dr_cm_listen(&B.cm, 5, 1, NULL, &l2), -EADDRINUSE);
 	dr_cm_unlisten(l);
-	ck_assert_int_eq(dr_cm_listen(&B.cm, 5, NULL, &l2), 0);
+	ck_assert_int_eq(dr_cm_listen(&B.cm, 5, 1, NULL, &l2), 0);
 }
 END_TEST
 
@@ -568,7 +569,7 @@ START_TEST(test_rxe_req)
 	ck_assert_uint_eq(wire[0].dst, 0xc0a84d0c);
 
 	/* rping's default port 7174 = 0x1c06 */
-	ck_assert_int_eq(dr_cm_listen(&B.cm, 0x1c06, NULL, &l), 0);
+	ck_assert_int_eq(dr_cm_listen(&B.cm, 0x1c06, 1, NULL, &l), 0);
 	dr_cm_recv(&B.cm, 0xc0a84d0c, mad, DR_MAD_LEN);
 	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ], 1);
 	ck_assert_uint_eq(B.last_peer[DR_CM_EV_CONNREQ].qpn, 0x11);
