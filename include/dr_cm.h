@@ -208,6 +208,7 @@ struct dr_cm_id {
 	int fail_err;		/* why it gave up: -ETIMEDOUT or -EHOSTUNREACH */
 	bool drep_awaited;	/* our DREQ is unanswered, also after DREQs crossed */
 	bool mra_seen;		/* the peer's MRA already extended this wait */
+	bool in_by_remote;	/* hn_remote is in cm->by_remote */
 };
 
 /* -EINVAL for bad settings; -errno (logged) when getrandom(2) fails. */

@@ -908,6 +908,21 @@ START_TEST(test_req_timeout)
 	ck_assert_uint_eq(dr_cm_pending(l), 0);
 	ck_assert_ptr_null(B.cm.ids);
 	ck_assert_uint_eq(dr_cm_deadline_ns(&B.cm), UINT64_MAX);
+
+	/* comm ID 0 is a request like any other, and goes like any other:
+	 * once expired, its resend is a new request, not a duplicate */
+	make_req(mad, 0, PORT, 8, 2, 3);
+	dr_cm_recv(&B.cm, IP_A, mad, DR_MAD_LEN);
+	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ], 3);
+	ck_assert_uint_eq(B.cm.by_remote.n, 1);
+	now_ns += theirs;
+	dr_cm_tick(&B.cm);
+	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ_GONE], 3);
+	ck_assert_uint_eq(B.cm.by_remote.n, 0);
+	ck_assert_ptr_null(B.cm.ids);
+	dr_cm_recv(&B.cm, IP_A, mad, DR_MAD_LEN);
+	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ], 4);
+	ck_assert_uint_eq(B.cm.stats.dup_reqs, 1);
 }
 END_TEST
 

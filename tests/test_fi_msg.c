@@ -929,6 +929,45 @@ START_TEST(test_connreq_timeout)
 }
 END_TEST
 
+/* fi_control FI_BACKLOG: the listener holds that many requests unread,
+ * 3/4 of them (at least 1) from one address. */
+START_TEST(test_pep_backlog)
+{
+	struct {
+		struct fi_eq_cm_entry e;
+		uint8_t data[64];
+	} ent;
+	uint8_t mad[DR_MAD_LEN];
+	int n = 0, from_x = 0, bad = 0, four = 4;
+	uint32_t event;
+	struct conn c;
+	ssize_t ret;
+
+	memset(&c, 0, sizeof(c));
+	listen_b(&c);
+	ck_assert_int_eq(fi_control(&c.pep->fid, FI_BACKLOG, &bad), -FI_EINVAL);
+	ck_assert_int_eq(fi_control(&c.pep->fid, FI_BACKLOG, &four), 0);
+	for (uint32_t i = 0; i < 20; i++) {
+		req_mad(mad, 0x200 + i, ntohs(c.server.sin_port), 20, 15);
+		/* ten from one address, then ten from 192.0.2.77 */
+		forge_mad(1, i < 10 ? IP_X : 0xc000024d, mad, c.cq_b);
+	}
+	forge_drain(1, c.cq_b);
+	while ((ret = fi_eq_read(c.eq_b, &event, &ent, sizeof(ent), 0)) != -FI_EAGAIN) {
+		ck_assert_int_eq(ret, sizeof(ent.e));
+		ck_assert_uint_eq(event, FI_CONNREQ);
+		n++;
+		from_x += addr_of(ent.e.info->dest_addr) == IP_X;
+		ck_assert_int_eq(fi_reject(c.pep, ent.e.info->handle, NULL, 0), 0);
+		fi_freeinfo(ent.e.info);
+	}
+	ck_assert_int_eq(n, 4);
+	ck_assert_int_eq(from_x, 3); /* its share; the fourth place for another */
+	open_eq_cq(dom_a, &c.eq_a, &c.cq_a);
+	close_pair(&c);
+}
+END_TEST
+
 /*
  * Forged CM MADs against a live connection, as an off-path attacker must
  * send them now that the IDs are random: from the peer's own address and
@@ -1064,6 +1103,7 @@ int main(void)
 	tcase_add_test(tc, test_unreachable_peer);
 	tcase_add_test(tc, test_connreq_flood);
 	tcase_add_test(tc, test_connreq_timeout);
+	tcase_add_test(tc, test_pep_backlog);
 	tcase_add_test(tc, test_forged_cm);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -591,7 +591,7 @@ static void id_free(struct dr_cm_id *id)
 	pending_leave(id);
 	set_deadline(id, UINT64_MAX);
 	htab_del(cm, &cm->by_local, &id->hn_local);
-	if (!id->active && id->remote_comm_id)
+	if (id->in_by_remote)
 		htab_del(cm, &cm->by_remote, &id->hn_remote);
 	if (id->prev)
 		id->prev->next = id->next;
@@ -1069,6 +1069,7 @@ static void recv_req(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 	id->remote_comm_id = req.local_comm_id;
 	id->hn_remote.key = remote_key(ip4, req.local_comm_id);
 	htab_add(cm, &cm->by_remote, &id->hn_remote);
+	id->in_by_remote = true;
 	id->tid = mad->tid;
 	id->local_port = port;
 	id->remote_port = cma.src_port;
