@@ -193,7 +193,7 @@ struct dr_eq {
 	struct dr_progress progress;
 	struct dr_wait wait;
 	pthread_mutex_t lock; /* the ring, err_data, ref, wait's state */
-	struct dr_eq_ev *head, *tail; /* FIFO, unbounded: nothing is lost */
+	struct dr_eq_ev *head, *tail; /* FIFO, doubly linked; no overrun (eq.c) */
 	size_t count;
 	void *err_data; /* of the last error read, until the next read */
 	int ref;	/* objects bound to this EQ: changed under lock */
