@@ -13,6 +13,15 @@
  * Concurrency: one struct dr_cm is single-threaded; the caller (the
  * domain lock in src/fi) serialises every call.  Event callbacks may call
  * dr_cm_accept/reject/disconnect/release but not dr_cm_fini.
+ *
+ * Hostile peers (issue 11): communication IDs and transaction IDs come from
+ * getrandom(2), so nothing a peer sees predicts another connection's; every
+ * MAD that names a connection acts only if its source address, both
+ * communication IDs and (where it carries one) the QPN match, and is
+ * otherwise dropped and counted by reason; ids are found through keyed
+ * hash tables and timers through a heap, never by walking every id; the
+ * requests a listener holds unanswered are bounded by its backlog and time
+ * out as the REQ's own timeouts say.
  */
 #ifndef DR_CM_H
 #define DR_CM_H
@@ -39,11 +48,16 @@ enum dr_cm_state {
 extern const char *const dr_cm_state_names[DR_CMS_NUM];
 
 enum dr_cm_event_type {
-	DR_CM_EV_CONNREQ,     /* passive: a REQ for a listener; accept or reject */
-	DR_CM_EV_ESTABLISHED, /* active: REP in (RTU sent); passive: RTU in */
-	DR_CM_EV_REJECTED,    /* the peer rejected (reason, private data) */
-	DR_CM_EV_UNREACHABLE, /* no answer after every retry */
+	DR_CM_EV_CONNREQ,      /* passive: a REQ for a listener; accept or reject */
+	DR_CM_EV_ESTABLISHED,  /* active: REP in (RTU sent); passive: RTU in */
+	DR_CM_EV_REJECTED,     /* the peer rejected (reason, private data) */
+	DR_CM_EV_UNREACHABLE,  /* no answer after every retry */
 	DR_CM_EV_DISCONNECTED, /* DREQ in (DREP sent), or our DREQ answered */
+	/* passive: a CONNREQ'd request that was never answered is gone: it
+	 * timed out (err -ETIMEDOUT) or the peer withdrew it with a REJ (err
+	 * -ECONNABORTED).  The id is freed when the callback returns: forget
+	 * it there. */
+	DR_CM_EV_CONNREQ_GONE,
 	DR_CM_EV_NUM
 };
 extern const char *const dr_cm_event_names[DR_CM_EV_NUM];
@@ -83,9 +97,11 @@ struct dr_cm_listener;
 struct dr_cm_event {
 	enum dr_cm_event_type type;
 	struct dr_cm_id *id;
-	void *listen_ctx;    /* CONNREQ: the listener's context */
+	void *listen_ctx;    /* CONNREQ, CONNREQ_GONE: the listener's context
+			      * (NULL once the listener is gone) */
 	uint16_t rej_reason; /* REJECTED: IBA REJ reason (8 = no listener, 28 = consumer) */
-	int err;	     /* UNREACHABLE: -ETIMEDOUT (no answer) or -EHOSTUNREACH */
+	int err;	     /* UNREACHABLE: -ETIMEDOUT (no answer) or -EHOSTUNREACH;
+			      * CONNREQ_GONE: -ETIMEDOUT or -ECONNABORTED */
 	const struct dr_cm_peer *peer;
 	const uint8_t *private_data;
 	size_t private_len;
@@ -106,22 +122,60 @@ struct dr_cm_config {
 	uint8_t cm_resp_timeout; /* 4.096 us * 2^n per MAD attempt; rdma_cm: 20 */
 	uint8_t max_cm_retries;	 /* resends before giving up; rdma_cm: 15 */
 	uint64_t timewait_ns;	 /* how long a closed id answers duplicates */
-	uint64_t seed;		 /* comm IDs and TIDs; 0 = from the clock */
 };
+
+/* Why a MAD was dropped (or a request not kept): one counter each. */
+enum dr_cm_drop {
+	DR_CM_DROP_NO_ID,     /* names no live id (REP: answered REJ stale) */
+	DR_CM_DROP_ADDR,      /* from another address than the connection's peer */
+	DR_CM_DROP_COMM_ID,   /* the sender's comm ID is not the connection's */
+	DR_CM_DROP_QPN,	      /* the QPN is not the connection's */
+	DR_CM_DROP_STATE,     /* all matches, but the id does not expect it now */
+	DR_CM_DROP_BACKLOG,   /* REQ: the listener holds its backlog already */
+	DR_CM_DROP_SRC_SHARE, /* REQ: this address holds its share of the backlog */
+	DR_CM_DROP_NOMEM,     /* REQ: no memory for the id (the peer resends) */
+	DR_CM_DROP_NUM
+};
+extern const char *const dr_cm_drop_names[DR_CM_DROP_NUM];
 
 struct dr_cm_stats {
 	uint64_t tx_mads, rx_mads, resent, dup_reqs, dup_reps, dup_dreqs;
-	uint64_t rej_no_listener, rx_bad; /* malformed or unexpected MADs */
+	uint64_t rej_no_listener, rx_bad; /* malformed or unspoken MADs */
+	uint64_t req_expired;		  /* requests never answered in time */
+	uint64_t req_withdrawn;		  /* requests the peer gave up (REJ) */
+	uint64_t drop[DR_CM_DROP_NUM];
 };
+
+/* A hash table of ids (or per-address counts) on a 64-bit key, chained
+ * through a node inside the element; keyed with a secret so that a peer
+ * choosing keys cannot pile them into one chain (cm.c). */
+struct dr_cm_hnode {
+	struct dr_cm_hnode *next;
+	uint64_t key;
+};
+struct dr_cm_htab {
+	struct dr_cm_hnode **b;
+	size_t mask; /* buckets - 1 */
+	size_t n;
+};
+
+#define DR_CM_RAND_BUF 256
 
 struct dr_cm {
 	struct dr_cm_config cfg;
 	const struct dr_cm_ops *ops;
 	void *ctx;
-	struct dr_cm_id *ids;	      /* every live id, a list */
-	struct dr_cm_listener *lsn;   /* listeners, a list */
-	uint64_t rng;
-	uint32_t tid_hi;
+	struct dr_cm_id *ids;	     /* every live id, a doubly linked list */
+	struct dr_cm_listener *lsn;  /* listeners, a list (the caller's few) */
+	struct dr_cm_htab by_local;  /* every id, by our comm ID */
+	struct dr_cm_htab by_remote; /* passive ids, by peer address and its comm ID */
+	struct dr_cm_htab src_count; /* pending requests by listener port and address */
+	struct dr_cm_id **heap;	     /* ids with a deadline, a min-heap */
+	size_t heap_n, heap_cap;
+	uint64_t hkey[2];	      /* the hash tables' secret */
+	uint8_t rand[DR_CM_RAND_BUF]; /* getrandom(2) output not used yet */
+	size_t rand_left;
+	int rand_pid;		      /* whose buffer it is (a fork refills) */
 	uint64_t deadline_ns;	      /* last value given to timer_set */
 	uint32_t gsi_psn;	      /* PSNs of our QP1 frames */
 	struct dr_cm_stats stats;
@@ -129,7 +183,11 @@ struct dr_cm {
 
 /* One connection's CM state.  The caller reads it, never writes it. */
 struct dr_cm_id {
-	struct dr_cm_id *next;
+	struct dr_cm_id *next, *prev;
+	struct dr_cm_hnode hn_local, hn_remote;
+	size_t heap_idx;		/* in cm->heap while deadline_ns != UINT64_MAX */
+	struct dr_cm_listener *lsn;	/* REQ_RCVD: the listener it counts against */
+	struct dr_cm_id *pnext, *pprev; /* ... on that listener's pending list */
 	struct dr_cm *cm;
 	enum dr_cm_state state;
 	void *ctx;	    /* the caller's, set by connect or dr_cm_set_ctx */
@@ -149,17 +207,39 @@ struct dr_cm_id {
 	unsigned retries_left;
 	int fail_err;		/* why it gave up: -ETIMEDOUT or -EHOSTUNREACH */
 	bool drep_awaited;	/* our DREQ is unanswered, also after DREQs crossed */
+	bool mra_seen;		/* the peer's MRA already extended this wait */
+	bool in_by_remote;	/* hn_remote is in cm->by_remote */
 };
 
+/* -EINVAL for bad settings; -errno (logged) when getrandom(2) fails. */
 int dr_cm_init(struct dr_cm *cm, const struct dr_cm_config *cfg, const struct dr_cm_ops *ops,
 	       void *ctx);
 /* Frees every id and listener; sends nothing. */
 void dr_cm_fini(struct dr_cm *cm);
 
 /* Listen on an rdma_cm TCP-space port: REQs for service ID
- * 0x0000000001060000 + port become CONNREQ events.  -EADDRINUSE if taken. */
-int dr_cm_listen(struct dr_cm *cm, uint16_t port, void *ctx, struct dr_cm_listener **out);
+ * 0x0000000001060000 + port become CONNREQ events.  -EADDRINUSE if taken.
+ *
+ * backlog (at least 1) bounds the requests the listener holds unanswered
+ * (CONNREQ reported, neither accepted nor rejected), as listen(2)'s does;
+ * one source address may hold at most DR_CM_SRC_SHARE() of them, so that a
+ * flood from one address leaves room for others.  A REQ beyond either is
+ * dropped without a word, as the Linux CM drops one its consumer has no
+ * room for (cm.c cm_destroy_id: "Do not reject to allow future retries"):
+ * the peer's REQ resend then finds room once the application catches up,
+ * where a REJ would end its attempt, and a forged source gets nothing
+ * reflected at it.  An unanswered request times out when the peer has
+ * given up by its REQ's own numbers, (Max CM Retries + 1) x Remote CM
+ * Response Timeout, or by ours if sooner: CONNREQ_GONE. */
+int dr_cm_listen(struct dr_cm *cm, uint16_t port, unsigned backlog, void *ctx,
+		 struct dr_cm_listener **out);
+#define DR_CM_SRC_SHARE(backlog) ((backlog) - (backlog) / 4)
+/* A new backlog; requests held beyond it stay until answered or gone. */
+void dr_cm_set_backlog(struct dr_cm_listener *l, unsigned backlog);
+/* Requests it holds stay (their CONNREQ_GONE comes with listen_ctx NULL). */
 void dr_cm_unlisten(struct dr_cm_listener *l);
+/* Requests a listener holds unanswered now. */
+unsigned dr_cm_pending(const struct dr_cm_listener *l);
 
 /* Active side: send a REQ from src_port (ours) to dst_ip4:dst_port.
  * -EINVAL for private data over 56 bytes or a bad path MTU. */
@@ -201,6 +281,10 @@ void dr_cm_recv(struct dr_cm *cm, uint32_t src_ip4, const void *mad, size_t len)
 /* Run expired timers against ops->now_ns. */
 void dr_cm_tick(struct dr_cm *cm);
 uint64_t dr_cm_deadline_ns(const struct dr_cm *cm);
+
+/* The counters as one line ("rx_mads 12, ..., dropped: no_id 3 ..."),
+ * for the log at close; false if nothing was ever dropped or refused. */
+bool dr_cm_stats_str(const struct dr_cm *cm, char *buf, size_t len);
 
 /* IB MTU enum <-> bytes (256..4096); 0 for anything else. */
 uint32_t dr_ib_mtu_bytes(uint8_t ib_mtu);

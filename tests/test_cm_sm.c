@@ -8,16 +8,20 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "dr_cm.h"
 #include "../tools/pcapng.h"
 
 #define IP_A 0xc0000201u /* 192.0.2.1, active */
 #define IP_B 0xc0000202u /* 192.0.2.2, passive */
+#define IP_X 0xc0000242u /* 192.0.2.66, a forger or a flood */
+#define NS   1000000000ull
 #define PORT 7471
 #define RESP_TIMEOUT 10 /* 4.096 us * 2^10 = 4.19 ms per MAD attempt */
 #define RETRIES 3
 #define TIMEWAIT_NS 50000000ull
+#define BACKLOG 8
 
 static uint64_t now_ns;
 
@@ -28,6 +32,7 @@ struct side {
 	struct dr_cm_event last[DR_CM_EV_NUM];
 	struct dr_cm_peer last_peer[DR_CM_EV_NUM];
 	uint8_t last_priv[DR_CM_EV_NUM][DR_CM_DREP_PRIV_LEN]; /* the largest */
+	uint64_t ev_ns[DR_CM_EV_NUM]; /* when the last of each came */
 	struct dr_cm_id *conn; /* the CONNREQ'd id (passive) */
 	int accept;	       /* on CONNREQ: 1 accept, -1 reject, 0 wait */
 };
@@ -79,6 +84,7 @@ static void on_event(void *ctx, const struct dr_cm_event *ev)
 	};
 
 	s->nev[ev->type]++;
+	s->ev_ns[ev->type] = now_ns;
 	s->last[ev->type] = *ev;
 	s->last_peer[ev->type] = *ev->peer;
 	memset(s->last_priv[ev->type], 0, sizeof(s->last_priv[0]));
@@ -100,20 +106,24 @@ static const struct dr_cm_ops ops = {
 	.event = on_event,
 };
 
-static void side_init(struct side *s, uint32_t ip, uint64_t seed)
+static void side_init_cfg(struct side *s, uint32_t ip, uint8_t resp_timeout, uint8_t retries)
 {
 	struct dr_cm_config cfg = {
 		.local_ip4 = ip,
 		.ca_guid = 0x0200000000000000ull | ip,
-		.cm_resp_timeout = RESP_TIMEOUT,
-		.max_cm_retries = RETRIES,
+		.cm_resp_timeout = resp_timeout,
+		.max_cm_retries = retries,
 		.timewait_ns = TIMEWAIT_NS,
-		.seed = seed,
 	};
 
 	memset(s, 0, sizeof(*s));
 	s->ip = ip;
 	ck_assert_int_eq(dr_cm_init(&s->cm, &cfg, &ops, s), 0);
+}
+
+static void side_init(struct side *s, uint32_t ip)
+{
+	side_init_cfg(s, ip, RESP_TIMEOUT, RETRIES);
 }
 
 static void setup(void)
@@ -123,8 +133,8 @@ static void setup(void)
 	drop_attr = 0;
 	drop_left = 0;
 	memset(sent_by_attr, 0, sizeof(sent_by_attr));
-	side_init(&A, IP_A, 11);
-	side_init(&B, IP_B, 22);
+	side_init(&A, IP_A);
+	side_init(&B, IP_B);
 }
 
 static void teardown(void)
@@ -167,7 +177,7 @@ static struct dr_cm_id *connect_ab(const void *priv, size_t len)
 	struct dr_cm_listener *l;
 	struct dr_cm_id *id;
 
-	ck_assert_int_eq(dr_cm_listen(&B.cm, PORT, (void *)0x1234, &l), 0);
+	ck_assert_int_eq(dr_cm_listen(&B.cm, PORT, BACKLOG, (void *)0x1234, &l), 0);
 	ck_assert_int_eq(dr_cm_connect(&A.cm, IP_B, PORT, 40000, &p, (void *)0x5678, &id), 0);
 	ck_assert_int_eq(id->state, DR_CMS_REQ_SENT);
 	return id;
@@ -243,7 +253,8 @@ START_TEST(test_req_wire_format)
 	ck_assert(dr_mad_is_cm(&mad));
 	ck_assert_int_eq(mad.method, DR_MAD_METHOD_SEND);
 	ck_assert_int_eq(mad.attr_id, DR_CM_ATTR_REQ);
-	ck_assert_uint_eq(mad.tid & 0xffffffff, id->local_comm_id);
+	ck_assert_uint_eq(mad.tid, id->tid);
+	ck_assert_uint_ne(mad.tid, 0);
 	dr_cm_req_unpack(mad.body, &req);
 	ck_assert_uint_eq(req.local_comm_id, id->local_comm_id);
 	ck_assert_uint_eq(req.service_id, 0x0000000001060000ull + PORT);
@@ -480,10 +491,10 @@ START_TEST(test_bad_arguments)
 	ck_assert_int_eq(dr_cm_connect(&A.cm, IP_B, 1, 1, &p, NULL, &id), -EINVAL);
 	ck_assert_ptr_null(A.cm.ids);
 	ck_assert_uint_eq(wire_tail, 0);
-	ck_assert_int_eq(dr_cm_listen(&B.cm, 5, NULL, &l), 0);
-	ck_assert_int_eq(dr_cm_listen(&B.cm, 5, NULL, &l2), -EADDRINUSE);
+	ck_assert_int_eq(dr_cm_listen(&B.cm, 5, 1, NULL, &l), 0);
+	ck_assert_int_eq(dr_cm_listen(&B.cm, 5, 1, NULL, &l2), -EADDRINUSE);
 	dr_cm_unlisten(l);
-	ck_assert_int_eq(dr_cm_listen(&B.cm, 5, NULL, &l2), 0);
+	ck_assert_int_eq(dr_cm_listen(&B.cm, 5, 1, NULL, &l2), 0);
 }
 END_TEST
 
@@ -568,7 +579,7 @@ START_TEST(test_rxe_req)
 	ck_assert_uint_eq(wire[0].dst, 0xc0a84d0c);
 
 	/* rping's default port 7174 = 0x1c06 */
-	ck_assert_int_eq(dr_cm_listen(&B.cm, 0x1c06, NULL, &l), 0);
+	ck_assert_int_eq(dr_cm_listen(&B.cm, 0x1c06, 1, NULL, &l), 0);
 	dr_cm_recv(&B.cm, 0xc0a84d0c, mad, DR_MAD_LEN);
 	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ], 1);
 	ck_assert_uint_eq(B.last_peer[DR_CM_EV_CONNREQ].qpn, 0x11);
@@ -613,6 +624,516 @@ START_TEST(test_mad_frame)
 }
 END_TEST
 
+/* ---- hostile peers (issue 11) ------------------------------------------------ */
+
+/* A REQ as rdma_cm sends it from comm ID comm, asking the passive side to
+ * answer within 4.096 us * 2^resp_timeout, retries times more. */
+static void make_req(uint8_t *mad, uint32_t comm, uint16_t port, uint8_t resp_timeout,
+		     uint8_t retries, uint64_t tid)
+{
+	struct dr_cma_hdr cma = { .cma_version = 0, .ip_version = 4, .src_port = 50000 };
+	struct dr_cm_req req;
+	struct dr_mad m;
+
+	memset(&req, 0, sizeof(req));
+	req.local_comm_id = comm;
+	req.service_id = DR_CM_SID_TCP_PS + port;
+	req.local_qpn = 0x99;
+	req.remote_cm_resp_timeout = resp_timeout;
+	req.local_cm_resp_timeout = resp_timeout;
+	req.max_cm_retries = retries;
+	req.path_mtu = 3;
+	req.pkey = 0xffff;
+	dr_cma_hdr_pack(&cma, req.private_data);
+	dr_mad_init_cm(&m, DR_CM_ATTR_REQ, tid);
+	dr_cm_req_pack(&req, m.body);
+	dr_mad_build(&m, mad);
+}
+
+/* Any other CM MAD, with the fields a forger chooses. */
+static void forge(struct side *to, uint32_t src, uint16_t attr, uint32_t local, uint32_t remote,
+		  uint32_t qpn, uint8_t msg)
+{
+	uint8_t buf[DR_MAD_LEN];
+	struct dr_mad m;
+
+	dr_mad_init_cm(&m, attr, 0x0123456789abcdefull);
+	switch (attr) {
+	case DR_CM_ATTR_REP: {
+		struct dr_cm_rep r = { .local_comm_id = local, .remote_comm_id = remote,
+				       .local_qpn = qpn };
+
+		dr_cm_rep_pack(&r, m.body);
+		break;
+	}
+	case DR_CM_ATTR_RTU: {
+		struct dr_cm_rtu r = { .local_comm_id = local, .remote_comm_id = remote };
+
+		dr_cm_rtu_pack(&r, m.body);
+		break;
+	}
+	case DR_CM_ATTR_REJ: {
+		struct dr_cm_rej r = { .local_comm_id = local, .remote_comm_id = remote,
+				       .msg_rejected = msg, .reason = DR_CM_REJ_CONSUMER_DEFINED };
+
+		dr_cm_rej_pack(&r, m.body);
+		break;
+	}
+	case DR_CM_ATTR_DREQ: {
+		struct dr_cm_dreq r = { .local_comm_id = local, .remote_comm_id = remote,
+					.remote_qpn = qpn };
+
+		dr_cm_dreq_pack(&r, m.body);
+		break;
+	}
+	case DR_CM_ATTR_DREP: {
+		struct dr_cm_drep r = { .local_comm_id = local, .remote_comm_id = remote };
+
+		dr_cm_drep_pack(&r, m.body);
+		break;
+	}
+	case DR_CM_ATTR_MRA: {
+		struct dr_cm_mra r = { .local_comm_id = local, .remote_comm_id = remote,
+				       .msg_mraed = msg, .service_timeout = 20 };
+
+		dr_cm_mra_pack(&r, m.body);
+		break;
+	}
+	default:
+		ck_abort_msg("forge: attribute 0x%x", attr);
+	}
+	dr_mad_build(&m, buf);
+	dr_cm_recv(&to->cm, src, buf, DR_MAD_LEN);
+}
+
+static long rss_kib(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	long size, pages;
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fscanf(f, "%ld %ld", &size, &pages), 2);
+	fclose(f);
+	return pages * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static uint64_t drops_of(const struct side *s)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < DR_CM_DROP_NUM; i++)
+		n += s->cm.stats.drop[i];
+	return n;
+}
+
+/*
+ * The flood of issue 11: 60,000 REQs from one address in 19 s while the
+ * application answers none (at 4fe6195: 24,950 CONNREQs held, +35 MB, a
+ * legitimate client locked out for 28 s).  Both sides use rdma_cm's
+ * timeouts (4.3 s x 16 tries), so nothing expires during the flood.
+ */
+START_TEST(test_req_flood)
+{
+	enum { N = 60000, BL = 1024, SHARE = DR_CM_SRC_SHARE(BL) };
+	const uint64_t step = 19 * NS / N, wait = 16 * (4096ull << 20);
+	struct dr_cm_conn_param p = { .qpn = 0x11, .path_mtu = 3, .retry_count = 7 };
+	uint8_t mad[DR_MAD_LEN];
+	struct dr_cm_listener *l;
+	struct dr_cm_id *id;
+	uint64_t t0, t_stop;
+	long rss0, rss1;
+
+	teardown();
+	side_init_cfg(&A, IP_A, 20, 15);
+	side_init_cfg(&B, IP_B, 20, 15);
+	ck_assert_int_eq(dr_cm_listen(&B.cm, PORT, BL, (void *)0x1234, &l), 0);
+	rss0 = rss_kib();
+	t0 = now_ns;
+	for (uint32_t i = 0; i < N; i++) {
+		make_req(mad, 0x10000 + i, PORT, 20, 15, 0x5000000000ull + i);
+		dr_cm_recv(&B.cm, IP_X, mad, DR_MAD_LEN);
+		now_ns += step;
+		dr_cm_tick(&B.cm);
+	}
+	rss1 = rss_kib();
+	/* one address's share of the backlog held, every other REQ dropped
+	 * without a word: nothing reflected at the (maybe forged) source */
+	ck_assert_uint_eq(dr_cm_pending(l), SHARE);
+	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ], SHARE);
+	ck_assert_uint_eq(B.cm.by_local.n, SHARE);
+	ck_assert_uint_eq(B.cm.stats.drop[DR_CM_DROP_SRC_SHARE], N - SHARE);
+	ck_assert_uint_eq(drops_of(&B), N - SHARE);
+	ck_assert_uint_eq(B.cm.stats.req_expired, 0);
+	ck_assert_uint_eq(wire_tail, 0);
+	ck_assert_msg(rss1 - rss0 < 10 * 1024, "RSS grew by %ld KiB", rss1 - rss0);
+	printf("REQ flood: %d REQs, %d held, RSS +%ld KiB\n", N, SHARE, rss1 - rss0);
+
+	/* the flood stops; a client from another address connects at once
+	 * (the application answers again) */
+	t_stop = now_ns;
+	B.accept = 1;
+	ck_assert_int_eq(dr_cm_connect(&A.cm, IP_B, PORT, 40000, &p, NULL, &id), 0);
+	run_until(t_stop + 2 * NS);
+	ck_assert_int_eq(id->state, DR_CMS_ESTABLISHED);
+	ck_assert_int_eq(A.nev[DR_CM_EV_ESTABLISHED], 1);
+	ck_assert_int_eq(B.nev[DR_CM_EV_ESTABLISHED], 1);
+	ck_assert_uint_lt(B.ev_ns[DR_CM_EV_ESTABLISHED] - t_stop, 2 * NS);
+	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ_GONE], 0);
+
+	/* the flood's requests expire when their REQ says the peer gave up:
+	 * the first exactly then, the last 767 steps later */
+	run_until(t0 + wait - 1);
+	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ_GONE], 0);
+	run_until(t0 + wait);
+	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ_GONE], 1);
+	ck_assert_int_eq(B.last[DR_CM_EV_CONNREQ_GONE].err, -ETIMEDOUT);
+	ck_assert_ptr_eq(B.last[DR_CM_EV_CONNREQ_GONE].listen_ctx, (void *)0x1234);
+	ck_assert_uint_eq(B.last_peer[DR_CM_EV_CONNREQ_GONE].ip4, IP_X);
+	run_until(t0 + wait + (SHARE - 1) * step);
+	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ_GONE], SHARE);
+	ck_assert_uint_eq(B.cm.stats.req_expired, SHARE);
+	ck_assert_uint_eq(dr_cm_pending(l), 0);
+	ck_assert_uint_eq(B.cm.by_local.n, 1); /* the legitimate connection */
+	ck_assert_uint_eq(B.cm.by_remote.n, 1);
+	ck_assert_uint_eq(B.cm.src_count.n, 0);
+	ck_assert_int_eq(B.conn->state, DR_CMS_ESTABLISHED);
+	ck_assert_uint_eq(wire_tail - wire_head, 0);
+}
+END_TEST
+
+/* The backlog and one address's share of it, exactly. */
+START_TEST(test_backlog)
+{
+	struct dr_cm_id *rejected;
+	struct dr_cm_listener *l;
+	uint8_t mad[DR_MAD_LEN];
+
+	ck_assert_int_eq(dr_cm_listen(&B.cm, PORT, 4, (void *)0x1234, &l), 0);
+	ck_assert_int_eq(DR_CM_SRC_SHARE(4), 3);
+	for (uint32_t i = 1; i <= 4; i++) {
+		make_req(mad, i, PORT, 20, 15, i);
+		dr_cm_recv(&B.cm, IP_X, mad, DR_MAD_LEN);
+	}
+	ck_assert_uint_eq(dr_cm_pending(l), 3);
+	ck_assert_uint_eq(B.cm.stats.drop[DR_CM_DROP_SRC_SHARE], 1);
+	/* another address gets the fourth place */
+	make_req(mad, 5, PORT, 20, 15, 5);
+	dr_cm_recv(&B.cm, IP_A, mad, DR_MAD_LEN);
+	ck_assert_uint_eq(dr_cm_pending(l), 4);
+	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ], 4);
+	ck_assert_ptr_nonnull(B.conn);
+	/* full: a third address is dropped, unanswered */
+	make_req(mad, 6, PORT, 20, 15, 6);
+	dr_cm_recv(&B.cm, 0xc0000203, mad, DR_MAD_LEN);
+	ck_assert_uint_eq(B.cm.stats.drop[DR_CM_DROP_BACKLOG], 1);
+	ck_assert_uint_eq(dr_cm_pending(l), 4);
+	ck_assert_uint_eq(wire_tail, 0);
+	/* the application rejects one: the dropped request's resend gets in */
+	rejected = B.conn;
+	ck_assert_int_eq(dr_cm_reject(rejected, NULL, 0), 0);
+	ck_assert_uint_eq(dr_cm_pending(l), 3);
+	ck_assert_uint_eq(wire_tail, 1); /* the REJ */
+	dr_cm_recv(&B.cm, 0xc0000203, mad, DR_MAD_LEN);
+	ck_assert_uint_eq(dr_cm_pending(l), 4);
+	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ], 5);
+	/* a duplicate of a held request is absorbed, not held twice */
+	make_req(mad, 1, PORT, 20, 15, 1);
+	dr_cm_recv(&B.cm, IP_X, mad, DR_MAD_LEN);
+	ck_assert_uint_eq(B.cm.stats.dup_reqs, 1);
+	ck_assert_uint_eq(dr_cm_pending(l), 4);
+	/* a smaller backlog keeps what is held and takes nothing new */
+	dr_cm_set_backlog(l, 2);
+	make_req(mad, 7, PORT, 20, 15, 7);
+	dr_cm_recv(&B.cm, IP_A, mad, DR_MAD_LEN);
+	ck_assert_uint_eq(B.cm.stats.drop[DR_CM_DROP_BACKLOG], 2);
+	ck_assert_uint_eq(dr_cm_pending(l), 4);
+	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ], 5);
+	/* the listener goes: what it held still times out, for nobody's
+	 * listener; the rejected one leaves after its time-wait */
+	dr_cm_unlisten(l);
+	ck_assert_uint_eq(B.cm.src_count.n, 0);
+	dr_cm_release(rejected);
+	run_until(now_ns + NS);
+	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ_GONE], 4);
+	ck_assert_ptr_null(B.last[DR_CM_EV_CONNREQ_GONE].listen_ctx);
+	ck_assert_uint_eq(B.cm.stats.req_expired, 4);
+	ck_assert_ptr_null(B.cm.ids);
+}
+END_TEST
+
+/* An unanswered request lives as long as its REQ says its peer waits, or
+ * as we would, whichever is shorter; a REJ from its peer withdraws it. */
+START_TEST(test_req_timeout)
+{
+	const uint64_t theirs = 3 * (4096ull << 8), ours = (RETRIES + 1) * (4096ull << RESP_TIMEOUT);
+	struct dr_cm_listener *l;
+	uint8_t mad[DR_MAD_LEN];
+	uint64_t t0 = now_ns;
+
+	ck_assert_int_eq(dr_cm_listen(&B.cm, PORT, BACKLOG, (void *)0x1234, &l), 0);
+	make_req(mad, 0x77, PORT, 8, 2, 1); /* 3 tries of 1.05 ms */
+	dr_cm_recv(&B.cm, IP_A, mad, DR_MAD_LEN);
+	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ], 1);
+	ck_assert_uint_eq(dr_cm_deadline_ns(&B.cm), t0 + theirs);
+	/* its resend does not make it live longer */
+	now_ns = t0 + theirs / 2;
+	dr_cm_recv(&B.cm, IP_A, mad, DR_MAD_LEN);
+	ck_assert_uint_eq(dr_cm_deadline_ns(&B.cm), t0 + theirs);
+	now_ns = t0 + theirs - 1;
+	dr_cm_tick(&B.cm);
+	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ_GONE], 0);
+	now_ns = t0 + theirs;
+	dr_cm_tick(&B.cm);
+	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ_GONE], 1);
+	ck_assert_int_eq(B.last[DR_CM_EV_CONNREQ_GONE].err, -ETIMEDOUT);
+	ck_assert_ptr_eq(B.last[DR_CM_EV_CONNREQ_GONE].listen_ctx, (void *)0x1234);
+	ck_assert_ptr_null(B.cm.ids);
+	ck_assert_uint_eq(dr_cm_pending(l), 0);
+	ck_assert_uint_eq(B.cm.stats.req_expired, 1);
+	ck_assert_uint_eq(wire_tail, 0);
+
+	/* a REQ asking for hours is held no longer than we would wait */
+	make_req(mad, 0x78, PORT, 31, 15, 2);
+	dr_cm_recv(&B.cm, IP_A, mad, DR_MAD_LEN);
+	ck_assert_uint_eq(dr_cm_deadline_ns(&B.cm), now_ns + ours);
+	/* the peer withdraws it with a REJ that names only itself -- sent
+	 * from another address, it is nobody's */
+	forge(&B, IP_X, DR_CM_ATTR_REJ, 0x78, 0, 0, 0);
+	ck_assert_uint_eq(B.cm.stats.drop[DR_CM_DROP_NO_ID], 1);
+	ck_assert_uint_eq(dr_cm_pending(l), 1);
+	forge(&B, IP_A, DR_CM_ATTR_REJ, 0x78, 0, 0, 0);
+	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ_GONE], 2);
+	ck_assert_int_eq(B.last[DR_CM_EV_CONNREQ_GONE].err, -ECONNABORTED);
+	ck_assert_uint_eq(B.cm.stats.req_withdrawn, 1);
+	ck_assert_uint_eq(dr_cm_pending(l), 0);
+	ck_assert_ptr_null(B.cm.ids);
+	ck_assert_uint_eq(dr_cm_deadline_ns(&B.cm), UINT64_MAX);
+
+	/* comm ID 0 is a request like any other, and goes like any other:
+	 * once expired, its resend is a new request, not a duplicate */
+	make_req(mad, 0, PORT, 8, 2, 3);
+	dr_cm_recv(&B.cm, IP_A, mad, DR_MAD_LEN);
+	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ], 3);
+	ck_assert_uint_eq(B.cm.by_remote.n, 1);
+	now_ns += theirs;
+	dr_cm_tick(&B.cm);
+	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ_GONE], 3);
+	ck_assert_uint_eq(B.cm.by_remote.n, 0);
+	ck_assert_ptr_null(B.cm.ids);
+	dr_cm_recv(&B.cm, IP_A, mad, DR_MAD_LEN);
+	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ], 4);
+	ck_assert_uint_eq(B.cm.stats.dup_reqs, 1);
+}
+END_TEST
+
+/*
+ * Forged MADs against an established connection: each gets one field wrong
+ * (or is one the connection does not expect) and must change nothing:
+ * no event, no state change, no timer, one drop counted for its reason,
+ * and the answer a MAD for nobody gets (DREQ: a DREP echoing it; REP: a
+ * REJ stale, unless it named our id from the right address).  The last row
+ * is the control: everything right, and the DREQ does tear B down.
+ */
+enum field { F_NONE, F_LOCAL, F_REMOTE, F_QPN, F_ADDR, F_REMOTE0 };
+static const struct forged {
+	bool to_b;
+	uint16_t attr;
+	enum field wrong;
+	uint8_t msg;
+	int why; /* enum dr_cm_drop, or -1: acts */
+	uint16_t reply;
+} forged[] = {
+	{ true, DR_CM_ATTR_DREQ, F_REMOTE, 0, DR_CM_DROP_NO_ID, DR_CM_ATTR_DREP },
+	{ true, DR_CM_ATTR_DREQ, F_LOCAL, 0, DR_CM_DROP_COMM_ID, DR_CM_ATTR_DREP },
+	{ true, DR_CM_ATTR_DREQ, F_ADDR, 0, DR_CM_DROP_ADDR, DR_CM_ATTR_DREP },
+	{ true, DR_CM_ATTR_DREQ, F_QPN, 0, DR_CM_DROP_QPN, DR_CM_ATTR_DREP },
+	{ false, DR_CM_ATTR_DREQ, F_REMOTE, 0, DR_CM_DROP_NO_ID, DR_CM_ATTR_DREP },
+	{ false, DR_CM_ATTR_DREQ, F_LOCAL, 0, DR_CM_DROP_COMM_ID, DR_CM_ATTR_DREP },
+	{ false, DR_CM_ATTR_DREQ, F_ADDR, 0, DR_CM_DROP_ADDR, DR_CM_ATTR_DREP },
+	{ false, DR_CM_ATTR_DREQ, F_QPN, 0, DR_CM_DROP_QPN, DR_CM_ATTR_DREP },
+	{ false, DR_CM_ATTR_REJ, F_NONE, 1, DR_CM_DROP_STATE, 0 },
+	{ false, DR_CM_ATTR_REJ, F_LOCAL, 1, DR_CM_DROP_COMM_ID, 0 },
+	{ true, DR_CM_ATTR_REJ, F_ADDR, 1, DR_CM_DROP_ADDR, 0 },
+	{ true, DR_CM_ATTR_REJ, F_REMOTE, 1, DR_CM_DROP_NO_ID, 0 },
+	{ true, DR_CM_ATTR_REJ, F_REMOTE0, 0, DR_CM_DROP_STATE, 0 },
+	{ true, DR_CM_ATTR_RTU, F_NONE, 0, DR_CM_DROP_STATE, 0 },
+	{ true, DR_CM_ATTR_RTU, F_ADDR, 0, DR_CM_DROP_ADDR, 0 },
+	{ true, DR_CM_ATTR_RTU, F_LOCAL, 0, DR_CM_DROP_COMM_ID, 0 },
+	{ false, DR_CM_ATTR_RTU, F_NONE, 0, DR_CM_DROP_NO_ID, 0 },
+	{ false, DR_CM_ATTR_REP, F_ADDR, 0, DR_CM_DROP_ADDR, DR_CM_ATTR_REJ },
+	{ false, DR_CM_ATTR_REP, F_LOCAL, 0, DR_CM_DROP_COMM_ID, 0 },
+	{ false, DR_CM_ATTR_REP, F_QPN, 0, DR_CM_DROP_QPN, 0 },
+	{ false, DR_CM_ATTR_REP, F_REMOTE, 0, DR_CM_DROP_NO_ID, DR_CM_ATTR_REJ },
+	{ true, DR_CM_ATTR_REP, F_NONE, 0, DR_CM_DROP_NO_ID, DR_CM_ATTR_REJ },
+	{ false, DR_CM_ATTR_DREP, F_NONE, 0, DR_CM_DROP_STATE, 0 },
+	{ false, DR_CM_ATTR_DREP, F_ADDR, 0, DR_CM_DROP_ADDR, 0 },
+	{ false, DR_CM_ATTR_DREP, F_LOCAL, 0, DR_CM_DROP_COMM_ID, 0 },
+	{ false, DR_CM_ATTR_MRA, F_NONE, 0, DR_CM_DROP_STATE, 0 },
+	{ true, DR_CM_ATTR_MRA, F_ADDR, 1, DR_CM_DROP_ADDR, 0 },
+	{ true, DR_CM_ATTR_MRA, F_REMOTE, 1, DR_CM_DROP_NO_ID, 0 },
+	{ true, DR_CM_ATTR_DREQ, F_NONE, 0, -1, DR_CM_ATTR_DREP }, /* the control */
+};
+
+START_TEST(test_forged_mads)
+{
+	const struct forged *f = &forged[_i];
+	struct dr_cm_id *a, *b, *to_id;
+	struct side *to, *from;
+	uint32_t local, remote, qpn, src;
+	int nev_a[DR_CM_EV_NUM], nev_b[DR_CM_EV_NUM];
+	uint64_t drops_before, why_before = 0;
+	struct dr_mad reply;
+
+	B.accept = 1;
+	a = connect_ab(NULL, 0);
+	run_until(now_ns + 1000000);
+	b = B.conn;
+	ck_assert_int_eq(a->state, DR_CMS_ESTABLISHED);
+	ck_assert_int_eq(b->state, DR_CMS_ESTABLISHED);
+	to = f->to_b ? &B : &A;
+	from = f->to_b ? &A : &B;
+	to_id = f->to_b ? b : a;
+	/* what the real peer would put in: its comm ID, ours, our QPN */
+	local = to_id->remote_comm_id;
+	remote = to_id->local_comm_id;
+	qpn = f->attr == DR_CM_ATTR_REP ? to_id->peer.qpn : to_id->local.qpn;
+	src = from->ip;
+	switch (f->wrong) {
+	case F_LOCAL:
+		local ^= 0x5a5a5a5a;
+		break;
+	case F_REMOTE:
+		remote ^= 0x5a5a5a5a;
+		break;
+	case F_REMOTE0:
+		remote = 0;
+		break;
+	case F_QPN:
+		qpn ^= 1;
+		break;
+	case F_ADDR:
+		src = IP_X;
+		break;
+	case F_NONE:
+		break;
+	}
+	memcpy(nev_a, A.nev, sizeof(nev_a));
+	memcpy(nev_b, B.nev, sizeof(nev_b));
+	drops_before = drops_of(to);
+	if (f->why >= 0)
+		why_before = to->cm.stats.drop[f->why];
+	ck_assert_uint_eq(wire_tail - wire_head, 0);
+
+	forge(to, src, f->attr, local, remote, qpn, f->msg);
+
+	if (f->reply) {
+		ck_assert_uint_eq(wire_tail - wire_head, 1);
+		ck_assert_int_eq(dr_mad_parse(wire[wire_head % 256].mad, DR_MAD_LEN, &reply), 0);
+		ck_assert_int_eq(reply.attr_id, f->reply);
+		ck_assert_uint_eq(wire[wire_head % 256].dst, src);
+	} else {
+		ck_assert_uint_eq(wire_tail - wire_head, 0);
+	}
+	wire_head = wire_tail;
+	if (f->why < 0) {
+		/* the control: the same MAD with everything right acts */
+		ck_assert_int_eq(b->state, DR_CMS_TIMEWAIT);
+		ck_assert_int_eq(B.nev[DR_CM_EV_DISCONNECTED], 1);
+		ck_assert_uint_eq(drops_of(to), drops_before);
+		return;
+	}
+	ck_assert_uint_eq(to->cm.stats.drop[f->why], why_before + 1);
+	ck_assert_uint_eq(drops_of(to), drops_before + 1);
+	ck_assert(!memcmp(nev_a, A.nev, sizeof(nev_a)));
+	ck_assert(!memcmp(nev_b, B.nev, sizeof(nev_b)));
+	ck_assert_int_eq(a->state, DR_CMS_ESTABLISHED);
+	ck_assert_int_eq(b->state, DR_CMS_ESTABLISHED);
+	ck_assert_uint_eq(dr_cm_deadline_ns(&A.cm), UINT64_MAX);
+	ck_assert_uint_eq(dr_cm_deadline_ns(&B.cm), UINT64_MAX);
+	/* and the connection still closes as it should */
+	ck_assert_int_eq(dr_cm_disconnect(a), 0);
+	run_until(now_ns + 10000000);
+	ck_assert_int_eq(A.nev[DR_CM_EV_DISCONNECTED], 1);
+	ck_assert_int_eq(B.nev[DR_CM_EV_DISCONNECTED], 1);
+}
+END_TEST
+
+static int cmp_u32(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/*
+ * The IDs of 1,000 connections: never 0, no repeats on a side, and each
+ * bit set about half the time.  Each bit of n independent uniform values
+ * is Binomial(n, 1/2): mean n/2, standard deviation sqrt(n)/2 (22.4 for
+ * the 2,000 comm IDs, 15.8 for the 1,000 TIDs); allowing 6 of them, a
+ * correct generator fails one of the 96 bits with probability < 2e-7,
+ * while a counter, a clock or a 16-bit generator fails at once.
+ */
+START_TEST(test_id_distribution)
+{
+	enum { N = 1000 };
+	static uint32_t ids_a[N], ids_b[N];
+	static uint64_t tids[N];
+	struct dr_cm_conn_param p = { .qpn = 0x11, .path_mtu = 3 };
+	struct dr_cm_listener *l;
+	int bits[64] = { 0 };
+	const int n32 = 2 * N, sd32 = 224; /* tenths: sqrt(2000) / 2 = 22.4 */
+	const int sd64 = 158;		   /* sqrt(1000) / 2 = 15.8 */
+
+	B.accept = 1;
+	ck_assert_int_eq(dr_cm_listen(&B.cm, PORT, BACKLOG, NULL, &l), 0);
+	for (int i = 0; i < N; i++) {
+		struct dr_cm_id *id;
+
+		ck_assert_int_eq(dr_cm_connect(&A.cm, IP_B, PORT, (uint16_t)(1000 + i), &p, NULL,
+					       &id),
+				 0);
+		run_until(now_ns + 1000000);
+		ck_assert_int_eq(id->state, DR_CMS_ESTABLISHED);
+		ck_assert_int_eq(B.conn->state, DR_CMS_ESTABLISHED);
+		ids_a[i] = id->local_comm_id;
+		ids_b[i] = B.conn->local_comm_id;
+		tids[i] = id->tid;
+		ck_assert_uint_ne(ids_a[i], 0);
+		ck_assert_uint_ne(ids_b[i], 0);
+		ck_assert_uint_ne(tids[i], 0);
+		for (int k = 0; k < 32; k++)
+			bits[k] += (ids_a[i] >> k & 1) + (ids_b[i] >> k & 1);
+	}
+	ck_assert_uint_eq(A.cm.by_local.n, N);
+	ck_assert_uint_eq(B.cm.by_local.n, N);
+	for (int k = 0; k < 32; k++)
+		ck_assert_msg(abs(10 * bits[k] - 10 * n32 / 2) <= 6 * sd32,
+			      "comm ID bit %d set %d times of %d", k, bits[k], n32);
+	memset(bits, 0, sizeof(bits));
+	for (int i = 0; i < N; i++)
+		for (int k = 0; k < 64; k++)
+			bits[k] += tids[i] >> k & 1;
+	for (int k = 0; k < 64; k++)
+		ck_assert_msg(abs(10 * bits[k] - 10 * N / 2) <= 6 * sd64,
+			      "TID bit %d set %d times of %d", k, bits[k], N);
+	qsort(ids_a, N, sizeof(ids_a[0]), cmp_u32);
+	qsort(ids_b, N, sizeof(ids_b[0]), cmp_u32);
+	qsort(tids, N, sizeof(tids[0]), cmp_u64);
+	for (int i = 1; i < N; i++) {
+		ck_assert_uint_ne(ids_a[i], ids_a[i - 1]);
+		ck_assert_uint_ne(ids_b[i], ids_b[i - 1]);
+		ck_assert_uint_ne(tids[i], tids[i - 1]);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cm_state_machine");
@@ -634,6 +1155,11 @@ int main(void)
 	tcase_add_test(tc, test_garbage_mads);
 	tcase_add_test(tc, test_rxe_req);
 	tcase_add_test(tc, test_mad_frame);
+	tcase_add_test(tc, test_req_flood);
+	tcase_add_test(tc, test_backlog);
+	tcase_add_test(tc, test_req_timeout);
+	tcase_add_loop_test(tc, test_forged_mads, 0, sizeof(forged) / sizeof(forged[0]));
+	tcase_add_test(tc, test_id_distribution);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

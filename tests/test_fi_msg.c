@@ -4,7 +4,9 @@
  * the two ends of an in-process DPDK link ("pair:" devices, net_ring),
  * driven by fi_getinfo -> fi_listen/fi_connect/fi_accept -> fi_send/fi_recv
  * -> fi_shutdown -> fi_close.  libfabric loads the provider from the build
- * tree (FI_PROVIDER_PATH); nothing here calls droce directly.
+ * tree (FI_PROVIDER_PATH); nothing here calls droce directly.  The CM
+ * tests at the end play a hostile third party on the link: they build
+ * frames with droce's codec and put them on the link's rings with DPDK.
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -14,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -22,6 +25,14 @@
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include "fi_ext_droce.h"
+
+#include "dr_roce.h"
+
+#undef NS_PER_S /* rte_cycles.h's is an int */
 #define NS_PER_S 1000000000ull
 
 static struct fi_info *info_a, *info_b; /* pair:0 (client), pair:1 (server) */
@@ -628,6 +639,393 @@ START_TEST(test_unreachable_peer)
 }
 END_TEST
 
+/* ---- a hostile third party on the link (issue 11) ------------------------- */
+
+#define IP_A 0xc0000201u  /* the client's address */
+#define IP_B 0xc0000202u  /* the server's */
+#define IP_X 0xc0000242u  /* 192.0.2.66: nobody's, the forger's */
+
+/* ring[s] of the pair carries what side s sends (src/roce/port.c) */
+static struct rte_ring *link_ring[2];
+static struct rte_mempool *forge_pool;
+static uint8_t link_mac[2][6];
+static uint32_t forge_psn;
+
+/* Find the pair's rings (multi-producer: port.c), so that the test can
+ * enqueue beside the ports, and the ends' MACs (FI_DROCE_OPS_1). */
+static void forge_setup(void)
+{
+	char name[RTE_RING_NAMESIZE];
+	struct fi_droce_ops *ops;
+	unsigned u;
+
+	ck_assert_int_eq(fi_open_ops(&dom_a->fid, FI_DROCE_OPS_1, 0, (void **)&ops, NULL), 0);
+	ck_assert_int_eq(ops->port_mac(dom_a, link_mac[0]), 0);
+	ck_assert_int_eq(ops->port_mac(dom_b, link_mac[1]), 0);
+	for (u = 0; u < 64; u++) {
+		snprintf(name, sizeof(name), "drpair%u_0", u);
+		if (rte_ring_lookup(name))
+			break;
+	}
+	ck_assert_uint_lt(u, 64);
+	for (unsigned s = 0; s < 2; s++) {
+		snprintf(name, sizeof(name), "drpair%u_%u", u, s);
+		link_ring[s] = rte_ring_lookup(name);
+		ck_assert_ptr_nonnull(link_ring[s]);
+	}
+	forge_pool = rte_pktmbuf_pool_create("fit_forge", 511, 0, 0, 2048, SOCKET_ID_ANY);
+	ck_assert_ptr_nonnull(forge_pool);
+}
+
+/* Put a MAD on the wire to QP1 of side to (0: client, 1: server) as if
+ * src_ip sent it; when the link is full, let the receiver catch up. */
+static void forge_mad(unsigned to, uint32_t src_ip, const uint8_t *mad, struct fid_cq *drive)
+{
+	uint8_t frame[DR_MAD_LEN + 128];
+	struct dr_pkt_desc d;
+	struct rte_mbuf *m;
+	int len;
+
+	dr_pkt_desc_init(&d);
+	memcpy(d.src_mac, link_mac[!to], 6);
+	memcpy(d.dst_mac, link_mac[to], 6);
+	d.src_ip4 = src_ip;
+	d.dst_ip4 = to ? IP_B : IP_A;
+	d.sport = 0xc001;
+	d.opcode = DR_OP_UD_SEND_ONLY;
+	d.dqpn = DR_GSI_QPN;
+	d.ackreq = true;
+	d.psn = forge_psn++ & DR_PSN_MASK;
+	d.deth.qkey = DR_GSI_QKEY;
+	d.deth.sqpn = DR_GSI_QPN;
+	d.payload = mad;
+	d.payload_len = DR_MAD_LEN;
+	len = dr_pkt_build(&d, frame, sizeof(frame));
+	ck_assert_int_gt(len, 0);
+	while (!(m = rte_pktmbuf_alloc(forge_pool)))
+		fi_cq_read(drive, NULL, 0);
+	memcpy(rte_pktmbuf_append(m, (uint16_t)len), frame, (size_t)len);
+	/* the ring of the side that does not receive it */
+	while (rte_ring_enqueue(link_ring[!to], m))
+		fi_cq_read(drive, NULL, 0);
+}
+
+/* Until the receiver has taken every forged frame off the link. */
+static void forge_drain(unsigned to, struct fid_cq *drive)
+{
+	while (rte_ring_count(link_ring[!to]))
+		fi_cq_read(drive, NULL, 0);
+	fi_cq_read(drive, NULL, 0);
+}
+
+static void req_mad(uint8_t *mad, uint32_t comm, uint16_t port, uint8_t resp_timeout,
+		    uint8_t retries)
+{
+	struct dr_cma_hdr cma = { .cma_version = 0, .ip_version = 4, .src_port = 50000 };
+	struct dr_cm_req req;
+	struct dr_mad m;
+
+	memset(&req, 0, sizeof(req));
+	req.local_comm_id = comm;
+	req.service_id = DR_CM_SID_TCP_PS + port;
+	req.local_qpn = 0x99;
+	req.remote_cm_resp_timeout = resp_timeout;
+	req.local_cm_resp_timeout = resp_timeout;
+	req.max_cm_retries = retries;
+	req.path_mtu = 3;
+	req.pkey = 0xffff;
+	req.starting_psn = 1;
+	dr_cma_hdr_pack(&cma, req.private_data);
+	/* libfabric CM data: one byte of length, none */
+	req.private_data[DR_CMA_HDR_LEN] = 0;
+	dr_mad_init_cm(&m, DR_CM_ATTR_REQ, 0x7700000000000000ull | comm);
+	dr_cm_req_pack(&req, m.body);
+	dr_mad_build(&m, mad);
+}
+
+static long rss_kib(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	long size, pages;
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fscanf(f, "%ld %ld", &size, &pages), 2);
+	fclose(f);
+	return pages * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static uint32_t addr_of(const void *sa)
+{
+	return ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
+}
+
+/* One message each way with exact data: the connection works. */
+static void ping_both(struct conn *c)
+{
+	struct fi_cq_data_entry e;
+	uint8_t tx[64], rx[64];
+
+	for (int dir = 0; dir < 2; dir++) {
+		struct fid_ep *from = dir ? c->ep_b : c->ep_a, *to = dir ? c->ep_a : c->ep_b;
+		struct fid_cq *cq_from = dir ? c->cq_b : c->cq_a, *cq_to = dir ? c->cq_a : c->cq_b;
+
+		for (int i = 0; i < 64; i++)
+			tx[i] = (uint8_t)(i * 13 + dir);
+		memset(rx, 0, sizeof(rx));
+		ck_assert_int_eq(fi_recv(to, rx, sizeof(rx), NULL, 0, rx), 0);
+		ck_assert_int_eq(fi_send(from, tx, sizeof(tx), NULL, 0, tx), 0);
+		ck_assert_int_eq(cq_wait(cq_to, cq_from, &e), 1);
+		ck_assert_ptr_eq(e.op_context, rx);
+		ck_assert_uint_eq(e.len, sizeof(tx));
+		ck_assert(!memcmp(rx, tx, sizeof(tx)));
+		ck_assert_int_eq(cq_wait(cq_from, cq_to, &e), 1);
+		ck_assert_ptr_eq(e.op_context, tx);
+	}
+}
+
+/*
+ * The flood of issue 11 through the provider: 60,000 REQs from one address
+ * while the application does not read its EQ (at 4fe6195: 24,950
+ * FI_CONNREQs queued, RSS +35 MB, a client locked out for 28 s).  Now the
+ * EQ holds exactly the listener's share for one address (3/4 of the
+ * default backlog of 1024), memory stays flat, and a client that connects
+ * when the flood stops is connected as soon as the application reads.
+ */
+START_TEST(test_connreq_flood)
+{
+	enum { N = 60000, HELD = 1024 - 1024 / 4 };
+	struct {
+		struct fi_eq_cm_entry e;
+		uint8_t data[64];
+	} ent;
+	uint8_t mad[DR_MAD_LEN];
+	uint64_t t_stop, t_conn = 0;
+	int flood = 0, legit = 0;
+	struct fi_info *legit_info = NULL;
+	long rss0, rss1;
+	uint32_t event;
+	struct conn c;
+	ssize_t n;
+
+	memset(&c, 0, sizeof(c));
+	listen_b(&c);
+	rss0 = rss_kib();
+	for (uint32_t i = 0; i < N; i++) {
+		req_mad(mad, 0x100000 + i, ntohs(c.server.sin_port), 20, 15);
+		forge_mad(1, IP_X, mad, c.cq_b);
+	}
+	forge_drain(1, c.cq_b);
+	rss1 = rss_kib();
+	printf("FI_CONNREQ flood: %d REQs, RSS +%ld KiB\n", N, rss1 - rss0);
+	ck_assert_msg(rss1 - rss0 < 10 * 1024, "RSS grew by %ld KiB", rss1 - rss0);
+
+	/* the flood stops; a client connects; the application reads its EQ,
+	 * refusing the flood's requests and accepting the client's */
+	t_stop = now_ns();
+	connect_a(&c, NULL, 0);
+	while (!legit_info && now_ns() < t_stop + 5 * NS_PER_S) {
+		n = fi_eq_read(c.eq_b, &event, &ent, sizeof(ent), 0);
+		if (n == -FI_EAGAIN)
+			continue;
+		ck_assert_int_eq(n, sizeof(ent.e));
+		ck_assert_uint_eq(event, FI_CONNREQ);
+		if (addr_of(ent.e.info->dest_addr) == IP_X) {
+			flood++;
+			ck_assert_int_eq(fi_reject(c.pep, ent.e.info->handle, NULL, 0), 0);
+			fi_freeinfo(ent.e.info);
+			continue;
+		}
+		ck_assert_uint_eq(addr_of(ent.e.info->dest_addr), IP_A);
+		legit++;
+		legit_info = ent.e.info;
+	}
+	ck_assert_int_eq(flood, HELD);
+	ck_assert_int_eq(legit, 1);
+	ck_assert_int_eq(fi_endpoint(dom_b, legit_info, &c.ep_b, NULL), 0);
+	fi_freeinfo(legit_info);
+	ck_assert_int_eq(fi_ep_bind(c.ep_b, &c.eq_b->fid, 0), 0);
+	ck_assert_int_eq(fi_ep_bind(c.ep_b, &c.cq_b->fid, FI_TRANSMIT | FI_RECV), 0);
+	ck_assert_int_eq(fi_accept(c.ep_b, NULL, 0), 0);
+	expect_connected(c.eq_a, c.ep_a, NULL, 0);
+	expect_connected(c.eq_b, c.ep_b, NULL, 0);
+	t_conn = now_ns();
+	printf("FI_CONNREQ flood: %d held, client connected %.3f s after the flood\n", flood,
+	       (double)(t_conn - t_stop) / NS_PER_S);
+	ck_assert_uint_lt(t_conn - t_stop, 2 * NS_PER_S);
+	ping_both(&c);
+	/* nothing else is queued */
+	ck_assert_int_eq(fi_eq_read(c.eq_b, &event, &ent, sizeof(ent), 0), -FI_EAGAIN);
+	close_pair(&c);
+}
+END_TEST
+
+/* Requests that time out: unread, the FI_CONNREQ is taken back; read,
+ * fi_accept fails with FI_ETIMEDOUT and fi_reject still frees the handle;
+ * a pep closed with a request unread refuses it. */
+START_TEST(test_connreq_timeout)
+{
+	struct {
+		struct fi_eq_cm_entry e;
+		uint8_t data[64];
+	} ent;
+	/* the REQ's own numbers: one try of 4.096 us * 2^14 = 67 ms */
+	const uint64_t wait = 4096ull << 14;
+	struct fi_info *info[2];
+	uint8_t mad[DR_MAD_LEN];
+	uint32_t event;
+	struct conn c;
+	uint64_t t0;
+
+	memset(&c, 0, sizeof(c));
+	listen_b(&c);
+	/* unread until it expires: the application never sees it */
+	req_mad(mad, 0x51, ntohs(c.server.sin_port), 14, 0);
+	t0 = now_ns();
+	forge_mad(1, IP_X, mad, c.cq_b);
+	forge_drain(1, c.cq_b);
+	ck_assert_int_eq(fi_eq_read(c.eq_b, &event, &ent, sizeof(ent), FI_PEEK), sizeof(ent.e));
+	while (now_ns() < t0 + 3 * wait)
+		fi_cq_read(c.cq_b, NULL, 0);
+	ck_assert_int_eq(fi_eq_read(c.eq_b, &event, &ent, sizeof(ent), 0), -FI_EAGAIN);
+
+	/* read, then expired: accept fails, reject frees it */
+	for (int i = 0; i < 2; i++) {
+		req_mad(mad, 0x52 + (uint32_t)i, ntohs(c.server.sin_port), 14, 0);
+		forge_mad(1, IP_X, mad, c.cq_b);
+	}
+	t0 = now_ns();
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(eq_wait(c.eq_b, &event, &ent, sizeof(ent)), sizeof(ent.e));
+		ck_assert_uint_eq(event, FI_CONNREQ);
+		info[i] = ent.e.info;
+	}
+	while (now_ns() < t0 + 3 * wait)
+		fi_cq_read(c.cq_b, NULL, 0);
+	ck_assert_int_eq(fi_endpoint(dom_b, info[0], &c.ep_b, NULL), 0);
+	ck_assert_int_eq(fi_ep_bind(c.ep_b, &c.eq_b->fid, 0), 0);
+	ck_assert_int_eq(fi_ep_bind(c.ep_b, &c.cq_b->fid, FI_TRANSMIT | FI_RECV), 0);
+	ck_assert_int_eq(fi_accept(c.ep_b, NULL, 0), -FI_ETIMEDOUT);
+	ck_assert_int_eq(fi_close(&c.ep_b->fid), 0);
+	c.ep_b = NULL;
+	ck_assert_int_eq(fi_reject(c.pep, info[1]->handle, NULL, 0), 0);
+	fi_freeinfo(info[0]);
+	fi_freeinfo(info[1]);
+	ck_assert_int_eq(fi_eq_read(c.eq_b, &event, &ent, sizeof(ent), 0), -FI_EAGAIN);
+
+	/* a request still unread when the pep closes is refused with it */
+	req_mad(mad, 0x54, ntohs(c.server.sin_port), 20, 15);
+	forge_mad(1, IP_X, mad, c.cq_b);
+	forge_drain(1, c.cq_b);
+	ck_assert_int_eq(fi_eq_read(c.eq_b, &event, &ent, sizeof(ent), FI_PEEK), sizeof(ent.e));
+	ck_assert_int_eq(fi_close(&c.pep->fid), 0);
+	c.pep = NULL;
+	ck_assert_int_eq(fi_eq_read(c.eq_b, &event, &ent, sizeof(ent), 0), -FI_EAGAIN);
+	open_eq_cq(dom_a, &c.eq_a, &c.cq_a);
+	close_pair(&c);
+}
+END_TEST
+
+/* fi_control FI_BACKLOG: the listener holds that many requests unread,
+ * 3/4 of them (at least 1) from one address. */
+START_TEST(test_pep_backlog)
+{
+	struct {
+		struct fi_eq_cm_entry e;
+		uint8_t data[64];
+	} ent;
+	uint8_t mad[DR_MAD_LEN];
+	int n = 0, from_x = 0, bad = 0, four = 4;
+	uint32_t event;
+	struct conn c;
+	ssize_t ret;
+
+	memset(&c, 0, sizeof(c));
+	listen_b(&c);
+	ck_assert_int_eq(fi_control(&c.pep->fid, FI_BACKLOG, &bad), -FI_EINVAL);
+	ck_assert_int_eq(fi_control(&c.pep->fid, FI_BACKLOG, &four), 0);
+	for (uint32_t i = 0; i < 20; i++) {
+		req_mad(mad, 0x200 + i, ntohs(c.server.sin_port), 20, 15);
+		/* ten from one address, then ten from 192.0.2.77 */
+		forge_mad(1, i < 10 ? IP_X : 0xc000024d, mad, c.cq_b);
+	}
+	forge_drain(1, c.cq_b);
+	while ((ret = fi_eq_read(c.eq_b, &event, &ent, sizeof(ent), 0)) != -FI_EAGAIN) {
+		ck_assert_int_eq(ret, sizeof(ent.e));
+		ck_assert_uint_eq(event, FI_CONNREQ);
+		n++;
+		from_x += addr_of(ent.e.info->dest_addr) == IP_X;
+		ck_assert_int_eq(fi_reject(c.pep, ent.e.info->handle, NULL, 0), 0);
+		fi_freeinfo(ent.e.info);
+	}
+	ck_assert_int_eq(n, 4);
+	ck_assert_int_eq(from_x, 3); /* its share; the fourth place for another */
+	open_eq_cq(dom_a, &c.eq_a, &c.cq_a);
+	close_pair(&c);
+}
+END_TEST
+
+/*
+ * Forged CM MADs against a live connection, as an off-path attacker must
+ * send them now that the IDs are random: from the peer's own address and
+ * from another, DREQ, DREP, REJ, REP, RTU and MRA with guessed comm IDs
+ * and QPNs, to both sides.  Nothing happens: no event on either EQ, and
+ * data still flows both ways.  (test_cm_sm checks every field one at a
+ * time with the others right.)
+ */
+START_TEST(test_forged_cm)
+{
+	static const uint16_t attrs[] = { DR_CM_ATTR_DREQ, DR_CM_ATTR_DREP, DR_CM_ATTR_REJ,
+					  DR_CM_ATTR_REP,  DR_CM_ATTR_RTU,  DR_CM_ATTR_MRA };
+	enum { PER = 500 };
+	uint8_t mad[DR_MAD_LEN], buf[64];
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	uint32_t event;
+	struct conn c;
+
+	connect_pair(&c);
+	ping_both(&c);
+	for (unsigned to = 0; to < 2; to++)
+		for (size_t a = 0; a < sizeof(attrs) / sizeof(attrs[0]); a++)
+			for (int i = 0; i < PER; i++) {
+				struct dr_mad m;
+				uint32_t local, remote;
+
+				/* guesses: any 32-bit values (xorshift, fixed seed) */
+				x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+				local = (uint32_t)x;
+				remote = (uint32_t)(x >> 32);
+				dr_mad_init_cm(&m, attrs[a], x);
+				memset(m.body, 0, sizeof(m.body));
+				/* every one of these MADs starts with the two
+				 * comm IDs; DREQ's QPN and MRA's fields after
+				 * them are guessed as well */
+				m.body[0] = (uint8_t)(local >> 24);
+				m.body[1] = (uint8_t)(local >> 16);
+				m.body[2] = (uint8_t)(local >> 8);
+				m.body[3] = (uint8_t)local;
+				m.body[4] = (uint8_t)(remote >> 24);
+				m.body[5] = (uint8_t)(remote >> 16);
+				m.body[6] = (uint8_t)(remote >> 8);
+				m.body[7] = (uint8_t)remote;
+				m.body[8] = (uint8_t)(x >> 16);
+				m.body[9] = (uint8_t)(x >> 8);
+				m.body[10] = (uint8_t)x;
+				m.body[11] = (uint8_t)(x >> 40);
+				dr_mad_build(&m, mad);
+				forge_mad(to, i & 1 ? IP_X : to ? IP_A : IP_B, mad,
+					  to ? c.cq_b : c.cq_a);
+			}
+	forge_drain(0, c.cq_a);
+	forge_drain(1, c.cq_b);
+	ck_assert_int_eq(fi_eq_read(c.eq_a, &event, buf, sizeof(buf), 0), -FI_EAGAIN);
+	ck_assert_int_eq(fi_eq_read(c.eq_b, &event, buf, sizeof(buf), 0), -FI_EAGAIN);
+	ping_both(&c);
+	ck_assert_int_eq(fi_eq_read(c.eq_a, &event, buf, sizeof(buf), 0), -FI_EAGAIN);
+	ck_assert_int_eq(fi_eq_read(c.eq_b, &event, buf, sizeof(buf), 0), -FI_EAGAIN);
+	close_pair(&c);
+}
+END_TEST
+
 static void setup(void)
 {
 	struct fi_info *hints = fi_allocinfo(), *all, *i;
@@ -652,6 +1050,7 @@ static void setup(void)
 	ck_assert_int_eq(fi_fabric(info_a->fabric_attr, &fabric, NULL), 0);
 	ck_assert_int_eq(fi_domain(fabric, info_a, &dom_a, NULL), 0);
 	ck_assert_int_eq(fi_domain(fabric, info_b, &dom_b, NULL), 0);
+	forge_setup();
 }
 
 static void teardown(void)
@@ -659,6 +1058,7 @@ static void teardown(void)
 	ck_assert_int_eq(fi_close(&dom_a->fid), 0);
 	ck_assert_int_eq(fi_close(&dom_b->fid), 0);
 	ck_assert_int_eq(fi_close(&fabric->fid), 0);
+	rte_mempool_free(forge_pool);
 	fi_freeinfo(info_a);
 	fi_freeinfo(info_b);
 }
@@ -697,6 +1097,10 @@ int main(void)
 	tcase_add_test(tc, test_wait_fd);
 	tcase_add_test(tc, test_threads);
 	tcase_add_test(tc, test_unreachable_peer);
+	tcase_add_test(tc, test_connreq_flood);
+	tcase_add_test(tc, test_connreq_timeout);
+	tcase_add_test(tc, test_pep_backlog);
+	tcase_add_test(tc, test_forged_cm);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_set_fork_status(sr, CK_NOFORK);

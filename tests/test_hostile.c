@@ -429,6 +429,181 @@ START_TEST(test_forged_arp_burst)
 }
 END_TEST
 
+/* ---- the connection manager ------------------------------------------------- */
+
+/* A MAD to B's QP1 as src_ip would send it (UD SEND_ONLY, GSI Q_Key). */
+static void inject_mad(uint32_t src_ip, const struct dr_mad *mad)
+{
+	uint8_t raw[DR_MAD_LEN], frame[DR_MAD_LEN + 128];
+	struct dr_pkt_desc d;
+	static uint32_t gsi_psn;
+	int len;
+
+	dr_mad_build(mad, raw);
+	dr_pkt_desc_init(&d);
+	memcpy(d.src_mac, qa.mac, 6);
+	memcpy(d.dst_mac, qb.mac, 6);
+	d.src_ip4 = src_ip;
+	d.dst_ip4 = FX_IP_B;
+	d.sport = 0xc001;
+	d.opcode = DR_OP_UD_SEND_ONLY;
+	d.dqpn = DR_GSI_QPN;
+	d.ackreq = true;
+	d.psn = gsi_psn++ & DR_PSN_MASK;
+	d.deth.qkey = DR_GSI_QKEY;
+	d.deth.sqpn = DR_GSI_QPN;
+	d.payload = raw;
+	d.payload_len = DR_MAD_LEN;
+	len = build(&d, frame, sizeof(frame));
+	inject(frame, (size_t)len);
+}
+
+/* B's EQ holds nothing: no FI_SHUTDOWN, no FI_CONNREQ. */
+static void eq_b_empty(void)
+{
+	struct fi_eq_cm_entry e;
+	uint32_t event;
+
+	ck_assert_int_eq(fi_eq_read(C.eq_b, &event, &e, sizeof(e), 0), -FI_EAGAIN);
+}
+
+/* DREQ, REJ and RTU from the peer's own address that name the live
+ * connection's QPN but guess the communication IDs (random 32-bit IDs: a
+ * guess is right once in 2^64): each dropped and counted by the CM, the
+ * connection stays up on both sides. */
+START_TEST(test_forged_cm)
+{
+	static const uint16_t attrs[] = { DR_CM_ATTR_DREQ, DR_CM_ATTR_REJ, DR_CM_ATTR_RTU };
+	uint64_t no_id = DOM_B("cm_drop_no_id");
+	struct fi_eq_cm_entry e;
+	uint32_t event;
+
+	for (unsigned i = 0; i < 3; i++) {
+		struct dr_mad mad;
+
+		dr_mad_init_cm(&mad, attrs[i], 0x1234567800000000ull + i);
+		if (attrs[i] == DR_CM_ATTR_DREQ) {
+			struct dr_cm_dreq m = { .local_comm_id = 0x5eed0001 + i,
+						.remote_comm_id = 0x0bad0001 + i,
+						.remote_qpn = qb.qpn };
+
+			dr_cm_dreq_pack(&m, mad.body);
+		} else if (attrs[i] == DR_CM_ATTR_REJ) {
+			struct dr_cm_rej m = { .local_comm_id = 0x5eed0001 + i,
+					       .remote_comm_id = 0x0bad0001 + i,
+					       .msg_rejected = 2,
+					       .reason = DR_CM_REJ_CONSUMER_DEFINED };
+
+			dr_cm_rej_pack(&m, mad.body);
+		} else {
+			struct dr_cm_rtu m = { .local_comm_id = 0x5eed0001 + i,
+					       .remote_comm_id = 0x0bad0001 + i };
+
+			dr_cm_rtu_pack(&m, mad.body);
+		}
+		inject_mad(FX_IP_A, &mad);
+	}
+	settle();
+	ck_assert_uint_eq(DOM_B("cm_drop_no_id"), no_id + 3);
+	eq_b_empty();
+	ck_assert_int_eq(fi_eq_read(C.eq_a, &event, &e, sizeof(e), 0), -FI_EAGAIN);
+	qp_infos();
+	ck_assert_str_eq(qb.state, "RTS");
+	ck_assert_str_eq(qa.state, "RTS");
+	connection_carries_data(10);
+}
+END_TEST
+
+/* A flood of REQs from one address (192.0.2.66) at B's listener while the
+ * application reads no event: the listener holds at most its share of the
+ * backlog (3/4 of FI_DROCE_CM_BACKLOG, default 1024), the rest is dropped
+ * and counted, nothing is answered to the forged source beyond ARP, and a
+ * legitimate client from another address connects at once after it. */
+START_TEST(test_cm_flood)
+{
+	const unsigned n = 2000, share = 1024 * 3 / 4;
+	uint64_t backlog0 = DOM_B("cm_drop_src_share") + DOM_B("cm_drop_backlog");
+	uint16_t port = ntohs(C.server.sin_port);
+	struct fid_ep *ep2_a = NULL, *ep2_b = NULL;
+	unsigned forged = 0;
+	uint64_t t0;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct dr_cma_hdr cma = { .ip_version = 4, .src_port = (uint16_t)(40000 + i) };
+		struct dr_cm_req req;
+		struct dr_mad mad;
+
+		memset(&req, 0, sizeof(req));
+		req.local_comm_id = 0x70000000u + i;
+		req.service_id = DR_CM_SID_TCP_PS + port;
+		req.local_qpn = 0x100 + i;
+		req.remote_cm_resp_timeout = 20;
+		req.local_cm_resp_timeout = 20;
+		req.max_cm_retries = 15;
+		req.path_mtu = 3;
+		req.pkey = 0xffff;
+		req.starting_psn = i;
+		dr_gid_from_ipv4(req.primary.local_gid, 0xc0000242);
+		dr_gid_from_ipv4(req.primary.remote_gid, FX_IP_B);
+		dr_gid_from_ipv4(cma.src_addr, 0xc0000242);
+		dr_gid_from_ipv4(cma.dst_addr, FX_IP_B);
+		dr_cma_hdr_pack(&cma, req.private_data);
+		dr_mad_init_cm(&mad, DR_CM_ATTR_REQ, 0xf100d00000000000ull + i);
+		dr_cm_req_pack(&req, mad.body);
+		inject_mad(0xc0000242, &mad);
+		if (i % 64 == 63)
+			fx_cq_drive(C.cq_b, NULL, 1);
+	}
+	settle();
+	ck_assert_uint_eq(DOM_B("cm_drop_src_share") + DOM_B("cm_drop_backlog"),
+			  backlog0 + (n - share));
+	/* the legitimate client: a second endpoint of A's; B's application
+	 * now reads its EQ, refuses the forged requests (their source is
+	 * 192.0.2.66) and accepts A's */
+	t0 = fx_now_ns();
+	ck_assert_int_eq(fi_endpoint(F.dom_a, F.info_a, &ep2_a, NULL), 0);
+	ck_assert_int_eq(fi_ep_bind(ep2_a, &C.eq_a->fid, 0), 0);
+	ck_assert_int_eq(fi_ep_bind(ep2_a, &C.cq_a->fid, FI_TRANSMIT | FI_RECV), 0);
+	ck_assert_int_eq(fi_enable(ep2_a), 0);
+	ck_assert_int_eq(fi_connect(ep2_a, &C.server, NULL, 0), 0);
+	while (!ep2_b) {
+		struct fi_eq_cm_entry e;
+		struct sockaddr_in *from;
+		uint32_t event;
+
+		ck_assert_int_eq(fx_eq_wait(C.eq_b, &event, &e, sizeof(e)), (ssize_t)sizeof(e));
+		ck_assert_uint_eq(event, FI_CONNREQ);
+		from = e.info->dest_addr;
+		ck_assert_ptr_nonnull(from);
+		if (ntohl(from->sin_addr.s_addr) == 0xc0000242) {
+			forged++;
+			ck_assert_int_eq(fi_reject(C.pep, e.info->handle, NULL, 0), 0);
+		} else {
+			ck_assert_uint_eq(ntohl(from->sin_addr.s_addr), FX_IP_A);
+			ck_assert_int_eq(fi_endpoint(F.dom_b, e.info, &ep2_b, NULL), 0);
+			ck_assert_int_eq(fi_ep_bind(ep2_b, &C.eq_b->fid, 0), 0);
+			ck_assert_int_eq(fi_ep_bind(ep2_b, &C.cq_b->fid, FI_TRANSMIT | FI_RECV), 0);
+			ck_assert_int_eq(fi_accept(ep2_b, NULL, 0), 0);
+		}
+		fi_freeinfo(e.info);
+	}
+	ck_assert_uint_eq(forged, share);
+	for (unsigned side = 0; side < 2; side++) {
+		struct fi_eq_cm_entry e;
+		uint32_t event;
+
+		ck_assert_int_eq(fx_eq_wait(side ? C.eq_b : C.eq_a, &event, &e, sizeof(e)),
+				 (ssize_t)sizeof(e));
+		ck_assert_uint_eq(event, FI_CONNECTED);
+		ck_assert_ptr_eq(e.fid, side ? &ep2_b->fid : &ep2_a->fid);
+	}
+	ck_assert_uint_lt(fx_now_ns() - t0, 2 * FX_NS_PER_S);
+	ck_assert_int_eq(fi_close(&ep2_a->fid), 0);
+	ck_assert_int_eq(fi_close(&ep2_b->fid), 0);
+	connection_carries_data(11);
+}
+END_TEST
+
 /* ---- fixtures ------------------------------------------------------------------- */
 
 static void conn_setup(void)
@@ -483,6 +658,8 @@ int main(void)
 	tcase_add_test(tc, test_spoofed_source);
 	tcase_add_test(tc, test_forged_arp_one);
 	tcase_add_test(tc, test_forged_arp_burst);
+	tcase_add_test(tc, test_forged_cm);
+	tcase_add_test(tc, test_cm_flood);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	/* DPDK's EAL starts once per process: no forking per test */

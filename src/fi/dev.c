@@ -90,6 +90,10 @@ static void cm_event(void *ctx, const struct dr_cm_event *ev)
 		dr_pep_cm_connreq(ev->listen_ctx, ev);
 		return;
 	}
+	if (ev->type == DR_CM_EV_CONNREQ_GONE) { /* the id's ctx is its connreq */
+		dr_pep_cm_gone(ev);
+		return;
+	}
 	ep = ev->id->ctx;
 	if (ep)
 		dr_ep_cm_event(ep, ev);
@@ -236,6 +240,8 @@ static void dev_log_drops(struct dr_dev *dev)
 			DR_INFO(FI_LOG_DOMAIN, "%s refused frames: %s\n", who, buf);
 	}
 	dr_rx_drops_log(who, dev->rx_drops);
+	if (dr_cm_stats_str(&dev->cm, buf, sizeof(buf)))
+		DR_INFO(FI_LOG_EP_CTRL, "%s CM: %s\n", who, buf);
 }
 
 /* ARP gave up on a peer: connections being set up with it fail now, with
@@ -342,6 +348,8 @@ static int dev_open(struct dr_fabric *fab, const struct dr_devcfg *cfg, struct d
 	cc.max_cm_retries = (uint8_t)s->cm_retries;
 	ret = dr_cm_init(&dev->cm, &cc, &dev_cm_ops, dev);
 	if (ret) {
+		DR_WARN(FI_LOG_DOMAIN, "device %s: cannot start the CM: %s\n", cfg->name,
+			strerror(-ret));
 		ret = -FI_EINVAL;
 		goto out_free;
 	}

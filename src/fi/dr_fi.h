@@ -86,6 +86,7 @@ struct dr_settings {
 	int min_rnr_timer; /* FI_DROCE_MIN_RNR_TIMER: RNR NAK timer code, 0..31 */
 	int cm_timeout;	 /* FI_DROCE_CM_TIMEOUT: CM response timeout exponent */
 	int cm_retries;	 /* FI_DROCE_CM_RETRIES: CM MAD resends, 0..15 */
+	int cm_backlog;	 /* FI_DROCE_CM_BACKLOG: unanswered requests a listener holds */
 };
 
 /* The settings, read and checked on first use; NULL (and an FI_WARN that
@@ -192,7 +193,7 @@ struct dr_eq {
 	struct dr_progress progress;
 	struct dr_wait wait;
 	pthread_mutex_t lock; /* the ring, err_data, ref, wait's state */
-	struct dr_eq_ev *head, *tail; /* FIFO, unbounded: nothing is lost */
+	struct dr_eq_ev *head, *tail; /* FIFO, doubly linked; no overrun (eq.c) */
 	size_t count;
 	void *err_data; /* of the last error read, until the next read */
 	int ref;	/* objects bound to this EQ: changed under lock */
@@ -209,6 +210,14 @@ int dr_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq
  * An FI_CONNREQ's info belongs to the EQ until read: closing the EQ first
  * fi_freeinfo()s it (info->handle is left alone: pep.c owns connreqs). */
 int dr_eq_push(struct dr_eq *eq, uint32_t event, const void *buf, size_t len);
+struct dr_connreq;
+/* Queue an FI_CONNREQ for cr (whose fi_info is in the entry): as
+ * dr_eq_push, and linked to cr so that dr_eq_withdraw can take it back
+ * while it is unread. */
+int dr_eq_push_connreq(struct dr_eq *eq, const void *buf, size_t len, struct dr_connreq *cr);
+/* Take cr's FI_CONNREQ off the EQ, its fi_info freed, if it is still
+ * unread: true if it was (the application never saw the request). */
+bool dr_eq_withdraw(struct dr_eq *eq, struct dr_connreq *cr);
 /* Queue an error entry; err_data (may be NULL) is copied.  0 or -FI_ENOMEM. */
 int dr_eq_push_err(struct dr_eq *eq, fid_t fid, void *context, uint64_t data, int err,
 		   int prov_errno, const void *err_data, size_t err_data_size);
@@ -468,6 +477,8 @@ struct dr_pep {
 	struct dr_eq *eq;
 	struct dr_pep *next;	/* dev->peps while listening, under dev->lock */
 	struct dr_cm_listener *lsn;
+	struct dr_connreq *crs; /* its requests not yet answered (dev->lock) */
+	int backlog;		/* FI_BACKLOG, or FI_DROCE_CM_BACKLOG */
 	struct sockaddr_in addr;
 	bool listening;
 };
@@ -480,12 +491,29 @@ static inline struct dr_pep *dr_pep_of(struct fid_pep *f)
 int dr_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep,
 		void *context);
 
-/* A connection request handed to the application in fi_info->handle. */
+/*
+ * A connection request handed to the application in fi_info->handle.
+ * Lives until fi_accept, fi_reject or the close of the endpoint made from
+ * it -- or, while its FI_CONNREQ is still unread, until the request times
+ * out, the peer withdraws it or the pep closes: then the event is taken
+ * back off the EQ (dr_eq_withdraw) and the application never sees it.  A
+ * request gone after the event was read leaves id NULL and err set:
+ * fi_accept fails with err.  All fields under dev->lock but ev, which is
+ * the EQ's, under eq->lock.
+ */
 struct dr_connreq {
 	struct fid fid; /* FI_CLASS_CONNREQ */
 	struct dr_dev *dev;
-	struct dr_cm_id *id;
+	struct dr_cm_id *id;		/* NULL once the request is gone */
+	int err;			/* ... and why: -FI_ETIMEDOUT, -FI_ECONNABORTED */
+	struct dr_pep *pep;		/* NULL once the pep is closed */
+	struct dr_eq *eq;		/* where its event went; valid while pep is */
+	struct dr_connreq *next, *prev; /* on pep->crs */
+	struct dr_eq_ev *ev;		/* its event while unread (eq->lock) */
 };
+
+/* dev->lock held: the request is answered or abandoned; cr is freed. */
+void dr_connreq_free(struct dr_connreq *cr);
 
 enum dr_ep_state {
 	DR_EP_IDLE,	  /* created or enabled, not connected */
@@ -603,6 +631,8 @@ void dr_ep_cm_event(struct dr_ep *ep, const struct dr_cm_event *ev);
 /* A frame for the endpoint's QP (dev->lock held). */
 void dr_ep_input(struct dr_ep *ep, const struct dr_pkt *pkt);
 void dr_pep_cm_connreq(struct dr_pep *pep, const struct dr_cm_event *ev);
+/* The CM's CONNREQ_GONE (dev->lock held). */
+void dr_pep_cm_gone(const struct dr_cm_event *ev);
 /* Finish the graceful disconnects that are due (dev->lock held); returns
  * how many are still draining. */
 unsigned dr_ep_drain(struct dr_dev *dev, bool now);

@@ -672,6 +672,13 @@ static int ep_accept(struct fid_ep *fep, const void *param, size_t paramlen)
 		ret = -FI_EOPBADSTATE;
 		goto out_unlock;
 	}
+	if (!ep->connreq->id) {
+		/* the request timed out unanswered, or the peer withdrew it */
+		DR_INFO(FI_LOG_EP_CTRL, "fi_accept: the connection request is gone (%s)\n",
+			fi_strerror(-ep->connreq->err));
+		ret = ep->connreq->err;
+		goto out_unlock;
+	}
 	ret = ep_enable_locked(ep);
 	if (ret)
 		goto out_unlock;
@@ -710,13 +717,14 @@ static int ep_accept(struct fid_ep *fep, const void *param, size_t paramlen)
 	dr_cm_set_ctx(ep->cm_id, ep);
 	ret = dr_cm_accept(ep->cm_id, &cp);
 	if (ret) {
-		dr_cm_set_ctx(ep->cm_id, NULL);
+		/* still the request's: CONNREQ_GONE must find it */
+		dr_cm_set_ctx(ep->cm_id, ep->connreq);
 		ep->cm_id = NULL;
 		qp_to_error(ep);
-		ret = -FI_EOPBADSTATE; /* the request is gone (peer gave up) */
+		ret = -FI_EOPBADSTATE;
 		goto out_unlock;
 	}
-	free(ep->connreq);
+	dr_connreq_free(ep->connreq);
 	ep->connreq = NULL;
 	ep->state = DR_EP_ACCEPTING;
 out_unlock:
@@ -1087,9 +1095,12 @@ static void ep_free(struct dr_ep *ep)
 	char who[32];
 
 	if (ep->connreq) {
-		dr_cm_reject(ep->connreq->id, NULL, 0);
-		dr_cm_release(ep->connreq->id);
-		free(ep->connreq);
+		if (ep->connreq->id) {
+			dr_cm_set_ctx(ep->connreq->id, NULL);
+			dr_cm_reject(ep->connreq->id, NULL, 0);
+			dr_cm_release(ep->connreq->id);
+		}
+		dr_connreq_free(ep->connreq);
 	}
 	if (dr_idmap_find(&dev->qps, dr_qp_num(ep->qp)) == ep)
 		dr_dev_qpn_free(dev, dr_qp_num(ep->qp));

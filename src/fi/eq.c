@@ -2,8 +2,12 @@
 /*
  * The event queue (fi_eq(3)): connection events and asynchronous errors.
  *
- * An unbounded FIFO of events, each one allocation; attr->size is only a
- * hint, so nothing is ever lost (no FI_EOVERRUN state).  Successes and
+ * A FIFO of events, each one allocation; attr->size is only a hint, so
+ * nothing is ever lost (no FI_EOVERRUN state).  It is bounded all the same
+ * by what can put events in it: FI_CONNREQs by the backlog of each
+ * listener bound to it (a request that is gone before it was read is
+ * taken back out, dr_eq_withdraw), the rest by the application's own
+ * endpoints, a few events each, and its own fi_eq_write.  Successes and
  * errors share the FIFO in the order they happened: fi_eq_read returns
  * -FI_EAVAIL while an error is at the head, fi_eq_readerr -FI_EAGAIN while
  * a success is.  The wait fd (FI_WAIT_UNSPEC, FI_WAIT_FD) is readable
@@ -21,7 +25,8 @@
 #include "dr_fi.h"
 
 struct dr_eq_ev {
-	struct dr_eq_ev *next;
+	struct dr_eq_ev *next, *prev;
+	struct dr_connreq *cr; /* FI_CONNREQ: its request, while unread */
 	uint32_t event;
 	bool err;		       /* an error entry: errent, err_data in data[] */
 	bool owns_info;		       /* FI_CONNREQ from dr_eq_push: free if never read */
@@ -35,6 +40,7 @@ struct dr_eq_ev {
 static void eq_append(struct dr_eq *eq, struct dr_eq_ev *ev)
 {
 	ev->next = NULL;
+	ev->prev = eq->tail;
 	if (eq->tail)
 		eq->tail->next = ev;
 	else
@@ -44,15 +50,30 @@ static void eq_append(struct dr_eq *eq, struct dr_eq_ev *ev)
 		dr_wait_signal(&eq->wait);
 }
 
+/* Off the FIFO, wherever it is; a request's event is no longer its. */
+static void eq_unlink(struct dr_eq *eq, struct dr_eq_ev *ev)
+{
+	if (ev->prev)
+		ev->prev->next = ev->next;
+	else
+		eq->head = ev->next;
+	if (ev->next)
+		ev->next->prev = ev->prev;
+	else
+		eq->tail = ev->prev;
+	if (ev->cr) {
+		ev->cr->ev = NULL;
+		ev->cr = NULL;
+	}
+	if (--eq->count == 0)
+		dr_wait_clear(&eq->wait);
+}
+
 static struct dr_eq_ev *eq_pop(struct dr_eq *eq)
 {
 	struct dr_eq_ev *ev = eq->head;
 
-	eq->head = ev->next;
-	if (!eq->head)
-		eq->tail = NULL;
-	if (--eq->count == 0)
-		dr_wait_clear(&eq->wait);
+	eq_unlink(eq, ev);
 	return ev;
 }
 
@@ -106,6 +127,37 @@ int dr_eq_push(struct dr_eq *eq, uint32_t event, const void *buf, size_t len)
 	eq_append(eq, ev);
 	pthread_mutex_unlock(&eq->lock);
 	return 0;
+}
+
+int dr_eq_push_connreq(struct dr_eq *eq, const void *buf, size_t len, struct dr_connreq *cr)
+{
+	struct dr_eq_ev *ev = eq_ev_alloc(FI_CONNREQ, buf, len);
+
+	if (!ev) {
+		DR_WARN(FI_LOG_EQ, "out of memory: FI_CONNREQ lost\n");
+		return -FI_ENOMEM;
+	}
+	ev->owns_info = len >= sizeof(struct fi_eq_cm_entry);
+	pthread_mutex_lock(&eq->lock);
+	ev->cr = cr;
+	cr->ev = ev;
+	eq_append(eq, ev);
+	pthread_mutex_unlock(&eq->lock);
+	return 0;
+}
+
+bool dr_eq_withdraw(struct dr_eq *eq, struct dr_connreq *cr)
+{
+	struct dr_eq_ev *ev;
+
+	pthread_mutex_lock(&eq->lock);
+	ev = cr->ev;
+	if (ev)
+		eq_unlink(eq, ev);
+	pthread_mutex_unlock(&eq->lock);
+	if (ev)
+		eq_free_ev(ev);
+	return ev != NULL;
 }
 
 int dr_eq_push_err(struct dr_eq *eq, fid_t fid, void *context, uint64_t data, int err,
@@ -326,12 +378,17 @@ static int eq_close(struct fid *fid)
 		return -FI_EBUSY;
 	}
 	ev = eq->head;
+	for (struct dr_eq_ev *e = ev; e; e = e->next)
+		if (e->cr) /* none expected (see below); never leave one dangling */
+			e->cr->ev = NULL;
 	eq->head = eq->tail = NULL;
 	eq->count = 0;
 	eq_end_err_data(eq);
 	pthread_mutex_unlock(&eq->lock);
 
-	/* events never read are lost (fi_eq(3)); their fi_info with them */
+	/* events never read are lost (fi_eq(3)); their fi_info with them.
+	 * No FI_CONNREQ of a request is among them: its pep, which holds a
+	 * reference on the EQ, took them back when it closed. */
 	for (; ev; ev = next) {
 		next = ev->next;
 		eq_free_ev(ev);

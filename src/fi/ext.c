@@ -20,6 +20,7 @@ struct counter_def {
 
 #define PORT_C(f) { #f, offsetof(struct dr_port_stats, f) }
 #define QP_C(f)	  { #f, offsetof(struct dr_qp_stats, f) }
+#define CM_C(f)	  { "cm_" #f, offsetof(struct dr_cm_stats, f) }
 
 /* clang-format off */
 static const struct counter_def port_counters[] = {
@@ -59,6 +60,12 @@ static const char *const verdict_counter[DR_PKT_VERDICT_NUM] = {
 	[DR_PKT_BAD_ICRC] = "rx_bad_icrc",
 };
 
+static const struct counter_def cm_counters[] = {
+	CM_C(tx_mads), CM_C(rx_mads), CM_C(resent), CM_C(dup_reqs), CM_C(dup_reps),
+	CM_C(dup_dreqs), CM_C(rej_no_listener), CM_C(rx_bad), CM_C(req_expired),
+	CM_C(req_withdrawn),
+};
+
 static const struct counter_def qp_counters[] = {
 	QP_C(tx_frames), QP_C(rx_frames), QP_C(tx_req_pkts), QP_C(tx_resent_pkts),
 	QP_C(tx_acks), QP_C(tx_read_rsps), QP_C(tx_atomic_acks), QP_C(acks_coalesced),
@@ -91,21 +98,26 @@ static void put_table(struct counter_out *o, const struct counter_def *t, size_t
 		put(o, t[i].name, *(const uint64_t *)((const char *)stats + t[i].off));
 }
 
-/* "rx_drop_" + dr_rx_drop_names[reason], made once */
+/* "rx_drop_" + dr_rx_drop_names[reason], "cm_drop_" + dr_cm_drop_names[],
+ * made once */
 static char drop_counter_names[DR_RX_DROP_NUM][48];
+static char cm_drop_counter_names[DR_CM_DROP_NUM][48];
 
 static void drop_names_init(void)
 {
 	for (unsigned r = 0; r < DR_RX_DROP_NUM; r++)
 		snprintf(drop_counter_names[r], sizeof(drop_counter_names[r]), "rx_drop_%s",
 			 dr_rx_drop_names[r]);
+	for (unsigned r = 0; r < DR_CM_DROP_NUM; r++)
+		snprintf(cm_drop_counter_names[r], sizeof(cm_drop_counter_names[r]), "cm_drop_%s",
+			 dr_cm_drop_names[r]);
 }
+
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
 
 static void put_drops(struct counter_out *o, const uint64_t drops[DR_RX_DROP_NUM])
 {
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-	pthread_once(&once, drop_names_init);
+	pthread_once(&names_once, drop_names_init);
 	for (unsigned r = DR_RX_OK + 1; r < DR_RX_DROP_NUM; r++)
 		put(o, drop_counter_names[r], drops[r]);
 }
@@ -114,13 +126,19 @@ static void dev_counters(struct dr_dev *dev, struct counter_out *o)
 {
 	uint64_t drops[DR_RX_DROP_NUM];
 	struct dr_port_stats ps;
+	struct dr_cm_stats cs;
 
 	dr_dev_lock(dev);
 	dr_port_get_stats(dev->port, &ps);
 	memcpy(drops, dev->rx_drops, sizeof(drops));
+	cs = dev->cm.stats;
 	dr_dev_unlock(dev);
 	put_drops(o, drops);
 	put_table(o, port_counters, ARRAY_LEN(port_counters), &ps);
+	put_table(o, cm_counters, ARRAY_LEN(cm_counters), &cs);
+	pthread_once(&names_once, drop_names_init);
+	for (unsigned r = 0; r < DR_CM_DROP_NUM; r++)
+		put(o, cm_drop_counter_names[r], cs.drop[r]);
 	for (unsigned v = 0; v < DR_PKT_VERDICT_NUM; v++)
 		if (verdict_counter[v])
 			put(o, verdict_counter[v], ps.rx_verdict[v]);

@@ -59,6 +59,9 @@ static const struct dr_param {
 	  "4.3 s, as rdma_cm)" },
 	{ "cm_retries", DR_PARAM_INT, offsetof(struct dr_settings, cm_retries), 15, 0, 15,
 	  "CM MAD resends before a connect fails (default: 15, as rdma_cm)" },
+	{ "cm_backlog", DR_PARAM_INT, offsetof(struct dr_settings, cm_backlog), 1024, 1, 65536,
+	  "connection requests a listener holds unanswered; more are dropped (default: 1024, "
+	  "rdma_ucm's max_backlog; fi_control FI_BACKLOG sets it per listener)" },
 };
 
 static struct dr_settings settings;

@@ -3,6 +3,12 @@
  * Passive endpoints: an rdma_cm listener on the device's CM (service ID
  * 0x0000000001060000 + port).  A REQ for it becomes an FI_CONNREQ event
  * whose fi_info carries the request (handle) and the peer's CM data.
+ *
+ * The listener holds at most its backlog of requests unanswered
+ * (FI_BACKLOG, default FI_DROCE_CM_BACKLOG; the CM drops more, see
+ * dr_cm_listen); a request that times out or that its peer withdraws
+ * before the application read its FI_CONNREQ is taken back off the EQ, so
+ * neither the CM nor the EQ grows with a flood of REQs.
  */
 #include <arpa/inet.h>
 #include <stdlib.h>
@@ -23,6 +29,25 @@ static int pep_close(struct fid *fid)
 	dr_dev_lock(dev);
 	if (pep->lsn)
 		dr_cm_unlisten(pep->lsn);
+	/* requests the application never saw are refused; those it holds the
+	 * handle of stay its own, to accept or reject */
+	while (pep->crs) {
+		struct dr_connreq *cr = pep->crs;
+
+		pep->crs = cr->next;
+		if (dr_eq_withdraw(cr->eq, cr)) {
+			if (cr->id) {
+				dr_cm_set_ctx(cr->id, NULL);
+				dr_cm_reject(cr->id, NULL, 0);
+				dr_cm_release(cr->id);
+			}
+			free(cr);
+			continue;
+		}
+		cr->pep = NULL;
+		cr->eq = NULL;
+		cr->next = cr->prev = NULL;
+	}
 	for (struct dr_pep **pp = &dev->peps; *pp; pp = &(*pp)->next)
 		if (*pp == pep) {
 			*pp = pep->next;
@@ -102,7 +127,7 @@ static int pep_listen(struct fid_pep *fpep)
 
 		if (!p) /* an ephemeral port, as rdma_cm picks one */
 			p = dev->port_next = (uint16_t)(0xc000 | ((dev->port_next + 1) & 0x3fff));
-		ret = dr_cm_listen(&dev->cm, p, pep, &pep->lsn);
+		ret = dr_cm_listen(&dev->cm, p, (unsigned)pep->backlog, pep, &pep->lsn);
 		if (!ret)
 			pep->addr.sin_port = htons(p);
 	} while (ret == -EADDRINUSE && !port && --tries);
@@ -138,14 +163,75 @@ static int pep_reject(struct fid_pep *fpep, fid_t handle, const void *param, siz
 	if (paramlen)
 		memcpy(priv + 1, param, paramlen);
 	dr_dev_lock(pep->dev);
+	if (!cr->id) {
+		/* gone already (timed out, or the peer gave up): refused all
+		 * the same, nothing left to say */
+		dr_connreq_free(cr);
+		dr_dev_unlock(pep->dev);
+		return 0;
+	}
 	ret = dr_cm_reject(cr->id, priv, 1 + paramlen);
-	if (!ret)
+	if (!ret) {
+		dr_cm_set_ctx(cr->id, NULL);
 		dr_cm_release(cr->id);
+		dr_connreq_free(cr);
+	}
 	dr_dev_unlock(pep->dev);
-	if (ret)
-		return -FI_EINVAL; /* already accepted or rejected */
-	free(cr);
+	return ret ? -FI_EINVAL : 0; /* already accepted or rejected */
+}
+
+/* fi_control FI_BACKLOG (fi_endpoint(3)): the listener's backlog, before
+ * or while it listens; requests held beyond a smaller one stay. */
+static int pep_control(struct fid *fid, int command, void *arg)
+{
+	struct dr_pep *pep = pep_of_fid(fid);
+	int backlog;
+
+	if (command != FI_BACKLOG)
+		return -FI_ENOSYS;
+	if (!arg)
+		return -FI_EINVAL;
+	backlog = *(int *)arg;
+	if (backlog <= 0) {
+		DR_WARN(FI_LOG_EP_CTRL, "FI_BACKLOG %d: at least 1\n", backlog);
+		return -FI_EINVAL;
+	}
+	dr_dev_lock(pep->dev);
+	pep->backlog = backlog;
+	if (pep->lsn)
+		dr_cm_set_backlog(pep->lsn, (unsigned)backlog);
+	dr_dev_unlock(pep->dev);
 	return 0;
+}
+
+void dr_connreq_free(struct dr_connreq *cr)
+{
+	if (cr->pep) {
+		/* its event, if still unread (an FI_PEEKed handle), goes too */
+		dr_eq_withdraw(cr->eq, cr);
+		if (cr->prev)
+			cr->prev->next = cr->next;
+		else
+			cr->pep->crs = cr->next;
+		if (cr->next)
+			cr->next->prev = cr->prev;
+	}
+	free(cr);
+}
+
+void dr_pep_cm_gone(const struct dr_cm_event *ev)
+{
+	struct dr_connreq *cr = ev->id->ctx;
+
+	if (!cr)
+		return;
+	cr->id = NULL; /* the CM frees it when this returns */
+	cr->err = ev->err == -ETIMEDOUT ? -FI_ETIMEDOUT : -FI_ECONNABORTED;
+	DR_DBG(FI_LOG_EP_CTRL, "connection request from %08x %s\n", ev->peer->ip4,
+	       ev->err == -ETIMEDOUT ? "timed out unanswered" : "withdrawn by the peer");
+	/* unread: the application never learns of it; read: fi_accept fails */
+	if (cr->pep && dr_eq_withdraw(cr->eq, cr))
+		dr_connreq_free(cr);
 }
 
 static int pep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
@@ -201,6 +287,8 @@ void dr_pep_cm_connreq(struct dr_pep *pep, const struct dr_cm_event *ev)
 	cr->fid.fclass = FI_CLASS_CONNREQ;
 	cr->dev = pep->dev;
 	cr->id = ev->id;
+	cr->pep = pep;
+	cr->eq = pep->eq;
 	info->handle = &cr->fid;
 
 	memset(&ent, 0, sizeof(ent));
@@ -213,8 +301,17 @@ void dr_pep_cm_connreq(struct dr_pep *pep, const struct dr_cm_event *ev)
 			len = 0; /* not a libfabric peer (rping): no CM data */
 		memcpy(ent.data, ev->private_data + 1, len);
 	}
-	if (dr_eq_push(pep->eq, FI_CONNREQ, &ent, sizeof(ent.e) + len))
+	cr->next = pep->crs;
+	if (pep->crs)
+		pep->crs->prev = cr;
+	pep->crs = cr;
+	if (dr_eq_push_connreq(pep->eq, &ent, sizeof(ent.e) + len, cr)) {
+		dr_connreq_free(cr);
+		cr = NULL;
 		goto out_reject;
+	}
+	/* CONNREQ_GONE finds the request through the id */
+	dr_cm_set_ctx(ev->id, cr);
 	return;
 
 out_reject:
@@ -232,7 +329,7 @@ static struct fi_ops pep_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = pep_close,
 	.bind = pep_bind,
-	.control = dr_no_control,
+	.control = pep_control,
 	.ops_open = dr_no_ops_open,
 	.tostr = dr_no_tostr,
 	.ops_set = dr_no_ops_set,
@@ -334,6 +431,7 @@ int dr_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep 
 	if (ret)
 		goto out_free;
 	pep->fab = fab;
+	pep->backlog = dr_settings_get()->cm_backlog;
 	pep->addr.sin_family = AF_INET;
 	pep->addr.sin_addr.s_addr = htonl(pep->dev->cfg.ip4);
 	if (info->src_addr && info->src_addrlen >= sizeof(struct sockaddr_in))

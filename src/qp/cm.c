@@ -15,12 +15,25 @@
  * max_cm_retries times); duplicates are answered from the last MAD sent
  * (a duplicate REQ gets the REP again, a duplicate REP the RTU, a duplicate
  * DREQ the DREP), so both sides converge whatever the network drops.
+ *
+ * Against peers that lie (issue 11): IDs from getrandom(2); a MAD acts
+ * on a connection only if it comes from the connection's peer address and
+ * names both communication IDs (and the QPN, where it carries one) -- an
+ * off-path forger has to guess 64 random bits or more; mismatches are
+ * answered exactly as MADs for nobody are, so that the answer tells no
+ * forger which half of a guess was right.  Lookups go through keyed hash
+ * tables and deadlines through a heap; a listener holds at most its
+ * backlog of unanswered requests, each for as long as its REQ says the
+ * peer waits.
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "dr_cm.h"
 #include "dr_qp.h" /* dr_udp_sport */
@@ -39,7 +52,14 @@ const char *const dr_cm_state_names[DR_CMS_NUM] = {
 const char *const dr_cm_event_names[DR_CM_EV_NUM] = {
     [DR_CM_EV_CONNREQ] = "CONNREQ",	      [DR_CM_EV_ESTABLISHED] = "ESTABLISHED",
     [DR_CM_EV_REJECTED] = "REJECTED",	      [DR_CM_EV_UNREACHABLE] = "UNREACHABLE",
-    [DR_CM_EV_DISCONNECTED] = "DISCONNECTED",
+    [DR_CM_EV_DISCONNECTED] = "DISCONNECTED", [DR_CM_EV_CONNREQ_GONE] = "CONNREQ_GONE",
+};
+
+const char *const dr_cm_drop_names[DR_CM_DROP_NUM] = {
+    [DR_CM_DROP_NO_ID] = "no_id",	  [DR_CM_DROP_ADDR] = "addr",
+    [DR_CM_DROP_COMM_ID] = "comm_id",	  [DR_CM_DROP_QPN] = "qpn",
+    [DR_CM_DROP_STATE] = "state",	  [DR_CM_DROP_BACKLOG] = "backlog",
+    [DR_CM_DROP_SRC_SHARE] = "src_share", [DR_CM_DROP_NOMEM] = "nomem",
 };
 
 struct dr_cm_listener {
@@ -47,7 +67,18 @@ struct dr_cm_listener {
 	struct dr_cm *cm;
 	uint16_t port;
 	void *ctx;
+	unsigned backlog;	/* at most this many requests unanswered */
+	unsigned pending;	/* requests unanswered now */
+	struct dr_cm_id *phead; /* ... a list through id->pnext */
 };
+
+/* Requests one address holds unanswered on one listener. */
+struct cm_src {
+	struct dr_cm_hnode hn; /* key: port << 32 | address */
+	unsigned n;
+};
+
+#define CM_OF(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 /* rdma_cm values (cma.c): CMA_CM_RESPONSE_TIMEOUT, CMA_MAX_CM_RETRIES */
 #define CM_DEF_RESP_TIMEOUT 20
@@ -55,14 +86,156 @@ struct dr_cm_listener {
 #define CM_DEF_TIMEWAIT_NS  1000000000ull
 #define CM_HOP_LIMIT	    64
 
-static uint64_t rng_next(struct dr_cm *cm)
+static void cm_log(struct dr_cm *cm, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- random bits ---------------------------------------------------------- */
+
+/*
+ * Comm IDs, TIDs and the hash secret come from getrandom(2), the kernel's
+ * CSPRNG: a forger who saw every ID of its own connections (a REJ echoes
+ * ours) learns nothing of the next one, which the xorshift generator here
+ * before gave away after three samples.  Read DR_CM_RAND_BUF bytes at a
+ * time (one system call per 64 IDs); bytes are wiped once handed out, and a
+ * forked child starts a buffer of its own rather than repeat its parent's.
+ */
+static int cm_random(struct dr_cm *cm, void *out, size_t n)
 {
-	/* xorshift64*: comm IDs and TIDs need to be unlikely to repeat
-	 * across restarts, not secret */
-	cm->rng ^= cm->rng >> 12;
-	cm->rng ^= cm->rng << 25;
-	cm->rng ^= cm->rng >> 27;
-	return cm->rng * 0x2545f4914f6cdd1dull;
+	int pid = (int)getpid();
+	size_t got = 0;
+	uint8_t *p;
+
+	if (cm->rand_pid != pid) {
+		cm->rand_left = 0;
+		cm->rand_pid = pid;
+	}
+	if (cm->rand_left < n) {
+		while (got < sizeof(cm->rand)) {
+			ssize_t r = getrandom(cm->rand + got, sizeof(cm->rand) - got, 0);
+
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0) {
+				int e = r < 0 ? errno : EIO;
+
+				cm_log(cm,
+				       "cm: getrandom(2) failed: %s; no CM identifiers without it",
+				       strerror(e));
+				return -e;
+			}
+			got += (size_t)r;
+		}
+		cm->rand_left = sizeof(cm->rand);
+	}
+	p = cm->rand + sizeof(cm->rand) - cm->rand_left;
+	memcpy(out, p, n);
+	memset(p, 0, n);
+	cm->rand_left -= n;
+	return 0;
+}
+
+/* A 32-bit comm ID or a 64-bit TID: never 0 (0 means "none" in a REJ). */
+static int cm_random32(struct dr_cm *cm, uint32_t *v)
+{
+	int ret;
+
+	do
+		ret = cm_random(cm, v, sizeof(*v));
+	while (!ret && !*v);
+	return ret;
+}
+
+static int cm_random64(struct dr_cm *cm, uint64_t *v)
+{
+	int ret;
+
+	do
+		ret = cm_random(cm, v, sizeof(*v));
+	while (!ret && !*v);
+	return ret;
+}
+
+/* ---- hash tables ---------------------------------------------------------- */
+
+/* splitmix64's finaliser around a secret, twice: a peer that picks the
+ * keys (its comm IDs, its address) cannot know which of them share a
+ * chain.  Chains stay short anyway: every table holds at most the ids
+ * alive, and those are bounded by the listeners' backlogs and the
+ * application's connections. */
+static uint64_t cm_mix(uint64_t h)
+{
+	h ^= h >> 30;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 27;
+	h *= 0x94d049bb133111ebull;
+	return h ^ (h >> 31);
+}
+
+static size_t htab_slot(const struct dr_cm *cm, const struct dr_cm_htab *t, uint64_t key)
+{
+	return (size_t)cm_mix(cm_mix(key ^ cm->hkey[0]) ^ cm->hkey[1]) & t->mask;
+}
+
+#define CM_HTAB_MIN 64
+
+static int htab_init(struct dr_cm_htab *t)
+{
+	t->b = calloc(CM_HTAB_MIN, sizeof(*t->b));
+	t->mask = CM_HTAB_MIN - 1;
+	t->n = 0;
+	return t->b ? 0 : -ENOMEM;
+}
+
+static struct dr_cm_hnode *htab_find(const struct dr_cm *cm, const struct dr_cm_htab *t,
+				     uint64_t key)
+{
+	for (struct dr_cm_hnode *n = t->b[htab_slot(cm, t, key)]; n; n = n->next)
+		if (n->key == key)
+			return n;
+	return NULL;
+}
+
+/* Twice the buckets once there are two nodes a bucket; if memory is short
+ * the chains grow longer instead. */
+static void htab_grow(const struct dr_cm *cm, struct dr_cm_htab *t)
+{
+	size_t nb = (t->mask + 1) * 2;
+	struct dr_cm_htab g = {.b = calloc(nb, sizeof(*t->b)), .mask = nb - 1, .n = t->n};
+
+	if (!g.b)
+		return;
+	for (size_t i = 0; i <= t->mask; i++)
+		while (t->b[i]) {
+			struct dr_cm_hnode *n = t->b[i];
+			size_t s = htab_slot(cm, &g, n->key);
+
+			t->b[i] = n->next;
+			n->next = g.b[s];
+			g.b[s] = n;
+		}
+	free(t->b);
+	*t = g;
+}
+
+static void htab_add(const struct dr_cm *cm, struct dr_cm_htab *t, struct dr_cm_hnode *n)
+{
+	size_t s;
+
+	if (t->n >= 2 * (t->mask + 1))
+		htab_grow(cm, t);
+	s = htab_slot(cm, t, n->key);
+	n->next = t->b[s];
+	t->b[s] = n;
+	t->n++;
+}
+
+static void htab_del(const struct dr_cm *cm, struct dr_cm_htab *t, struct dr_cm_hnode *n)
+{
+	for (struct dr_cm_hnode **pp = &t->b[htab_slot(cm, t, n->key)]; *pp; pp = &(*pp)->next)
+		if (*pp == n) {
+			*pp = n->next;
+			t->n--;
+			return;
+		}
 }
 
 static void cm_log(struct dr_cm *cm, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -99,14 +272,92 @@ static uint64_t mad_timeout_ns(const struct dr_cm *cm)
 
 /* ---- timers -------------------------------------------------------------- */
 
+/* The ids with a deadline form a binary min-heap on it (cm->heap, each id
+ * knowing its place), so the next deadline is the root and a flood of
+ * requests costs O(log n) a timer, not a walk over every id. */
+static bool heap_less(const struct dr_cm *cm, size_t a, size_t b)
+{
+	return cm->heap[a]->deadline_ns < cm->heap[b]->deadline_ns;
+}
+
+static void heap_swap(struct dr_cm *cm, size_t a, size_t b)
+{
+	struct dr_cm_id *t = cm->heap[a];
+
+	cm->heap[a] = cm->heap[b];
+	cm->heap[b] = t;
+	cm->heap[a]->heap_idx = a;
+	cm->heap[b]->heap_idx = b;
+}
+
+static void heap_fix(struct dr_cm *cm, size_t i)
+{
+	while (i && heap_less(cm, i, (i - 1) / 2)) {
+		heap_swap(cm, i, (i - 1) / 2);
+		i = (i - 1) / 2;
+	}
+	for (;;) {
+		size_t l = 2 * i + 1, m = i;
+
+		if (l < cm->heap_n && heap_less(cm, l, m))
+			m = l;
+		if (l + 1 < cm->heap_n && heap_less(cm, l + 1, m))
+			m = l + 1;
+		if (m == i)
+			return;
+		heap_swap(cm, i, m);
+		i = m;
+	}
+}
+
+/* Room for one more id's deadline, reserved when the id is made so that
+ * arming a timer never fails. */
+static int heap_reserve(struct dr_cm *cm, size_t n)
+{
+	struct dr_cm_id **h;
+	size_t cap;
+
+	if (n <= cm->heap_cap)
+		return 0;
+	cap = cm->heap_cap ? cm->heap_cap * 2 : CM_HTAB_MIN;
+	h = realloc(cm->heap, cap * sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	cm->heap = h;
+	cm->heap_cap = cap;
+	return 0;
+}
+
+static void set_deadline(struct dr_cm_id *id, uint64_t deadline_ns)
+{
+	struct dr_cm *cm = id->cm;
+	size_t i = id->heap_idx;
+
+	if (id->deadline_ns == UINT64_MAX) {
+		id->deadline_ns = deadline_ns;
+		if (deadline_ns == UINT64_MAX)
+			return;
+		i = id->heap_idx = cm->heap_n++;
+		cm->heap[i] = id;
+		heap_fix(cm, i);
+		return;
+	}
+	id->deadline_ns = deadline_ns;
+	if (deadline_ns != UINT64_MAX) {
+		heap_fix(cm, i);
+		return;
+	}
+	/* off the heap: the last one takes its place */
+	if (i != --cm->heap_n) {
+		cm->heap[i] = cm->heap[cm->heap_n];
+		cm->heap[i]->heap_idx = i;
+		heap_fix(cm, i);
+	}
+}
+
 uint64_t dr_cm_deadline_ns(const struct dr_cm *cm)
 {
-	uint64_t d = UINT64_MAX;
-
-	for (const struct dr_cm_id *id = cm->ids; id; id = id->next)
-		if (id->deadline_ns < d)
-			d = id->deadline_ns;
-	return d;
+	return cm->heap_n ? cm->heap[0]->deadline_ns : UINT64_MAX;
 }
 
 static void rearm(struct dr_cm *cm)
@@ -120,11 +371,22 @@ static void rearm(struct dr_cm *cm)
 	}
 }
 
+static void pending_leave(struct dr_cm_id *id);
+
 static void set_state(struct dr_cm_id *id, enum dr_cm_state st)
 {
 	cm_log(id->cm, "cm id %08x: %s -> %s", id->local_comm_id, dr_cm_state_names[id->state],
 	       dr_cm_state_names[st]);
+	/* answered (or gone): no longer held against the listener's backlog */
+	if (id->state == DR_CMS_REQ_RCVD && st != DR_CMS_REQ_RCVD)
+		pending_leave(id);
 	id->state = st;
+}
+
+static void drop(struct dr_cm *cm, enum dr_cm_drop why, const char *what, uint32_t ip4)
+{
+	cm->stats.drop[why]++;
+	cm_log(cm, "cm: %s from %08x dropped: %s", what, ip4, dr_cm_drop_names[why]);
 }
 
 /* ---- sending ------------------------------------------------------------- */
@@ -144,11 +406,12 @@ static int send_kept(struct dr_cm_id *id, const struct dr_mad *mad, bool retried
 	dr_mad_build(mad, id->last_mad);
 	id->has_last = true;
 	id->last_attr = mad->attr_id;
+	id->mra_seen = false;
 	if (retried) {
 		id->retries_left = cm->cfg.max_cm_retries;
-		id->deadline_ns = cm->ops->now_ns(cm->ctx) + mad_timeout_ns(cm);
+		set_deadline(id, cm->ops->now_ns(cm->ctx) + mad_timeout_ns(cm));
 	} else {
-		id->deadline_ns = UINT64_MAX;
+		set_deadline(id, UINT64_MAX);
 	}
 	return send_raw(cm, id->peer_ip4, id->last_mad);
 }
@@ -274,47 +537,129 @@ static void send_drep(struct dr_cm *cm, uint32_t ip4, uint64_t tid, uint32_t loc
 
 static struct dr_cm_id *id_by_local(struct dr_cm *cm, uint32_t local_comm_id)
 {
-	for (struct dr_cm_id *id = cm->ids; id; id = id->next)
-		if (id->local_comm_id == local_comm_id)
-			return id;
-	return NULL;
+	struct dr_cm_hnode *n = htab_find(cm, &cm->by_local, local_comm_id);
+
+	return n ? CM_OF(n, struct dr_cm_id, hn_local) : NULL;
 }
 
+static uint64_t remote_key(uint32_t ip4, uint32_t remote_comm_id)
+{
+	return (uint64_t)ip4 << 32 | remote_comm_id;
+}
+
+/* A passive id by what its REQ said: duplicates of a REQ find it. */
 static struct dr_cm_id *id_by_remote(struct dr_cm *cm, uint32_t ip4, uint32_t remote_comm_id)
 {
-	for (struct dr_cm_id *id = cm->ids; id; id = id->next)
-		if (!id->active && id->peer_ip4 == ip4 && id->remote_comm_id == remote_comm_id)
-			return id;
-	return NULL;
+	struct dr_cm_hnode *n = htab_find(cm, &cm->by_remote, remote_key(ip4, remote_comm_id));
+
+	return n ? CM_OF(n, struct dr_cm_id, hn_remote) : NULL;
 }
 
+/* A new id with a fresh comm ID: random, not 0, unlike every live one.
+ * NULL: no memory, or no random bits (logged). */
 static struct dr_cm_id *id_new(struct dr_cm *cm, uint32_t peer_ip4)
 {
-	struct dr_cm_id *id = calloc(1, sizeof(*id));
+	struct dr_cm_id *id;
 
+	if (heap_reserve(cm, cm->by_local.n + 1))
+		return NULL;
+	id = calloc(1, sizeof(*id));
 	if (!id)
 		return NULL;
-	do
-		id->local_comm_id = (uint32_t)rng_next(cm);
-	while (!id->local_comm_id || id_by_local(cm, id->local_comm_id));
+	do {
+		if (cm_random32(cm, &id->local_comm_id)) {
+			free(id);
+			return NULL;
+		}
+	} while (id_by_local(cm, id->local_comm_id));
 	id->cm = cm;
 	id->peer_ip4 = peer_ip4;
 	id->deadline_ns = UINT64_MAX;
+	id->hn_local.key = id->local_comm_id;
+	htab_add(cm, &cm->by_local, &id->hn_local);
 	id->next = cm->ids;
+	if (cm->ids)
+		cm->ids->prev = id;
 	cm->ids = id;
 	return id;
 }
 
 static void id_free(struct dr_cm_id *id)
 {
-	struct dr_cm_id **pp;
+	struct dr_cm *cm = id->cm;
 
-	for (pp = &id->cm->ids; *pp; pp = &(*pp)->next)
-		if (*pp == id) {
-			*pp = id->next;
-			break;
-		}
+	pending_leave(id);
+	set_deadline(id, UINT64_MAX);
+	htab_del(cm, &cm->by_local, &id->hn_local);
+	if (id->in_by_remote)
+		htab_del(cm, &cm->by_remote, &id->hn_remote);
+	if (id->prev)
+		id->prev->next = id->next;
+	else
+		cm->ids = id->next;
+	if (id->next)
+		id->next->prev = id->prev;
 	free(id);
+}
+
+/* ---- the backlog ------------------------------------------------------------- */
+
+static uint64_t src_key(uint16_t port, uint32_t ip4)
+{
+	return (uint64_t)port << 32 | ip4;
+}
+
+static struct cm_src *src_of(struct dr_cm *cm, uint16_t port, uint32_t ip4)
+{
+	struct dr_cm_hnode *n = htab_find(cm, &cm->src_count, src_key(port, ip4));
+
+	return n ? CM_OF(n, struct cm_src, hn) : NULL;
+}
+
+/* id (REQ_RCVD) is held against l's backlog and its address's share. */
+static int pending_add(struct dr_cm_listener *l, struct dr_cm_id *id)
+{
+	struct dr_cm *cm = l->cm;
+	struct cm_src *src = src_of(cm, l->port, id->peer_ip4);
+
+	if (!src) {
+		src = calloc(1, sizeof(*src));
+		if (!src)
+			return -ENOMEM;
+		src->hn.key = src_key(l->port, id->peer_ip4);
+		htab_add(cm, &cm->src_count, &src->hn);
+	}
+	src->n++;
+	id->lsn = l;
+	id->pprev = NULL;
+	id->pnext = l->phead;
+	if (l->phead)
+		l->phead->pprev = id;
+	l->phead = id;
+	l->pending++;
+	return 0;
+}
+
+static void pending_leave(struct dr_cm_id *id)
+{
+	struct dr_cm_listener *l = id->lsn;
+	struct cm_src *src;
+
+	if (!l)
+		return;
+	src = src_of(id->cm, l->port, id->peer_ip4);
+	if (src && !--src->n) {
+		htab_del(id->cm, &id->cm->src_count, &src->hn);
+		free(src);
+	}
+	if (id->pprev)
+		id->pprev->pnext = id->pnext;
+	else
+		l->phead = id->pnext;
+	if (id->pnext)
+		id->pnext->pprev = id->pprev;
+	l->pending--;
+	id->lsn = NULL;
 }
 
 static void emit(struct dr_cm_id *id, enum dr_cm_event_type type, uint16_t reason,
@@ -341,13 +686,30 @@ static void emit(struct dr_cm_id *id, enum dr_cm_event_type type, uint16_t reaso
 static void to_timewait(struct dr_cm_id *id)
 {
 	set_state(id, DR_CMS_TIMEWAIT);
-	id->deadline_ns = id->cm->ops->now_ns(id->cm->ctx) + id->cm->cfg.timewait_ns;
+	set_deadline(id, id->cm->ops->now_ns(id->cm->ctx) + id->cm->cfg.timewait_ns);
 }
 
 static void to_closed(struct dr_cm_id *id)
 {
 	set_state(id, DR_CMS_CLOSED);
-	id->deadline_ns = UINT64_MAX;
+	set_deadline(id, UINT64_MAX);
+}
+
+/* A request never answered is over (err -ETIMEDOUT: it timed out;
+ * -ECONNABORTED: the peer withdrew it): CONNREQ_GONE tells the caller,
+ * who forgets the id, and it goes. */
+static void req_gone(struct dr_cm_id *id, int err)
+{
+	void *listen_ctx = id->lsn ? id->lsn->ctx : NULL;
+
+	if (err == -ETIMEDOUT)
+		id->cm->stats.req_expired++;
+	else
+		id->cm->stats.req_withdrawn++;
+	id->fail_err = err;
+	to_closed(id);
+	emit(id, DR_CM_EV_CONNREQ_GONE, 0, NULL, 0, listen_ctx);
+	id_free(id);
 }
 
 /* ---- public calls -------------------------------------------------------- */
@@ -355,7 +717,7 @@ static void to_closed(struct dr_cm_id *id)
 int dr_cm_init(struct dr_cm *cm, const struct dr_cm_config *cfg, const struct dr_cm_ops *ops,
 	       void *ctx)
 {
-	struct timespec ts;
+	int ret;
 
 	if (!ops || !ops->send_mad || !ops->now_ns || !ops->event)
 		return -EINVAL;
@@ -369,14 +731,15 @@ int dr_cm_init(struct dr_cm *cm, const struct dr_cm_config *cfg, const struct dr
 		cm->cfg.timewait_ns = CM_DEF_TIMEWAIT_NS;
 	cm->ops = ops;
 	cm->ctx = ctx;
-	cm->rng = cfg->seed;
-	if (!cm->rng) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		cm->rng = (uint64_t)ts.tv_nsec << 32 ^ (uint64_t)ts.tv_sec ^ (uintptr_t)cm;
-	}
-	cm->rng |= 1;
-	cm->tid_hi = (uint32_t)rng_next(cm);
 	cm->deadline_ns = UINT64_MAX;
+	ret = cm_random(cm, cm->hkey, sizeof(cm->hkey));
+	if (ret)
+		return ret;
+	if (htab_init(&cm->by_local) || htab_init(&cm->by_remote) || htab_init(&cm->src_count) ||
+	    heap_reserve(cm, CM_HTAB_MIN)) {
+		dr_cm_fini(cm);
+		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -390,9 +753,22 @@ void dr_cm_fini(struct dr_cm *cm)
 		cm->lsn = l->next;
 		free(l);
 	}
+	/* no id is pending any more: the per-address counts are gone too */
+	free(cm->by_local.b);
+	free(cm->by_remote.b);
+	free(cm->src_count.b);
+	free(cm->heap);
+	memset(&cm->by_local, 0, sizeof(cm->by_local));
+	memset(&cm->by_remote, 0, sizeof(cm->by_remote));
+	memset(&cm->src_count, 0, sizeof(cm->src_count));
+	cm->heap = NULL;
+	cm->heap_n = cm->heap_cap = 0;
+	memset(cm->rand, 0, sizeof(cm->rand));
+	cm->rand_left = 0;
 }
 
-int dr_cm_listen(struct dr_cm *cm, uint16_t port, void *ctx, struct dr_cm_listener **out)
+int dr_cm_listen(struct dr_cm *cm, uint16_t port, unsigned backlog, void *ctx,
+		 struct dr_cm_listener **out)
 {
 	struct dr_cm_listener *l;
 
@@ -405,16 +781,31 @@ int dr_cm_listen(struct dr_cm *cm, uint16_t port, void *ctx, struct dr_cm_listen
 	l->cm = cm;
 	l->port = port;
 	l->ctx = ctx;
+	l->backlog = backlog ? backlog : 1;
 	l->next = cm->lsn;
 	cm->lsn = l;
 	*out = l;
 	return 0;
 }
 
+void dr_cm_set_backlog(struct dr_cm_listener *l, unsigned backlog)
+{
+	l->backlog = backlog ? backlog : 1;
+}
+
+unsigned dr_cm_pending(const struct dr_cm_listener *l)
+{
+	return l->pending;
+}
+
 void dr_cm_unlisten(struct dr_cm_listener *l)
 {
 	struct dr_cm_listener **pp;
 
+	/* the requests it holds live on, answered or timed out as before,
+	 * but count against nothing */
+	while (l->phead)
+		pending_leave(l->phead);
 	for (pp = &l->cm->lsn; *pp; pp = &(*pp)->next)
 		if (*pp == l) {
 			*pp = l->next;
@@ -440,14 +831,20 @@ int dr_cm_connect(struct dr_cm *cm, uint32_t dst_ip4, uint16_t dst_port, uint16_
 	id = id_new(cm, dst_ip4);
 	if (!id)
 		return -ENOMEM;
+	/* a random TID rather than cm.c's agent half and comm ID: peers echo
+	 * it and route by the CM class (a SEND is no response), and nothing
+	 * in it tells a forger about other transactions */
+	ret = cm_random64(cm, &id->tid);
+	if (ret) {
+		id_free(id);
+		return ret;
+	}
 	id->active = true;
 	id->ctx = ctx;
 	id->local_port = src_port;
 	id->remote_port = dst_port;
 	id->local = *p;
 	id->local.private_data = NULL;
-	/* cm.c cm_form_tid(): the agent's high half, our comm ID low */
-	id->tid = (uint64_t)cm->tid_hi << 32 | id->local_comm_id;
 	set_state(id, DR_CMS_REQ_SENT);
 	ret = send_req(id, p);
 	if (ret && ret != -EAGAIN) {
@@ -503,7 +900,7 @@ void dr_cm_established(struct dr_cm_id *id)
 	if (id->state != DR_CMS_REP_SENT)
 		return;
 	set_state(id, DR_CMS_ESTABLISHED);
-	id->deadline_ns = UINT64_MAX;
+	set_deadline(id, UINT64_MAX);
 	rearm(id->cm);
 	emit(id, DR_CM_EV_ESTABLISHED, 0, NULL, 0, NULL);
 }
@@ -512,17 +909,22 @@ int dr_cm_disconnect(struct dr_cm_id *id)
 {
 	struct dr_cm_dreq dreq;
 	struct dr_mad mad;
+	uint64_t tid;
+	int ret;
 
 	if (id->state == DR_CMS_REP_SENT)
 		dr_cm_established(id);
 	if (id->state != DR_CMS_ESTABLISHED)
 		return -EINVAL;
+	/* a DREQ is a new transaction (cm.c ib_send_cm_dreq) */
+	ret = cm_random64(id->cm, &tid);
+	if (ret)
+		return ret;
 	memset(&dreq, 0, sizeof(dreq));
 	dreq.local_comm_id = id->local_comm_id;
 	dreq.remote_comm_id = id->remote_comm_id;
 	dreq.remote_qpn = id->peer.qpn;
-	/* a DREQ is a new transaction (cm.c ib_send_cm_dreq) */
-	dr_mad_init_cm(&mad, DR_CM_ATTR_DREQ, (uint64_t)id->cm->tid_hi++ << 32 | id->local_comm_id);
+	dr_mad_init_cm(&mad, DR_CM_ATTR_DREQ, tid);
 	dr_cm_dreq_pack(&dreq, mad.body);
 	set_state(id, DR_CMS_DREQ_SENT);
 	id->drep_awaited = true;
@@ -582,12 +984,27 @@ static void fill_peer_from_req(struct dr_cm_id *id, const struct dr_cm_req *req,
 	pe->ca_guid = req->local_ca_guid;
 }
 
+/* How long a request waits for the application: until the peer has given
+ * up by its REQ's own numbers -- (Max CM Retries + 1) tries, each waiting
+ * the Remote CM Response Timeout (IBA 12.6.5, 12.7.39) -- or by ours, if
+ * sooner (a forged REQ asking 39 hours is held no longer than we would
+ * wait ourselves). */
+static uint64_t req_wait_ns(const struct dr_cm *cm, const struct dr_cm_req *req)
+{
+	uint64_t theirs =
+	    (uint64_t)(req->max_cm_retries + 1) * (4096ull << (req->remote_cm_resp_timeout & 31));
+	uint64_t ours = (uint64_t)(cm->cfg.max_cm_retries + 1) * mad_timeout_ns(cm);
+
+	return theirs < ours ? theirs : ours;
+}
+
 static void recv_req(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 {
 	struct dr_cm_listener *l;
 	struct dr_cma_hdr cma;
 	struct dr_cm_req req;
 	struct dr_cm_id *id;
+	struct cm_src *src;
 	uint16_t port;
 
 	dr_cm_req_unpack(mad->body, &req);
@@ -609,6 +1026,7 @@ static void recv_req(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 
 	port = (uint16_t)(req.service_id & 0xffff);
 	dr_cma_hdr_unpack(req.private_data, &cma);
+	/* the caller's few listeners: a list is enough */
 	for (l = cm->lsn; l; l = l->next)
 		if (l->port == port)
 			break;
@@ -626,38 +1044,89 @@ static void recv_req(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 		issue_rej(cm, ip4, mad->tid, req.local_comm_id, 0, DR_CM_REJ_CONSUMER_DEFINED);
 		return;
 	}
+	/* the backlog, and this address's share of it: beyond, silence (see
+	 * dr_cm_listen) */
+	if (l->pending >= l->backlog) {
+		drop(cm, DR_CM_DROP_BACKLOG, "REQ", ip4);
+		return;
+	}
+	src = src_of(cm, port, ip4);
+	if (src && src->n >= DR_CM_SRC_SHARE(l->backlog)) {
+		drop(cm, DR_CM_DROP_SRC_SHARE, "REQ", ip4);
+		return;
+	}
 
 	id = id_new(cm, ip4);
-	if (!id)
-		return; /* the peer resends */
+	if (!id) {
+		drop(cm, DR_CM_DROP_NOMEM, "REQ", ip4); /* the peer resends */
+		return;
+	}
+	if (pending_add(l, id)) {
+		id_free(id);
+		drop(cm, DR_CM_DROP_NOMEM, "REQ", ip4);
+		return;
+	}
 	id->remote_comm_id = req.local_comm_id;
+	id->hn_remote.key = remote_key(ip4, req.local_comm_id);
+	htab_add(cm, &cm->by_remote, &id->hn_remote);
+	id->in_by_remote = true;
 	id->tid = mad->tid;
 	id->local_port = port;
 	id->remote_port = cma.src_port;
 	fill_peer_from_req(id, &req, &cma);
 	set_state(id, DR_CMS_REQ_RCVD);
+	set_deadline(id, cm->ops->now_ns(cm->ctx) + req_wait_ns(cm, &req));
 	emit(id, DR_CM_EV_CONNREQ, 0, req.private_data + DR_CMA_HDR_LEN, DR_CMA_USER_DATA_LEN,
 	     l->ctx);
 }
 
+/* The id a MAD names by our comm ID, if the MAD comes from its peer: NULL
+ * with *why set otherwise. */
+static struct dr_cm_id *id_named(struct dr_cm *cm, uint32_t ip4, uint32_t our_comm_id,
+				 enum dr_cm_drop *why)
+{
+	struct dr_cm_id *id = our_comm_id ? id_by_local(cm, our_comm_id) : NULL;
+
+	if (!id) {
+		*why = DR_CM_DROP_NO_ID;
+		return NULL;
+	}
+	if (id->peer_ip4 != ip4) {
+		*why = DR_CM_DROP_ADDR;
+		return NULL;
+	}
+	return id;
+}
+
 static void recv_rep(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 {
+	enum dr_cm_drop why = DR_CM_DROP_NO_ID;
 	struct dr_cm_rep rep;
 	struct dr_cm_id *id;
 	struct dr_cm_peer *pe;
 
 	dr_cm_rep_unpack(mad->body, &rep);
-	id = id_by_local(cm, rep.remote_comm_id);
-	if (!id || !id->active || id->peer_ip4 != ip4) {
-		/* cm.c: a REP for nobody is refused as stale */
+	id = id_named(cm, ip4, rep.remote_comm_id, &why);
+	if (!id || !id->active) {
+		/* cm.c: a REP for nobody is refused as stale -- and so is one
+		 * that names an id it does not come from, alike, so that the
+		 * answer does not tell a forger our comm ID was right */
+		drop(cm, why, "REP", ip4);
 		issue_rej(cm, ip4, mad->tid, rep.local_comm_id, 1, DR_CM_REJ_STALE_CONN);
 		return;
 	}
 	if (id->state != DR_CMS_REQ_SENT) {
-		/* our RTU was lost: send it again */
-		cm->stats.dup_reps++;
-		if (id->state == DR_CMS_ESTABLISHED && id->remote_comm_id == rep.local_comm_id)
+		/* our RTU was lost: send it again, to the very REP only */
+		if (rep.local_comm_id != id->remote_comm_id)
+			drop(cm, DR_CM_DROP_COMM_ID, "REP", ip4);
+		else if (rep.local_qpn != id->peer.qpn)
+			drop(cm, DR_CM_DROP_QPN, "REP", ip4);
+		else if (id->state != DR_CMS_ESTABLISHED)
+			drop(cm, DR_CM_DROP_STATE, "REP", ip4);
+		else {
+			cm->stats.dup_reps++;
 			send_rtu(id);
+		}
 		return;
 	}
 	id->remote_comm_id = rep.local_comm_id;
@@ -685,42 +1154,90 @@ static void recv_rep(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 
 static void recv_rtu(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 {
+	enum dr_cm_drop why = DR_CM_DROP_NO_ID;
 	struct dr_cm_rtu rtu;
 	struct dr_cm_id *id;
 
 	dr_cm_rtu_unpack(mad->body, &rtu);
-	id = id_by_local(cm, rtu.remote_comm_id);
-	if (id && !id->active && id->peer_ip4 == ip4 && id->remote_comm_id == rtu.local_comm_id)
-		dr_cm_established(id);
+	id = id_named(cm, ip4, rtu.remote_comm_id, &why);
+	if (id && id->active)
+		why = DR_CM_DROP_NO_ID, id = NULL;
+	else if (id && rtu.local_comm_id != id->remote_comm_id)
+		why = DR_CM_DROP_COMM_ID, id = NULL;
+	else if (id && id->state != DR_CMS_REP_SENT)
+		why = DR_CM_DROP_STATE, id = NULL; /* also a duplicate RTU */
+	if (!id) {
+		drop(cm, why, "RTU", ip4);
+		return;
+	}
+	dr_cm_established(id);
 }
 
 static void recv_rej(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 {
+	enum dr_cm_drop why = DR_CM_DROP_NO_ID;
 	struct dr_cm_rej rej;
 	struct dr_cm_id *id;
 
 	dr_cm_rej_unpack(mad->body, &rej);
-	id = id_by_local(cm, rej.remote_comm_id);
-	if (!id || id->peer_ip4 != ip4)
+	if (!rej.remote_comm_id) {
+		/* a REJ of our REQ_RCVD's REQ names only its sender (it never
+		 * heard our comm ID): the active side gave up (REJ timeout) or
+		 * changed its mind -- the request is withdrawn */
+		id = id_by_remote(cm, ip4, rej.local_comm_id);
+		if (!id)
+			drop(cm, DR_CM_DROP_NO_ID, "REJ", ip4);
+		else if (id->state != DR_CMS_REQ_RCVD)
+			drop(cm, DR_CM_DROP_STATE, "REJ", ip4);
+		else
+			req_gone(id, -ECONNABORTED);
 		return;
-	if (id->state == DR_CMS_REQ_SENT || id->state == DR_CMS_REP_SENT) {
+	}
+	id = id_named(cm, ip4, rej.remote_comm_id, &why);
+	if (!id) {
+		drop(cm, why, "REJ", ip4);
+		return;
+	}
+	/* the sender's comm ID: the REJ of our REQ comes before we know it */
+	if (id->state != DR_CMS_REQ_SENT && rej.local_comm_id != id->remote_comm_id) {
+		drop(cm, DR_CM_DROP_COMM_ID, "REJ", ip4);
+		return;
+	}
+	switch (id->state) {
+	case DR_CMS_REQ_SENT:
+	case DR_CMS_REP_SENT:
 		to_closed(id);
 		emit(id, DR_CM_EV_REJECTED, rej.reason, rej.private_data, DR_CM_REJ_PRIV_LEN, NULL);
 		if (id->released)
 			id_free(id);
+		break;
+	case DR_CMS_REQ_RCVD:
+		req_gone(id, -ECONNABORTED);
+		break;
+	default:
+		drop(cm, DR_CM_DROP_STATE, "REJ", ip4);
+		break;
 	}
 }
 
 static void recv_dreq(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 {
+	enum dr_cm_drop why = DR_CM_DROP_NO_ID;
 	struct dr_cm_dreq dreq;
 	struct dr_cm_id *id;
 
 	dr_cm_dreq_unpack(mad->body, &dreq);
-	id = id_by_local(cm, dreq.remote_comm_id);
-	if (!id || id->peer_ip4 != ip4) {
+	id = id_named(cm, ip4, dreq.remote_comm_id, &why);
+	if (id && dreq.local_comm_id != id->remote_comm_id)
+		why = DR_CM_DROP_COMM_ID, id = NULL;
+	else if (id && dreq.remote_qpn != id->local.qpn)
+		why = DR_CM_DROP_QPN, id = NULL;
+	if (!id) {
 		/* cm.c cm_issue_drep: answer a DREQ for nobody, so the peer
-		 * stops asking */
+		 * stops asking -- and one that does not match, alike: the
+		 * answer must not tell which half of a forger's guess was
+		 * right.  The DREP only echoes the DREQ's IDs. */
+		drop(cm, why, "DREQ", ip4);
 		send_drep(cm, ip4, mad->tid, dreq.remote_comm_id, dreq.local_comm_id);
 		return;
 	}
@@ -740,36 +1257,54 @@ static void recv_dreq(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 
 static void recv_drep(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 {
+	enum dr_cm_drop why = DR_CM_DROP_NO_ID;
 	struct dr_cm_drep drep;
 	struct dr_cm_id *id;
 
 	dr_cm_drep_unpack(mad->body, &drep);
-	id = id_by_local(cm, drep.remote_comm_id);
-	if (!id || id->peer_ip4 != ip4)
-		return;
-	if (id->state == DR_CMS_TIMEWAIT && id->drep_awaited) {
-		/* the answer to our DREQ after the peer's crossed it */
-		id->drep_awaited = false;
+	id = id_named(cm, ip4, drep.remote_comm_id, &why);
+	if (id && drep.local_comm_id != id->remote_comm_id)
+		why = DR_CM_DROP_COMM_ID, id = NULL;
+	else if (id && id->state != DR_CMS_DREQ_SENT &&
+		 !(id->state == DR_CMS_TIMEWAIT && id->drep_awaited))
+		why = DR_CM_DROP_STATE, id = NULL;
+	if (!id) {
+		drop(cm, why, "DREP", ip4);
 		return;
 	}
-	if (id->state != DR_CMS_DREQ_SENT)
-		return;
 	id->drep_awaited = false;
+	if (id->state == DR_CMS_TIMEWAIT)
+		return; /* the answer to our DREQ after the peer's crossed it */
 	to_timewait(id);
 	emit(id, DR_CM_EV_DISCONNECTED, 0, drep.private_data, DR_CM_DREP_PRIV_LEN, NULL);
 }
 
 static void recv_mra(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 {
+	enum dr_cm_drop why = DR_CM_DROP_NO_ID;
 	struct dr_cm_mra mra;
 	struct dr_cm_id *id;
 
 	dr_cm_mra_unpack(mad->body, &mra);
-	id = id_by_local(cm, mra.remote_comm_id);
+	id = id_named(cm, ip4, mra.remote_comm_id, &why);
+	/* an MRA of our REQ carries the sender's new comm ID, one of our REP
+	 * the one we know; each extends the wait once (cm.c moves to
+	 * MRA_REQ_RCVD / MRA_REP_RCVD and takes no second) */
+	if (id && id->state == DR_CMS_REP_SENT && mra.local_comm_id != id->remote_comm_id)
+		why = DR_CM_DROP_COMM_ID, id = NULL;
+	else if (id && !((id->state == DR_CMS_REQ_SENT && mra.msg_mraed == 0) ||
+			 (id->state == DR_CMS_REP_SENT && mra.msg_mraed == 1)))
+		why = DR_CM_DROP_STATE, id = NULL;
+	else if (id && (id->mra_seen || id->deadline_ns == UINT64_MAX))
+		why = DR_CM_DROP_STATE, id = NULL;
+	if (!id) {
+		drop(cm, why, "MRA", ip4);
+		return;
+	}
 	/* the peer needs more time: wait its service timeout (IBA 12.6.6) */
-	if (id && id->peer_ip4 == ip4 && id->deadline_ns != UINT64_MAX)
-		id->deadline_ns = cm->ops->now_ns(cm->ctx) + mad_timeout_ns(cm) +
-				  (4096ull << mra.service_timeout);
+	id->mra_seen = true;
+	set_deadline(id, cm->ops->now_ns(cm->ctx) + mad_timeout_ns(cm) +
+			     (4096ull << (mra.service_timeout & 31)));
 }
 
 void dr_cm_recv(struct dr_cm *cm, uint32_t src_ip4, const void *buf, size_t len)
@@ -822,10 +1357,15 @@ static void id_timeout(struct dr_cm_id *id)
 			id_free(id);
 		return;
 	}
+	if (id->state == DR_CMS_REQ_RCVD) {
+		/* never answered, and the peer has given up on it by now */
+		req_gone(id, -ETIMEDOUT);
+		return;
+	}
 	if (id->retries_left) {
 		id->retries_left--;
 		cm->stats.resent++;
-		id->deadline_ns = cm->ops->now_ns(cm->ctx) + mad_timeout_ns(cm);
+		set_deadline(id, cm->ops->now_ns(cm->ctx) + mad_timeout_ns(cm));
 		send_raw(cm, id->peer_ip4, id->last_mad);
 		return;
 	}
@@ -844,7 +1384,7 @@ static void id_timeout(struct dr_cm_id *id)
 		emit(id, DR_CM_EV_DISCONNECTED, 0, NULL, 0, NULL);
 		return;
 	default:
-		id->deadline_ns = UINT64_MAX;
+		set_deadline(id, UINT64_MAX);
 		break;
 	}
 	if (id->released && id->state == DR_CMS_CLOSED)
@@ -883,6 +1423,7 @@ bool dr_cm_disconnecting(const struct dr_cm *cm)
 	return false;
 }
 
+/* Called when ARP gives up on ip4: rare, so a walk over the ids. */
 void dr_cm_peer_unreachable(struct dr_cm *cm, uint32_t ip4)
 {
 	uint64_t now = cm->ops->now_ns(cm->ctx);
@@ -893,7 +1434,7 @@ void dr_cm_peer_unreachable(struct dr_cm *cm, uint32_t ip4)
 		     id->state == DR_CMS_DREQ_SENT)) {
 			id->retries_left = 0;
 			id->fail_err = -EHOSTUNREACH;
-			id->deadline_ns = now;
+			set_deadline(id, now);
 		}
 	dr_cm_tick(cm);
 }
@@ -901,17 +1442,36 @@ void dr_cm_peer_unreachable(struct dr_cm *cm, uint32_t ip4)
 void dr_cm_tick(struct dr_cm *cm)
 {
 	uint64_t now = cm->ops->now_ns(cm->ctx);
-	bool again = true;
 
-	/* an event callback may add or free ids: rescan after each timeout */
-	while (again) {
-		again = false;
-		for (struct dr_cm_id *id = cm->ids; id; id = id->next)
-			if (id->deadline_ns <= now) {
-				id_timeout(id);
-				again = true;
-				break;
-			}
-	}
+	/* every timeout moves its id's deadline past now or frees it; an
+	 * event callback may add or free ids: read the root afresh */
+	while (cm->heap_n && cm->heap[0]->deadline_ns <= now)
+		id_timeout(cm->heap[0]);
 	rearm(cm);
+}
+
+bool dr_cm_stats_str(const struct dr_cm *cm, char *buf, size_t len)
+{
+	const struct dr_cm_stats *st = &cm->stats;
+	uint64_t dropped = st->rej_no_listener + st->rx_bad + st->req_expired + st->req_withdrawn;
+	size_t off;
+	int n;
+
+	for (int i = 0; i < DR_CM_DROP_NUM; i++)
+		dropped += st->drop[i];
+	n = snprintf(buf, len,
+		     "MADs rx %llu tx %llu resent %llu; duplicates: REQ %llu REP %llu DREQ %llu; "
+		     "REQs refused (no listener) %llu, malformed %llu; requests expired %llu, "
+		     "withdrawn %llu; dropped:",
+		     (unsigned long long)st->rx_mads, (unsigned long long)st->tx_mads,
+		     (unsigned long long)st->resent, (unsigned long long)st->dup_reqs,
+		     (unsigned long long)st->dup_reps, (unsigned long long)st->dup_dreqs,
+		     (unsigned long long)st->rej_no_listener, (unsigned long long)st->rx_bad,
+		     (unsigned long long)st->req_expired, (unsigned long long)st->req_withdrawn);
+	for (int i = 0; i < DR_CM_DROP_NUM && n >= 0 && (size_t)n < len; i++) {
+		off = (size_t)n;
+		n += snprintf(buf + off, len - off, " %s %llu", dr_cm_drop_names[i],
+			      (unsigned long long)st->drop[i]);
+	}
+	return dropped != 0;
 }

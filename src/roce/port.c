@@ -77,9 +77,11 @@ static inline struct rte_mbuf *buf_mbuf(struct dr_port_buf *b)
 /* ---- in-process pairs ---------------------------------------------------------- */
 
 /* Two ports joined back to back by two rings: ring[s] carries what side s
- * sends.  Rings are single-producer (one port sends into each) and
- * multi-consumer, so that a closing end can drain what the other has not
- * read yet while that one may still be polling.  A closed end's mempool
+ * sends.  Rings are multi-producer, so that a test can put frames of a
+ * third party on the link beside the port that sends into the ring
+ * (tests/test_fi_msg.c), and multi-consumer, so that a closing end can
+ * drain what the other has not read yet while that one may still be
+ * polling.  A closed end's mempool
  * whose mbufs are not all back (the other end is using one right now) is
  * kept, and freed by a later open or close once they are. */
 #define DR_PAIR_KEPT 8
@@ -180,7 +182,7 @@ static int pair_get(const char *spec, struct dr_pair **out, unsigned *side, stru
 		for (unsigned s = 0; s < 2; s++) {
 			snprintf(rname, sizeof(rname), "drpair%u_%u", pr->serial, s);
 			pr->ring[s] =
-			    rte_ring_create(rname, DR_PAIR_RING_SIZE, SOCKET_ID_ANY, RING_F_SP_ENQ);
+			    rte_ring_create(rname, DR_PAIR_RING_SIZE, SOCKET_ID_ANY, 0);
 			if (!pr->ring[s]) {
 				int e = rte_errno;
 
