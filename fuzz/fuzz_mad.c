@@ -30,6 +30,8 @@
  *     gives the same fields; the rdma_cm header and IPv4-mapped GIDs round
  *     trip as well.  Bodies are unpacked from and packed into exact-size
  *     heap buffers, so ASan sees any field outside the 232 bytes;
+ *   - every MAD a CM sends passes the codec checks above, and the QP1
+ *     frame dr_cm_mad_frame() wraps it in parses and carries it intact;
  *   - the state machine: no crash; each id only moves forward along the
  *     IBA 12.9 state graph (REQ_SENT/REQ_RCVD -> ... -> CLOSED); events
  *     match the state (CONNREQ in REQ_RCVD, ESTABLISHED once, nothing after
@@ -118,35 +120,35 @@ static void *xmalloc(size_t n)
  * (found by packing a struct of all ones), then unpack the packed body and
  * compare the fields.
  */
-#define CHECK_LAYOUT(name, body)                                                             \
-	do {                                                                                 \
-		struct dr_cm_##name *m1 = xmalloc(sizeof(*m1)), *m2 = xmalloc(sizeof(*m2)),   \
-				    *ones = xmalloc(sizeof(*ones));                          \
-		uint8_t *in = xmalloc(DR_MAD_BODY_LEN), *out = xmalloc(DR_MAD_BODY_LEN),     \
-			*mask = xmalloc(DR_MAD_BODY_LEN);                                    \
-                                                                                             \
-		memcpy(in, body, DR_MAD_BODY_LEN);                                           \
-		memset(ones, 0xff, sizeof(*ones));                                           \
-		memset(mask, 0x77, DR_MAD_BODY_LEN);                                         \
-		dr_cm_##name##_pack(ones, mask);                                             \
-		memset(m1, 0, sizeof(*m1));                                                  \
-		memset(m2, 0, sizeof(*m2));                                                  \
-		dr_cm_##name##_unpack(in, m1);                                               \
-		memset(out, 0x77, DR_MAD_BODY_LEN);                                          \
-		dr_cm_##name##_pack(m1, out);                                                \
-		for (unsigned k = 0; k < DR_MAD_BODY_LEN; k++)                               \
-			if (out[k] != (in[k] & mask[k]))                                     \
-				fail(#name ": body byte %u packs as %02x, was %02x (mask %02x)", \
-				     k, out[k], in[k], mask[k]);                             \
-		dr_cm_##name##_unpack(out, m2);                                              \
-		if (memcmp(m1, m2, sizeof(*m1)))                                             \
-			fail(#name ": unpack(pack(unpack(body))) differs");                  \
-		free(m1);                                                                    \
-		free(m2);                                                                    \
-		free(ones);                                                                  \
-		free(in);                                                                    \
-		free(out);                                                                   \
-		free(mask);                                                                  \
+#define CHECK_LAYOUT(name, body)                                                                   \
+	do {                                                                                       \
+		struct dr_cm_##name *m1 = xmalloc(sizeof(*m1)), *m2 = xmalloc(sizeof(*m2)),        \
+				    *ones = xmalloc(sizeof(*ones));                                \
+		uint8_t *in = xmalloc(DR_MAD_BODY_LEN), *out = xmalloc(DR_MAD_BODY_LEN),           \
+			*mask = xmalloc(DR_MAD_BODY_LEN);                                          \
+                                                                                                   \
+		memcpy(in, body, DR_MAD_BODY_LEN);                                                 \
+		memset(ones, 0xff, sizeof(*ones));                                                 \
+		memset(mask, 0x77, DR_MAD_BODY_LEN);                                               \
+		dr_cm_##name##_pack(ones, mask);                                                   \
+		memset(m1, 0, sizeof(*m1));                                                        \
+		memset(m2, 0, sizeof(*m2));                                                        \
+		dr_cm_##name##_unpack(in, m1);                                                     \
+		memset(out, 0x77, DR_MAD_BODY_LEN);                                                \
+		dr_cm_##name##_pack(m1, out);                                                      \
+		for (unsigned k = 0; k < DR_MAD_BODY_LEN; k++)                                     \
+			if (out[k] != (in[k] & mask[k]))                                           \
+				fail(#name ": body byte %u packs as %02x, was %02x (mask %02x)",   \
+				     k, out[k], in[k], mask[k]);                                   \
+		dr_cm_##name##_unpack(out, m2);                                                    \
+		if (memcmp(m1, m2, sizeof(*m1)))                                                   \
+			fail(#name ": unpack(pack(unpack(body))) differs");                        \
+		free(m1);                                                                          \
+		free(m2);                                                                          \
+		free(ones);                                                                        \
+		free(in);                                                                          \
+		free(out);                                                                         \
+		free(mask);                                                                        \
 	} while (0)
 
 static void check_codec(const uint8_t *raw)
@@ -214,9 +216,9 @@ static void check_codec(const uint8_t *raw)
 struct held {
 	struct dr_cm_id *id;
 	bool active;
-	bool connreq;	/* CONNREQ reported */
-	bool est;	/* ESTABLISHED reported */
-	bool terminal;	/* REJECTED, UNREACHABLE or DISCONNECTED reported */
+	bool connreq;  /* CONNREQ reported */
+	bool est;      /* ESTABLISHED reported */
+	bool terminal; /* REJECTED, UNREACHABLE or DISCONNECTED reported */
 };
 
 /* One id as last seen in a CM's list. */
@@ -263,12 +265,22 @@ static int send_mad(void *ctx, uint32_t dst, const uint8_t *mad)
 {
 	struct side *s = ctx;
 	struct msg *m = &h.recent[h.nrecent++ % 16];
+	uint8_t frame[DR_CM_FRAME_MAX];
+	struct dr_pkt pkt;
+	int n;
 
 	m->src = s->ip;
 	m->dst = dst;
 	memcpy(m->mad, mad, DR_MAD_LEN);
-	/* everything the CM sends must be a well-formed MAD */
+	/* everything the CM sends must be a well-formed MAD, and the frame
+	 * the port would wrap it in must carry it to QP1 */
 	check_codec(mad);
+	n = dr_cm_mad_frame(&s->cm, dst, mad, frame, sizeof(frame));
+	if (n < 0 || dr_pkt_parse(frame, (size_t)n, 0, &pkt) != DR_PKT_OK ||
+	    pkt.opcode != DR_OP_UD_SEND_ONLY || pkt.dqpn != DR_GSI_QPN ||
+	    pkt.payload_len != DR_MAD_LEN || memcmp(pkt.payload, mad, DR_MAD_LEN))
+		fail("cm %u: the QP1 frame of a MAD (%d bytes) does not carry it",
+		     (unsigned)(s - h.s), n);
 	if (!side_of_ip(dst) || h.nwire == WIRE_CAP)
 		return 0; /* to nobody, or lost on a full wire */
 	h.wire[h.nwire++] = *m;
@@ -340,9 +352,11 @@ static void on_event(void *ctx, const struct dr_cm_event *ev)
 		*hd = (struct held){.id = id, .connreq = true};
 		switch (h.draining ? 3 : s->policy & 3) {
 		case 1: {
-			struct dr_cm_conn_param p = {.qpn = 0x100 + i, .start_psn = 0x123456,
+			struct dr_cm_conn_param p = {.qpn = 0x100 + i,
+						     .start_psn = 0x123456,
 						     .responder_resources = 2,
-						     .initiator_depth = 2, .rnr_retry_count = 7,
+						     .initiator_depth = 2,
+						     .rnr_retry_count = 7,
 						     .ack_timeout = 14};
 
 			if (dr_cm_accept(id, &p))
@@ -443,8 +457,8 @@ static void check_cm(unsigned i)
 		for (unsigned k = 0; k < s->nseen; k++)
 			if (s->seen[k].id == id && s->seen[k].comm_id == id->local_comm_id)
 				old = &s->seen[k];
-		ok = old ? reach(old->state)
-			 : reach(id->active ? DR_CMS_REQ_SENT : DR_CMS_REQ_RCVD);
+		ok =
+		    old ? reach(old->state) : reach(id->active ? DR_CMS_REQ_SENT : DR_CMS_REQ_RCVD);
 		if (!(ok & (1u << id->state)))
 			fail("cm %u: id %08x went %s -> %s", i, id->local_comm_id,
 			     old ? dr_cm_state_names[old->state] : "(new)",
@@ -492,9 +506,9 @@ static void recv_mad(struct side *to, uint32_t src, const uint8_t *mad, size_t l
 	unsigned n = 0;
 
 	for (const struct dr_cm_id *id = to->cm.ids; id && n < 4 * NHELD; id = id->next)
-		before[n++] = (struct snap){id,		 id->local_comm_id, id->remote_comm_id,
-					    id->peer_ip4, id->state,	     id->deadline_ns,
-					    id->retries_left};
+		before[n++] =
+		    (struct snap){id,	     id->local_comm_id, id->remote_comm_id, id->peer_ip4,
+				  id->state, id->deadline_ns,	id->retries_left};
 	dr_cm_recv(&to->cm, src, mad, len);
 	for (unsigned k = 0; k < n; k++) {
 		const struct snap *b = &before[k];
@@ -584,8 +598,8 @@ static void tick_both(void)
 
 static void act_clock(struct rd *r)
 {
-	static const uint64_t step[8] = {0, 1000000, 4000000, 5000000, 20000000, 60000000,
-					 1000000000, 0};
+	static const uint64_t step[8] = {0,	   1000000,  4000000,	 5000000,
+					 20000000, 60000000, 1000000000, 0};
 	uint8_t b = u8(r);
 
 	if ((b & 7) == 7) {
@@ -636,9 +650,9 @@ static uint32_t pick_comm(struct rd *r, struct side *to, bool remote)
 /* A CM MAD built field by field. */
 static void act_forge(struct rd *r, unsigned to_i)
 {
-	static const uint16_t attrs[8] = {DR_CM_ATTR_REQ, DR_CM_ATTR_REP, DR_CM_ATTR_RTU,
-					  DR_CM_ATTR_REJ, DR_CM_ATTR_DREQ, DR_CM_ATTR_DREP,
-					  DR_CM_ATTR_MRA, 0};
+	static const uint16_t attrs[8] = {
+	    DR_CM_ATTR_REQ,  DR_CM_ATTR_REP,  DR_CM_ATTR_RTU, DR_CM_ATTR_REJ,
+	    DR_CM_ATTR_DREQ, DR_CM_ATTR_DREP, DR_CM_ATTR_MRA, 0};
 	struct side *to = &h.s[to_i];
 	uint8_t b = u8(r), fl = u8(r);
 	uint32_t src = pick_src(r, to_i);
@@ -801,10 +815,16 @@ static void act_mutate(struct rd *r)
 static void connect_to_peer(unsigned i, uint16_t port)
 {
 	struct side *s = &h.s[i];
-	struct dr_cm_conn_param p = {.qpn = 0x200 + i, .start_psn = 0xfffffe,
-				     .responder_resources = 2, .initiator_depth = 2,
-				     .retry_count = 7, .rnr_retry_count = 7, .path_mtu = 3,
-				     .ack_timeout = 14, .private_data = "hi", .private_len = 2};
+	struct dr_cm_conn_param p = {.qpn = 0x200 + i,
+				     .start_psn = 0xfffffe,
+				     .responder_resources = 2,
+				     .initiator_depth = 2,
+				     .retry_count = 7,
+				     .rnr_retry_count = 7,
+				     .path_mtu = 3,
+				     .ack_timeout = 14,
+				     .private_data = "hi",
+				     .private_len = 2};
 	struct dr_cm_id *id;
 
 	if (s->nheld == NHELD)
@@ -828,7 +848,8 @@ static void act_app(struct rd *r, unsigned i)
 	case 1:
 	case 2:
 		if (hd && hd->id->state == DR_CMS_REQ_RCVD) {
-			struct dr_cm_conn_param p = {.qpn = 0x300 + i, .start_psn = 1,
+			struct dr_cm_conn_param p = {.qpn = 0x300 + i,
+						     .start_psn = 1,
 						     .private_len = (b & 0x10) ? 300 : 0,
 						     .private_data = "x"};
 
@@ -960,8 +981,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		s->ip = cfg.local_ip4;
 		s->policy = (b >> 4) >> (2 * i);
 		s->next_port = 40000;
-		if (dr_cm_init(&s->cm, &cfg, &cm_ops, s) ||
-		    dr_cm_listen(&s->cm, PORT, s, &s->lsn))
+		if (dr_cm_init(&s->cm, &cfg, &cm_ops, s) || dr_cm_listen(&s->cm, PORT, s, &s->lsn))
 			abort();
 	}
 	connect_to_peer(0, PORT);

@@ -39,7 +39,14 @@
  *   - every PSN and MSN stays within 24 bits, and the requester/completer
  *     PSNs keep their order (comp.psn <= req.psn <= max_psn);
  *   - every frame a QP emits parses (ICRC included);
- *   - after the final drain a QP still in RTS has no send WR outstanding.
+ *   - after the final drain a QP still in RTS has no send WR outstanding;
+ *   - while no forged or mutated frame was delivered (link faults only):
+ *     each message (SEND, SEND_IMM, WRITE_IMM) arrives as the peer posted
+ *     it, in order, with its length and immediate; after the drain, with
+ *     both QPs in RTS, every message has arrived and each RDMA region
+ *     holds exactly what the peer's WRITEs and atomics, applied once each
+ *     in posting order, make of it (sources taken from memory nothing
+ *     writes: inline data or the read-only region).
  *
  * Build and run: .ci/fuzz.sh (clang -fsanitize=fuzzer,address,undefined);
  * seeds: fuzz/mkseeds_qp.c.  Input format: see decode_cfg() and act().
@@ -120,10 +127,10 @@ static const unsigned reg_access[NREG] = {
     [R_NONE] = 0,
     [R_LOCAL] = DR_ACCESS_LOCAL_WRITE,
 };
-#define GUARD	    64
-#define GUARD_BYTE  0xa5
-#define NONE_BYTE   0x5a
-#define ARENA_LEN   (GUARD * (NREG + 1) + 8192 + 4096 + 256 + 16384)
+#define GUARD	   64
+#define GUARD_BYTE 0xa5
+#define NONE_BYTE  0x5a
+#define ARENA_LEN  (GUARD * (NREG + 1) + 8192 + 4096 + 256 + 16384)
 
 /* what the harness expects to complete, per queue, in posting order */
 struct wr_rec {
@@ -136,6 +143,23 @@ struct wr_rec {
 struct wr_fifo {
 	struct wr_rec *r;
 	size_t head, tail, cap; /* r[head..tail) */
+};
+
+/* A message the side will see arrive (the peer's SEND, SEND_IMM or
+ * WRITE_IMM), in the peer's posting order. */
+struct in_rec {
+	enum dr_wc_opcode opcode;
+	uint32_t len;
+	bool has_imm;
+	uint32_t imm;
+};
+
+/* A change the peer's WR makes to this side's RDMA region. */
+struct rw_op {
+	enum dr_wr_opcode op;
+	uint32_t off, len;
+	uint8_t *data; /* WRITE: the bytes, read at post time from memory no one writes */
+	uint64_t compare_add, swap;
 };
 
 /* frames the link holds in one direction, oldest first */
@@ -154,6 +178,15 @@ struct side {
 	struct dr_mr *mr[NREG];
 	uint8_t ro_copy[4096];
 	struct wr_fifo sq, rq;
+	/* what an honest link must produce here (checked while no forged
+	 * frame was delivered): the messages in order, and the RDMA
+	 * region's contents once everything is done */
+	struct in_rec *in;
+	size_t in_head, in_tail, in_cap;
+	struct rw_op *rw;
+	size_t nrw, rw_cap;
+	bool rw_unknown; /* a WRITE from memory that may change meanwhile */
+	uint8_t rw_init[8192];
 	enum dr_qp_state state; /* last seen */
 	unsigned flags;
 	/* frames this side sent: the link's queue towards the peer, and
@@ -168,9 +201,9 @@ static struct {
 	struct dr_sim sim;
 	struct dr_qp_ops ops;
 	struct side s[2];
-	bool hold;	     /* the link holds frames (script) or passes them (drain) */
-	bool forged;	     /* a forged or mutated frame was delivered */
-	uint64_t events;     /* dr_sim_run events in the current run */
+	bool hold;	 /* the link holds frames (script) or passes them (drain) */
+	bool forged;	 /* a forged or mutated frame was delivered */
+	uint64_t events; /* dr_sim_run events in the current run */
 	uint64_t event_cap;
 	uint64_t next_wr_id;
 	uint32_t pmtu;
@@ -213,6 +246,22 @@ static void on_complete(void *ctx, struct dr_qp *qp, const struct dr_wc *wc)
 		     dr_wc_status_names[wc->status], (unsigned long long)wc->wr_id);
 	if (wc->opcode == DR_WC_RECV || wc->opcode == DR_WC_RECV_WRITE_IMM) {
 		const struct wr_rec *w;
+
+		if (wc->status == DR_WC_SUCCESS && !h.forged) {
+			const struct in_rec *m;
+
+			if (s->in_head == s->in_tail)
+				fail("side %u: a message arrived that the peer never sent (%u "
+				     "bytes)",
+				     i, wc->byte_len);
+			m = &s->in[s->in_head++];
+			if (m->opcode != wc->opcode || m->len != wc->byte_len ||
+			    m->has_imm != wc->has_imm || (m->has_imm && m->imm != wc->imm))
+				fail("side %u: message arrives as opcode %d, %u bytes, imm %d/%#x; "
+				     "sent as %d, %u bytes, imm %d/%#x",
+				     i, wc->opcode, wc->byte_len, wc->has_imm, wc->imm, m->opcode,
+				     m->len, m->has_imm, m->imm);
+		}
 
 		if (wc->no_wqe) {
 			if (!(s->flags & DR_QP_WRITE_IMM_NO_WQE) ||
@@ -467,6 +516,7 @@ static int side_setup(unsigned i, uint32_t depth_s, uint32_t depth_r)
 	}
 	memset(p, GUARD_BYTE, GUARD);
 	memcpy(s->ro_copy, s->reg[R_RO], reg_len[R_RO]);
+	memcpy(s->rw_init, s->reg[R_RW], reg_len[R_RW]);
 	/* the guards and the region nobody may touch are out of bounds */
 	p = s->arena;
 	for (unsigned r = 0; r <= NREG; r++) {
@@ -495,6 +545,10 @@ static void side_free(unsigned i)
 	}
 	free(s->sq.r);
 	free(s->rq.r);
+	free(s->in);
+	for (size_t k = 0; k < s->nrw; k++)
+		free(s->rw[k].data);
+	free(s->rw);
 	for (size_t k = 0; k < s->nq; k++)
 		free(s->q[k].data);
 	for (size_t k = 0; k < RECENT; k++)
@@ -588,6 +642,7 @@ static void make_sge(struct rd *r, struct side *s, struct dr_sge *g, uint32_t le
 		g->lkey = DR_LKEY_NONE;
 		break;
 	case 1: /* the read-only region with its own key: a SEND may read it */
+	case 5:
 		g->addr = s->mr[R_RO]->iova + off % reg_len[R_RO];
 		g->lkey = s->mr[R_RO]->key;
 		break;
@@ -610,9 +665,8 @@ static uint32_t pick_len(struct rd *r)
 {
 	uint8_t b = u8(r);
 	uint32_t p = h.pmtu;
-	const uint32_t tab[16] = {0,	 1,	7,	   8,	      p - 1,   p,
-				  p + 1, 2 * p, 3 * p + 5, 4096,      8192,    b,
-				  64,	 255,	p * 2 - 1, 4 * p + 3};
+	const uint32_t tab[16] = {0,	     1,	   7,	 8, p - 1, p,	p + 1,	   2 * p,
+				  3 * p + 5, 4096, 8192, b, 64,	   255, p * 2 - 1, 4 * p + 3};
 
 	return tab[b & 15] > 16384 ? 16384 : tab[b & 15];
 }
@@ -630,11 +684,78 @@ static void pick_remote(struct rd *r, const struct side *peer, uint64_t *va, uin
 	*key = (m & 0x80) ? u32(r) : peer->mr[reg]->key;
 }
 
+/* What a send WR posted on side i (in RTS) will do at the peer. */
+static void expect_at_peer(unsigned i, const struct dr_send_wr *wr, const struct dr_sge *sge)
+{
+	struct side *s = &h.s[i], *peer = &h.s[i ^ 1];
+	const struct dr_mr *rw = peer->mr[R_RW];
+	uint32_t len = 0;
+	bool stable = true;
+	struct rw_op op;
+
+	/* inline data is copied at post time; the read-only region is never
+	 * written; anything else may change before a resend reads it */
+	for (unsigned k = 0; k < wr->num_sge; k++) {
+		len += sge[k].length;
+		if (!(wr->flags & DR_WR_INLINE) && sge[k].length && sge[k].lkey != s->mr[R_RO]->key)
+			stable = false;
+	}
+	if (wr->opcode == DR_WR_SEND || wr->opcode == DR_WR_SEND_IMM ||
+	    wr->opcode == DR_WR_WRITE_IMM) {
+		if (peer->in_tail == peer->in_cap) {
+			peer->in_cap = peer->in_cap ? 2 * peer->in_cap : 64;
+			peer->in = realloc(peer->in, peer->in_cap * sizeof(*peer->in));
+			if (!peer->in)
+				abort();
+		}
+		peer->in[peer->in_tail++] = (struct in_rec){
+		    .opcode = wr->opcode == DR_WR_WRITE_IMM ? DR_WC_RECV_WRITE_IMM : DR_WC_RECV,
+		    .len = len,
+		    .has_imm = wr->opcode != DR_WR_SEND,
+		    .imm = wr->imm};
+	}
+	if (wr->opcode == DR_WR_SEND || wr->opcode == DR_WR_SEND_IMM || wr->opcode == DR_WR_READ ||
+	    wr->rkey != rw->key || wr->remote_addr < rw->iova ||
+	    wr->remote_addr - rw->iova + len > reg_len[R_RW] ||
+	    (len == 0 && !dr_wr_is_atomic(wr->opcode)))
+		return; /* no change to the region, or refused (the QP fails) */
+	op = (struct rw_op){.op = wr->opcode,
+			    .off = (uint32_t)(wr->remote_addr - rw->iova),
+			    .len = len,
+			    .compare_add = wr->compare_add,
+			    .swap = wr->swap};
+	if (!dr_wr_is_atomic(wr->opcode)) {
+		uint32_t at = 0;
+
+		if (!stable) {
+			peer->rw_unknown = true;
+			return;
+		}
+		op.data = malloc(len);
+		if (!op.data)
+			abort();
+		/* the posted local SGEs' iova is their address (only side 1's
+		 * RDMA region lives elsewhere, and no local SGE may use it) */
+		for (unsigned k = 0; k < wr->num_sge; k++) {
+			memcpy(op.data + at, (const uint8_t *)(uintptr_t)sge[k].addr,
+			       sge[k].length);
+			at += sge[k].length;
+		}
+	}
+	if (peer->nrw == peer->rw_cap) {
+		peer->rw_cap = peer->rw_cap ? 2 * peer->rw_cap : 32;
+		peer->rw = realloc(peer->rw, peer->rw_cap * sizeof(*peer->rw));
+		if (!peer->rw)
+			abort();
+	}
+	peer->rw[peer->nrw++] = op;
+}
+
 static void act_post_send(struct rd *r, unsigned i)
 {
 	static const enum dr_wc_opcode wc_of[DR_WR_NUM] = {
-	    DR_WC_SEND, DR_WC_SEND, DR_WC_WRITE, DR_WC_WRITE, DR_WC_READ, DR_WC_FETCH_ADD,
-	    DR_WC_CMP_SWAP};
+	    DR_WC_SEND, DR_WC_SEND,	 DR_WC_WRITE,	DR_WC_WRITE,
+	    DR_WC_READ, DR_WC_FETCH_ADD, DR_WC_CMP_SWAP};
 	struct side *s = &h.s[i];
 	struct dr_sge sge[3];
 	uint8_t b = u8(r), fl = u8(r);
@@ -646,6 +767,7 @@ static void act_post_send(struct rd *r, unsigned i)
 	};
 	uint32_t len = pick_len(r);
 	struct wr_rec rec;
+	bool was_rts;
 	size_t at;
 	int ret;
 
@@ -669,8 +791,9 @@ static void act_post_send(struct rd *r, unsigned i)
 		wr.remote_addr &= ~7ull;
 
 	wr.wr_id = ++h.next_wr_id;
-	rec = (struct wr_rec){.wr_id = wr.wr_id, .opcode = wc_of[wr.opcode],
-			      .signaled = wr.flags & DR_WR_SIGNALED};
+	was_rts = dr_qp_state(s->qp) == DR_QPS_RTS;
+	rec = (struct wr_rec){
+	    .wr_id = wr.wr_id, .opcode = wc_of[wr.opcode], .signaled = wr.flags & DR_WR_SIGNALED};
 	/* recorded first: in ERROR the flush completes it inside the call */
 	at = s->sq.tail;
 	fifo_push(&s->sq, &rec);
@@ -680,7 +803,10 @@ static void act_post_send(struct rd *r, unsigned i)
 			fail("side %u: wr %llu refused (%d) but completed", i,
 			     (unsigned long long)wr.wr_id, ret);
 		s->sq.tail--;
+		return;
 	}
+	if (was_rts)
+		expect_at_peer(i, &wr, sge);
 }
 
 static void act_post_recv(struct rd *r, unsigned i)
@@ -795,8 +921,7 @@ static void advance(uint64_t ns)
 
 static void act_clock(struct rd *r)
 {
-	static const uint64_t step[8] = {0,	  1000,	   10000,    100000,
-					 1000000, 10000000, 100000000, 0};
+	static const uint64_t step[8] = {0, 1000, 10000, 100000, 1000000, 10000000, 100000000, 0};
 	uint8_t b = u8(r);
 
 	if ((b & 7) == 7) { /* to the next deadline of either QP */
@@ -871,20 +996,42 @@ static void finish_and_deliver(struct rd *r, unsigned to, const struct dr_pkt_de
 static void act_forge(struct rd *r, unsigned to)
 {
 	static const uint8_t ops[] = {
-	    DR_OP_SEND_FIRST,	  DR_OP_SEND_MIDDLE,	 DR_OP_SEND_LAST,   DR_OP_SEND_LAST_IMM,
-	    DR_OP_SEND_ONLY,	  DR_OP_SEND_ONLY_IMM,	 DR_OP_WRITE_FIRST, DR_OP_WRITE_MIDDLE,
-	    DR_OP_WRITE_LAST,	  DR_OP_WRITE_LAST_IMM,	 DR_OP_WRITE_ONLY,  DR_OP_WRITE_ONLY_IMM,
-	    DR_OP_READ_REQ,	  DR_OP_READ_RSP_FIRST,	 DR_OP_READ_RSP_MIDDLE,
-	    DR_OP_READ_RSP_LAST,  DR_OP_READ_RSP_ONLY,	 DR_OP_ACK,	    DR_OP_ATOMIC_ACK,
-	    DR_OP_CMP_SWAP,	  DR_OP_FETCH_ADD,	 DR_OP_SEND_LAST_INV,
-	    DR_OP_SEND_ONLY_INV,  DR_OP_ACK,		 DR_OP_ACK,	    DR_OP_READ_RSP_ONLY,
-	    DR_OP_UD_SEND_ONLY,	  DR_OP_ACK,		 DR_OP_WRITE_ONLY,  DR_OP_SEND_ONLY,
-	    DR_OP_READ_REQ,	  DR_OP_FETCH_ADD,
+	    DR_OP_SEND_FIRST,
+	    DR_OP_SEND_MIDDLE,
+	    DR_OP_SEND_LAST,
+	    DR_OP_SEND_LAST_IMM,
+	    DR_OP_SEND_ONLY,
+	    DR_OP_SEND_ONLY_IMM,
+	    DR_OP_WRITE_FIRST,
+	    DR_OP_WRITE_MIDDLE,
+	    DR_OP_WRITE_LAST,
+	    DR_OP_WRITE_LAST_IMM,
+	    DR_OP_WRITE_ONLY,
+	    DR_OP_WRITE_ONLY_IMM,
+	    DR_OP_READ_REQ,
+	    DR_OP_READ_RSP_FIRST,
+	    DR_OP_READ_RSP_MIDDLE,
+	    DR_OP_READ_RSP_LAST,
+	    DR_OP_READ_RSP_ONLY,
+	    DR_OP_ACK,
+	    DR_OP_ATOMIC_ACK,
+	    DR_OP_CMP_SWAP,
+	    DR_OP_FETCH_ADD,
+	    DR_OP_SEND_LAST_INV,
+	    DR_OP_SEND_ONLY_INV,
+	    DR_OP_ACK,
+	    DR_OP_ACK,
+	    DR_OP_READ_RSP_ONLY,
+	    DR_OP_UD_SEND_ONLY,
+	    DR_OP_ACK,
+	    DR_OP_WRITE_ONLY,
+	    DR_OP_SEND_ONLY,
+	    DR_OP_READ_REQ,
+	    DR_OP_FETCH_ADD,
 	};
 	static const uint8_t syndromes[8] = {
-	    DR_AETH_ACK_UNLIMITED, DR_AETH_ACK_UNLIMITED, DR_AETH_RNR_NAK | 1,
-	    DR_AETH_NAK_PSN_SEQ,   DR_AETH_NAK_INV_REQ,	  DR_AETH_NAK_REM_ACCESS,
-	    DR_AETH_NAK_REM_OP,	   0,
+	    DR_AETH_ACK_UNLIMITED, DR_AETH_ACK_UNLIMITED,  DR_AETH_RNR_NAK | 1, DR_AETH_NAK_PSN_SEQ,
+	    DR_AETH_NAK_INV_REQ,   DR_AETH_NAK_REM_ACCESS, DR_AETH_NAK_REM_OP,	0,
 	};
 	uint8_t b = u8(r), how = u8(r), fl = u8(r);
 	const struct dr_opcode_info *o;
@@ -1016,7 +1163,9 @@ static void act_mutate(struct rd *r, unsigned from)
 static void act_modify(struct rd *r, unsigned i)
 {
 	uint8_t b = u8(r);
-	struct dr_qp_attr a = {.state = DR_QPS_RTS, .retry_cnt = b & 7, .rnr_retry = h.rnr_retry,
+	struct dr_qp_attr a = {.state = DR_QPS_RTS,
+			       .retry_cnt = b & 7,
+			       .rnr_retry = h.rnr_retry,
 			       .min_rnr_timer = b >> 3};
 
 	if (b & 0x80) {
@@ -1076,6 +1225,46 @@ static bool act(struct rd *r)
 	return true;
 }
 
+/* Both QPs in RTS after the drain, nothing forged: every message the
+ * peer sent has arrived, and the RDMA regions hold exactly what the
+ * peers' WRITEs and atomics, executed once each in posting order, make. */
+static void check_delivered(void)
+{
+	static uint8_t want[8192];
+
+	for (unsigned i = 0; i < 2; i++) {
+		struct side *s = &h.s[i];
+
+		if (s->in_head != s->in_tail)
+			fail("side %u: %zu messages sent by the peer never arrived", i,
+			     s->in_tail - s->in_head);
+		if (s->rw_unknown)
+			continue;
+		memcpy(want, s->rw_init, reg_len[R_RW]);
+		for (size_t k = 0; k < s->nrw; k++) {
+			const struct rw_op *op = &s->rw[k];
+			uint64_t v;
+
+			if (!dr_wr_is_atomic(op->op)) {
+				memcpy(want + op->off, op->data, op->len);
+				continue;
+			}
+			memcpy(&v, want + op->off, 8);
+			if (op->op == DR_WR_FETCH_ADD)
+				v += op->compare_add;
+			else if (v == op->compare_add)
+				v = op->swap;
+			memcpy(want + op->off, &v, 8);
+		}
+		for (uint32_t k = 0; k < reg_len[R_RW]; k++)
+			if (s->reg[R_RW][k] != want[k])
+				fail("side %u: RDMA region byte %u is %02x, the peer's %zu WRITEs "
+				     "and "
+				     "atomics make it %02x",
+				     i, k, s->reg[R_RW][k], s->nrw, want[k]);
+	}
+}
+
 /* The end of the script: the link delivers what it holds, in order, and
  * then runs freely until nothing is in flight and no timer is armed. */
 static void drain(void)
@@ -1100,6 +1289,9 @@ static void drain(void)
 	if (!quiet)
 		fail("the link never went quiet (%llu events, receives posted all along)",
 		     (unsigned long long)h.events);
+	if (!h.forged && dr_qp_state(h.s[0].qp) == DR_QPS_RTS &&
+	    dr_qp_state(h.s[1].qp) == DR_QPS_RTS)
+		check_delivered();
 	for (unsigned i = 0; i < 2; i++) {
 		struct dr_qp *qp = h.s[i].qp;
 

@@ -154,7 +154,7 @@ static int forge_seeds(void)
 /* each CM message as raw bytes built by the codec */
 static int raw_seeds(void)
 {
-	static const uint16_t attrs[] = {DR_CM_ATTR_REQ, DR_CM_ATTR_REP, DR_CM_ATTR_RTU,
+	static const uint16_t attrs[] = {DR_CM_ATTR_REQ, DR_CM_ATTR_REP,  DR_CM_ATTR_RTU,
 					 DR_CM_ATTR_REJ, DR_CM_ATTR_DREQ, DR_CM_ATTR_DREP,
 					 DR_CM_ATTR_MRA, 0x0019};
 	uint8_t mad[DR_MAD_LEN];
@@ -177,9 +177,9 @@ static int raw_seeds(void)
 		dr_mad_build(&m, mad);
 		handshake();
 		b(1 << 7 | 7);
-		b(0);	 /* header as built */
-		b(0);	 /* from the peer */
-		b(255);	 /* 256 bytes */
+		b(0);	/* header as built */
+		b(0);	/* from the peer */
+		b(255); /* 256 bytes */
 		for (unsigned k = 0; k < DR_MAD_LEN; k++)
 			b(mad[k]);
 		deliver_all(2);
@@ -191,7 +191,7 @@ static int raw_seeds(void)
 		handshake();
 		b(8);
 		b(k | (k & 1 ? 0x80 : 0));
-		b(1);			 /* two edits */
+		b(1); /* two edits */
 		b(24 + 4 * k);
 		b(0x01);
 		b(24 + 4 * k + 3);

@@ -61,23 +61,23 @@ static int flush(const char *tag)
  * retry | rnr << 4, ORD/IRD nibbles, depths, flags of A | B << 3, timer */
 static void cfg(unsigned mtu, unsigned flags, unsigned retry)
 {
-	b(mtu);		/* 256 << mtu */
-	b(0x83);	/* A's first PSN 0xfffffc: the wrap comes soon */
-	b(7);		/* timeout 8: 1 ms */
-	b(retry);	/* retry_cnt | rnr_retry << 4 */
-	b(0xff);	/* ORD 3, IRD 3 on both sides */
-	b(0xff);	/* 31 send and receive WQEs each */
-	b(flags);	/* QP flags */
-	b(0x81);	/* B's first PSN 0xfffffc */
-	b(1);		/* min_rnr_timer 1: 10 us */
+	b(mtu);	  /* 256 << mtu */
+	b(0x83);  /* A's first PSN 0xfffffc: the wrap comes soon */
+	b(7);	  /* timeout 8: 1 ms */
+	b(retry); /* retry_cnt | rnr_retry << 4 */
+	b(0xff);  /* ORD 3, IRD 3 on both sides */
+	b(0xff);  /* 31 send and receive WQEs each */
+	b(flags); /* QP flags */
+	b(0x81);  /* B's first PSN 0xfffffc */
+	b(1);	  /* min_rnr_timer 1: 10 us */
 }
 
 /* post a send WR; op: enum dr_wr_opcode; lensel: fuzz_qp pick_len index */
 static void send(unsigned side, unsigned op, unsigned lensel, unsigned remote_reg)
 {
 	b(side << 7 | 0);
-	b(op);		/* one SGE */
-	b(0x80 | 1);	/* signaled */
+	b(op);	     /* one SGE */
+	b(0x80 | 1); /* signaled */
 	b32(0x1000 + op);
 	b(lensel);
 	if (op == 5 || op == 6) { /* atomics: compare/add, swap */
@@ -86,16 +86,16 @@ static void send(unsigned side, unsigned op, unsigned lensel, unsigned remote_re
 		b32(0);
 		b32(2);
 	}
-	b(4);		/* SGE: the local region, its key */
+	b(4); /* SGE: the local region, its key */
 	b16(0);
-	b(remote_reg);	/* remote region, its key, in bounds */
+	b(remote_reg); /* remote region, its key, in bounds */
 	b16(64);
 }
 
 static void recv(unsigned side, unsigned lensel)
 {
 	b(side << 7 | 3);
-	b(0);		/* one SGE */
+	b(0); /* one SGE */
 	b(lensel);
 	b(4);
 	b16(0);
@@ -148,8 +148,8 @@ static int ops_seeds(void)
 		send(0, 1, 5, 0);
 		send(1, 2, 6, 0);
 		all(3);
-		b(14);		/* flush side 0 */
-		b(0x80 | 14);	/* flush side 1 */
+		b(14);	      /* flush side 0 */
+		b(0x80 | 14); /* flush side 1 */
 		all(2);
 		if (flush("flags"))
 			return -1;
@@ -219,17 +219,17 @@ static int forge_seeds(void)
 			recv(side, 9);
 			send(side ^ 1, 0, 5, 0);
 			b(side << 7 | 11);
-			b(op);			 /* opcode index */
-			b(0);			 /* how: ACK, good ICRC */
-			b(1);			 /* AckReq */
-			b(op & 1 ? 2 : 0);	 /* PSN base: resp.psn or comp.psn */
-			b(0);			 /* delta */
-			b(5);			 /* length: pmtu */
-			b(0);			 /* remote: the RDMA region, its key */
+			b(op);		   /* opcode index */
+			b(0);		   /* how: ACK, good ICRC */
+			b(1);		   /* AckReq */
+			b(op & 1 ? 2 : 0); /* PSN base: resp.psn or comp.psn */
+			b(0);		   /* delta */
+			b(5);		   /* length: pmtu */
+			b(0);		   /* remote: the RDMA region, its key */
 			b16(0);
-			b32(0);			 /* swap_add */
+			b32(0); /* swap_add */
 			b32(1);
-			b32(0);			 /* cmp */
+			b32(0); /* cmp */
 			b32(0);
 			for (unsigned k = 0; k < 20; k++) /* msn..qkey */
 				b(0);
@@ -247,10 +247,10 @@ static int forge_seeds(void)
 		send(0, 2, 8, 0);
 		send(0, 0, 5, 0);
 		link(0, 0, 1);
-		b(13);		/* mutate a frame side 0 sent */
-		b(1);		/* the one before the last */
-		b(0);		/* good ICRC */
-		b(0);		/* one edit */
+		b(13); /* mutate a frame side 0 sent */
+		b(1);  /* the one before the last */
+		b(0);  /* good ICRC */
+		b(0);  /* one edit */
 		b(e);
 		for (unsigned k = 0; k < param[e]; k++)
 			b(1);
