@@ -1186,6 +1186,49 @@ START_TEST(test_recv_too_small)
 }
 END_TEST
 
+/* Zero-length SGEs that name a registered region: dr_mr_check() gives
+ * them no address (IBA 9.4.4: nothing to check), so the engine holds a
+ * null base with length 0.  Found by fuzz/fuzz_qp: the requester's
+ * dr_sge_span() computed "NULL + 0", undefined behaviour that UBSan
+ * reports (build the suite with clang -fsanitize=undefined to see it). */
+START_TEST(test_zero_len_keyed_sge)
+{
+	struct pair_cfg c = pair_defaults();
+	static uint8_t lbuf[64], rbuf[64];
+	struct dr_mr *lmr, *rmr;
+	struct pair p;
+
+	pair_up(&p, &c);
+	lmr = reg(&p, 0, lbuf, sizeof(lbuf), DR_ACCESS_LOCAL_WRITE);
+	rmr = reg(&p, 1, rbuf, sizeof(rbuf), DR_ACCESS_REMOTE_WRITE | DR_ACCESS_LOCAL_WRITE);
+	{
+		struct dr_sge sge = {.addr = rmr->iova, .length = 0, .lkey = rmr->key};
+		struct dr_recv_wr wr = {.wr_id = 900, .sg_list = &sge, .num_sge = 1};
+
+		ck_assert_int_eq(dr_qp_post_recv(p.qp[1], &wr), 0);
+	}
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_SEND, lbuf, 0, lmr->key, 0, 0, DR_WR_SIGNALED),
+			 0);
+	ck_assert_int_eq(post_send(&p, 0, 2, DR_WR_WRITE, lbuf, 0, lmr->key, rmr->iova, rmr->key,
+				   DR_WR_SIGNALED),
+			 0);
+	ck_assert_int_eq(post_send(&p, 0, 3, DR_WR_READ, lbuf, 0, lmr->key, rmr->iova, rmr->key,
+				   DR_WR_SIGNALED),
+			 0);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.end[0].nwc, 3);
+	expect_wc(&p.sim.end[0].wc[0], 1, DR_WC_SUCCESS);
+	expect_wc(&p.sim.end[0].wc[1], 2, DR_WC_SUCCESS);
+	expect_wc(&p.sim.end[0].wc[2], 3, DR_WC_SUCCESS);
+	ck_assert_uint_eq(p.sim.end[1].nwc, 1);
+	expect_wc(&p.sim.end[1].wc[0], 900, DR_WC_SUCCESS);
+	ck_assert_uint_eq(p.sim.end[1].wc[0].byte_len, 0);
+	ck_assert_int_eq(p.qp[0]->state, DR_QPS_RTS);
+	ck_assert_int_eq(p.qp[1]->state, DR_QPS_RTS);
+	pair_down(&p);
+}
+END_TEST
+
 /* ---- RNR ---------------------------------------------------------------------------- */
 
 static bool saw_rnr(void *arg)
@@ -3553,6 +3596,7 @@ static Suite *qp_suite(void)
 	tcase_add_loop_test(tc, test_loss_mix, 0, (int)(2 * N_RATES * N_SEEDS));
 	tcase_add_loop_test(tc, test_remote_errors, 0, ERR_NUM);
 	tcase_add_test(tc, test_recv_too_small);
+	tcase_add_test(tc, test_zero_len_keyed_sge);
 	tcase_add_test(tc, test_rnr_then_recv);
 	tcase_add_test(tc, test_rnr_exhausted);
 	tcase_add_test(tc, test_rnr_write_imm);

@@ -301,8 +301,9 @@ const uint8_t *dr_sge_span(const struct dr_sge *sge, unsigned n, uint64_t off, u
 
 	for (i = 0; i < n; i++) {
 		if (off < sge[i].length || (off == 0 && len == 0))
+			/* integer sum: a zero-length SGE may hold address 0 */
 			return off + len <= sge[i].length
-				   ? (const uint8_t *)(uintptr_t)sge[i].addr + off
+				   ? (const uint8_t *)(uintptr_t)(sge[i].addr + off)
 				   : NULL;
 		off -= sge[i].length;
 	}
