@@ -50,6 +50,7 @@
 #include <string.h>
 
 #include "dr_cm.h"
+#include "fuzz_rand.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -373,6 +374,16 @@ static void on_event(void *ctx, const struct dr_cm_event *ev)
 		default:
 			break;
 		}
+		return;
+	}
+	if (ev->type == DR_CM_EV_CONNREQ_GONE) {
+		/* a request the application held and never answered expired
+		 * or was withdrawn by its peer: the CM frees the id itself */
+		if (!hd || id->active || hd->est || id->state != DR_CMS_CLOSED ||
+		    (ev->err != -ETIMEDOUT && ev->err != -ECONNABORTED))
+			fail("cm %u: CONNREQ_GONE for an id not held, active or in state %s", i,
+			     dr_cm_state_names[id->state]);
+		forget(s, hd);
 		return;
 	}
 	if (!hd)
@@ -876,7 +887,7 @@ static void act_app(struct rd *r, unsigned i)
 		if (s->lsn) {
 			dr_cm_unlisten(s->lsn);
 			s->lsn = NULL;
-		} else if (dr_cm_listen(&s->cm, PORT, s, &s->lsn)) {
+		} else if (dr_cm_listen(&s->cm, PORT, 0, s, &s->lsn)) {
 			fail("cm %u: listen refused", i);
 		}
 		break;
@@ -975,13 +986,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    .cm_resp_timeout = 10, /* 4.2 ms */
 		    .max_cm_retries = (b >> (2 * i)) & 3,
 		    .timewait_ns = 50000000,
-		    .seed = 11 + i,
 		};
 
 		s->ip = cfg.local_ip4;
 		s->policy = (b >> 4) >> (2 * i);
 		s->next_port = 40000;
-		if (dr_cm_init(&s->cm, &cfg, &cm_ops, s) || dr_cm_listen(&s->cm, PORT, s, &s->lsn))
+		if (dr_cm_init(&s->cm, &cfg, &cm_ops, s) || dr_cm_listen(&s->cm, PORT, 0, s, &s->lsn))
 			abort();
 	}
 	connect_to_peer(0, PORT);

@@ -59,6 +59,7 @@
 
 #include "dr_qp.h"
 #include "simlink.h"
+#include "fuzz_rand.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -498,7 +499,6 @@ static int side_setup(unsigned i, uint32_t depth_s, uint32_t depth_r)
 	s->arena = aligned_alloc(64, ARENA_LEN);
 	if (!s->arena || dr_mr_table_init(&s->mrt, 16))
 		abort();
-	s->mrt.rng = 0x1234567 + i; /* keys the same every run */
 	p = s->arena;
 	for (unsigned r = 0; r < NREG; r++) {
 		uint64_t iova;

@@ -159,8 +159,6 @@ struct dr_cm_htab {
 	size_t n;
 };
 
-#define DR_CM_RAND_BUF 256
-
 struct dr_cm {
 	struct dr_cm_config cfg;
 	const struct dr_cm_ops *ops;
@@ -173,9 +171,6 @@ struct dr_cm {
 	struct dr_cm_id **heap;	     /* ids with a deadline, a min-heap */
 	size_t heap_n, heap_cap;
 	uint64_t hkey[2];	      /* the hash tables' secret */
-	uint8_t rand[DR_CM_RAND_BUF]; /* getrandom(2) output not used yet */
-	size_t rand_left;
-	int rand_pid;		      /* whose buffer it is (a fork refills) */
 	uint64_t deadline_ns;	      /* last value given to timer_set */
 	uint32_t gsi_psn;	      /* PSNs of our QP1 frames */
 	struct dr_cm_stats stats;

@@ -32,7 +32,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include "dr_cm.h"
@@ -91,46 +90,19 @@ static void cm_log(struct dr_cm *cm, const char *fmt, ...) __attribute__((format
 /* ---- random bits ---------------------------------------------------------- */
 
 /*
- * Comm IDs, TIDs and the hash secret come from getrandom(2), the kernel's
- * CSPRNG: a forger who saw every ID of its own connections (a REJ echoes
- * ours) learns nothing of the next one, which the xorshift generator here
- * before gave away after three samples.  Read DR_CM_RAND_BUF bytes at a
- * time (one system call per 64 IDs); bytes are wiped once handed out, and a
- * forked child starts a buffer of its own rather than repeat its parent's.
+ * Comm IDs, TIDs and the hash secret come from the engine's random source
+ * (ids.c, getrandom(2), the kernel's CSPRNG): a forger who saw every ID of
+ * its own connections (a REJ echoes ours) learns nothing of the next one,
+ * which the xorshift generator here before gave away after three samples.
  */
 static int cm_random(struct dr_cm *cm, void *out, size_t n)
 {
-	int pid = (int)getpid();
-	size_t got = 0;
-	uint8_t *p;
+	int ret = dr_rand_bytes(out, n);
 
-	if (cm->rand_pid != pid) {
-		cm->rand_left = 0;
-		cm->rand_pid = pid;
-	}
-	if (cm->rand_left < n) {
-		while (got < sizeof(cm->rand)) {
-			ssize_t r = getrandom(cm->rand + got, sizeof(cm->rand) - got, 0);
-
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0) {
-				int e = r < 0 ? errno : EIO;
-
-				cm_log(cm,
-				       "cm: getrandom(2) failed: %s; no CM identifiers without it",
-				       strerror(e));
-				return -e;
-			}
-			got += (size_t)r;
-		}
-		cm->rand_left = sizeof(cm->rand);
-	}
-	p = cm->rand + sizeof(cm->rand) - cm->rand_left;
-	memcpy(out, p, n);
-	memset(p, 0, n);
-	cm->rand_left -= n;
-	return 0;
+	if (ret)
+		cm_log(cm, "cm: getrandom(2) failed: %s; no CM identifiers without it",
+		       strerror(-ret));
+	return ret;
 }
 
 /* A 32-bit comm ID or a 64-bit TID: never 0 (0 means "none" in a REJ). */
@@ -763,8 +735,6 @@ void dr_cm_fini(struct dr_cm *cm)
 	memset(&cm->src_count, 0, sizeof(cm->src_count));
 	cm->heap = NULL;
 	cm->heap_n = cm->heap_cap = 0;
-	memset(cm->rand, 0, sizeof(cm->rand));
-	cm->rand_left = 0;
 }
 
 int dr_cm_listen(struct dr_cm *cm, uint16_t port, unsigned backlog, void *ctx,
