@@ -402,8 +402,9 @@ void dr_port_get_stats(const struct dr_port *p, struct dr_port_stats *s);
  * back, however old) but held, oldest first, for at most
  * DR_PORT_TX_STALE_NS; older ones are dropped and counted (the RC
  * requester's go-back-N resends what matters).  When the link comes back
- * the device is re-created, which discards whatever its ring still holds,
- * and the held frames leave.
+ * the device is re-created if it may hold frames or a socket error (the
+ * interface itself went down, or a send failed), which discards whatever
+ * its ring still holds, and the held frames young enough leave.
  *
  * The bound is droce's default ACK timeout, 4.096 us * 2^14 (FI_DROCE_TIMEOUT
  * 14, 67 ms): by then the requester's retransmit timer (adaptive, never

@@ -1103,23 +1103,27 @@ static void tx_done(struct dr_port *p, struct rte_mbuf *copy, bool hook, uint32_
  * DR_PORT_LINK_CHECK_US and at once after a burst whose sendto() failed as
  * a link failure does.  While it is down, frames are held here and not
  * handed to the device; those older than DR_PORT_TX_STALE_NS are dropped
- * (go-back-N resends what matters).  When it comes back the device is
+ * (go-back-N resends what matters).  When it comes back, if the ring may
+ * hold frames (a burst failed) or the socket an error (the interface was
+ * down, not only its carrier; a send failed at once), the device is
  * re-created: a fresh packet socket, with an empty ring and no pending
- * error, so nothing handed over around the fault leaves late.  Then the
- * held frames young enough leave.  The ring itself is the PMD's and
- * cannot be emptied any other way.
+ * error, so nothing handed over around the fault leaves late.  The ring is
+ * the PMD's and cannot be emptied any other way.  Then the held frames
+ * young enough leave.
  */
 
-/* Look at the interface's flags: true if up with a carrier. */
-static bool link_flags_up(struct dr_port *p)
+enum link_state { LINK_UP, LINK_NO_CARRIER, LINK_DOWN };
+
+/* Look at the interface's flags. */
+static enum link_state link_flags(struct dr_port *p)
 {
 	struct ifreq ifr;
 
 	memset(&ifr, 0, sizeof(ifr));
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", p->link_if);
-	if (ioctl(p->link_fd, SIOCGIFFLAGS, &ifr) < 0)
-		return false; /* ENODEV: the interface is gone */
-	return (ifr.ifr_flags & (IFF_UP | IFF_RUNNING)) == (IFF_UP | IFF_RUNNING);
+	if (ioctl(p->link_fd, SIOCGIFFLAGS, &ifr) < 0 || !(ifr.ifr_flags & IFF_UP))
+		return LINK_DOWN; /* ENODEV: the interface is gone */
+	return ifr.ifr_flags & IFF_RUNNING ? LINK_UP : LINK_NO_CARRIER;
 }
 
 static uint64_t tsc_of_ns(uint64_t ns)
@@ -1302,42 +1306,50 @@ static void link_came_up(struct dr_port *p, uint64_t now)
 {
 	uint64_t up_ns = dr_port_now_ns(), took_ns;
 	unsigned stranded = p->link_stranded;
+	char how[128] = "device kept (only the carrier was lost, no send failed)";
 
-	if (device_recreate(p) < 0) {
-		p->link.recreate_failed++;
-		/* a probe takes milliseconds: not at every look */
-		p->link_next = now + tsc_of_ns(100000000u);
-		return;
+	if (p->link_recreate || stranded) {
+		if (device_recreate(p) < 0) {
+			p->link.recreate_failed++;
+			/* a probe takes milliseconds: not at every look */
+			p->link_next = now + tsc_of_ns(100000000u);
+			return;
+		}
+		took_ns = dr_port_now_ns() - up_ns;
+		snprintf(how, sizeof(how),
+			 "device re-created in %llu ms (%u frames handed over as the link "
+			 "failed discarded with its ring)",
+			 (unsigned long long)took_ns / 1000000, stranded);
+		p->link.recreated++;
+		p->link.ring_discarded += stranded;
 	}
-	p->link.recreated++;
-	p->link.ring_discarded += stranded;
+	p->link_recreate = false;
 	p->link_stranded = 0;
 	p->link_down = false;
 	p->link.down_ns += up_ns - p->link_down_ns;
-	took_ns = dr_port_now_ns() - up_ns;
 	held_expire(p, rte_get_tsc_cycles());
 	dr_port_log(DR_PORT_LOG_WARN,
-		    "%s: link of %s is up after %llu ms; device re-created in %llu ms (%u frames "
-		    "handed over as the link failed discarded with its ring); %u held frames "
-		    "leave",
-		    p->name, p->link_if, (unsigned long long)(up_ns - p->link_down_ns) / 1000000,
-		    (unsigned long long)took_ns / 1000000, stranded, p->held_len);
+		    "%s: link of %s is up after %llu ms; %s; %u held frames leave", p->name,
+		    p->link_if, (unsigned long long)(up_ns - p->link_down_ns) / 1000000, how,
+		    p->held_len);
 	held_release(p);
 }
 
 /* Look at the link now. */
 static void link_check(struct dr_port *p, uint64_t now)
 {
-	bool up = link_flags_up(p);
+	enum link_state st = link_flags(p);
 
 	p->link_next = now + tsc_of_ns(DR_PORT_LINK_CHECK_US * 1000ull);
+	if (st == LINK_DOWN)
+		p->link_recreate = true; /* packet_notifier() set the socket's error */
 	if (!p->link_down) {
-		if (!up)
+		if (st != LINK_UP)
 			link_went_down(p);
 		return;
 	}
 	held_expire(p, now);
-	if (up)
+	if (st == LINK_UP)
 		link_came_up(p, now);
 }
 
@@ -1366,6 +1378,14 @@ static void link_after_burst(struct dr_port *p, uint16_t sent, int err)
 		return;
 	}
 	p->link_unconfirmed += sent;
+	if (err == ENETDOWN || err == ENXIO || err == ENODEV) {
+		/* refused at once: the socket needs replacing even if the
+		 * interface is already up again (a blip between two looks
+		 * leaves its error on the socket) */
+		p->link_recreate = true;
+		if (!p->link_down)
+			link_went_down(p);
+	}
 	if (err == ENETDOWN || err == ENXIO || err == ENODEV || err == ENOBUFS)
 		link_check(p, rte_get_tsc_cycles());
 }

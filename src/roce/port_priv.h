@@ -150,6 +150,7 @@ struct dr_port {
 	char link_if[16];	   /* IFNAMSIZ */
 	char *link_spec;	   /* the device's spec, to re-create it */
 	unsigned link_stranded;	   /* link_unconfirmed when it was found down */
+	bool link_recreate;	   /* the device needs re-creating when it is up */
 	bool link_down;		   /* sends are held */
 	uint64_t link_next;	   /* TSC: the next look at the flags */
 	uint64_t link_down_ns;	   /* dr_port_now_ns() when found down */
