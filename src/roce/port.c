@@ -795,8 +795,10 @@ static int open_locked(const struct dr_port_config *cfg, struct dr_port **out,
 			goto out_teardown;
 	}
 	kernel_hold(p, cfg->device);
-	link_watch_init(p, cfg->device);
 	dr_neigh_announce(p);
+	/* after the last send under the global lock: a send that finds the
+	 * link back up re-creates the device, which takes that lock */
+	link_watch_init(p, cfg->device);
 
 	if (rte_eth_link_get_nowait(p->port_id, &link) < 0)
 		memset(&link, 0, sizeof(link));
