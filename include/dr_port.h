@@ -407,12 +407,14 @@ void dr_port_get_stats(const struct dr_port *p, struct dr_port_stats *s);
  * its ring still holds, and the held frames young enough leave.
  *
  * The bound is droce's default ACK timeout, 4.096 us * 2^14 (FI_DROCE_TIMEOUT
- * 14, 67 ms): by then the requester's retransmit timer (adaptive, never
- * longer than that unless FI_DROCE_TIMEOUT raises it) has fired and
+ * 14, 67 ms): between droce peers with the defaults the requester's
+ * retransmit timer (adaptive, never longer than that) has fired by then and
  * go-back-N has resent the same packets, so an older copy is a duplicate;
- * and an acknowledgement that old answers a request the peer has resent.
- * It is far above what a frame waits on a healthy port (a batch leaves at
- * the next poll, at most the device thread's 5 ms round).
+ * an acknowledgement that old answers a request the peer has resent.  (A
+ * queue pair with a longer timeout - rxe's CM asks for 2.1 s - waits for
+ * its timer instead; the outage has cost more than that already.)  The
+ * bound is far above what a frame waits on a healthy port (a batch leaves
+ * at the next poll, at most the device thread's 5 ms round).
  */
 #define DR_PORT_LINK_CHECK_US 1000
 #define DR_PORT_TX_STALE_NS   (4096ull << 14)

@@ -145,7 +145,8 @@ struct dr_port {
 	 * (net_af_packet,iface=) reads the interface's flags; while it is
 	 * down frames wait in held[] (oldest first, at most
 	 * DR_PORT_TX_STALE_NS) instead of going into a device ring that
-	 * cannot drain, and the device is re-created when it comes back */
+	 * cannot drain, and the device is re-created, if it needs to be, when
+	 * the link comes back */
 	int link_fd;		   /* socket for SIOCGIFFLAGS, -1: no link watch */
 	char link_if[16];	   /* IFNAMSIZ */
 	char *link_spec;	   /* the device's spec, to re-create it */
@@ -154,7 +155,7 @@ struct dr_port {
 	bool link_down;		   /* sends are held */
 	uint64_t link_next;	   /* TSC: the next look at the flags */
 	uint64_t link_down_ns;	   /* dr_port_now_ns() when found down */
-	unsigned link_unconfirmed; /* frames handed over since the link was last seen up */
+	unsigned link_unconfirmed; /* frames of failed bursts since the last good one */
 	unsigned held_head, held_len;
 	struct rte_mbuf *held[DR_PORT_HELD_MAX];
 	uint64_t held_tsc[DR_PORT_HELD_MAX]; /* when each was due (TSC) */
