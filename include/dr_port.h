@@ -418,4 +418,55 @@ struct dr_port_stats {
 
 void dr_port_get_stats(const struct dr_port *p, struct dr_port_stats *s);
 
+/* ---- Link faults ----------------------------------------------------------------------- */
+
+/*
+ * A port on a kernel interface (net_af_packet,iface=...) watches the
+ * interface: up means IFF_UP and IFF_RUNNING (administratively up, carrier
+ * present).  It looks at least every DR_PORT_LINK_CHECK_US while polled or
+ * sending, and at once when a send fails as a link failure does.  While the
+ * link is down frames are not handed to the device (net_af_packet would
+ * leave them in its kernel ring, to leave all at once when the link comes
+ * back, however old) but held, oldest first, for at most
+ * DR_PORT_TX_STALE_NS; older ones are dropped and counted (the RC
+ * requester's go-back-N resends what matters).  When the link comes back
+ * the device is re-created if it may hold frames or a socket error (the
+ * interface itself went down, or a send failed), which discards whatever
+ * its ring still holds, and the held frames young enough leave.
+ *
+ * The bound is droce's default ACK timeout, 4.096 us * 2^14 (FI_DROCE_TIMEOUT
+ * 14, 67 ms): between droce peers with the defaults the requester's
+ * retransmit timer (adaptive, never longer than that) has fired by then and
+ * go-back-N has resent the same packets, so an older copy is a duplicate;
+ * an acknowledgement that old answers a request the peer has resent.  (A
+ * queue pair with a longer timeout - rxe's CM asks for 2.1 s - waits for
+ * its timer instead; the outage has cost more than that already.)  The
+ * bound is far above what a frame waits on a healthy port (a batch leaves
+ * at the next poll, at most the device thread's 5 ms round).
+ */
+#define DR_PORT_LINK_CHECK_US 1000
+#define DR_PORT_TX_STALE_NS   (4096ull << 14)
+
+struct dr_port_link_stats {
+	uint64_t downs;		  /* times the link was found down */
+	uint64_t down_ns;	  /* time it was down (outages that ended) */
+	uint64_t held;		  /* frames that waited for the link */
+	uint64_t held_sent;	  /* ... and left when it came back */
+	uint64_t stale;		  /* ... dropped: older than DR_PORT_TX_STALE_NS */
+	uint64_t held_overflow;	  /* ... dropped: DR_PORT_HELD_MAX were waiting */
+	uint64_t dropped_arp;	  /* of stale and held_overflow: ARP frames */
+	uint64_t ring_discarded;  /* handed to the device in bursts whose send
+				   * failed as the link went down, discarded with
+				   * its ring when it was re-created (none left if
+				   * the send failed at once, ENETDOWN; a burst
+				   * that lost the carrier midway, ENOBUFS, may
+				   * have sent its first frames) */
+	uint64_t recreated;	  /* times the device was re-created */
+	uint64_t recreate_failed; /* ... and could not be (retried) */
+};
+
+/* False while the link is known to be down (always true without a watch). */
+bool dr_port_link_up(const struct dr_port *p);
+void dr_port_get_link_stats(const struct dr_port *p, struct dr_port_link_stats *s);
+
 #endif /* DR_PORT_H */

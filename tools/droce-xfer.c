@@ -29,6 +29,7 @@
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <netdb.h>
@@ -127,6 +128,8 @@ static struct opts {
 	int fault;		/* -X: FAULT_* */
 	int fault_op;
 	unsigned int fault_iter;
+	const char *gate;	/* -W: a file to hold the client with ... */
+	unsigned int gate_iter; /* ... before the operation of this iteration */
 } opt;
 
 enum { FAULT_NONE, FAULT_CORRUPT, FAULT_BADKEY };
@@ -164,6 +167,7 @@ static void vlog(const char *fmt, ...)
 	fputs(PROG ": ", stdout);
 	vprintf(fmt, ap);
 	va_end(ap);
+	fflush(stdout); /* a test harness may follow the iterations */
 }
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -2011,6 +2015,27 @@ fail:
 	r->ok = false;
 }
 
+/* -W: let a test harness act just before an operation (take the link
+ * down, for instance): create the file, wait until it is removed. */
+static void gate_wait(const struct test *t, unsigned int iter)
+{
+	int fd;
+
+	if (!opt.gate || iter != opt.gate_iter)
+		return;
+	fd = open(opt.gate, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		say("cannot create %s: %s\n", opt.gate, strerror(errno));
+		return;
+	}
+	close(fd);
+	printf(PROG ": %s %" PRIu64 " B iteration %u: held until %s is removed\n",
+	       op_tab[t->op].name, t->size, iter, opt.gate);
+	fflush(stdout);
+	while (access(opt.gate, F_OK) == 0)
+		usleep(1000);
+}
+
 static void client_iter(struct xfer *x, const struct test *t, unsigned int iter,
 			struct iter_res *r)
 {
@@ -2031,6 +2056,7 @@ static void client_iter(struct xfer *x, const struct test *t, unsigned int iter,
 		scopy(s.reason, sizeof(s.reason), m.text);
 		s.fatal = m.fatal;
 	} else if (!s.reason[0]) {
+		gate_wait(t, iter);
 		client_part(x, t, iter, &s);
 	}
 	memset(&m, 0, sizeof(m));
@@ -2542,7 +2568,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: " PROG " [-p provider] [-d domain] [-a fabric_addr] [-s server] [-P port]\n"
 		"                  [-o ops] [-S sizes] [-I iterations] [-t timeout] [-w wait]\n"
-		"                  [-N] [-X fault] [-v] [-h]\n"
+		"                  [-N] [-X fault] [-W n:file] [-v] [-h]\n"
 		"  server without -s, client of the server (host name or address) with -s\n"
 		"  -p provider   libfabric provider (droce, verbs, tcp, sockets...)\n"
 		"  -d domain     domain name (e.g. a verbs device or an interface)\n"
@@ -2561,6 +2587,8 @@ static void usage(FILE *f)
 		   "  -N            do not accept the FI_RX_CQ_DATA mode\n"
 		   "  -X fault      client, to test the tester: corrupt:OP[:ITER] flips a byte of\n"
 		   "                what it sends or writes, badkey:OP[:ITER] uses a wrong key\n"
+		   "  -W n:file     client: before the operation of iteration n, create file\n"
+		   "                and wait until it is removed (for test harnesses)\n"
 		   "  -v            verbose (twice: every iteration)\n"
 		   "exit status: 0 when nothing failed, 1 when something failed, 2 on bad usage\n");
 }
@@ -2684,7 +2712,7 @@ int main(int argc, char **argv)
 	opt.nsizes = (int)(sizeof(default_sizes) / sizeof(default_sizes[0]));
 	memcpy(opt.sizes, default_sizes, sizeof(default_sizes));
 
-	while ((c = getopt(argc, argv, "p:d:a:s:P:o:S:I:t:w:NX:vh")) != -1) {
+	while ((c = getopt(argc, argv, "p:d:a:s:P:o:S:I:t:w:NX:W:vh")) != -1) {
 		switch (c) {
 		case 'p':
 			opt.prov = optarg;
@@ -2733,6 +2761,15 @@ int main(int argc, char **argv)
 			if (parse_fault(optarg))
 				goto bad;
 			break;
+		case 'W': {
+			char *end;
+
+			opt.gate_iter = (unsigned int)strtoul(optarg, &end, 10);
+			if (end == optarg || *end != ':' || !end[1])
+				goto bad;
+			opt.gate = end + 1;
+			break;
+		}
 		case 'v':
 			opt.verbose++;
 			break;

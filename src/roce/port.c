@@ -17,10 +17,12 @@
 #include <errno.h>
 #include <ifaddrs.h>
 #include <linux/filter.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -509,13 +511,12 @@ static int create_pools(struct dr_port *p, unsigned nb_mbufs, struct dr_port_err
 	return 0;
 }
 
+static int configure_device(struct dr_port *p, const struct rte_eth_dev_info *info,
+			    struct dr_port_err *err);
+
 static int start_device(struct dr_port *p, unsigned nb_mbufs, struct dr_port_err *err)
 {
-	struct rte_eth_conf conf = {0};
 	struct rte_eth_dev_info info;
-	struct rte_eth_txconf txconf;
-	uint16_t nb_rxd = DR_PORT_RXD, nb_txd = DR_PORT_TXD;
-	char msg[256];
 	int ret;
 
 	ret = rte_eth_dev_info_get(p->port_id, &info);
@@ -549,6 +550,19 @@ static int start_device(struct dr_port *p, unsigned nb_mbufs, struct dr_port_err
 	ret = create_pools(p, nb_mbufs, err);
 	if (ret < 0)
 		return ret;
+	return configure_device(p, &info, err);
+}
+
+/* Configure the queues on the port's pools, start the device.  Also what
+ * re-creates a device after a link fault (device_recreate). */
+static int configure_device(struct dr_port *p, const struct rte_eth_dev_info *info,
+			    struct dr_port_err *err)
+{
+	struct rte_eth_conf conf = {0};
+	struct rte_eth_txconf txconf;
+	uint16_t nb_rxd = DR_PORT_RXD, nb_txd = DR_PORT_TXD;
+	char msg[256];
+	int ret;
 
 	/*
 	 * Virtual devices report the 1518-byte Ethernet maximum whatever
@@ -557,18 +571,18 @@ static int start_device(struct dr_port *p, unsigned nb_mbufs, struct dr_port_err
 	 * buffers, which hold p->max_frame.  A NIC gets our MTU.
 	 */
 	conf.rxmode.mtu = p->mtu;
-	if (info.max_rx_pktlen && info.device &&
-	    !strcmp(rte_bus_name(rte_dev_bus(info.device)), "vdev") &&
-	    p->mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN > info.max_rx_pktlen) {
-		conf.rxmode.mtu = info.max_rx_pktlen - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN;
+	if (info->max_rx_pktlen && info->device &&
+	    !strcmp(rte_bus_name(rte_dev_bus(info->device)), "vdev") &&
+	    p->mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN > info->max_rx_pktlen) {
+		conf.rxmode.mtu = info->max_rx_pktlen - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN;
 		dr_port_log(DR_PORT_LOG_INFO,
 			    "%s: device reports frames up to %u bytes; MTU %u is carried in "
 			    "droce's own buffers",
-			    p->name, info.max_rx_pktlen, p->mtu);
+			    p->name, info->max_rx_pktlen, p->mtu);
 	}
 	if (p->tx_multiseg)
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
-	if (p->buf_size < p->max_frame && (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER))
+	if (p->buf_size < p->max_frame && (info->rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER))
 		conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
 	dr_port_dpdk_err_clear();
 	ret = rte_eth_dev_configure(p->port_id, 1, 1, &conf);
@@ -580,7 +594,7 @@ static int start_device(struct dr_port *p, unsigned nb_mbufs, struct dr_port_err
 	ret = rte_eth_rx_queue_setup(p->port_id, 0, nb_rxd, p->socket_id, NULL, p->pool);
 	if (ret < 0)
 		goto out_dev_err;
-	txconf = info.default_txconf;
+	txconf = info->default_txconf;
 	txconf.offloads = conf.txmode.offloads;
 	ret = rte_eth_tx_queue_setup(p->port_id, 0, nb_txd, p->socket_id, &txconf);
 	if (ret < 0)
@@ -642,14 +656,23 @@ done:
 }
 
 static void tx_flush(struct dr_port *p);
+static void link_watch_init(struct dr_port *p, const char *spec);
+static void link_watch_fini(struct dr_port *p);
+static void link_log_stats(const struct dr_port *p);
 
 static void teardown(struct dr_port *p)
 {
 	p->batch = 0;
+	link_watch_fini(p); /* no device re-created from here on */
 	if (p->started)
 		tx_flush(p);
 	while (p->txq_len)
 		rte_pktmbuf_free(p->txq[--p->txq_len]);
+	while (p->held_len) {
+		rte_pktmbuf_free(p->held[p->held_head]);
+		p->held_head = (p->held_head + 1) % DR_PORT_HELD_MAX;
+		p->held_len--;
+	}
 	if (p->pcapng)
 		dr_capture_close(p);
 	dr_neigh_fini(p);
@@ -713,6 +736,7 @@ static int open_locked(const struct dr_port_config *cfg, struct dr_port **out,
 	p->serial = port_serial++;
 	p->port_id = RTE_MAX_ETHPORTS;
 	p->kernel_fd = -1;
+	p->link_fd = -1;
 	p->ip = cfg->ip4;
 	p->prefix_len = cfg->prefix_len;
 	p->netmask = cfg->prefix_len == 32 ? ~0u : ~(~0u >> cfg->prefix_len);
@@ -774,6 +798,9 @@ static int open_locked(const struct dr_port_config *cfg, struct dr_port **out,
 	}
 	kernel_hold(p, cfg->device);
 	dr_neigh_announce(p);
+	/* after the last send under the global lock: a send that finds the
+	 * link back up re-creates the device, which takes that lock */
+	link_watch_init(p, cfg->device);
 
 	if (rte_eth_link_get_nowait(p->port_id, &link) < 0)
 		memset(&link, 0, sizeof(link));
@@ -841,6 +868,7 @@ void dr_port_close(struct dr_port *p)
 	if (!p)
 		return;
 	dr_port_log(DR_PORT_LOG_INFO, "%s: closing", p->name);
+	link_log_stats(p);
 	pthread_mutex_lock(&dr_port_global_lock);
 	teardown(p);
 	pthread_mutex_unlock(&dr_port_global_lock);
@@ -1052,44 +1080,414 @@ static void tx_done(struct dr_port *p, struct rte_mbuf *copy, bool hook, uint32_
 		p->frame_fn(p->frame_ctx, DR_PORT_DIR_TX, p->tx_scratch, len);
 }
 
-/* The frames waiting in p->txq leave in one burst (a full ring is tried
- * DR_PORT_TX_TRIES times; what still does not fit is dropped and counted:
- * RC retransmission recovers). */
-static void tx_flush(struct dr_port *p)
+/* ---- link faults ----------------------------------------------------------------------
+ *
+ * net_af_packet sends through a TPACKET ring: eth_af_packet_tx() copies
+ * each frame into a ring slot, marks it SEND_REQUEST, and one sendto()
+ * asks the kernel to send every marked slot (tpacket_snd()).  It reports
+ * every frame it copied as sent, whatever sendto() returns, and keeps no
+ * frame of its own.  When the interface is down the kernel leaves the
+ * marked slots as they are: while it is administratively down sendto()
+ * fails at once (ENETDOWN); while the carrier is off (the peer's end of a
+ * veth went down, a cable was pulled) the first frame is dropped by
+ * dev_direct_xmit(), its slot is marked SEND_REQUEST again, and sendto()
+ * returns ENOBUFS, which the PMD takes for success.  Either way the slots
+ * wait for the next successful sendto() after the link is back, and then
+ * all leave at once, however old.  Worse, taking the interface down sets
+ * the socket's error (packet_notifier(): sk_err = ENETDOWN), which nothing
+ * in the PMD reads: the first sendto() after the link is back consumes it
+ * (sock_alloc_send_skb() returns it) and sends nothing, so the ring drains
+ * only at the sendto() after that - with RC's exponential back-off,
+ * seconds later, or never before the retry budget runs out (issue 11:
+ * resends at +1.9, +4 and +8.4 s never left; 143 stale frames burst out
+ * when the port closed).
+ *
+ * So a port on a kernel interface watches it (SIOCGIFFLAGS: IFF_UP and
+ * IFF_RUNNING, the latter following the carrier), at least every
+ * DR_PORT_LINK_CHECK_US and at once after a burst whose sendto() failed as
+ * a link failure does.  While it is down, frames are held here and not
+ * handed to the device; those older than DR_PORT_TX_STALE_NS are dropped
+ * (go-back-N resends what matters).  When it comes back, if the ring may
+ * hold frames (a burst failed) or the socket an error (the interface was
+ * down, not only its carrier; a send failed at once), the device is
+ * re-created: a fresh packet socket, with an empty ring and no pending
+ * error, so nothing handed over around the fault leaves late.  The ring is
+ * the PMD's and cannot be emptied any other way.  Then the held frames
+ * young enough leave.
+ */
+
+enum link_state { LINK_UP, LINK_NO_CARRIER, LINK_DOWN };
+
+/* Look at the interface's flags. */
+static enum link_state link_flags(struct dr_port *p)
+{
+	struct ifreq ifr;
+
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", p->link_if);
+	if (ioctl(p->link_fd, SIOCGIFFLAGS, &ifr) < 0 || !(ifr.ifr_flags & IFF_UP))
+		return LINK_DOWN; /* ENODEV: the interface is gone */
+	return ifr.ifr_flags & IFF_RUNNING ? LINK_UP : LINK_NO_CARRIER;
+}
+
+static uint64_t tsc_of_ns(uint64_t ns)
+{
+	return (unsigned __int128)ns * rte_get_tsc_hz() / 1000000000u;
+}
+
+static void link_watch_init(struct dr_port *p, const char *spec)
+{
+	const struct rte_devargs *da = p->dev ? rte_dev_devargs(p->dev) : NULL;
+	const char *s = strstr(spec, ",iface=");
+	size_t len;
+
+	if (strncmp(spec, "net_af_packet", strlen("net_af_packet")) || !s || !da)
+		return;
+	s += strlen(",iface=");
+	snprintf(p->link_if, sizeof(p->link_if), "%.*s", (int)strcspn(s, ","), s);
+	/* what the device was created with (framesz included), to create
+	 * it again */
+	len = strlen(da->name) + (da->args ? strlen(da->args) : 0) + 2;
+	p->link_spec = malloc(len);
+	p->link_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (!p->link_spec || p->link_fd < 0) {
+		dr_port_log(DR_PORT_LOG_WARN,
+			    "%s: cannot watch the link of %s (%s): frames sent while it is down "
+			    "will leave when it comes back, however old",
+			    p->name, p->link_if, strerror(p->link_fd < 0 ? errno : ENOMEM));
+		link_watch_fini(p);
+		return;
+	}
+	snprintf(p->link_spec, len, "%s%s%s", da->name, da->args && *da->args ? "," : "",
+		 da->args ? da->args : "");
+	p->link_next = 0; /* look at the first send */
+}
+
+static void link_watch_fini(struct dr_port *p)
+{
+	if (p->link_fd >= 0)
+		close(p->link_fd);
+	p->link_fd = -1;
+	free(p->link_spec);
+	p->link_spec = NULL;
+}
+
+/* Remove the device and create it again from the same spec (global lock
+ * taken: device plug/unplug).  On failure the port has no device until a
+ * later attempt succeeds: nothing is sent or received meanwhile. */
+static int device_recreate(struct dr_port *p)
+{
+	struct rte_eth_dev_info info;
+	char msg[256];
+	uint16_t id;
+	int ret;
+
+	pthread_mutex_lock(&dr_port_global_lock);
+	if (p->port_id < RTE_MAX_ETHPORTS && port_by_id[p->port_id] == p) {
+		/* net_af_packet handles nothing on EAL's interrupt thread:
+		 * no dr_port_intr_barrier() needed */
+		if (p->started)
+			rte_eth_dev_stop(p->port_id);
+		rte_eth_dev_close(p->port_id);
+		port_by_id[p->port_id] = NULL;
+	}
+	p->started = false;
+	p->port_id = RTE_MAX_ETHPORTS;
+	if (p->dev) {
+		ret = rte_dev_remove(p->dev);
+		if (ret < 0)
+			dr_port_log(DR_PORT_LOG_WARN, "%s: cannot remove the DPDK device: %s",
+				    p->name, strerror(-ret));
+		p->dev = NULL;
+	}
+	dr_port_dpdk_err_clear();
+	ret = rte_dev_probe(p->link_spec);
+	if (ret < 0 || find_port(p->link_spec, false, &id) != 0) {
+		ret = ret < -1 ? ret : -ENODEV;
+		dr_port_log(DR_PORT_LOG_WARN, "%s: cannot create the DPDK device again: %s",
+			    p->name, *dr_port_dpdk_err(msg, sizeof(msg)) ? msg : strerror(-ret));
+		goto out_unlock;
+	}
+	p->port_id = id;
+	port_by_id[id] = p;
+	ret = rte_eth_dev_info_get(id, &info);
+	if (ret < 0)
+		goto out_unlock;
+	p->dev = (struct rte_device *)info.device; /* teardown removes it */
+	ret = configure_device(p, &info, NULL);
+out_unlock:
+	pthread_mutex_unlock(&dr_port_global_lock);
+	return ret;
+}
+
+static void held_drop_head(struct dr_port *p)
+{
+	struct rte_mbuf *m = p->held[p->held_head];
+
+	if (rte_pktmbuf_mtod(m, struct dr_eth_hdr *)->type == htons(DR_ETH_P_ARP))
+		p->link.dropped_arp++;
+	rte_pktmbuf_free(m);
+	p->held_head = (p->held_head + 1) % DR_PORT_HELD_MAX;
+	p->held_len--;
+}
+
+/* Drop the held frames that have waited longer than DR_PORT_TX_STALE_NS. */
+static void held_expire(struct dr_port *p, uint64_t now)
+{
+	uint64_t max = tsc_of_ns(DR_PORT_TX_STALE_NS);
+
+	while (p->held_len && now - p->held_tsc[p->held_head] > max) {
+		held_drop_head(p);
+		p->link.stale++;
+	}
+}
+
+/* The link is down: m waits (consumed). */
+static void held_add(struct dr_port *p, struct rte_mbuf *m)
+{
+	uint64_t now = rte_get_tsc_cycles();
+	unsigned i;
+
+	held_expire(p, now);
+	if (p->held_len == DR_PORT_HELD_MAX) {
+		held_drop_head(p);
+		p->link.held_overflow++;
+	}
+	i = (p->held_head + p->held_len++) % DR_PORT_HELD_MAX;
+	p->held[i] = m;
+	p->held_tsc[i] = now;
+	p->link.held++;
+}
+
+static uint16_t tx_burst(struct dr_port *p, struct rte_mbuf **q, struct rte_mbuf **cap, uint16_t n,
+			 bool hook);
+
+/* The link is back: what is young enough leaves, in order, its capture
+ * record stamped when it was due. */
+static void held_release(struct dr_port *p)
 {
 	struct rte_mbuf *q[DR_PORT_BURST], *cap[DR_PORT_BURST];
-	uint32_t len[DR_PORT_BURST];
-	uint16_t n = p->txq_len, sent = 0, i;
-	unsigned tries = 0;
+	uint16_t n;
 
-	if (!n)
-		return;
-	p->txq_len = 0;
-	for (i = 0; i < n; i++) {
-		q[i] = p->txq[i];
-		len[i] = q[i]->pkt_len;
-		cap[i] = p->pcapng ? dr_capture_prepare(p, q[i], DR_PORT_DIR_TX) : NULL;
+	held_expire(p, rte_get_tsc_cycles());
+	while (p->held_len && !p->link_down) {
+		bool hook = false;
+
+		/* the frame hook sees one frame at a time, as it leaves */
+		for (n = 0; p->held_len && n < (p->frame_fn ? 1 : DR_PORT_BURST); n++) {
+			unsigned i = p->held_head;
+
+			q[n] = p->held[i];
+			cap[n] = p->pcapng ? dr_capture_prepare_at(p, q[n], DR_PORT_DIR_TX,
+								   p->held_tsc[i])
+					   : NULL;
+			p->held_head = (i + 1) % DR_PORT_HELD_MAX;
+			p->held_len--;
+		}
+		if (p->frame_fn && q[0]->pkt_len <= p->buf_size) {
+			linearise(q[0], p->tx_scratch);
+			hook = true;
+		}
+		p->link.held_sent += n;
+		tx_burst(p, q, cap, n, hook);
 	}
+}
+
+static void link_went_down(struct dr_port *p)
+{
+	p->link_down = true;
+	p->link_down_ns = dr_port_now_ns();
+	p->link_stranded += p->link_unconfirmed;
+	p->link_unconfirmed = 0;
+	p->link.downs++;
+	dr_port_log(DR_PORT_LOG_WARN,
+		    "%s: link of %s is down: frames wait for it at most %llu ms, then are "
+		    "dropped",
+		    p->name, p->link_if, DR_PORT_TX_STALE_NS / 1000000);
+}
+
+static void link_came_up(struct dr_port *p, uint64_t now)
+{
+	uint64_t up_ns = dr_port_now_ns(), took_ns;
+	unsigned stranded = p->link_stranded;
+	char how[128] = "device kept (only the carrier was lost, no send failed)";
+
+	if (p->link_recreate || stranded) {
+		if (device_recreate(p) < 0) {
+			p->link.recreate_failed++;
+			/* a probe takes milliseconds: not at every look */
+			p->link_next = now + tsc_of_ns(100000000u);
+			return;
+		}
+		took_ns = dr_port_now_ns() - up_ns;
+		snprintf(how, sizeof(how),
+			 "device re-created in %llu ms (%u frames handed over as the link "
+			 "failed discarded with its ring)",
+			 (unsigned long long)took_ns / 1000000, stranded);
+		p->link.recreated++;
+		p->link.ring_discarded += stranded;
+	}
+	p->link_recreate = false;
+	p->link_stranded = 0;
+	p->link_down = false;
+	p->link.down_ns += up_ns - p->link_down_ns;
+	held_expire(p, rte_get_tsc_cycles());
+	dr_port_log(DR_PORT_LOG_WARN,
+		    "%s: link of %s is up after %llu ms; %s; %u held frames leave", p->name,
+		    p->link_if, (unsigned long long)(up_ns - p->link_down_ns) / 1000000, how,
+		    p->held_len);
+	held_release(p);
+}
+
+/* Look at the link now. */
+static void link_check(struct dr_port *p, uint64_t now)
+{
+	enum link_state st = link_flags(p);
+
+	p->link_next = now + tsc_of_ns(DR_PORT_LINK_CHECK_US * 1000ull);
+	if (st == LINK_DOWN)
+		p->link_recreate = true; /* packet_notifier() set the socket's error */
+	if (!p->link_down) {
+		if (st != LINK_UP)
+			link_went_down(p);
+		return;
+	}
+	held_expire(p, now);
+	if (st == LINK_UP)
+		link_came_up(p, now);
+}
+
+/* Look at the link if it is time to. */
+static inline void link_poll(struct dr_port *p)
+{
+	uint64_t now;
+
+	if (p->link_fd < 0)
+		return;
+	now = rte_get_tsc_cycles();
+	if (now >= p->link_next)
+		link_check(p, now);
+}
+
+/* After a burst: what the PMD's sendto() left in errno tells whether the
+ * ring was emptied, and a link failure at once (the PMD reports neither).
+ * ENOBUFS is also plain congestion (the frame stays in the ring and leaves
+ * with the next burst): the flags decide.  The frames of failed bursts are
+ * those the ring may still hold when the link is found down. */
+static void link_after_burst(struct dr_port *p, uint16_t sent, int err)
+{
+	if (!err) {
+		/* tpacket_snd() sent every marked slot: the ring is empty */
+		p->link_unconfirmed = 0;
+		return;
+	}
+	p->link_unconfirmed += sent;
+	if (err == ENETDOWN || err == ENXIO || err == ENODEV) {
+		/* refused at once: the socket needs replacing even if the
+		 * interface is already up again (a blip between two looks
+		 * leaves its error on the socket) */
+		p->link_recreate = true;
+		if (!p->link_down)
+			link_went_down(p);
+	}
+	if (err == ENETDOWN || err == ENXIO || err == ENODEV || err == ENOBUFS)
+		link_check(p, rte_get_tsc_cycles());
+}
+
+static void link_log_stats(const struct dr_port *p)
+{
+	const struct dr_port_link_stats *l = &p->link;
+
+	if (p->link_fd < 0 && !l->downs)
+		return;
+	dr_port_log(l->downs ? DR_PORT_LOG_WARN : DR_PORT_LOG_INFO,
+		    "%s: link faults: downs=%llu down_ms=%llu held=%llu held_sent=%llu stale=%llu "
+		    "held_overflow=%llu dropped_arp=%llu held_at_close=%u ring_discarded=%llu "
+		    "recreated=%llu "
+		    "recreate_failed=%llu; other tx drops: tx_dropped=%llu tx_nombuf=%llu "
+		    "arp_queue_dropped=%llu (stale: waited more than %llu ms for the link)",
+		    p->name, (unsigned long long)l->downs, (unsigned long long)l->down_ns / 1000000,
+		    (unsigned long long)l->held, (unsigned long long)l->held_sent,
+		    (unsigned long long)l->stale, (unsigned long long)l->held_overflow,
+		    (unsigned long long)l->dropped_arp, p->held_len,
+		    (unsigned long long)l->ring_discarded, (unsigned long long)l->recreated,
+		    (unsigned long long)l->recreate_failed, (unsigned long long)p->stats.tx_dropped,
+		    (unsigned long long)p->stats.tx_nombuf,
+		    (unsigned long long)p->stats.arp_queue_dropped, DR_PORT_TX_STALE_NS / 1000000);
+}
+
+bool dr_port_link_up(const struct dr_port *p)
+{
+	return !p->link_down;
+}
+
+void dr_port_get_link_stats(const struct dr_port *p, struct dr_port_link_stats *s)
+{
+	*s = p->link;
+}
+
+/* Hand q[0..n) to the device in one burst (a full ring is tried
+ * DR_PORT_TX_TRIES times; what still does not fit is dropped and counted:
+ * RC retransmission recovers).  cap[i] is the frame's capture copy or NULL;
+ * with hook (n == 1) p->tx_scratch holds the frame for the frame hook.
+ * Returns how many the device took. */
+static uint16_t tx_burst(struct dr_port *p, struct rte_mbuf **q, struct rte_mbuf **cap, uint16_t n,
+			 bool hook)
+{
+	uint32_t len[DR_PORT_BURST];
+	uint16_t sent = 0, i;
+	unsigned tries = 0;
+	int err;
+
+	for (i = 0; i < n; i++)
+		len[i] = q[i]->pkt_len;
+	errno = 0;
 	while (sent < n && tries++ < DR_PORT_TX_TRIES)
 		sent += rte_eth_tx_burst(p->port_id, 0, q + sent, n - sent);
+	err = errno;
 	p->stats.tx_bursts++;
 	for (i = 0; i < n; i++) {
 		if (i < sent) {
-			tx_done(p, cap[i], false, len[i]);
+			tx_done(p, cap[i], hook, len[i]);
 			continue;
 		}
 		rte_pktmbuf_free(q[i]);
 		dr_capture_discard(cap[i]);
 		p->stats.tx_dropped++;
 	}
+	if (p->link_fd >= 0)
+		link_after_burst(p, sent, err);
+	return sent;
+}
+
+/* The frames waiting in p->txq leave in one burst, behind those that
+ * waited for the link; while it is down they wait too. */
+static void tx_flush(struct dr_port *p)
+{
+	struct rte_mbuf *q[DR_PORT_BURST], *cap[DR_PORT_BURST];
+	uint16_t n = p->txq_len, i;
+
+	link_poll(p);
+	if (p->held_len && !p->link_down)
+		held_release(p);
+	if (!n)
+		return;
+	p->txq_len = 0;
+	if (p->link_down) {
+		for (i = 0; i < n; i++)
+			held_add(p, p->txq[i]);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		q[i] = p->txq[i];
+		cap[i] = p->pcapng ? dr_capture_prepare(p, q[i], DR_PORT_DIR_TX) : NULL;
+	}
+	tx_burst(p, q, cap, n, false);
 }
 
 int dr_port_xmit(struct dr_port *p, struct rte_mbuf *m)
 {
-	uint32_t len = m->pkt_len;
 	struct rte_mbuf *copy;
-	unsigned tries = 0;
-	uint16_t sent = 0;
 	bool hook;
 
 	/* the frame hook sees every frame as it leaves: no batching then */
@@ -1099,19 +1497,13 @@ int dr_port_xmit(struct dr_port *p, struct rte_mbuf *m)
 		p->txq[p->txq_len++] = m;
 		return 0;
 	}
-	tx_flush(p); /* keep the order */
-	copy = tx_trace(p, m, &hook);
-	while (!sent && tries++ < DR_PORT_TX_TRIES)
-		sent = rte_eth_tx_burst(p->port_id, 0, &m, 1);
-	p->stats.tx_bursts++;
-	if (!sent) {
-		rte_pktmbuf_free(m);
-		dr_capture_discard(copy);
-		p->stats.tx_dropped++;
-		return -EAGAIN;
+	tx_flush(p); /* keep the order (and look at the link) */
+	if (p->link_down) {
+		held_add(p, m);
+		return 0;
 	}
-	tx_done(p, copy, hook, len);
-	return 0;
+	copy = tx_trace(p, m, &hook);
+	return tx_burst(p, &m, &copy, 1, hook) ? 0 : -EAGAIN;
 }
 
 void dr_port_batch_begin(struct dr_port *p)
@@ -1439,7 +1831,8 @@ int dr_port_poll(struct dr_port *p)
 	for (i = 0; i < n; i++)
 		rx_one(p, pkts[i], true);
 	total = n;
-	n = rte_eth_rx_burst(p->port_id, 0, pkts, DR_PORT_BURST);
+	/* no device after a failed re-creation (link faults) */
+	n = p->started ? rte_eth_rx_burst(p->port_id, 0, pkts, DR_PORT_BURST) : 0;
 	for (i = 0; i < n; i++)
 		rx_one(p, pkts[i], false);
 	total += n;
@@ -1449,6 +1842,7 @@ int dr_port_poll(struct dr_port *p)
 		p->timer_next = now + p->timer_res;
 		rte_timer_alt_manage(p->timer_id, &p->timer_lcore, 1, timer_run);
 	}
+	link_poll(p); /* an idle port too notices the link coming back */
 	dr_port_batch_end(p);
 	return total;
 }

@@ -88,6 +88,12 @@ void dr_capture_close(struct dr_port *p)
 struct rte_mbuf *dr_capture_prepare(struct dr_port *p, const struct rte_mbuf *m,
 				    enum dr_port_dir dir)
 {
+	return dr_capture_prepare_at(p, m, dir, rte_get_tsc_cycles());
+}
+
+struct rte_mbuf *dr_capture_prepare_at(struct dr_port *p, const struct rte_mbuf *m,
+				       enum dr_port_dir dir, uint64_t tsc)
+{
 	struct rte_mbuf *c;
 
 	/* a longer one would be copied into a chain: a corrupt block */
@@ -95,7 +101,7 @@ struct rte_mbuf *dr_capture_prepare(struct dr_port *p, const struct rte_mbuf *m,
 		p->stats.capture_errors++;
 		return NULL;
 	}
-	c = rte_pcapng_copy(p->port_id, 0, m, p->cap_pool, UINT32_MAX, rte_get_tsc_cycles(),
+	c = rte_pcapng_copy(p->port_id, 0, m, p->cap_pool, UINT32_MAX, tsc,
 			    dir == DR_PORT_DIR_RX ? RTE_PCAPNG_DIRECTION_IN
 						  : RTE_PCAPNG_DIRECTION_OUT);
 	if (!c)

@@ -15,6 +15,8 @@
 #include "dr_port.h"
 
 #define DR_PORT_BURST 32
+/* Frames held while the link is down; the oldest is dropped beyond this. */
+#define DR_PORT_HELD_MAX 256
 
 /* ---- port_eal.c: EAL, logging, threads, the global lock ---------------- */
 
@@ -138,6 +140,26 @@ struct dr_port {
 	uint64_t timer_res; /* TSC ticks: DR_PORT_TIMER_RES_US */
 
 	struct dr_port_stats stats;
+
+	/* link faults (port.c, "link watch"): a port on a kernel interface
+	 * (net_af_packet,iface=) reads the interface's flags; while it is
+	 * down frames wait in held[] (oldest first, at most
+	 * DR_PORT_TX_STALE_NS) instead of going into a device ring that
+	 * cannot drain, and the device is re-created, if it needs to be, when
+	 * the link comes back */
+	int link_fd;		   /* socket for SIOCGIFFLAGS, -1: no link watch */
+	char link_if[16];	   /* IFNAMSIZ */
+	char *link_spec;	   /* the device's spec, to re-create it */
+	unsigned link_stranded;	   /* link_unconfirmed when it was found down */
+	bool link_recreate;	   /* the device needs re-creating when it is up */
+	bool link_down;		   /* sends are held */
+	uint64_t link_next;	   /* TSC: the next look at the flags */
+	uint64_t link_down_ns;	   /* dr_port_now_ns() when found down */
+	unsigned link_unconfirmed; /* frames of failed bursts since the last good one */
+	unsigned held_head, held_len;
+	struct rte_mbuf *held[DR_PORT_HELD_MAX];
+	uint64_t held_tsc[DR_PORT_HELD_MAX]; /* when each was due (TSC) */
+	struct dr_port_link_stats link;
 };
 
 /* port.c */
@@ -159,6 +181,9 @@ void dr_capture_close(struct dr_port *p);
  * device took it, else discard.  NULL when not capturing. */
 struct rte_mbuf *dr_capture_prepare(struct dr_port *p, const struct rte_mbuf *m,
 				    enum dr_port_dir dir);
+/* The same, stamped at tsc (a frame that waited: the time it was due). */
+struct rte_mbuf *dr_capture_prepare_at(struct dr_port *p, const struct rte_mbuf *m,
+				       enum dr_port_dir dir, uint64_t tsc);
 void dr_capture_commit(struct dr_port *p, struct rte_mbuf *copy);
 void dr_capture_discard(struct rte_mbuf *copy);
 
