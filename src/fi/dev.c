@@ -151,9 +151,21 @@ static void dev_neigh(void *ctx, uint32_t ip, int status)
 
 static void dev_linger(struct dr_dev *dev);
 static void dev_thread_start(struct dr_dev *dev);
+static bool join_until(pthread_t t, uint64_t deadline_ns);
 
 static void dev_free(struct dr_dev *dev)
 {
+	if (dev->thread_on && __atomic_load_n(&dev->gone, __ATOMIC_ACQUIRE) &&
+	    !join_until(dev->thread, dr_port_now_ns() + 1000000000ull)) {
+		/* closed after a cleanup that could not stop the thread
+		 * (dr_dev_quiesce), which still cannot: it may use the
+		 * device, so the device stays */
+		DR_WARN(FI_LOG_DOMAIN, "%s: progress thread still running: device kept\n",
+			dev->cfg.name);
+		return;
+	}
+	if (__atomic_load_n(&dev->gone, __ATOMIC_ACQUIRE))
+		dev->thread_on = false; /* joined, here or by the cleanup */
 	if (dev->port)
 		dev_linger(dev);
 	if (dev->thread_on) {
