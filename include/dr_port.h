@@ -221,6 +221,14 @@ int dr_port_open_pair(const struct dr_port_config *a, const struct dr_port_confi
  * have been freed.  NULL is a no-op. */
 void dr_port_close(struct dr_port *p);
 
+/* At process exit (the provider's cleanup, with no thread polling the
+ * port): what is queued leaves now, and the capture file is completed and
+ * closed.  Everything else stays as it is, so that calls still made through
+ * the port (an application thread that outlives the cleanup, objects closed
+ * later, dr_port_close) find it valid; frames sent after this are not
+ * captured.  NULL is a no-op. */
+void dr_port_quiesce(struct dr_port *p);
+
 /* ---- Identity ---------------------------------------------------------------- */
 
 void dr_port_mac(const struct dr_port *p, uint8_t mac[6]);

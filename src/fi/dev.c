@@ -5,6 +5,7 @@
  * dr_dev_progress), are dispatched by destination QP: QP1 MADs to the CM,
  * the rest to the endpoint that owns the QPN.
  */
+#define _GNU_SOURCE /* pthread_timedjoin_np */
 #include <stdio.h>
 #include <time.h>
 #include <stdlib.h>
@@ -261,9 +262,21 @@ static void dev_neigh(void *ctx, uint32_t ip, int status)
 
 static void dev_linger(struct dr_dev *dev);
 static void dev_thread_start(struct dr_dev *dev);
+static bool join_until(pthread_t t, uint64_t deadline_ns);
 
 static void dev_free(struct dr_dev *dev)
 {
+	if (dev->thread_on && __atomic_load_n(&dev->gone, __ATOMIC_ACQUIRE) &&
+	    !join_until(dev->thread, dr_port_now_ns() + 1000000000ull)) {
+		/* closed after a cleanup that could not stop the thread
+		 * (dr_dev_quiesce), which still cannot: it may use the
+		 * device, so the device stays */
+		DR_WARN(FI_LOG_DOMAIN, "%s: progress thread still running: device kept\n",
+			dev->cfg.name);
+		return;
+	}
+	if (__atomic_load_n(&dev->gone, __ATOMIC_ACQUIRE))
+		dev->thread_on = false; /* joined, here or by the cleanup */
 	if (dev->port)
 		dev_linger(dev);
 	if (dev->thread_on) {
@@ -404,7 +417,13 @@ int dr_dev_get(struct dr_fabric *fab, const struct fi_info *info, struct dr_dev 
 	for (dev = fab->devs; dev; dev = dev->next)
 		if (!strcmp(dev->cfg.name, cfg.name))
 			break;
-	if (dev) {
+	if (dr_fabric_unloading()) {
+		/* checked under fabric->lock, which the cleanup takes after
+		 * setting the flag: it sees every device opened before */
+		DR_WARN(FI_LOG_DOMAIN, "%s: the provider has been cleaned up (process exit)\n",
+			cfg.name);
+		ret = -FI_ESHUTDOWN;
+	} else if (dev) {
 		dev->ref++;
 	} else {
 		/* opening holds fabric->lock: two threads opening the same
@@ -471,6 +490,11 @@ static int dev_poll(struct dr_dev *dev, bool app)
 	int ret;
 
 	dr_dev_lock(dev);
+	if (__atomic_load_n(&dev->gone, __ATOMIC_ACQUIRE)) {
+		/* quiesced at process exit (dr_dev_quiesce) */
+		dr_dev_unlock(dev);
+		return 0;
+	}
 	dr_port_flush(dev->port); /* what posts queued (ep.c) goes first */
 	dr_port_batch_begin(dev->port);
 	dr_dev_flush_acks(dev);
@@ -563,6 +587,82 @@ void dr_dev_background(void *arg)
 	dr_dev_unlock(dev);
 }
 
+/* ---- process exit ---------------------------------------------------------- */
+
+/* dr_dev_lock, giving up at deadline_ns */
+static bool dev_lock_until(struct dr_dev *dev, uint64_t deadline_ns)
+{
+	while (__atomic_exchange_n(&dev->lock, 1, __ATOMIC_ACQUIRE)) {
+		if (dr_port_now_ns() >= deadline_ns)
+			return false;
+		sched_yield();
+	}
+	return true;
+}
+
+static bool join_until(pthread_t t, uint64_t deadline_ns)
+{
+	uint64_t now = dr_port_now_ns(), left = deadline_ns > now ? deadline_ns - now : 0;
+	struct timespec abs;
+
+	/* pthread_timedjoin_np's deadline is on CLOCK_REALTIME */
+	clock_gettime(CLOCK_REALTIME, &abs);
+	abs.tv_sec += (time_t)(left / 1000000000u);
+	abs.tv_nsec += (long)(left % 1000000000u);
+	if (abs.tv_nsec >= 1000000000) {
+		abs.tv_sec++;
+		abs.tv_nsec -= 1000000000;
+	}
+	return pthread_timedjoin_np(t, NULL, &abs) == 0;
+}
+
+/*
+ * The process exits (the provider's cleanup, init.c, with a reference).
+ * The device is marked gone first: nothing polls the port from then on
+ * (dev_poll), so nothing is received, no timer fires and nothing is
+ * resent, a close lingers no more (dev_linger), and an application thread
+ * that keeps calling fi_cq_read holds dev->lock only for moments (a poll
+ * of a busy port holds it for most of the time, and the lock is not
+ * fair).  The progress thread is stopped and joined: libfabric dlclose()s
+ * the provider next.  Then, under dev->lock -- so that no application
+ * thread is half-way through a post or a poll -- the port sends what it
+ * has queued and closes its capture file (dr_port_quiesce).
+ *
+ * The port and every object stay allocated and valid.  exit() runs the
+ * cleanup on its own thread while the application's other threads go on,
+ * possibly inside droce (a fi_cq_read, a post), and an application may
+ * close its objects after the cleanup (a handler that runs after
+ * libfabric's destructor): they must find memory that is still theirs.
+ * So posts still hand frames to the port, and closing the objects later
+ * still closes the port properly (dev_free).
+ *
+ * Every wait ends at deadline_ns: exit() from a signal handler that
+ * interrupted a thread holding dev->lock must not hang the process.  The
+ * port of a device whose lock cannot be had is left as it is; a thread
+ * that cannot be joined keeps running until the process ends (the DSO is
+ * never unmapped: -z nodelete, Makefile.am).
+ */
+void dr_dev_quiesce(struct dr_dev *dev, uint64_t deadline_ns)
+{
+	__atomic_store_n(&dev->gone, true, __ATOMIC_RELEASE);
+	if (dev->thread_on) {
+		__atomic_store_n(&dev->thread_stop, true, __ATOMIC_RELEASE);
+		if (join_until(dev->thread, deadline_ns))
+			dev->thread_on = false;
+		else
+			DR_WARN(FI_LOG_DOMAIN, "%s: progress thread did not stop at exit\n",
+				dev->cfg.name);
+	}
+	if (!dev_lock_until(dev, deadline_ns)) {
+		DR_WARN(FI_LOG_DOMAIN, "%s: device busy at exit; port left as it is\n",
+			dev->cfg.name);
+		return;
+	}
+	dr_port_quiesce(dev->port);
+	dr_dev_unlock(dev);
+	DR_INFO(FI_LOG_DOMAIN, "%s: quiesced at exit\n", dev->cfg.name);
+}
+
 /* Before the port closes: let graceful disconnects (ep.c) and disconnects
  * in flight finish, so that the peer's last retransmissions are answered
  * and its DREP (or its simultaneous DREQ) reaches a port that is still
@@ -576,9 +676,11 @@ static void dev_linger(struct dr_dev *dev)
 	struct timespec nap = { 0, 200000 };
 
 	for (;;) {
-		bool busy, late = dr_port_now_ns() >= end;
+		bool busy, late;
 
 		dr_dev_lock(dev);
+		/* after the cleanup nothing polls: finish them at once */
+		late = __atomic_load_n(&dev->gone, __ATOMIC_ACQUIRE) || dr_port_now_ns() >= end;
 		/* endpoints still draining finish now if time is up */
 		busy = dr_ep_drain(dev, late) || dr_cm_disconnecting(&dev->cm);
 		dr_dev_unlock(dev);

@@ -314,6 +314,7 @@ struct dr_fabric {
 	uint32_t api_version;
 	bool background;      /* an EQ waiter blocks on its fd: devices run
 			       * progress threads (under lock) */
+	struct dr_fabric *next; /* every open fabric (fabric.c), for cleanup */
 };
 
 static inline struct dr_fabric *dr_fabric_of(struct fid_fabric *f)
@@ -323,6 +324,10 @@ static inline struct dr_fabric *dr_fabric_of(struct fid_fabric *f)
 
 int dr_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
 void dr_fabric_progress(struct dr_fabric *fab);
+/* The provider's cleanup (init.c): every device of every open fabric
+ * quiesced, no new one opened from then on. */
+void dr_fabric_cleanup(void);
+bool dr_fabric_unloading(void);
 
 /* The CM data libfabric applications exchange: behind a one-byte length,
  * as libfabric's verbs provider puts it (struct vrb_cm_data_hdr), so droce
@@ -358,6 +363,8 @@ struct dr_dev {
 	pthread_t thread;	/* control progress; fast for fd waiters */
 	bool thread_on, thread_stop; /* under lock */
 	bool fast;		/* an fd waiter: poll continuously (under lock) */
+	bool gone;		/* quiesced at process exit: nothing polls the
+				 * port any more (atomic) */
 	uint64_t polls;		/* dr_port_poll calls, by anyone (under lock) */
 	struct dr_ep *draining;	/* endpoints disconnecting gracefully (ep.c) */
 	struct dr_ep *acks;	/* endpoints whose QP holds an ACK (under lock) */
@@ -423,6 +430,10 @@ void dr_dev_qpn_free(struct dr_dev *dev, uint32_t qpn);
 void dr_rx_drops_log(const char *who, const uint64_t drops[DR_RX_DROP_NUM]);
 /* Fd waiters on the device: its progress thread polls continuously. */
 void dr_dev_background(void *dev);
+/* Process exit: the progress thread stopped, the port quiesced, and the
+ * device left inert (dev.c says what that means); waits end at deadline
+ * (CLOCK_MONOTONIC ns).  The caller holds a reference. */
+void dr_dev_quiesce(struct dr_dev *dev, uint64_t deadline_ns);
 
 struct dr_domain {
 	struct fid_domain dom;

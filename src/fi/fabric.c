@@ -5,8 +5,20 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dr_fi.h"
+
+/* Every open fabric, for the provider's cleanup at process exit.  Lock
+ * order: fabrics_lock, then a fabric's lock. */
+static pthread_mutex_t fabrics_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct dr_fabric *fabrics; /* under fabrics_lock */
+static bool unloading;		  /* set once, under fabrics_lock */
+
+bool dr_fabric_unloading(void)
+{
+	return __atomic_load_n(&unloading, __ATOMIC_ACQUIRE);
+}
 
 void dr_fabric_progress(struct dr_fabric *fab)
 {
@@ -55,13 +67,22 @@ struct dr_progress dr_fabric_progress_hook(struct fid_fabric *fabric)
 static int fabric_close(struct fid *fid)
 {
 	struct dr_fabric *fab = container_of(fid, struct dr_fabric, fab.fid);
+	struct dr_fabric **pp;
 
+	pthread_mutex_lock(&fabrics_lock);
 	pthread_mutex_lock(&fab->lock);
 	if (fab->ref || fab->devs) {
 		pthread_mutex_unlock(&fab->lock);
+		pthread_mutex_unlock(&fabrics_lock);
 		return -FI_EBUSY;
 	}
 	pthread_mutex_unlock(&fab->lock);
+	for (pp = &fabrics; *pp; pp = &(*pp)->next)
+		if (*pp == fab) {
+			*pp = fab->next;
+			break;
+		}
+	pthread_mutex_unlock(&fabrics_lock);
 	pthread_mutex_destroy(&fab->lock);
 	free(fab);
 	return 0;
@@ -149,6 +170,8 @@ int dr_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void
 	}
 	if (!dr_settings_get())
 		return -FI_ENODATA; /* the settings said which parameter */
+	if (dr_fabric_unloading())
+		return -FI_ESHUTDOWN;
 	fab = calloc(1, sizeof(*fab));
 	if (!fab)
 		return -FI_ENOMEM;
@@ -159,6 +182,64 @@ int dr_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void
 	fab->fab.ops = &fabric_ops;
 	fab->fab.api_version = attr ? attr->api_version : DR_FI_VERSION;
 	fab->api_version = fab->fab.api_version;
+	pthread_mutex_lock(&fabrics_lock);
+	fab->next = fabrics;
+	fabrics = fab;
+	pthread_mutex_unlock(&fabrics_lock);
 	*fabric = &fab->fab;
 	return 0;
+}
+
+/* How long the cleanup waits for one lock or one device: only a lock held
+ * by a thread that exit() interrupted (a signal handler that calls exit)
+ * makes it wait that long; the process then exits that much later. */
+#define DR_CLEANUP_NS 1000000000ull
+
+static bool lock_until(pthread_mutex_t *m, uint64_t deadline_ns)
+{
+	while (pthread_mutex_trylock(m)) {
+		struct timespec nap = { 0, 100000 };
+
+		if (dr_port_now_ns() >= deadline_ns)
+			return false;
+		nanosleep(&nap, NULL);
+	}
+	return true;
+}
+
+/*
+ * Process exit: every device of every open fabric quiesced (dr_dev_quiesce
+ * says what that does, and why nothing is freed), and no fabric or device
+ * opened from then on.  References keep the devices while they are
+ * quiesced outside fabric->lock, which the cleanup does not hold while it
+ * joins a thread.
+ */
+void dr_fabric_cleanup(void)
+{
+	bool locked = lock_until(&fabrics_lock, dr_port_now_ns() + DR_CLEANUP_NS);
+
+	__atomic_store_n(&unloading, true, __ATOMIC_RELEASE);
+	if (!locked) {
+		DR_WARN(FI_LOG_FABRIC, "fabric list busy at exit: devices left running\n");
+		return;
+	}
+	for (struct dr_fabric *fab = fabrics; fab; fab = fab->next) {
+		struct dr_dev *devs[64];
+		int n = 0;
+
+		if (!lock_until(&fab->lock, dr_port_now_ns() + DR_CLEANUP_NS)) {
+			DR_WARN(FI_LOG_FABRIC, "fabric busy at exit: its devices left running\n");
+			continue;
+		}
+		for (struct dr_dev *d = fab->devs; d && n < 64; d = d->next) {
+			d->ref++;
+			devs[n++] = d;
+		}
+		pthread_mutex_unlock(&fab->lock);
+		for (int i = 0; i < n; i++) {
+			dr_dev_quiesce(devs[i], dr_port_now_ns() + DR_CLEANUP_NS);
+			dr_dev_put(devs[i]);
+		}
+	}
+	pthread_mutex_unlock(&fabrics_lock);
 }

@@ -9,8 +9,35 @@
 
 #include "dr_fi.h"
 
+/*
+ * libfabric's destructor (fi_fini) calls this, then dlclose()s the DSO.  It
+ * runs when the process exits -- main returned, exit() on any thread -- and
+ * the application may have left everything open: fabric, domains,
+ * connected endpoints with traffic in flight, CQs, EQs, counters, MRs.
+ *
+ * Each device's progress thread is stopped and joined, since it runs
+ * droce's code, and each port sends what it has queued and completes its
+ * capture file; the devices are then inert (dr_dev_quiesce in dev.c), and
+ * no fabric or device opens after this.  Objects are not freed, and the
+ * ethdevs are not stopped: the application's other threads go on running
+ * while exit() does this and may be inside droce (a post still hands its
+ * frames to the port), and objects may still be closed afterwards (which
+ * closes the port as usual); both find valid memory.  What the ethdevs
+ * hold (sockets, memif connections, vfio) the kernel releases when the
+ * process ends, as for any process that ends with a port open.
+ *
+ * That also needs the code to stay: the DSO is linked -z nodelete
+ * (Makefile.am), so libfabric's dlclose() unmaps neither droce nor the
+ * DPDK libraries it loaded, whose threads (EAL's interrupt thread) keep
+ * running until the process ends -- DPDK 22.11 cannot stop them, and
+ * rte_eal_cleanup() is not ours to call (port_eal.c).  Without it, a
+ * thread inside fi_cq_read, or an fi_close after this, jumps into unmapped
+ * code (tests/exit-open.sh: 31 of 120 runs killed by SIGSEGV); without
+ * the rest, captures are left unclosed or cut inside a frame.
+ */
 static void dr_cleanup(void)
 {
+	dr_fabric_cleanup();
 }
 
 struct fi_provider dr_prov = {

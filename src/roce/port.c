@@ -874,6 +874,19 @@ void dr_port_close(struct dr_port *p)
 	pthread_mutex_unlock(&dr_port_global_lock);
 }
 
+void dr_port_quiesce(struct dr_port *p)
+{
+	if (!p)
+		return;
+	p->batch = 0;
+	if (p->started)
+		tx_flush(p);
+	if (p->pcapng) {
+		dr_port_log(DR_PORT_LOG_INFO, "%s: process exit: capture closed", p->name);
+		dr_capture_close(p);
+	}
+}
+
 /* ---- identity, counters, hooks ------------------------------------------------------ */
 
 void dr_port_mac(const struct dr_port *p, uint8_t mac[6])
