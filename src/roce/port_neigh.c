@@ -333,6 +333,14 @@ static void neigh_timer(void *arg)
 	switch (n->state) {
 	case DR_NEIGH_INCOMPLETE:
 	case DR_NEIGH_PROBE:
+		/* our own link is down (port.c, link faults): a request
+		 * unanswered now says nothing of the peer, so it does not
+		 * count; the round goes on once the link is back, rather than
+		 * failing the peer and refusing every resend for failed_ms */
+		if (!dr_port_link_up(p)) {
+			arm_ms(n, p->arp.retry_ms);
+			break;
+		}
 		/* PROBE's unicast request comes on top of the round */
 		if (n->tries < p->arp.tries + (n->state == DR_NEIGH_PROBE))
 			solicit(p, n);
