@@ -1,7 +1,8 @@
 #!/bin/sh
 # Build droce out of tree (in ./build) and run every test: make check (unit,
 # golden-capture, tshark, memif and, as root, network-namespace tests), the
-# parser fuzzer under ASan+UBSan for FUZZ_SECONDS (default 60), make
+# three fuzzers (frame parser, QP pair, CM) under ASan+UBSan for
+# FUZZ_SECONDS each (default 60), make
 # distcheck, as root the interoperability suite against rdma_rxe in qemu
 # (make check-interop; INTEROP=0 leaves it out), and, under CI (CI=true,
 # root), `make install` followed by a plain `fi_info -l`.
@@ -71,7 +72,7 @@ if [ "$failed" -eq 0 ]; then
 		echo "FAIL: make check"
 		failed=$((failed + 1))
 	fi
-	step "parser fuzzing (ASan+UBSan)" fuzz
+	step "fuzzing: parser, QP pair, CM (ASan+UBSan)" fuzz
 	step "make distcheck" sh -c "cd '$build' && make -j$jobs distcheck >distcheck.log 2>&1 || { tail -50 distcheck.log; exit 1; }"
 	if [ "$(id -u)" -eq 0 ] && [ "${INTEROP:-1}" != 0 ]; then
 		step "interop with rdma_rxe (make check-interop)" \
