@@ -59,59 +59,10 @@
 
 #include "dr_qp.h"
 #include "simlink.h"
-#include "fuzz_rand.h"
+#define FUZZ_NAME "fuzz_qp"
+#include "fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("fuzz_qp: invariant broken: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	abort();
-}
-
-/* ---- the input -------------------------------------------------------------- */
-
-struct rd {
-	const uint8_t *p;
-	size_t n;
-};
-
-static uint8_t u8(struct rd *r)
-{
-	if (!r->n)
-		return 0;
-	r->n--;
-	return *r->p++;
-}
-
-/* big-endian; separate statements: the order of reads is fixed */
-static uint16_t u16(struct rd *r)
-{
-	uint16_t hi = u8(r);
-
-	return (uint16_t)(hi << 8 | u8(r));
-}
-
-static uint32_t u32(struct rd *r)
-{
-	uint32_t hi = u16(r);
-
-	return hi << 16 | u16(r);
-}
-
-static uint64_t u64(struct rd *r)
-{
-	uint64_t hi = u32(r);
-
-	return hi << 32 | u32(r);
-}
 
 /* ---- the two sides ------------------------------------------------------------ */
 

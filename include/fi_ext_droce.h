@@ -24,15 +24,15 @@
 
 /* An endpoint's RC queue pair as it stands. */
 struct fi_droce_qp_info {
-	uint32_t qpn;	   /* this side's QPN */
-	uint32_t dest_qpn; /* the peer's QPN (0 before the connection) */
+	uint32_t qpn;	    /* this side's QPN */
+	uint32_t dest_qpn;  /* the peer's QPN (0 before the connection) */
 	uint32_t start_psn; /* the first PSN this side announced (and expects) */
-	uint32_t sq_psn;   /* next PSN this side's requester sends */
-	uint32_t rq_psn;   /* next PSN this side's responder expects */
-	uint32_t path_mtu; /* bytes */
+	uint32_t sq_psn;    /* next PSN this side's requester sends */
+	uint32_t rq_psn;    /* next PSN this side's responder expects */
+	uint32_t path_mtu;  /* bytes */
 	uint8_t mac[6];	    /* this side's port */
 	uint16_t udp_sport; /* its frames' UDP source port */
-	const char *state; /* "RESET", "INIT", "RTR", "RTS" or "ERROR" */
+	const char *state;  /* "RESET", "INIT", "RTR", "RTS" or "ERROR" */
 };
 
 /* One counter: a name (lower_snake_case, stable) and its value. */

@@ -32,7 +32,7 @@ void fx_env(const char *pair_name)
 	setenv("FI_DROCE_ADDR", "192.0.2.1/24;192.0.2.2/24", 1);
 }
 
-void fx_open(struct fx *f, const char *pair_name, uint64_t caps)
+void fx_open(struct fx *f, const char *pair_name, uint64_t caps, size_t queue_size)
 {
 	struct fi_info *hints = fi_allocinfo(), *all, *i;
 	char name_a[64], name_b[64];
@@ -57,6 +57,10 @@ void fx_open(struct fx *f, const char *pair_name, uint64_t caps)
 	fi_freeinfo(hints);
 	ck_assert_ptr_nonnull(f->info_a);
 	ck_assert_ptr_nonnull(f->info_b);
+	if (queue_size) {
+		f->info_a->tx_attr->size = f->info_b->tx_attr->size = queue_size;
+		f->info_a->rx_attr->size = f->info_b->rx_attr->size = queue_size;
+	}
 	ck_assert_int_eq(fi_fabric(f->info_a->fabric_attr, &f->fabric, NULL), 0);
 	ck_assert_int_eq(fi_domain(f->fabric, f->info_a, &f->dom_a, NULL), 0);
 	ck_assert_int_eq(fi_domain(f->fabric, f->info_b, &f->dom_b, NULL), 0);
@@ -110,11 +114,10 @@ int fx_cq_drive(struct fid_cq *cq, struct fid_cq *other, unsigned ms)
 	return n;
 }
 
-static void open_eq_cq(struct fx *f, struct fid_domain *dom, struct fid_eq **eq,
-		       struct fid_cq **cq)
+static void open_eq_cq(struct fx *f, struct fid_domain *dom, struct fid_eq **eq, struct fid_cq **cq)
 {
-	struct fi_eq_attr ea = { .wait_obj = FI_WAIT_NONE };
-	struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_NONE };
+	struct fi_eq_attr ea = {.wait_obj = FI_WAIT_NONE};
+	struct fi_cq_attr ca = {.format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_NONE};
 
 	ck_assert_int_eq(fi_eq_open(f->fabric, &ea, eq, NULL), 0);
 	ck_assert_int_eq(fi_cq_open(dom, &ca, cq, NULL), 0);
@@ -163,10 +166,13 @@ void fx_connect(struct fx *f, struct fx_conn *c)
 
 void fx_conn_close(struct fx_conn *c)
 {
-	struct fid *fids[] = { c->ep_a ? &c->ep_a->fid : NULL, c->ep_b ? &c->ep_b->fid : NULL,
-			       c->pep ? &c->pep->fid : NULL,   &c->cq_a->fid,
-			       &c->cq_b->fid,		       &c->eq_a->fid,
-			       &c->eq_b->fid };
+	struct fid *fids[] = {c->ep_a ? &c->ep_a->fid : NULL,
+			      c->ep_b ? &c->ep_b->fid : NULL,
+			      c->pep ? &c->pep->fid : NULL,
+			      &c->cq_a->fid,
+			      &c->cq_b->fid,
+			      &c->eq_a->fid,
+			      &c->eq_b->fid};
 
 	for (size_t i = 0; i < sizeof(fids) / sizeof(fids[0]); i++)
 		if (fids[i])
@@ -201,4 +207,16 @@ void fx_region_close(struct fx_region *r)
 	fx_region_check_guards(r);
 	ck_assert_int_eq(fi_close(&r->mr->fid), 0);
 	free(r->base);
+}
+
+int fx_run(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	int failed;
+
+	srunner_set_fork_status(sr, CK_NOFORK);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

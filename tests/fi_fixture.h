@@ -10,6 +10,7 @@
 #ifndef FI_FIXTURE_H
 #define FI_FIXTURE_H
 
+#include <check.h>
 #include <netinet/in.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -52,8 +53,9 @@ uint64_t fx_now_ns(void);
 /* Before libfabric initialises: the provider of this build and the two
  * ends of pair NAME as droce's devices. */
 void fx_env(const char *pair_name);
-/* Fabric and both domains for endpoints with these caps. */
-void fx_open(struct fx *f, const char *pair_name, uint64_t caps);
+/* Fabric and both domains for endpoints with these caps; queue_size, if
+ * not 0, is the endpoints' tx and rx queue depth. */
+void fx_open(struct fx *f, const char *pair_name, uint64_t caps, size_t queue_size);
 void fx_close(struct fx *f);
 
 /* Listen on B, connect from A, accept: both sides see FI_CONNECTED. */
@@ -71,5 +73,9 @@ void fx_region_open(struct fx_region *r, struct fid_domain *dom, size_t size, ui
 		    uint8_t init);
 void fx_region_check_guards(const struct fx_region *r);
 void fx_region_close(struct fx_region *r);
+
+/* Run a suite in this process (DPDK's EAL starts once per process: no
+ * forking per test); EXIT_SUCCESS or EXIT_FAILURE. */
+int fx_run(Suite *s);
 
 #endif /* FI_FIXTURE_H */

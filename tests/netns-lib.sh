@@ -51,6 +51,48 @@ setup_ns() { # ns
 		[ -w "$f" ] && echo 1 >"$f"; done; true'
 }
 
+# Tear down what a test made: SIGINT to the pids named first (tsharks
+# flush and exit on it), then SIGKILL to what is left in our own
+# namespaces (only processes the test started live there), then the
+# namespaces themselves.
+teardown_ns() { # "pids to interrupt" ns...
+	for p in $1; do
+		kill -INT "$p" 2>/dev/null
+	done
+	shift
+	for ns in "$@"; do
+		for p in $(ip netns pids "$ns" 2>/dev/null); do
+			kill -KILL "$p" 2>/dev/null
+		done
+	done
+	wait 2>/dev/null
+	for ns in "$@"; do
+		ip netns del "$ns" 2>/dev/null
+	done
+}
+
+# A veth pair created inside the namespaces (nothing is ever added to the
+# host's), MTU 1500, an address on each end, and up.
+veth_pair() { # nsa va ipa nsb vb ipb
+	ip -n "$1" link add "$2" type veth peer name "$5" netns "$4" ||
+		hard "cannot create veth pair $2/$5"
+	ip -n "$1" link set "$2" mtu 1500 up
+	ip -n "$4" link set "$5" mtu 1500 up
+	ip -n "$1" addr add "$3/24" dev "$2"
+	ip -n "$4" addr add "$6/24" dev "$5"
+	veth_wait_up "$1" "$2" "$4" "$5"
+}
+
+veth_wait_up() { # nsa va nsb vb: both ends have a carrier, within 5 s
+	i=0
+	until ip -n "$1" link show "$2" | grep -q LOWER_UP &&
+		ip -n "$3" link show "$4" | grep -q LOWER_UP; do
+		i=$((i + 1))
+		[ $i -le 50 ] || hard "veth $2/$4 did not come up"
+		sleep 0.1
+	done
+}
+
 wait_listen() { # ns port: a TCP listener (fi_pingpong's control port) is up
 	j=0
 	while [ $j -lt 100 ]; do

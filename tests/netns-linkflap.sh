@@ -62,17 +62,7 @@ fail=0
 
 cleanup() {
 	trap - EXIT INT TERM HUP
-	for p in $cap_pids; do
-		kill -INT "$p" 2>/dev/null
-	done
-	for ns in $NSA $NSB; do
-		for p in $(ip netns pids "$ns" 2>/dev/null); do
-			kill -KILL "$p" 2>/dev/null
-		done
-	done
-	wait 2>/dev/null
-	ip netns del "$NSA" 2>/dev/null
-	ip netns del "$NSB" 2>/dev/null
+	teardown_ns "$cap_pids" "$NSA" "$NSB"
 	if [ $fail -ne 0 ]; then
 		rm -rf "$top_builddir/netns-linkflap.d"
 		cp -r "$tmp" "$top_builddir/netns-linkflap.d" 2>/dev/null &&
@@ -85,22 +75,7 @@ trap 'echo "interrupted"; fail=1; exit 1' INT TERM HUP
 
 setup_ns "$NSA"
 setup_ns "$NSB"
-ip -n "$NSA" link add "$VA" type veth peer name "$VB" netns "$NSB" ||
-	hard "cannot create veth pair $VA/$VB"
-ip -n "$NSA" link set "$VA" mtu 1500 up
-ip -n "$NSB" link set "$VB" mtu 1500 up
-ip -n "$NSA" addr add "$IPA/24" dev "$VA"
-ip -n "$NSB" addr add "$IPB/24" dev "$VB"
-link_up_wait() {
-	i=0
-	until ip -n "$NSA" link show "$VA" | grep -q LOWER_UP &&
-		ip -n "$NSB" link show "$VB" | grep -q LOWER_UP; do
-		i=$((i + 1))
-		[ $i -le 50 ] || hard "veth $VA/$VB did not come up"
-		sleep 0.1
-	done
-}
-link_up_wait
+veth_pair "$NSA" "$VA" "$IPA" "$NSB" "$VB" "$IPB"
 echo "topology: $NSA/$VA $IPA (server) <-> $NSB/$VB $IPB (client, its link is faulted)"
 
 mkdir "$tmp/wsconf"
@@ -252,7 +227,7 @@ session() {
 		wait "$p" 2>/dev/null
 	done
 	cap_pids=""
-	link_up_wait
+	veth_wait_up "$NSA" "$VA" "$NSB" "$VB"
 	for side in a b; do
 		drops=$(sed -n 's/.*(\([0-9]*\) packets\{0,1\} dropped.*/\1/p' "$s/tshark-$side.log")
 		if [ -n "$drops" ] && [ "$drops" -ne 0 ]; then

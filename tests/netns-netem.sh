@@ -87,18 +87,7 @@ keep=""
 
 cleanup() {
 	trap - EXIT INT TERM HUP
-	for p in $cap_pids $imp_pid; do
-		kill -INT "$p" 2>/dev/null
-	done
-	for ns in $NSA $NSB $NSM; do
-		for p in $(ip netns pids "$ns" 2>/dev/null); do
-			kill -KILL "$p" 2>/dev/null
-		done
-	done
-	wait 2>/dev/null
-	for ns in $NSA $NSB $NSM; do
-		ip netns del "$ns" 2>/dev/null
-	done
+	teardown_ns "$cap_pids $imp_pid" "$NSA" "$NSB" "$NSM"
 	if [ -n "$keep" ] && [ -f "$tmp/m.pcapng" ]; then
 		cp "$tmp/m.pcapng" "$keep" 2>/dev/null && echo "capture kept: $keep"
 	fi

@@ -71,17 +71,7 @@ cleanup() {
 	trap - EXIT INT TERM HUP
 	# tsharks first (SIGINT: they flush and exit), then anything left in
 	# our own namespaces (only processes this script started live there)
-	for p in $cap_pids; do
-		kill -INT "$p" 2>/dev/null
-	done
-	for ns in $NSA $NSB; do
-		for p in $(ip netns pids "$ns" 2>/dev/null); do
-			kill -KILL "$p" 2>/dev/null
-		done
-	done
-	wait 2>/dev/null
-	ip netns del "$NSA" 2>/dev/null
-	ip netns del "$NSB" 2>/dev/null
+	teardown_ns "$cap_pids" "$NSA" "$NSB"
 	if [ -n "$keep" ] && [ -f "$tmp/merged.pcapng" ]; then
 		cp "$tmp/merged.pcapng" "$keep" 2>/dev/null &&
 			echo "capture kept: $keep"
@@ -95,20 +85,7 @@ trap 'echo "interrupted"; exit 1' INT TERM HUP
 
 setup_ns "$NSA"
 setup_ns "$NSB"
-# created inside the namespaces: nothing is ever added to the host's
-ip -n "$NSA" link add "$VA" type veth peer name "$VB" netns "$NSB" ||
-	hard "cannot create veth pair $VA/$VB"
-ip -n "$NSA" link set "$VA" mtu 1500 up
-ip -n "$NSB" link set "$VB" mtu 1500 up
-ip -n "$NSA" addr add "$IPA/24" dev "$VA"
-ip -n "$NSB" addr add "$IPB/24" dev "$VB"
-i=0
-until ip -n "$NSA" link show "$VA" | grep -q LOWER_UP &&
-	ip -n "$NSB" link show "$VB" | grep -q LOWER_UP; do
-	i=$((i + 1))
-	[ $i -le 50 ] || hard "veth $VA/$VB did not come up"
-	sleep 0.1
-done
+veth_pair "$NSA" "$VA" "$IPA" "$NSB" "$VB" "$IPB"
 echo "topology: $NSA/$VA $IPA <-> $NSB/$VB $IPB, MTU 1500"
 pp_version=$(dpkg-query -W -f='${Version}' libfabric-bin 2>/dev/null || echo '?')
 echo "fi_pingpong: $FI_PINGPONG (libfabric-bin $pp_version)"

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "dr_cm.h"
+#include "forge.h"
 #include "../tools/pcapng.h"
 
 #define IP_A 0xc0000201u /* 192.0.2.1, active */
@@ -626,30 +627,6 @@ END_TEST
 
 /* ---- hostile peers (issue 11) ------------------------------------------------ */
 
-/* A REQ as rdma_cm sends it from comm ID comm, asking the passive side to
- * answer within 4.096 us * 2^resp_timeout, retries times more. */
-static void make_req(uint8_t *mad, uint32_t comm, uint16_t port, uint8_t resp_timeout,
-		     uint8_t retries, uint64_t tid)
-{
-	struct dr_cma_hdr cma = { .cma_version = 0, .ip_version = 4, .src_port = 50000 };
-	struct dr_cm_req req;
-	struct dr_mad m;
-
-	memset(&req, 0, sizeof(req));
-	req.local_comm_id = comm;
-	req.service_id = DR_CM_SID_TCP_PS + port;
-	req.local_qpn = 0x99;
-	req.remote_cm_resp_timeout = resp_timeout;
-	req.local_cm_resp_timeout = resp_timeout;
-	req.max_cm_retries = retries;
-	req.path_mtu = 3;
-	req.pkey = 0xffff;
-	dr_cma_hdr_pack(&cma, req.private_data);
-	dr_mad_init_cm(&m, DR_CM_ATTR_REQ, tid);
-	dr_cm_req_pack(&req, m.body);
-	dr_mad_build(&m, mad);
-}
-
 /* Any other CM MAD, with the fields a forger chooses. */
 static void forge(struct side *to, uint32_t src, uint16_t attr, uint32_t local, uint32_t remote,
 		  uint32_t qpn, uint8_t msg)
@@ -750,7 +727,7 @@ START_TEST(test_req_flood)
 	rss0 = rss_kib();
 	t0 = now_ns;
 	for (uint32_t i = 0; i < N; i++) {
-		make_req(mad, 0x10000 + i, PORT, 20, 15, 0x5000000000ull + i);
+		forge_req_mad(mad, 0x10000 + i, PORT, 20, 15, 0x5000000000ull + i);
 		dr_cm_recv(&B.cm, IP_X, mad, DR_MAD_LEN);
 		now_ns += step;
 		dr_cm_tick(&B.cm);
@@ -811,19 +788,19 @@ START_TEST(test_backlog)
 	ck_assert_int_eq(dr_cm_listen(&B.cm, PORT, 4, (void *)0x1234, &l), 0);
 	ck_assert_int_eq(DR_CM_SRC_SHARE(4), 3);
 	for (uint32_t i = 1; i <= 4; i++) {
-		make_req(mad, i, PORT, 20, 15, i);
+		forge_req_mad(mad, i, PORT, 20, 15, i);
 		dr_cm_recv(&B.cm, IP_X, mad, DR_MAD_LEN);
 	}
 	ck_assert_uint_eq(dr_cm_pending(l), 3);
 	ck_assert_uint_eq(B.cm.stats.drop[DR_CM_DROP_SRC_SHARE], 1);
 	/* another address gets the fourth place */
-	make_req(mad, 5, PORT, 20, 15, 5);
+	forge_req_mad(mad, 5, PORT, 20, 15, 5);
 	dr_cm_recv(&B.cm, IP_A, mad, DR_MAD_LEN);
 	ck_assert_uint_eq(dr_cm_pending(l), 4);
 	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ], 4);
 	ck_assert_ptr_nonnull(B.conn);
 	/* full: a third address is dropped, unanswered */
-	make_req(mad, 6, PORT, 20, 15, 6);
+	forge_req_mad(mad, 6, PORT, 20, 15, 6);
 	dr_cm_recv(&B.cm, 0xc0000203, mad, DR_MAD_LEN);
 	ck_assert_uint_eq(B.cm.stats.drop[DR_CM_DROP_BACKLOG], 1);
 	ck_assert_uint_eq(dr_cm_pending(l), 4);
@@ -837,13 +814,13 @@ START_TEST(test_backlog)
 	ck_assert_uint_eq(dr_cm_pending(l), 4);
 	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ], 5);
 	/* a duplicate of a held request is absorbed, not held twice */
-	make_req(mad, 1, PORT, 20, 15, 1);
+	forge_req_mad(mad, 1, PORT, 20, 15, 1);
 	dr_cm_recv(&B.cm, IP_X, mad, DR_MAD_LEN);
 	ck_assert_uint_eq(B.cm.stats.dup_reqs, 1);
 	ck_assert_uint_eq(dr_cm_pending(l), 4);
 	/* a smaller backlog keeps what is held and takes nothing new */
 	dr_cm_set_backlog(l, 2);
-	make_req(mad, 7, PORT, 20, 15, 7);
+	forge_req_mad(mad, 7, PORT, 20, 15, 7);
 	dr_cm_recv(&B.cm, IP_A, mad, DR_MAD_LEN);
 	ck_assert_uint_eq(B.cm.stats.drop[DR_CM_DROP_BACKLOG], 2);
 	ck_assert_uint_eq(dr_cm_pending(l), 4);
@@ -871,7 +848,7 @@ START_TEST(test_req_timeout)
 	uint64_t t0 = now_ns;
 
 	ck_assert_int_eq(dr_cm_listen(&B.cm, PORT, BACKLOG, (void *)0x1234, &l), 0);
-	make_req(mad, 0x77, PORT, 8, 2, 1); /* 3 tries of 1.05 ms */
+	forge_req_mad(mad, 0x77, PORT, 8, 2, 1); /* 3 tries of 1.05 ms */
 	dr_cm_recv(&B.cm, IP_A, mad, DR_MAD_LEN);
 	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ], 1);
 	ck_assert_uint_eq(dr_cm_deadline_ns(&B.cm), t0 + theirs);
@@ -893,7 +870,7 @@ START_TEST(test_req_timeout)
 	ck_assert_uint_eq(wire_tail, 0);
 
 	/* a REQ asking for hours is held no longer than we would wait */
-	make_req(mad, 0x78, PORT, 31, 15, 2);
+	forge_req_mad(mad, 0x78, PORT, 31, 15, 2);
 	dr_cm_recv(&B.cm, IP_A, mad, DR_MAD_LEN);
 	ck_assert_uint_eq(dr_cm_deadline_ns(&B.cm), now_ns + ours);
 	/* the peer withdraws it with a REJ that names only itself -- sent
@@ -911,7 +888,7 @@ START_TEST(test_req_timeout)
 
 	/* comm ID 0 is a request like any other, and goes like any other:
 	 * once expired, its resend is a new request, not a duplicate */
-	make_req(mad, 0, PORT, 8, 2, 3);
+	forge_req_mad(mad, 0, PORT, 8, 2, 3);
 	dr_cm_recv(&B.cm, IP_A, mad, DR_MAD_LEN);
 	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ], 3);
 	ck_assert_uint_eq(B.cm.by_remote.n, 1);

@@ -29,6 +29,7 @@
 #include <rte_ring.h>
 
 #include "fi_ext_droce.h"
+#include "forge.h"
 
 #include "dr_roce.h"
 
@@ -682,25 +683,11 @@ static void forge_setup(void)
 static void forge_mad(unsigned to, uint32_t src_ip, const uint8_t *mad, struct fid_cq *drive)
 {
 	uint8_t frame[DR_MAD_LEN + 128];
-	struct dr_pkt_desc d;
 	struct rte_mbuf *m;
 	int len;
 
-	dr_pkt_desc_init(&d);
-	memcpy(d.src_mac, link_mac[!to], 6);
-	memcpy(d.dst_mac, link_mac[to], 6);
-	d.src_ip4 = src_ip;
-	d.dst_ip4 = to ? IP_B : IP_A;
-	d.sport = 0xc001;
-	d.opcode = DR_OP_UD_SEND_ONLY;
-	d.dqpn = DR_GSI_QPN;
-	d.ackreq = true;
-	d.psn = forge_psn++ & DR_PSN_MASK;
-	d.deth.qkey = DR_GSI_QKEY;
-	d.deth.sqpn = DR_GSI_QPN;
-	d.payload = mad;
-	d.payload_len = DR_MAD_LEN;
-	len = dr_pkt_build(&d, frame, sizeof(frame));
+	len = forge_qp1_frame(frame, sizeof(frame), link_mac[!to], link_mac[to], src_ip,
+			      to ? IP_B : IP_A, forge_psn++, mad);
 	ck_assert_int_gt(len, 0);
 	while (!(m = rte_pktmbuf_alloc(forge_pool)))
 		fi_cq_read(drive, NULL, 0);
@@ -716,31 +703,6 @@ static void forge_drain(unsigned to, struct fid_cq *drive)
 	while (rte_ring_count(link_ring[!to]))
 		fi_cq_read(drive, NULL, 0);
 	fi_cq_read(drive, NULL, 0);
-}
-
-static void req_mad(uint8_t *mad, uint32_t comm, uint16_t port, uint8_t resp_timeout,
-		    uint8_t retries)
-{
-	struct dr_cma_hdr cma = { .cma_version = 0, .ip_version = 4, .src_port = 50000 };
-	struct dr_cm_req req;
-	struct dr_mad m;
-
-	memset(&req, 0, sizeof(req));
-	req.local_comm_id = comm;
-	req.service_id = DR_CM_SID_TCP_PS + port;
-	req.local_qpn = 0x99;
-	req.remote_cm_resp_timeout = resp_timeout;
-	req.local_cm_resp_timeout = resp_timeout;
-	req.max_cm_retries = retries;
-	req.path_mtu = 3;
-	req.pkey = 0xffff;
-	req.starting_psn = 1;
-	dr_cma_hdr_pack(&cma, req.private_data);
-	/* libfabric CM data: one byte of length, none */
-	req.private_data[DR_CMA_HDR_LEN] = 0;
-	dr_mad_init_cm(&m, DR_CM_ATTR_REQ, 0x7700000000000000ull | comm);
-	dr_cm_req_pack(&req, m.body);
-	dr_mad_build(&m, mad);
 }
 
 static long rss_kib(void)
@@ -811,7 +773,8 @@ START_TEST(test_connreq_flood)
 	listen_b(&c);
 	rss0 = rss_kib();
 	for (uint32_t i = 0; i < N; i++) {
-		req_mad(mad, 0x100000 + i, ntohs(c.server.sin_port), 20, 15);
+		forge_req_mad(mad, 0x100000 + i, ntohs(c.server.sin_port), 20, 15,
+			      0x7700000000000000ull | (0x100000 + i));
 		forge_mad(1, IP_X, mad, c.cq_b);
 	}
 	forge_drain(1, c.cq_b);
@@ -879,7 +842,8 @@ START_TEST(test_connreq_timeout)
 	memset(&c, 0, sizeof(c));
 	listen_b(&c);
 	/* unread until it expires: the application never sees it */
-	req_mad(mad, 0x51, ntohs(c.server.sin_port), 14, 0);
+	forge_req_mad(mad, 0x51, ntohs(c.server.sin_port), 14, 0,
+		      0x7700000000000000ull | (0x51));
 	t0 = now_ns();
 	forge_mad(1, IP_X, mad, c.cq_b);
 	forge_drain(1, c.cq_b);
@@ -890,7 +854,8 @@ START_TEST(test_connreq_timeout)
 
 	/* read, then expired: accept fails, reject frees it */
 	for (int i = 0; i < 2; i++) {
-		req_mad(mad, 0x52 + (uint32_t)i, ntohs(c.server.sin_port), 14, 0);
+		forge_req_mad(mad, 0x52 + (uint32_t)i, ntohs(c.server.sin_port), 14, 0,
+			      0x7700000000000000ull | (0x52 + (uint32_t)i));
 		forge_mad(1, IP_X, mad, c.cq_b);
 	}
 	t0 = now_ns();
@@ -913,7 +878,8 @@ START_TEST(test_connreq_timeout)
 	ck_assert_int_eq(fi_eq_read(c.eq_b, &event, &ent, sizeof(ent), 0), -FI_EAGAIN);
 
 	/* a request still unread when the pep closes is refused with it */
-	req_mad(mad, 0x54, ntohs(c.server.sin_port), 20, 15);
+	forge_req_mad(mad, 0x54, ntohs(c.server.sin_port), 20, 15,
+		      0x7700000000000000ull | (0x54));
 	forge_mad(1, IP_X, mad, c.cq_b);
 	forge_drain(1, c.cq_b);
 	ck_assert_int_eq(fi_eq_read(c.eq_b, &event, &ent, sizeof(ent), FI_PEEK), sizeof(ent.e));
@@ -944,7 +910,8 @@ START_TEST(test_pep_backlog)
 	ck_assert_int_eq(fi_control(&c.pep->fid, FI_BACKLOG, &bad), -FI_EINVAL);
 	ck_assert_int_eq(fi_control(&c.pep->fid, FI_BACKLOG, &four), 0);
 	for (uint32_t i = 0; i < 20; i++) {
-		req_mad(mad, 0x200 + i, ntohs(c.server.sin_port), 20, 15);
+		forge_req_mad(mad, 0x200 + i, ntohs(c.server.sin_port), 20, 15,
+			      0x7700000000000000ull | (0x200 + i));
 		/* ten from one address, then ten from 192.0.2.77 */
 		forge_mad(1, i < 10 ? IP_X : 0xc000024d, mad, c.cq_b);
 	}

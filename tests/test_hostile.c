@@ -27,6 +27,7 @@
 #include "dr_roce.h"
 #include "fi_ext_droce.h"
 #include "fi_fixture.h"
+#include "forge.h"
 
 #define PAIR	"hostile"
 #define REGION	4096
@@ -304,8 +305,8 @@ START_TEST(test_invalid_opcode)
 	ck_assert_int_eq(fi_recv(C.ep_b, in, sizeof(in), NULL, 0, (void *)0x55), 0);
 	desc_from_a(&d, DR_OP_SEND_MIDDLE, qb.rq_psn);
 	d.payload = forged_payload;
-	d.payload_len = (uint32_t)qb.path_mtu < sizeof(forged_payload) ? qb.path_mtu :
-									   sizeof(forged_payload);
+	d.payload_len =
+	    (uint32_t)qb.path_mtu < sizeof(forged_payload) ? qb.path_mtu : sizeof(forged_payload);
 	len = build(&d, frame, sizeof(frame));
 	inject(frame, (size_t)len);
 	settle();
@@ -373,7 +374,7 @@ END_TEST
  * real MAC, so nothing is resent and A drops nothing as not its own. */
 static void forge_arp(uint8_t *frame, uint16_t oper, bool bcast)
 {
-	static const uint8_t evil[6] = { 0x02, 0x66, 0x66, 0x66, 0x66, 0x66 };
+	static const uint8_t evil[6] = {0x02, 0x66, 0x66, 0x66, 0x66, 0x66};
 	struct dr_eth_hdr *eth = (struct dr_eth_hdr *)frame;
 	struct dr_arp_hdr *arp = (struct dr_arp_hdr *)(eth + 1);
 
@@ -431,30 +432,15 @@ END_TEST
 
 /* ---- the connection manager ------------------------------------------------- */
 
-/* A MAD to B's QP1 as src_ip would send it (UD SEND_ONLY, GSI Q_Key). */
-static void inject_mad(uint32_t src_ip, const struct dr_mad *mad)
+/* A MAD to B's QP1 as src_ip would send it. */
+static void inject_mad(uint32_t src_ip, const uint8_t mad[DR_MAD_LEN])
 {
-	uint8_t raw[DR_MAD_LEN], frame[DR_MAD_LEN + 128];
-	struct dr_pkt_desc d;
+	uint8_t frame[DR_MAD_LEN + 128];
 	static uint32_t gsi_psn;
-	int len;
+	int len =
+	    forge_qp1_frame(frame, sizeof(frame), qa.mac, qb.mac, src_ip, FX_IP_B, gsi_psn++, mad);
 
-	dr_mad_build(mad, raw);
-	dr_pkt_desc_init(&d);
-	memcpy(d.src_mac, qa.mac, 6);
-	memcpy(d.dst_mac, qb.mac, 6);
-	d.src_ip4 = src_ip;
-	d.dst_ip4 = FX_IP_B;
-	d.sport = 0xc001;
-	d.opcode = DR_OP_UD_SEND_ONLY;
-	d.dqpn = DR_GSI_QPN;
-	d.ackreq = true;
-	d.psn = gsi_psn++ & DR_PSN_MASK;
-	d.deth.qkey = DR_GSI_QKEY;
-	d.deth.sqpn = DR_GSI_QPN;
-	d.payload = raw;
-	d.payload_len = DR_MAD_LEN;
-	len = build(&d, frame, sizeof(frame));
+	ck_assert_int_gt(len, 0);
 	inject(frame, (size_t)len);
 }
 
@@ -473,35 +459,37 @@ static void eq_b_empty(void)
  * connection stays up on both sides. */
 START_TEST(test_forged_cm)
 {
-	static const uint16_t attrs[] = { DR_CM_ATTR_DREQ, DR_CM_ATTR_REJ, DR_CM_ATTR_RTU };
+	static const uint16_t attrs[] = {DR_CM_ATTR_DREQ, DR_CM_ATTR_REJ, DR_CM_ATTR_RTU};
 	uint64_t no_id = DOM_B("cm_drop_no_id");
 	struct fi_eq_cm_entry e;
 	uint32_t event;
 
 	for (unsigned i = 0; i < 3; i++) {
+		uint8_t raw[DR_MAD_LEN];
 		struct dr_mad mad;
 
 		dr_mad_init_cm(&mad, attrs[i], 0x1234567800000000ull + i);
 		if (attrs[i] == DR_CM_ATTR_DREQ) {
-			struct dr_cm_dreq m = { .local_comm_id = 0x5eed0001 + i,
-						.remote_comm_id = 0x0bad0001 + i,
-						.remote_qpn = qb.qpn };
+			struct dr_cm_dreq m = {.local_comm_id = 0x5eed0001 + i,
+					       .remote_comm_id = 0x0bad0001 + i,
+					       .remote_qpn = qb.qpn};
 
 			dr_cm_dreq_pack(&m, mad.body);
 		} else if (attrs[i] == DR_CM_ATTR_REJ) {
-			struct dr_cm_rej m = { .local_comm_id = 0x5eed0001 + i,
-					       .remote_comm_id = 0x0bad0001 + i,
-					       .msg_rejected = 2,
-					       .reason = DR_CM_REJ_CONSUMER_DEFINED };
+			struct dr_cm_rej m = {.local_comm_id = 0x5eed0001 + i,
+					      .remote_comm_id = 0x0bad0001 + i,
+					      .msg_rejected = 2,
+					      .reason = DR_CM_REJ_CONSUMER_DEFINED};
 
 			dr_cm_rej_pack(&m, mad.body);
 		} else {
-			struct dr_cm_rtu m = { .local_comm_id = 0x5eed0001 + i,
-					       .remote_comm_id = 0x0bad0001 + i };
+			struct dr_cm_rtu m = {.local_comm_id = 0x5eed0001 + i,
+					      .remote_comm_id = 0x0bad0001 + i};
 
 			dr_cm_rtu_pack(&m, mad.body);
 		}
-		inject_mad(FX_IP_A, &mad);
+		dr_mad_build(&mad, raw);
+		inject_mad(FX_IP_A, raw);
 	}
 	settle();
 	ck_assert_uint_eq(DOM_B("cm_drop_no_id"), no_id + 3);
@@ -529,28 +517,10 @@ START_TEST(test_cm_flood)
 	uint64_t t0;
 
 	for (unsigned i = 0; i < n; i++) {
-		struct dr_cma_hdr cma = { .ip_version = 4, .src_port = (uint16_t)(40000 + i) };
-		struct dr_cm_req req;
-		struct dr_mad mad;
+		uint8_t mad[DR_MAD_LEN];
 
-		memset(&req, 0, sizeof(req));
-		req.local_comm_id = 0x70000000u + i;
-		req.service_id = DR_CM_SID_TCP_PS + port;
-		req.local_qpn = 0x100 + i;
-		req.remote_cm_resp_timeout = 20;
-		req.local_cm_resp_timeout = 20;
-		req.max_cm_retries = 15;
-		req.path_mtu = 3;
-		req.pkey = 0xffff;
-		req.starting_psn = i;
-		dr_gid_from_ipv4(req.primary.local_gid, 0xc0000242);
-		dr_gid_from_ipv4(req.primary.remote_gid, FX_IP_B);
-		dr_gid_from_ipv4(cma.src_addr, 0xc0000242);
-		dr_gid_from_ipv4(cma.dst_addr, FX_IP_B);
-		dr_cma_hdr_pack(&cma, req.private_data);
-		dr_mad_init_cm(&mad, DR_CM_ATTR_REQ, 0xf100d00000000000ull + i);
-		dr_cm_req_pack(&req, mad.body);
-		inject_mad(0xc0000242, &mad);
+		forge_req_mad(mad, 0x70000000u + i, port, 20, 15, 0xf100d00000000000ull + i);
+		inject_mad(0xc0000242, mad);
 		if (i % 64 == 63)
 			fx_cq_drive(C.cq_b, NULL, 1);
 	}
@@ -627,7 +597,7 @@ static void conn_teardown(void)
 
 static void suite_setup(void)
 {
-	fx_open(&F, PAIR, CAPS);
+	fx_open(&F, PAIR, CAPS, 0);
 	ck_assert_int_eq(fi_open_ops(&F.dom_b->fid, FI_DROCE_OPS_1, 0, (void **)&ops, NULL), 0);
 	ck_assert_uint_eq(ops->size, sizeof(*ops));
 }
@@ -641,9 +611,6 @@ int main(void)
 {
 	Suite *s = suite_create("hostile");
 	TCase *tc = tcase_create("forged");
-	SRunner *sr;
-	int failed;
-
 	fx_env(PAIR);
 	tcase_set_timeout(tc, 120);
 	tcase_add_unchecked_fixture(tc, suite_setup, suite_teardown);
@@ -661,11 +628,5 @@ int main(void)
 	tcase_add_test(tc, test_forged_cm);
 	tcase_add_test(tc, test_cm_flood);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	/* DPDK's EAL starts once per process: no forking per test */
-	srunner_set_fork_status(sr, CK_NOFORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return fx_run(s);
 }

@@ -29,27 +29,21 @@
 #include <rdma/fi_rma.h>
 
 #include "fi_ext_droce.h"
+#include "fi_fixture.h"
 #include "dr_qp.h"
 #include "dr_roce.h"
 
-#define NS_PER_S 1000000000ull
 #define IP_A	 0xc0000201u /* 192.0.2.1 */
 #define IP_B	 0xc0000202u /* 192.0.2.2 */
 #define N_CONN	 1000
 #define N_KEYS	 10000
 
-static struct fi_info *info_a, *info_b;
-static struct fid_fabric *fabric;
-static struct fid_domain *dom_a, *dom_b;
+static struct fx F;
+#define info_a F.info_a
+#define info_b F.info_b
+#define dom_a  F.dom_a
+#define dom_b  F.dom_b
 static struct fi_droce_ops *ops;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- distribution checks ------------------------------------------------------------ */
 
@@ -184,74 +178,6 @@ END_TEST
 
 /* ---- a connection to forge frames into ------------------------------------------- */
 
-struct conn {
-	struct fid_eq *eq_a, *eq_b;
-	struct fid_pep *pep;
-	struct fid_ep *ep_a, *ep_b;
-	struct fid_cq *cq_a, *cq_b;
-};
-
-static ssize_t eq_wait(struct fid_eq *eq, uint32_t *event, void *buf, size_t len)
-{
-	uint64_t end = now_ns() + 5 * NS_PER_S;
-	ssize_t ret;
-
-	do
-		ret = fi_eq_read(eq, event, buf, len, 0);
-	while (ret == -FI_EAGAIN && now_ns() < end);
-	return ret;
-}
-
-static void open_side(struct fid_domain *dom, struct fid_eq **eq, struct fid_cq **cq)
-{
-	struct fi_eq_attr ea = {.wait_obj = FI_WAIT_NONE};
-	struct fi_cq_attr ca = {.format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_NONE};
-
-	ck_assert_int_eq(fi_eq_open(fabric, &ea, eq, NULL), 0);
-	ck_assert_int_eq(fi_cq_open(dom, &ca, cq, NULL), 0);
-}
-
-static void connect_pair(struct conn *c)
-{
-	struct fi_eq_cm_entry ent;
-	struct sockaddr_in server;
-	size_t len = sizeof(server);
-	uint32_t event;
-
-	memset(c, 0, sizeof(*c));
-	open_side(dom_b, &c->eq_b, &c->cq_b);
-	open_side(dom_a, &c->eq_a, &c->cq_a);
-	ck_assert_int_eq(fi_passive_ep(fabric, info_b, &c->pep, NULL), 0);
-	ck_assert_int_eq(fi_pep_bind(c->pep, &c->eq_b->fid, 0), 0);
-	ck_assert_int_eq(fi_listen(c->pep), 0);
-	ck_assert_int_eq(fi_getname(&c->pep->fid, &server, &len), 0);
-	ck_assert_int_eq(fi_endpoint(dom_a, info_a, &c->ep_a, NULL), 0);
-	ck_assert_int_eq(fi_ep_bind(c->ep_a, &c->eq_a->fid, 0), 0);
-	ck_assert_int_eq(fi_ep_bind(c->ep_a, &c->cq_a->fid, FI_TRANSMIT | FI_RECV), 0);
-	ck_assert_int_eq(fi_enable(c->ep_a), 0);
-	ck_assert_int_eq(fi_connect(c->ep_a, &server, NULL, 0), 0);
-	ck_assert_int_eq(eq_wait(c->eq_b, &event, &ent, sizeof(ent)), sizeof(ent));
-	ck_assert_uint_eq(event, FI_CONNREQ);
-	ck_assert_int_eq(fi_endpoint(dom_b, ent.info, &c->ep_b, NULL), 0);
-	fi_freeinfo(ent.info);
-	ck_assert_int_eq(fi_ep_bind(c->ep_b, &c->eq_b->fid, 0), 0);
-	ck_assert_int_eq(fi_ep_bind(c->ep_b, &c->cq_b->fid, FI_TRANSMIT | FI_RECV), 0);
-	ck_assert_int_eq(fi_accept(c->ep_b, NULL, 0), 0);
-	ck_assert_int_eq(eq_wait(c->eq_a, &event, &ent, sizeof(ent)), sizeof(ent));
-	ck_assert_uint_eq(event, FI_CONNECTED);
-	ck_assert_int_eq(eq_wait(c->eq_b, &event, &ent, sizeof(ent)), sizeof(ent));
-	ck_assert_uint_eq(event, FI_CONNECTED);
-}
-
-static void close_pair(struct conn *c)
-{
-	struct fid *fids[] = {&c->ep_a->fid, &c->ep_b->fid, &c->pep->fid, &c->cq_a->fid,
-			      &c->cq_b->fid, &c->eq_a->fid, &c->eq_b->fid};
-
-	for (size_t i = 0; i < sizeof(fids) / sizeof(fids[0]); i++)
-		ck_assert_int_eq(fi_close(fids[i]), 0);
-}
-
 /* ---- the target: a region with guard bytes ------------------------------------------ */
 
 #define GUARD 64
@@ -273,7 +199,7 @@ static void target_check(void)
 /* ---- forging ------------------------------------------------------------------------ */
 
 struct forge {
-	struct conn c;
+	struct fx_conn c;
 	struct fid_mr *mr;
 	uint64_t key;
 	uint8_t mac_a[6], mac_b[6];
@@ -319,7 +245,7 @@ static void forge_send(struct forge *f, unsigned n, enum dr_rx_drop why,
 
 	counts(&dom_b->fid, c0);
 	while (i < n) {
-		uint64_t end = now_ns() + 5 * NS_PER_S;
+		uint64_t end = fx_now_ns() + 5 * FX_NS_PER_S;
 		unsigned burst = n - i < 32 ? n - i : 32, k;
 
 		for (k = 0; k < burst; k++, i++) {
@@ -335,7 +261,7 @@ static void forge_send(struct forge *f, unsigned n, enum dr_rx_drop why,
 			fi_cq_read(f->c.cq_a, NULL, 0); /* A's port sends */
 			fi_cq_read(f->c.cq_b, NULL, 0); /* B's receives */
 			counts(&dom_b->fid, c);
-		} while (c[why] - c0[why] < i && now_ns() < end);
+		} while (c[why] - c0[why] < i && fx_now_ns() < end);
 		ck_assert_msg(c[why] - c0[why] == i, "%s: %llu of %u counted", ops->drop_name(why),
 			      (unsigned long long)(c[why] - c0[why]), i);
 	}
@@ -404,7 +330,7 @@ static void write_still_works(struct forge *f)
 {
 	static uint8_t src[8];
 	struct fi_cq_data_entry e;
-	uint64_t end = now_ns() + 5 * NS_PER_S;
+	uint64_t end = fx_now_ns() + 5 * FX_NS_PER_S;
 	ssize_t ret;
 
 	memset(src, 0x77, sizeof(src));
@@ -413,7 +339,7 @@ static void write_still_works(struct forge *f)
 	do {
 		ret = fi_cq_read(f->c.cq_a, &e, 1);
 		fi_cq_read(f->c.cq_b, NULL, 0);
-	} while (ret == -FI_EAGAIN && now_ns() < end);
+	} while (ret == -FI_EAGAIN && fx_now_ns() < end);
 	ck_assert_int_eq(ret, 1);
 	for (int i = 0; i < 8; i++)
 		ck_assert_uint_eq(tmem[GUARD + 64 + i], 0x77);
@@ -444,7 +370,7 @@ START_TEST(test_forged_frames)
 
 	memset(tmem, 0xa5, sizeof(tmem));
 	memset(tmem + GUARD, 0x11, TLEN);
-	connect_pair(&f.c);
+	fx_connect(&F, &f.c);
 	ck_assert_int_eq(fi_mr_reg(dom_b, tmem + GUARD, TLEN, FI_REMOTE_WRITE | FI_REMOTE_READ, 0,
 				   0, 0, &f.mr, NULL),
 			 0);
@@ -479,7 +405,7 @@ START_TEST(test_forged_frames)
 	write_still_works(&f);
 	target_check();
 	ck_assert_int_eq(fi_close(&f.mr->fid), 0);
-	close_pair(&f.c);
+	fx_conn_close(&f.c);
 }
 END_TEST
 
@@ -487,31 +413,8 @@ END_TEST
 
 static void setup(void)
 {
-	struct fi_info *hints = fi_allocinfo(), *all, *i;
-
-	ck_assert_ptr_nonnull(hints);
-	hints->ep_attr->type = FI_EP_MSG;
-	hints->caps = FI_MSG | FI_RMA;
-	hints->domain_attr->mr_mode =
-	    FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-	hints->fabric_attr->prov_name = strdup("droce");
-	ck_assert_int_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &all), 0);
-	for (i = all; i; i = i->next) {
-		if (!strcmp(i->domain_attr->name, "pair:ids:0"))
-			info_a = fi_dupinfo(i);
-		else if (!strcmp(i->domain_attr->name, "pair:ids:1"))
-			info_b = fi_dupinfo(i);
-	}
-	fi_freeinfo(all);
-	fi_freeinfo(hints);
-	ck_assert_ptr_nonnull(info_a);
-	ck_assert_ptr_nonnull(info_b);
 	/* small queues: a thousand endpoints at once */
-	info_a->tx_attr->size = info_b->tx_attr->size = 16;
-	info_a->rx_attr->size = info_b->rx_attr->size = 16;
-	ck_assert_int_eq(fi_fabric(info_a->fabric_attr, &fabric, NULL), 0);
-	ck_assert_int_eq(fi_domain(fabric, info_a, &dom_a, NULL), 0);
-	ck_assert_int_eq(fi_domain(fabric, info_b, &dom_b, NULL), 0);
+	fx_open(&F, "ids", FI_MSG | FI_RMA, 16);
 	ck_assert_int_eq(fi_open_ops(&dom_a->fid, FI_DROCE_OPS_1, 0, (void **)&ops, NULL), 0);
 	ck_assert_uint_eq(ops->size, sizeof(*ops));
 	ck_assert_int_eq(fi_open_ops(&dom_a->fid, "no such ops", 0, (void **)&ops, NULL),
@@ -521,29 +424,15 @@ static void setup(void)
 
 static void teardown(void)
 {
-	ck_assert_int_eq(fi_close(&dom_a->fid), 0);
-	ck_assert_int_eq(fi_close(&dom_b->fid), 0);
-	ck_assert_int_eq(fi_close(&fabric->fid), 0);
-	fi_freeinfo(info_a);
-	fi_freeinfo(info_b);
+	fx_close(&F);
 }
 
 int main(void)
 {
-	char path[4096];
-	const char *top = getenv("top_builddir");
 	Suite *s = suite_create("ids");
 	TCase *tc = tcase_create("ids");
-	SRunner *sr;
-	int failed;
 
-	snprintf(path, sizeof(path), "%s/.libs", top ? top : ".");
-	setenv("FI_PROVIDER_PATH", path, 1);
-	setenv("FI_PROVIDER", "droce", 1);
-	setenv("FI_DROCE_DEVICE", "pair:ids:0;pair:ids:1", 1);
-	setenv("FI_DROCE_ADDR", "192.0.2.1/24;192.0.2.2/24", 1);
-
-	/* DPDK's EAL starts once per process: no forking per test */
+	fx_env("ids");
 	tcase_set_timeout(tc, 120);
 	tcase_add_unchecked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_qpn_psn_values);
@@ -551,10 +440,5 @@ int main(void)
 	tcase_add_loop_test(tc, test_forged_frames, 0,
 			    (int)(sizeof(forge_cases) / sizeof(forge_cases[0])));
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_set_fork_status(sr, CK_NOFORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return fx_run(s);
 }

@@ -18,9 +18,18 @@ struct counter_def {
 	size_t off; /* in the stats struct, a uint64_t */
 };
 
-#define PORT_C(f) { #f, offsetof(struct dr_port_stats, f) }
-#define QP_C(f)	  { #f, offsetof(struct dr_qp_stats, f) }
-#define CM_C(f)	  { "cm_" #f, offsetof(struct dr_cm_stats, f) }
+#define PORT_C(f)                                                                                  \
+	{                                                                                          \
+#f, offsetof(struct dr_port_stats, f)                                              \
+	}
+#define QP_C(f)                                                                                    \
+	{                                                                                          \
+#f, offsetof(struct dr_qp_stats, f)                                                \
+	}
+#define CM_C(f)                                                                                    \
+	{                                                                                          \
+		"cm_" #f, offsetof(struct dr_cm_stats, f)                                          \
+	}
 
 /* clang-format off */
 static const struct counter_def port_counters[] = {
@@ -87,7 +96,7 @@ struct counter_out {
 static void put(struct counter_out *o, const char *name, uint64_t value)
 {
 	if (o->c && o->n < o->cap)
-		o->c[o->n] = (struct fi_droce_counter){ .name = name, .value = value };
+		o->c[o->n] = (struct fi_droce_counter){.name = name, .value = value};
 	o->n++;
 }
 
@@ -162,7 +171,7 @@ static int ep_counters(struct dr_ep *ep, struct counter_out *o)
 
 static int ext_counters(struct fid *fid, struct fi_droce_counter *c, size_t *count)
 {
-	struct counter_out o = { .c = c, .cap = c ? *count : 0 };
+	struct counter_out o = {.c = c, .cap = c ? *count : 0};
 	int ret = 0;
 
 	if (!fid || !count)
@@ -269,13 +278,13 @@ static int ext_send_raw(struct fid_domain *domain, const void *frame, size_t len
 }
 
 static struct fi_droce_ops ext_ops = {
-	.size = sizeof(struct fi_droce_ops),
-	.qp_info = ext_qp_info,
-	.counters = ext_counters,
-	.drops = ext_drops,
-	.drop_name = ext_drop_name,
-	.port_mac = ext_port_mac,
-	.send_raw = ext_send_raw,
+    .size = sizeof(struct fi_droce_ops),
+    .qp_info = ext_qp_info,
+    .counters = ext_counters,
+    .drops = ext_drops,
+    .drop_name = ext_drop_name,
+    .port_mac = ext_port_mac,
+    .send_raw = ext_send_raw,
 };
 
 int dr_ext_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context)
