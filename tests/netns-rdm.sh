@@ -21,7 +21,11 @@
 #  3. tools/droce-pcapcheck over the server's capture (FI_DROCE_PCAP): every
 #     frame parses with a valid ICRC, and the capture holds the CM exchange
 #     and the RC opcodes rxm's protocols use (sends, RDMA writes with and
-#     without immediate, RDMA reads, ACKs).
+#     without immediate, RDMA reads, ACKs);
+#  4. two rdm-check peers, each knowing the other's address, send first at
+#     the same moment: both connections start at once and ofi_rxm's
+#     collision rule (a REJ carrying RXM_REJECT_EALREADY) keeps one; both
+#     pass with the data verified, the capture is valid.
 # Exit: 0 pass, 1 fail, 77 skip (not root, no ip netns, no fi_info/tshark
 # per netns-lib.sh), 99 hard error.  Bounded: every command under timeout.
 
@@ -141,6 +145,50 @@ if [ -s "$tmp/server.pcapng" ] && timeout -k 5 60 "$PCAPCHECK" \
 else
 	echo "FAIL: droce-pcapcheck on the server's capture:"
 	head -n 60 "$tmp/pcapcheck.txt" 2>/dev/null
+	fail=1
+fi
+
+# ---- 4. peers connecting to each other at once ----------------------------------------
+
+rm -f "$tmp/go"
+ip netns exec "$NSA" env FI_DROCE_PCAP="$tmp/peer.pcapng" timeout -k 5 $budget \
+	"$RDM_CHECK" -s "$IPA" -x "$IPB" -g "$tmp/go" -P $((port + 1)) >"$tmp/peer-a.txt" 2>&1 &
+pa=$!
+ip netns exec "$NSB" timeout -k 5 $budget \
+	"$RDM_CHECK" -s "$IPB" -x "$IPA" -g "$tmp/go" -P $((port + 1)) >"$tmp/peer-b.txt" 2>&1 &
+pb=$!
+i=0
+until grep -q '^peer: listening' "$tmp/peer-a.txt" 2>/dev/null &&
+	grep -q '^peer: listening' "$tmp/peer-b.txt" 2>/dev/null; do
+	i=$((i + 1))
+	if [ $i -gt 300 ]; then
+		cat "$tmp/peer-a.txt" "$tmp/peer-b.txt"
+		hard "rdm-check peers did not start"
+	fi
+	sleep 0.1
+done
+touch "$tmp/go"
+wait $pa
+ra=$?
+wait $pb
+rb=$?
+if [ $ra -eq 0 ] && [ $rb -eq 0 ] && grep -q '^ok peers:' "$tmp/peer-a.txt" &&
+	grep -q '^ok peers:' "$tmp/peer-b.txt"; then
+	# whether the two requests crossed depends on timing: said, not asserted
+	if timeout -k 5 60 "$PCAPCHECK" --require CM_REQ,CM_REP,CM_RTU "$tmp/peer.pcapng" \
+		>"$tmp/peer-pcap.txt" 2>&1; then
+		req=$(sed -n 's/^ *CM_REQ .* \([0-9][0-9]*\)$/\1/p' "$tmp/peer-pcap.txt")
+		rej=$(sed -n 's/^ *CM_REJ .* \([0-9][0-9]*\)$/\1/p' "$tmp/peer-pcap.txt")
+		echo "ok: peers sending first at once both pass (CM_REQ ${req:-0}, CM_REJ" \
+			"${rej:-0}: ofi_rxm's collision rule when 2 and 1)"
+	else
+		echo "FAIL: droce-pcapcheck on the peers' capture:"
+		head -n 40 "$tmp/peer-pcap.txt"
+		fail=1
+	fi
+else
+	echo "FAIL: peers sending first at once: exits $ra, $rb"
+	grep -v '^libfabric' "$tmp/peer-a.txt" "$tmp/peer-b.txt"
 	fail=1
 fi
 

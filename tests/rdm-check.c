@@ -27,10 +27,17 @@
  *             FI_CSWAP (hit and miss), FI_ATOMIC_READ; the final value
  *             checked by both
  *
+ *  peers     (-x) both ends know each other and send first at the same
+ *             moment: ofi_rxm's simultaneous connection handling over
+ *             droce's CM, tagged messages verified both ways
+ *
  * Usage: rdm-check [-p PROV] -s ADDR [-P PORT]        (server)
  *        rdm-check [-p PROV] -c ADDR [-P PORT]        (client)
+ *        rdm-check [-p PROV] -s ADDR -x PEER -g GOFILE [-P PORT]
+ *             (a peer: sends first once GOFILE exists)
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -757,14 +764,92 @@ static void client(struct ctx *c, const char *prov, const char *addr, const char
 	close_all(c);
 }
 
+/* ---- peers: both ends connect at once ------------------------------------ */
+
+#define TAG_PEER     0x7000u
+#define TAG_PEER_BYE 0x7fffu
+static const size_t peer_sizes[] = {100, 5000, 70000, 300000};
+#define N_PEER (sizeof(peer_sizes) / sizeof(peer_sizes[0]))
+
+/* Each sends to the other first, at the same moment (when the go file
+ * appears): both connections are set up at once and ofi_rxm keeps one
+ * (its collision rule: the higher address's request wins, the other is
+ * rejected with RXM_REJECT_EALREADY in the REJ's private data). */
+static void peer(struct ctx *c, const char *prov, const char *addr, const char *peer_addr,
+		 const char *port, const char *go)
+{
+	struct fi_context rctx[N_PEER + 1], sctx[N_PEER + 1];
+	struct fi_cq_tagged_entry e;
+	uint8_t *rbuf[N_PEER], *sbuf[N_PEER], bye[8] = "bye", pbye[8];
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(port))};
+	uint64_t me, them, end;
+
+	c->server = true;
+	open_all(c, prov, addr, port);
+	if (inet_pton(AF_INET, peer_addr, &sin.sin_addr) != 1)
+		fail("%s is not an IPv4 address", peer_addr);
+	if (fi_av_insert(c->av, &sin, 1, &c->peer, 0, NULL) != 1)
+		fail("fi_av_insert of the peer's address");
+	them = ntohl(sin.sin_addr.s_addr);
+	if (inet_pton(AF_INET, addr, &sin.sin_addr) != 1)
+		fail("%s is not an IPv4 address", addr);
+	me = ntohl(sin.sin_addr.s_addr);
+	for (size_t i = 0; i < N_PEER; i++) {
+		rbuf[i] = xalloc(peer_sizes[i] + GUARD);
+		sbuf[i] = xalloc(peer_sizes[i]);
+		fill(sbuf[i], peer_sizes[i], me << 16 | (TAG_PEER + i));
+		POST(c,
+		     fi_trecv(c->ep, rbuf[i], peer_sizes[i], NULL, c->peer, TAG_PEER + i, 0,
+			      &rctx[i]),
+		     "trecv peer");
+	}
+	POST(c, fi_trecv(c->ep, pbye, sizeof(pbye), NULL, c->peer, TAG_PEER_BYE, 0, &rctx[N_PEER]),
+	     "trecv bye");
+	printf("peer: listening\n");
+	fflush(stdout);
+	end = now_ns() + WAIT_NS;
+	while (access(go, F_OK)) {
+		if (now_ns() > end)
+			fail("no go file %s", go);
+		usleep(200);
+	}
+	for (size_t i = 0; i < N_PEER; i++)
+		POST(c,
+		     fi_tsend(c->ep, sbuf[i], peer_sizes[i], NULL, c->peer, TAG_PEER + i, &sctx[i]),
+		     "tsend peer");
+	for (size_t i = 0; i < N_PEER; i++) {
+		char what[64];
+
+		snprintf(what, sizeof(what), "peer's tagged %zu B", peer_sizes[i]);
+		wait_for(c, &stash, &rctx[i], &e, what);
+		if (e.tag != TAG_PEER + i || e.len != peer_sizes[i])
+			fail("%s: tag 0x%llx len %zu", what, (unsigned long long)e.tag, e.len);
+		verify(rbuf[i], peer_sizes[i], them << 16 | (TAG_PEER + i), what);
+		verify_poison(rbuf[i] + peer_sizes[i], GUARD, what);
+		wait_for(c, &stash, &sctx[i], &e, "tsend peer");
+		free(rbuf[i]);
+		free(sbuf[i]);
+	}
+	/* neither closes before both have all: a bye each way */
+	POST(c, fi_tsend(c->ep, bye, sizeof(bye), NULL, c->peer, TAG_PEER_BYE, &sctx[N_PEER]),
+	     "tsend bye");
+	wait_for(c, &stash, &sctx[N_PEER], &e, "tsend bye");
+	wait_for(c, &stash, &rctx[N_PEER], &e, "peer's bye");
+	printf("ok peers: both sent first at once, %zu tagged messages of 100 B .. 300000 B each "
+	       "way, data verified\n",
+	       N_PEER);
+	close_all(c);
+}
+
 int main(int argc, char **argv)
 {
 	const char *prov = "droce;ofi_rxm", *port = "47601", *saddr = NULL, *caddr = NULL;
+	const char *paddr = NULL, *go = NULL;
 	struct ctx c = {0};
 	int opt;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((opt = getopt(argc, argv, "p:s:c:P:")) != -1) {
+	while ((opt = getopt(argc, argv, "p:s:c:P:x:g:")) != -1) {
 		switch (opt) {
 		case 'p':
 			prov = optarg;
@@ -778,14 +863,22 @@ int main(int argc, char **argv)
 		case 'P':
 			port = optarg;
 			break;
+		case 'x':
+			paddr = optarg;
+			break;
+		case 'g':
+			go = optarg;
+			break;
 		default:
 			goto usage;
 		}
 	}
-	if (!saddr == !caddr)
+	if (!saddr == !caddr || (paddr && (!saddr || !go)))
 		goto usage;
-	role = saddr ? "server" : "client";
-	if (saddr)
+	role = paddr ? "peer" : saddr ? "server" : "client";
+	if (paddr)
+		peer(&c, prov, saddr, paddr, port, go);
+	else if (saddr)
 		server(&c, prov, saddr, port);
 	else
 		client(&c, prov, caddr, port);
@@ -793,6 +886,8 @@ int main(int argc, char **argv)
 	return 0;
 
 usage:
-	fprintf(stderr, "usage: %s [-p PROV] -s ADDR | -c ADDR [-P PORT]\n", argv[0]);
+	fprintf(stderr,
+		"usage: %s [-p PROV] [-P PORT] -s ADDR | -c ADDR | -s ADDR -x PEER -g GOFILE\n",
+		argv[0]);
 	return 2;
 }
