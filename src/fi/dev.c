@@ -262,59 +262,16 @@ static void dev_neigh(void *ctx, uint32_t ip, int status)
 static void dev_linger(struct dr_dev *dev);
 static void dev_thread_start(struct dr_dev *dev);
 
-/*
- * The devices whose progress thread runs.  At exit libfabric's fi_fini
- * calls the provider's cleanup and then dlcloses the DSO, whether or not
- * the application closed its objects (an error path, an MPI abort): a
- * thread still in droce's code would then run unmapped code (SIGSEGV in
- * about one exit in five).  dr_dev_threads_stop, the cleanup, joins them
- * first; dev_free joins a device's own unless the cleanup already has.
- */
-static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct dr_dev *threads;
-
-/* Take dev's thread off the list: true if it was there (its join is ours). */
-static bool dev_thread_unlist(struct dr_dev *dev)
-{
-	bool found = false;
-
-	pthread_mutex_lock(&threads_lock);
-	for (struct dr_dev **pp = &threads; *pp; pp = &(*pp)->thread_next)
-		if (*pp == dev) {
-			*pp = dev->thread_next;
-			found = true;
-			break;
-		}
-	pthread_mutex_unlock(&threads_lock);
-	return found;
-}
-
-static void dev_thread_join(struct dr_dev *dev)
-{
-	dr_dev_lock(dev);
-	dev->thread_stop = true;
-	dr_dev_unlock(dev);
-	pthread_join(dev->thread, NULL);
-}
-
-void dr_dev_threads_stop(void)
-{
-	pthread_mutex_lock(&threads_lock);
-	while (threads) {
-		struct dr_dev *dev = threads;
-
-		threads = dev->thread_next;
-		dev_thread_join(dev);
-	}
-	pthread_mutex_unlock(&threads_lock);
-}
-
 static void dev_free(struct dr_dev *dev)
 {
 	if (dev->port)
 		dev_linger(dev);
-	if (dev->thread_on && dev_thread_unlist(dev))
-		dev_thread_join(dev);
+	if (dev->thread_on) {
+		dr_dev_lock(dev);
+		dev->thread_stop = true;
+		dr_dev_unlock(dev);
+		pthread_join(dev->thread, NULL);
+	}
 	dev_log_drops(dev);
 	dr_cm_fini(&dev->cm);
 	if (dev->cm_timer)
@@ -590,13 +547,9 @@ static void *dev_thread(void *arg)
 static void dev_thread_start(struct dr_dev *dev)
 {
 	dev->thread_stop = false;
-	if (!pthread_create(&dev->thread, NULL, dev_thread, dev)) {
+	if (!pthread_create(&dev->thread, NULL, dev_thread, dev))
 		dev->thread_on = true;
-		pthread_mutex_lock(&threads_lock);
-		dev->thread_next = threads;
-		threads = dev;
-		pthread_mutex_unlock(&threads_lock);
-	} else
+	else
 		DR_WARN(FI_LOG_DOMAIN, "no progress thread for %s: connection setup and fd "
 			"waiters depend on the application's reads\n", dev->cfg.name);
 }

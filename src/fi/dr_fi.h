@@ -322,8 +322,6 @@ static inline struct dr_fabric *dr_fabric_of(struct fid_fabric *f)
 }
 
 int dr_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
-/* The provider's cleanup: join every device's progress thread (dev.c). */
-void dr_dev_threads_stop(void);
 void dr_fabric_progress(struct dr_fabric *fab);
 
 /* The CM data libfabric applications exchange: behind a one-byte length,
@@ -359,7 +357,6 @@ struct dr_dev {
 	uint64_t rx_drops[DR_RX_DROP_NUM]; /* every frame dropped, by reason (under lock) */
 	pthread_t thread;	/* control progress; fast for fd waiters */
 	bool thread_on, thread_stop; /* under lock */
-	struct dr_dev *thread_next; /* running threads (dev.c), under its lock */
 	bool fast;		/* an fd waiter: poll continuously (under lock) */
 	uint64_t polls;		/* dr_port_poll calls, by anyone (under lock) */
 	struct dr_ep *draining;	/* endpoints disconnecting gracefully (ep.c) */
