@@ -403,7 +403,8 @@ START_TEST(test_shutdown)
 END_TEST
 
 /* fi_getinfo honours hints: what droce cannot do is -FI_ENODATA now, not a
- * failure later (issue 4) */
+ * failure later (issue 4).  droce itself: with "droce" alone libfabric also
+ * offers what ofi_rxm and ofi_rxd build over it (test_getinfo_rdm). */
 enum hint_case {
 	H_RDM, H_DGRAM, H_TAGGED, H_AUTO_PROGRESS, H_CQ_DATA_8, H_IOV, H_TX_SIZE, H_DOMAIN,
 	H_FABRIC, H_ADDR_STR, H_INJECT, H_SHARED_CTX, H_NUM
@@ -414,7 +415,7 @@ START_TEST(test_getinfo_refusals)
 	struct fi_info *hints = fi_allocinfo(), *info = NULL;
 
 	ck_assert_ptr_nonnull(hints);
-	hints->fabric_attr->prov_name = strdup("droce");
+	hints->fabric_attr->prov_name = strdup("droce;^ofi_rxm;^ofi_rxd");
 	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 	switch ((enum hint_case)_i) {
 	case H_RDM:
@@ -458,6 +459,38 @@ START_TEST(test_getinfo_refusals)
 	}
 	ck_assert_int_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info), -FI_ENODATA);
 	ck_assert_ptr_null(info);
+	fi_freeinfo(hints);
+}
+END_TEST
+
+/* FI_EP_RDM with tags over droce: ofi_rxm layered on droce's FI_EP_MSG
+ * (issue 12).  libfabric's util layer hands droce the hints as
+ * "droce;^ofi_rxm", FI_RX_CQ_DATA | FI_CONTEXT modes, FI_MR_LOCAL and
+ * queue sizes of its own: droce must take them, and only rxm answers. */
+START_TEST(test_getinfo_rdm)
+{
+	struct fi_info *hints = fi_allocinfo(), *info = NULL;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(hints);
+	hints->fabric_attr->prov_name = strdup("droce");
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_MULTI_RECV;
+	hints->mode = FI_CONTEXT;
+	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	ck_assert_int_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info), 0);
+	for (struct fi_info *i = info; i; i = i->next, n++) {
+		ck_assert_str_eq(i->fabric_attr->prov_name, "droce;ofi_rxm");
+		ck_assert_int_eq(i->ep_attr->type, FI_EP_RDM);
+		ck_assert_int_eq(i->ep_attr->protocol, FI_PROTO_RXM);
+		ck_assert_uint_eq(i->caps & hints->caps, hints->caps);
+		ck_assert_uint_eq(i->domain_attr->cq_data_size, 4);
+		/* rxm's eager header (64 B) comes out of droce's inline data */
+		ck_assert_uint_eq(i->tx_attr->inject_size, 256 - 64);
+	}
+	/* per in-process port, rxm 1.17's two (with and without FI_COLLECTIVE) */
+	ck_assert_int_eq(n, 4);
+	fi_freeinfo(info);
 	fi_freeinfo(hints);
 }
 END_TEST
@@ -1061,6 +1094,7 @@ int main(void)
 	tcase_add_test(tc, test_shutdown);
 	tcase_add_loop_test(tc, test_getinfo_refusals, 0, H_NUM);
 	tcase_add_test(tc, test_getinfo_addresses);
+	tcase_add_test(tc, test_getinfo_rdm);
 	tcase_add_test(tc, test_wait_fd);
 	tcase_add_test(tc, test_threads);
 	tcase_add_test(tc, test_unreachable_peer);

@@ -6,6 +6,8 @@
  * out later by a hang.  Templates are never edited.
  */
 #include <arpa/inet.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,11 +98,57 @@ static const struct fi_fabric_attr dr_fabric_attr = {
 
 /* ---- matching hints ------------------------------------------------------ */
 
+/* Each refusal below is one FI_INFO line naming the hint, the value asked
+ * for and what droce offers instead; check_hints goes through every hint
+ * and names each one it cannot meet, once, before it answers -FI_ENODATA,
+ * so that an application (or a layered provider such as ofi_rxm, whose
+ * hints the user never sees) learns all it has to change from one run at
+ * FI_LOG_LEVEL=info.  Modes and threading are never refused: droce needs
+ * no mode bit and is FI_THREAD_SAFE (see dr_domain_attr). */
+struct refusals {
+	unsigned n;
+};
+
+static void refuse(struct refusals *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void refuse(struct refusals *r, const char *fmt, ...)
+{
+	char msg[320];
+	va_list ap;
+
+	r->n++;
+	if (!fi_log_enabled(&dr_prov, FI_LOG_INFO, FI_LOG_CORE))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	DR_INFO(FI_LOG_CORE, "droce: getinfo refuses the hints: %s\n", msg);
+}
+
+/* A refusal that is the whole answer (nothing else to check). */
 #define NODATA(...)                                             \
 	do {                                                    \
 		DR_INFO(FI_LOG_CORE, __VA_ARGS__);              \
 		return -FI_ENODATA;                             \
 	} while (0)
+
+/* fi_tostr_r's names for a value (one buffer per use). */
+#define NAMES(buf, val, type) fi_tostr_r((buf), sizeof(buf), &(val), (type))
+
+/* " [FI_X, FI_Y]" for op flags, or "" where fi_tostr knows no name for
+ * them (1.17 has none for FI_COMMIT_COMPLETE): the hex value says it. */
+static const char *flag_names(char *buf, size_t len, uint64_t flags)
+{
+	char names[224];
+
+	fi_tostr_r(names, sizeof(names), &flags, FI_TYPE_OP_FLAGS);
+	if (names[0])
+		snprintf(buf, len, " [%s]", names);
+	else
+		buf[0] = 0;
+	return buf;
+}
 
 /* FI_MSG alone means both directions of it (fi_getinfo(3)). */
 static uint64_t expand_caps(uint64_t caps)
@@ -117,110 +165,209 @@ static uint64_t expand_caps(uint64_t caps)
 /* libfabric's rule (ofi_check_mr_mode, api >= 1.5): the application must
  * support every mode bit the provider needs for the caps it asked for; the
  * legacy FI_MR_BASIC stands for our three bits. */
-static int check_mr_mode(uint32_t version, const struct fi_info *hints, uint64_t caps)
+static void check_mr_mode(struct refusals *r, uint32_t version, const struct fi_info *hints,
+			  uint64_t caps)
 {
 	int user = hints->domain_attr ? hints->domain_attr->mr_mode : 0;
-	int need = DR_MR_MODE;
+	int need = DR_MR_MODE, missing;
+	char buf[128], buf2[128];
 
 	if (!(caps & (FI_RMA | FI_ATOMIC | FI_REMOTE_READ | FI_REMOTE_WRITE)))
 		need = 0; /* no RMA target: no keys to hand out */
 	if (FI_VERSION_LT(version, FI_VERSION(1, 5)) || (user & FI_MR_BASIC) ||
 	    (user & FI_MR_SCALABLE)) {
 		if ((user & FI_MR_SCALABLE) || (user & ~FI_MR_BASIC & ~FI_MR_UNSPEC))
-			NODATA("droce: FI_MR_SCALABLE is not supported\n");
-		return 0;
+			refuse(r, "domain_attr->mr_mode 0x%x: FI_MR_SCALABLE, or FI_MR_BASIC "
+				  "mixed with other bits; droce offers FI_MR_BASIC alone or "
+				  "FI_MR_VIRT_ADDR, FI_MR_PROV_KEY, FI_MR_ALLOCATED",
+			       user);
+		return;
 	}
-	if ((user & need) != need)
-		NODATA("droce: mr_mode 0x%x lacks FI_MR_VIRT_ADDR|FI_MR_PROV_KEY|FI_MR_ALLOCATED\n",
-		       user);
-	return 0;
+	missing = need & ~user;
+	if (missing)
+		refuse(r, "domain_attr->mr_mode [%s] lacks [%s], which droce needs for RMA and "
+			  "atomics",
+		       user ? NAMES(buf, user, FI_TYPE_MR_MODE) : "none",
+		       NAMES(buf2, missing, FI_TYPE_MR_MODE));
 }
 
-static int check_order(uint64_t want, uint64_t have, const char *what)
+static void check_order(struct refusals *r, uint64_t want, uint64_t have, enum fi_type type,
+			const char *what)
 {
-	if (want & ~have)
-		NODATA("droce: %s 0x%llx not supported\n", what, (unsigned long long)want);
-	return 0;
+	uint64_t extra = want & ~have;
+	char buf[256], buf2[256];
+
+	if (extra)
+		refuse(r, "%s asks for [%s]; droce offers [%s]", what,
+		       NAMES(buf, extra, type), NAMES(buf2, have, type));
+}
+
+static void check_size(struct refusals *r, const char *what, uint64_t want, uint64_t max)
+{
+	if (want > max)
+		refuse(r, "%s %llu exceeds droce's %llu", what, (unsigned long long)want,
+		       (unsigned long long)max);
+}
+
+static const char *ctx_cnt_str(char *buf, size_t len, size_t cnt)
+{
+	if (cnt == FI_SHARED_CONTEXT)
+		return "FI_SHARED_CONTEXT";
+	snprintf(buf, len, "%zu", cnt);
+	return buf;
+}
+
+static void check_ep_attr(struct refusals *r, const struct fi_ep_attr *e)
+{
+	char buf[64];
+
+	if (e->type != FI_EP_UNSPEC && e->type != FI_EP_MSG)
+		refuse(r, "ep_attr->type %s; droce offers FI_EP_MSG (FI_EP_RDM through "
+			  "\"droce;ofi_rxm\")",
+		       NAMES(buf, e->type, FI_TYPE_EP_TYPE));
+	if (e->protocol != FI_PROTO_UNSPEC && e->protocol != dr_ep_attr.protocol)
+		refuse(r, "ep_attr->protocol %s; droce offers FI_PROTO_RDMA_CM_IB_RC",
+		       NAMES(buf, e->protocol, FI_TYPE_PROTOCOL));
+	check_size(r, "ep_attr->max_msg_size", e->max_msg_size, dr_ep_attr.max_msg_size);
+	check_size(r, "ep_attr->max_order_raw_size", e->max_order_raw_size,
+		   dr_ep_attr.max_order_raw_size);
+	check_size(r, "ep_attr->max_order_war_size", e->max_order_war_size,
+		   dr_ep_attr.max_order_war_size);
+	check_size(r, "ep_attr->max_order_waw_size", e->max_order_waw_size,
+		   dr_ep_attr.max_order_waw_size);
+	if (e->tx_ctx_cnt > 1)
+		refuse(r, "ep_attr->tx_ctx_cnt %s; droce offers one transmit context, not "
+			  "shared or scalable",
+		       ctx_cnt_str(buf, sizeof(buf), e->tx_ctx_cnt));
+	if (e->rx_ctx_cnt > 1)
+		refuse(r, "ep_attr->rx_ctx_cnt %s; droce offers one receive context, not "
+			  "shared or scalable",
+		       ctx_cnt_str(buf, sizeof(buf), e->rx_ctx_cnt));
+	if (e->mem_tag_format)
+		refuse(r, "ep_attr->mem_tag_format 0x%llx; droce has no tagged messages "
+			  "(FI_TAGGED through \"droce;ofi_rxm\")",
+		       (unsigned long long)e->mem_tag_format);
+	if (e->msg_prefix_size)
+		refuse(r, "ep_attr->msg_prefix_size %zu; droce needs no message prefix",
+		       e->msg_prefix_size);
+	if (e->auth_key_size)
+		refuse(r, "ep_attr->auth_key_size %zu; droce has no auth keys", e->auth_key_size);
+}
+
+static void check_domain_attr(struct refusals *r, const struct fi_domain_attr *d)
+{
+	const struct fi_domain_attr *t = &dr_domain_attr;
+	char buf[64];
+
+	if (d->control_progress == FI_PROGRESS_AUTO)
+		refuse(r, "domain_attr->control_progress %s; droce offers FI_PROGRESS_MANUAL",
+		       NAMES(buf, d->control_progress, FI_TYPE_PROGRESS));
+	if (d->data_progress == FI_PROGRESS_AUTO)
+		refuse(r, "domain_attr->data_progress %s; droce offers FI_PROGRESS_MANUAL",
+		       NAMES(buf, d->data_progress, FI_TYPE_PROGRESS));
+	check_size(r, "domain_attr->cq_data_size", d->cq_data_size, t->cq_data_size);
+	check_size(r, "domain_attr->mr_key_size", d->mr_key_size, t->mr_key_size);
+	check_size(r, "domain_attr->cq_cnt", d->cq_cnt, t->cq_cnt);
+	check_size(r, "domain_attr->ep_cnt", d->ep_cnt, t->ep_cnt);
+	check_size(r, "domain_attr->tx_ctx_cnt", d->tx_ctx_cnt, t->tx_ctx_cnt);
+	check_size(r, "domain_attr->rx_ctx_cnt", d->rx_ctx_cnt, t->rx_ctx_cnt);
+	check_size(r, "domain_attr->max_ep_tx_ctx", d->max_ep_tx_ctx, t->max_ep_tx_ctx);
+	check_size(r, "domain_attr->max_ep_rx_ctx", d->max_ep_rx_ctx, t->max_ep_rx_ctx);
+	check_size(r, "domain_attr->max_ep_stx_ctx", d->max_ep_stx_ctx, t->max_ep_stx_ctx);
+	check_size(r, "domain_attr->max_ep_srx_ctx", d->max_ep_srx_ctx, t->max_ep_srx_ctx);
+	check_size(r, "domain_attr->cntr_cnt", d->cntr_cnt, t->cntr_cnt);
+	check_size(r, "domain_attr->mr_iov_limit", d->mr_iov_limit, t->mr_iov_limit);
+	check_size(r, "domain_attr->max_err_data", d->max_err_data, t->max_err_data);
+	check_size(r, "domain_attr->mr_cnt", d->mr_cnt, t->mr_cnt);
+	if (d->auth_key_size)
+		refuse(r, "domain_attr->auth_key_size %zu; droce has no auth keys",
+		       d->auth_key_size);
+}
+
+static void check_tx_attr(struct refusals *r, const struct fi_tx_attr *t)
+{
+	const struct fi_tx_attr *o = &dr_tx_attr;
+	uint64_t flags;
+	char buf[256];
+
+	if (t->caps & ~(DR_CAPS | DR_DOMAIN_CAPS)) {
+		uint64_t extra = t->caps & ~(DR_CAPS | DR_DOMAIN_CAPS);
+
+		refuse(r, "tx_attr->caps [%s] not offered", NAMES(buf, extra, FI_TYPE_CAPS));
+	}
+	check_size(r, "tx_attr->size", t->size, o->size);
+	check_size(r, "tx_attr->iov_limit", t->iov_limit, o->iov_limit);
+	check_size(r, "tx_attr->inject_size", t->inject_size, o->inject_size);
+	check_size(r, "tx_attr->rma_iov_limit", t->rma_iov_limit, o->rma_iov_limit);
+	check_order(r, t->msg_order, DR_MSG_ORDER, FI_TYPE_MSG_ORDER, "tx_attr->msg_order");
+	check_order(r, t->comp_order, FI_ORDER_STRICT, FI_TYPE_MSG_ORDER,
+		    "tx_attr->comp_order");
+	/* no FI_COMMIT_COMPLETE: no persistent memory (FI_RMA_PMEM) */
+	flags = t->op_flags & ~DR_TX_OP_FLAGS;
+	if (flags)
+		refuse(r, "tx_attr->op_flags 0x%llx%s not offered", (unsigned long long)flags,
+		       flag_names(buf, sizeof(buf), flags));
+}
+
+static void check_rx_attr(struct refusals *r, const struct fi_rx_attr *x)
+{
+	const struct fi_rx_attr *o = &dr_rx_attr;
+	uint64_t flags;
+	char buf[256];
+
+	if (x->caps & ~(DR_CAPS | DR_DOMAIN_CAPS)) {
+		uint64_t extra = x->caps & ~(DR_CAPS | DR_DOMAIN_CAPS);
+
+		refuse(r, "rx_attr->caps [%s] not offered", NAMES(buf, extra, FI_TYPE_CAPS));
+	}
+	check_size(r, "rx_attr->size", x->size, o->size);
+	check_size(r, "rx_attr->iov_limit", x->iov_limit, o->iov_limit);
+	check_size(r, "rx_attr->total_buffered_recv", x->total_buffered_recv,
+		   o->total_buffered_recv);
+	check_order(r, x->msg_order, DR_MSG_ORDER, FI_TYPE_MSG_ORDER, "rx_attr->msg_order");
+	check_order(r, x->comp_order, FI_ORDER_STRICT, FI_TYPE_MSG_ORDER,
+		    "rx_attr->comp_order");
+	flags = x->op_flags & ~FI_COMPLETION;
+	if (flags)
+		refuse(r, "rx_attr->op_flags 0x%llx%s not offered (FI_MULTI_RECV through "
+			  "\"droce;ofi_rxm\")",
+		       (unsigned long long)flags, flag_names(buf, sizeof(buf), flags));
 }
 
 static int check_hints(uint32_t version, const struct fi_info *h, uint64_t caps)
 {
-	int ret;
+	struct refusals r = { 0 };
+	char buf[256];
 
-	if (caps & ~(DR_CAPS | DR_DOMAIN_CAPS))
-		NODATA("droce: caps 0x%llx not supported\n",
-		       (unsigned long long)(caps & ~(DR_CAPS | DR_DOMAIN_CAPS)));
+	if (caps & ~(DR_CAPS | DR_DOMAIN_CAPS)) {
+		uint64_t extra = caps & ~(DR_CAPS | DR_DOMAIN_CAPS);
+
+		refuse(&r, "caps [%s] not offered (FI_TAGGED, FI_MULTI_RECV, FI_DIRECTED_RECV "
+			   "and FI_SOURCE through \"droce;ofi_rxm\")",
+		       NAMES(buf, extra, FI_TYPE_CAPS));
+	}
 	if (h->addr_format != FI_FORMAT_UNSPEC && h->addr_format != FI_SOCKADDR_IN &&
 	    h->addr_format != FI_SOCKADDR)
-		NODATA("droce: address format %u not supported\n", h->addr_format);
-	if (h->ep_attr) {
-		const struct fi_ep_attr *e = h->ep_attr;
-
-		if (e->type != FI_EP_UNSPEC && e->type != FI_EP_MSG)
-			NODATA("droce: only FI_EP_MSG\n");
-		if (e->protocol != FI_PROTO_UNSPEC && e->protocol != dr_ep_attr.protocol)
-			NODATA("droce: protocol %u not supported\n", e->protocol);
-		if (e->max_msg_size > dr_ep_attr.max_msg_size)
-			NODATA("droce: max_msg_size too large\n");
-		if (e->tx_ctx_cnt > 1 || e->rx_ctx_cnt > 1)
-			NODATA("droce: no scalable or shared contexts\n");
-		if (e->mem_tag_format || e->auth_key_size || e->msg_prefix_size)
-			NODATA("droce: no tags, auth keys or message prefixes\n");
-	}
-	if (h->domain_attr) {
-		const struct fi_domain_attr *d = h->domain_attr;
-
-		if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO)
-			NODATA("droce: progress is manual\n");
-		if (d->cq_data_size > dr_domain_attr.cq_data_size)
-			NODATA("droce: cq_data_size is 4\n");
-		if (d->mr_key_size > dr_domain_attr.mr_key_size)
-			NODATA("droce: mr_key_size is 4\n");
-		if (d->max_ep_stx_ctx || d->max_ep_srx_ctx || d->max_ep_tx_ctx > 1 ||
-		    d->max_ep_rx_ctx > 1)
-			NODATA("droce: no shared or multiple contexts\n");
-		if (d->auth_key_size)
-			NODATA("droce: no auth keys\n");
-		if (d->mr_iov_limit > dr_domain_attr.mr_iov_limit)
-			NODATA("droce: mr_iov_limit is 1\n");
-	}
-	ret = check_mr_mode(version, h, caps);
-	if (ret)
-		return ret;
-	if (h->tx_attr) {
-		const struct fi_tx_attr *t = h->tx_attr;
-
-		if (t->size > dr_tx_attr.size || t->iov_limit > dr_tx_attr.iov_limit ||
-		    t->inject_size > dr_tx_attr.inject_size ||
-		    t->rma_iov_limit > dr_tx_attr.rma_iov_limit)
-			NODATA("droce: tx_attr limits exceeded\n");
-		if ((ret = check_order(t->msg_order, DR_MSG_ORDER, "tx msg_order")) ||
-		    (ret = check_order(t->comp_order, FI_ORDER_STRICT, "tx comp_order")))
-			return ret;
-		/* no FI_COMMIT_COMPLETE: no persistent memory (FI_RMA_PMEM) */
-		if (t->op_flags & ~DR_TX_OP_FLAGS)
-			NODATA("droce: tx op_flags 0x%llx not supported\n",
-			       (unsigned long long)(t->op_flags & ~DR_TX_OP_FLAGS));
-	}
-	if (h->rx_attr) {
-		const struct fi_rx_attr *r = h->rx_attr;
-
-		if (r->size > dr_rx_attr.size || r->iov_limit > dr_rx_attr.iov_limit ||
-		    r->total_buffered_recv)
-			NODATA("droce: rx_attr limits exceeded\n");
-		if ((ret = check_order(r->msg_order, DR_MSG_ORDER, "rx msg_order")) ||
-		    (ret = check_order(r->comp_order, FI_ORDER_STRICT, "rx comp_order")))
-			return ret;
-		if (r->op_flags & ~FI_COMPLETION)
-			NODATA("droce: rx op_flags not supported\n");
-	}
-	if (h->fabric_attr) {
-		if (h->fabric_attr->name && strcmp(h->fabric_attr->name, DR_FABRIC_NAME))
-			NODATA("droce: fabric %s is not ours\n", h->fabric_attr->name);
-		if (h->fabric_attr->prov_name && strcmp(h->fabric_attr->prov_name, DR_PROV_NAME))
-			return -FI_ENODATA;
-	}
-	return 0;
+		refuse(&r, "addr_format %s; droce offers FI_SOCKADDR_IN",
+		       NAMES(buf, h->addr_format, FI_TYPE_ADDR_FORMAT));
+	if (h->ep_attr)
+		check_ep_attr(&r, h->ep_attr);
+	if (h->domain_attr)
+		check_domain_attr(&r, h->domain_attr);
+	check_mr_mode(&r, version, h, caps);
+	if (h->tx_attr)
+		check_tx_attr(&r, h->tx_attr);
+	if (h->rx_attr)
+		check_rx_attr(&r, h->rx_attr);
+	/* fabric_attr->prov_name is libfabric's business: it chose droce by
+	 * it, and a layered provider passes its own list down ("droce;^ofi_rxm") */
+	if (h->fabric_attr && h->fabric_attr->name && strcmp(h->fabric_attr->name, DR_FABRIC_NAME))
+		refuse(&r, "fabric_attr->name \"%s\"; droce's fabric is \"" DR_FABRIC_NAME "\"",
+		       h->fabric_attr->name);
+	if (h->fabric_attr && h->fabric_attr->prov_version > DR_PROV_VERSION)
+		refuse(&r, "fabric_attr->prov_version 0x%x exceeds droce's 0x%x",
+		       h->fabric_attr->prov_version, DR_PROV_VERSION);
+	return r.n ? -FI_ENODATA : 0;
 }
 
 /* ---- building the answer ------------------------------------------------- */
@@ -368,7 +515,7 @@ int dr_getinfo(uint32_t version, const char *node, const char *service, uint64_t
 	if (n < 0)
 		return n;
 	if (dst_node && dr_resolve_ip4(dst_node, &dst))
-		return -FI_ENODATA;
+		NODATA("droce: getinfo: node %s does not resolve to an IPv4 address\n", dst_node);
 	for (int i = n - 1; i >= 0; i--) {
 		const struct dr_devcfg *cfg = &cfgs[i];
 
@@ -400,7 +547,9 @@ int dr_getinfo(uint32_t version, const char *node, const char *service, uint64_t
 		}
 	}
 	if (!head)
-		NODATA("droce: no device matches the domain name in the hints\n");
+		NODATA("droce: getinfo refuses the hints: domain_attr->name \"%s\" is none of "
+		       "droce's devices (fi_info -p droce lists them)\n",
+		       hints->domain_attr->name);
 	*info = head;
 	return 0;
 
