@@ -22,6 +22,11 @@
  * hash tables and timers through a heap, never by walking every id; the
  * requests a listener holds unanswered are bounded by its backlog and time
  * out as the REQ's own timeouts say.
+ *
+ * Several CMs on one interface (issue 12; src/fi/registry.c): optional ops
+ * make comm IDs unique across them and tell whose a MAD is that names
+ * nothing of this CM's; it is then left to its owner, or answered by the
+ * one CM that answers for nobody (enum dr_cm_whose).
  */
 #ifndef DR_CM_H
 #define DR_CM_H

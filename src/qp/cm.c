@@ -25,6 +25,11 @@
  * tables and deadlines through a heap; a listener holds at most its
  * backlog of unanswered requests, each for as long as its REQ says the
  * peer waits.
+ *
+ * Many processes on one interface (issue 12): each runs its own CM and
+ * sees every MAD; what a MAD names that this CM does not have is asked of
+ * ops->whose ("other CMs on the interface" below), and comm IDs are unique
+ * across the CMs through ops->comm_id_claim.
  */
 #include <errno.h>
 #include <stdarg.h>
