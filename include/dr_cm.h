@@ -22,6 +22,11 @@
  * hash tables and timers through a heap, never by walking every id; the
  * requests a listener holds unanswered are bounded by its backlog and time
  * out as the REQ's own timeouts say.
+ *
+ * Several CMs on one interface (issue 12; src/fi/registry.c): optional ops
+ * make comm IDs unique across them and tell whose a MAD is that names
+ * nothing of this CM's; it is then left to its owner, or answered by the
+ * one CM that answers for nobody (enum dr_cm_whose).
  */
 #ifndef DR_CM_H
 #define DR_CM_H
@@ -107,6 +112,22 @@ struct dr_cm_event {
 	size_t private_len;
 };
 
+/* Several CMs on one interface (src/fi/registry.c): each process has its
+ * own and sees every MAD.  What a MAD names that no id or listener of this
+ * CM has: */
+enum dr_cm_key {
+	DR_CM_KEY_NONE,	   /* a REQ's service ID outside rdma_cm's TCP port space */
+	DR_CM_KEY_PORT,	   /* a REQ's rdma_cm port (service ID 0x01060000 + port) */
+	DR_CM_KEY_COMM_ID, /* the comm ID a REP/RTU/REJ/DREQ/DREP/MRA names as ours */
+};
+/* ... and whose it is. */
+enum dr_cm_whose {
+	DR_CM_WHOSE_MINE,   /* this CM answers it as a lone CM would */
+	DR_CM_WHOSE_OTHER,  /* another CM's: left alone, counted other_cm */
+	DR_CM_WHOSE_NOBODY, /* nobody's, and another CM (the host's CM
+			     * responder) answers those: counted responder */
+};
+
 struct dr_cm_ops {
 	/* transmit a 256-byte MAD to QP1 at dst_ip4; 0 or -errno */
 	int (*send_mad)(void *ctx, uint32_t dst_ip4, const uint8_t *mad);
@@ -114,6 +135,14 @@ struct dr_cm_ops {
 	void (*timer_set)(void *ctx, uint64_t deadline_ns); /* optional */
 	void (*event)(void *ctx, const struct dr_cm_event *ev);
 	void (*log)(void *ctx, const char *msg); /* optional */
+	/* Optional, for CMs that share an interface (all three or none).
+	 * comm_id_claim: 0, or -EBUSY when another CM holds that comm ID (a
+	 * new one is drawn); an id's comm ID is claimed when it is made and
+	 * released when it is freed.  whose: asked only about what this CM
+	 * has no id or listener for; without it everything is this CM's. */
+	int (*comm_id_claim)(void *ctx, uint32_t comm_id);
+	void (*comm_id_release)(void *ctx, uint32_t comm_id);
+	enum dr_cm_whose (*whose)(void *ctx, enum dr_cm_key key, uint32_t v);
 };
 
 struct dr_cm_config {
@@ -134,6 +163,8 @@ enum dr_cm_drop {
 	DR_CM_DROP_BACKLOG,   /* REQ: the listener holds its backlog already */
 	DR_CM_DROP_SRC_SHARE, /* REQ: this address holds its share of the backlog */
 	DR_CM_DROP_NOMEM,     /* REQ: no memory for the id (the peer resends) */
+	DR_CM_DROP_OTHER_CM,  /* another CM on the interface owns what it names */
+	DR_CM_DROP_RESPONDER, /* nobody owns it; another CM answers for nobody */
 	DR_CM_DROP_NUM
 };
 extern const char *const dr_cm_drop_names[DR_CM_DROP_NUM];

@@ -1111,6 +1111,185 @@ START_TEST(test_id_distribution)
 }
 END_TEST
 
+/* ---- two CMs on one interface (issue 12) -----------------------------------
+ *
+ * B and B2 are two processes on one host: same address, each sees every
+ * MAD to it.  A fake registry (what src/fi/registry.c does with locks)
+ * says who holds which comm ID and port, and who answers for nobody.
+ */
+static struct side B2;
+static struct {
+	uint32_t comm[64];
+	struct side *owner[64];
+	unsigned n;
+	uint16_t port;
+	struct side *port_owner, *responder;
+} reg;
+
+static int reg_claim(void *ctx, uint32_t id)
+{
+	for (unsigned i = 0; i < reg.n; i++)
+		if (reg.comm[i] == id)
+			return reg.owner[i] == ctx ? 0 : -EBUSY;
+	ck_assert_uint_lt(reg.n, 64);
+	reg.comm[reg.n] = id;
+	reg.owner[reg.n++] = ctx;
+	return 0;
+}
+
+static void reg_release(void *ctx, uint32_t id)
+{
+	for (unsigned i = 0; i < reg.n; i++)
+		if (reg.comm[i] == id && reg.owner[i] == ctx) {
+			reg.comm[i] = reg.comm[--reg.n];
+			reg.owner[i] = reg.owner[reg.n];
+			return;
+		}
+}
+
+static enum dr_cm_whose reg_whose(void *ctx, enum dr_cm_key key, uint32_t v)
+{
+	if (key == DR_CM_KEY_PORT && reg.port_owner && reg.port == v)
+		return reg.port_owner == ctx ? DR_CM_WHOSE_MINE : DR_CM_WHOSE_OTHER;
+	if (key == DR_CM_KEY_COMM_ID)
+		for (unsigned i = 0; i < reg.n; i++)
+			if (reg.comm[i] == v)
+				return reg.owner[i] == ctx ? DR_CM_WHOSE_MINE : DR_CM_WHOSE_OTHER;
+	return reg.responder == ctx ? DR_CM_WHOSE_MINE : DR_CM_WHOSE_NOBODY;
+}
+
+static const struct dr_cm_ops shared_ops = {
+	.send_mad = send_mad,
+	.now_ns = clock_ns,
+	.event = on_event,
+	.comm_id_claim = reg_claim,
+	.comm_id_release = reg_release,
+	.whose = reg_whose,
+};
+
+static void shared_init(struct side *s)
+{
+	struct dr_cm_config cfg = {
+		.local_ip4 = IP_B,
+		.ca_guid = 0x0200000000000000ull | IP_B,
+		.cm_resp_timeout = RESP_TIMEOUT,
+		.max_cm_retries = RETRIES,
+		.timewait_ns = TIMEWAIT_NS,
+	};
+
+	memset(s, 0, sizeof(*s));
+	s->ip = IP_B;
+	ck_assert_int_eq(dr_cm_init(&s->cm, &cfg, &shared_ops, s), 0);
+}
+
+/* every MAD to IP_B reaches B and B2 */
+static void run_shared(uint64_t limit_ns)
+{
+	for (;;) {
+		uint64_t d;
+
+		while (wire_head != wire_tail) {
+			struct msg *m = &wire[wire_head++ % 256];
+
+			if (m->dst == IP_A) {
+				dr_cm_recv(&A.cm, m->src, m->mad, DR_MAD_LEN);
+			} else {
+				dr_cm_recv(&B.cm, m->src, m->mad, DR_MAD_LEN);
+				dr_cm_recv(&B2.cm, m->src, m->mad, DR_MAD_LEN);
+			}
+		}
+		d = dr_cm_deadline_ns(&A.cm);
+		if (dr_cm_deadline_ns(&B.cm) < d)
+			d = dr_cm_deadline_ns(&B.cm);
+		if (dr_cm_deadline_ns(&B2.cm) < d)
+			d = dr_cm_deadline_ns(&B2.cm);
+		if (d == UINT64_MAX || d > limit_ns)
+			return;
+		now_ns = d;
+		dr_cm_tick(&A.cm);
+		dr_cm_tick(&B.cm);
+		dr_cm_tick(&B2.cm);
+	}
+}
+
+START_TEST(test_shared_interface)
+{
+	struct dr_cm_conn_param p = {
+		.qpn = 0x11, .start_psn = 1, .retry_count = 7, .rnr_retry_count = 7,
+		.path_mtu = 3, .ack_timeout = 14,
+	};
+	struct dr_cm_listener *l;
+	struct dr_cm_id *id, *id2;
+
+	memset(&reg, 0, sizeof(reg));
+	dr_cm_fini(&B.cm);
+	shared_init(&B);
+	shared_init(&B2);
+	reg.responder = &B; /* B came first */
+
+	/* B2 listens: only B2 answers the REQ, and B leaves the RTU alone */
+	B2.accept = 1;
+	ck_assert_int_eq(dr_cm_listen(&B2.cm, PORT, BACKLOG, NULL, &l), 0);
+	reg.port = PORT;
+	reg.port_owner = &B2;
+	ck_assert_int_eq(dr_cm_connect(&A.cm, IP_B, PORT, 40000, &p, NULL, &id), 0);
+	run_shared(now_ns + 1000000);
+	ck_assert_int_eq(A.nev[DR_CM_EV_ESTABLISHED], 1);
+	ck_assert_int_eq(B2.nev[DR_CM_EV_CONNREQ], 1);
+	ck_assert_int_eq(B2.nev[DR_CM_EV_ESTABLISHED], 1);
+	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ] + B.nev[DR_CM_EV_ESTABLISHED], 0);
+	ck_assert_int_eq(sent_by_attr[DR_CM_ATTR_REP & 0x1f], 1);
+	ck_assert_int_eq(sent_by_attr[DR_CM_ATTR_REJ & 0x1f], 0);
+	ck_assert_uint_eq(B.cm.stats.drop[DR_CM_DROP_OTHER_CM], 2); /* REQ, RTU */
+	ck_assert_uint_eq(B.cm.stats.drop[DR_CM_DROP_NO_ID], 0);
+
+	/* nobody listens on PORT + 1: one REJ, from the responder B */
+	ck_assert_int_eq(dr_cm_connect(&A.cm, IP_B, PORT + 1, 40001, &p, NULL, &id2), 0);
+	run_shared(now_ns + 1000000);
+	ck_assert_int_eq(sent_by_attr[DR_CM_ATTR_REJ & 0x1f], 1);
+	ck_assert_int_eq(A.nev[DR_CM_EV_REJECTED], 1);
+	ck_assert_uint_eq(A.last[DR_CM_EV_REJECTED].rej_reason, DR_CM_REJ_INVALID_SERVICE_ID);
+	ck_assert_uint_eq(B.cm.stats.rej_no_listener, 1);
+	ck_assert_uint_eq(B2.cm.stats.rej_no_listener, 0);
+	ck_assert_uint_eq(B2.cm.stats.drop[DR_CM_DROP_RESPONDER], 1);
+	dr_cm_release(id2);
+
+	/* the responder is gone: nobody answers, until B2 takes the role
+	 * over and answers the resent REQ, once */
+	reg.responder = NULL;
+	ck_assert_int_eq(dr_cm_connect(&A.cm, IP_B, PORT + 2, 40002, &p, NULL, &id2), 0);
+	run_shared(now_ns + 1000000); /* less than one response timeout */
+	ck_assert_int_eq(sent_by_attr[DR_CM_ATTR_REJ & 0x1f], 1);
+	ck_assert_uint_eq(B.cm.stats.drop[DR_CM_DROP_RESPONDER], 1);
+	reg.responder = &B2;
+	run_shared(now_ns + 10000000);
+	ck_assert_int_eq(sent_by_attr[DR_CM_ATTR_REJ & 0x1f], 2);
+	ck_assert_int_eq(A.nev[DR_CM_EV_REJECTED], 2);
+	ck_assert_uint_eq(B2.cm.stats.rej_no_listener, 1);
+	dr_cm_release(id2);
+
+	/* A disconnects: B2 answers the DREQ, B stays silent */
+	ck_assert_int_eq(dr_cm_disconnect(id), 0);
+	run_shared(now_ns + 1000000);
+	ck_assert_int_eq(sent_by_attr[DR_CM_ATTR_DREP & 0x1f], 1);
+	ck_assert_int_eq(A.nev[DR_CM_EV_DISCONNECTED], 1);
+	ck_assert_int_eq(B2.nev[DR_CM_EV_DISCONNECTED], 1);
+	ck_assert_uint_eq(B.cm.stats.drop[DR_CM_DROP_OTHER_CM], 3);
+	dr_cm_release(id);
+	dr_cm_release(B2.conn);
+
+	/* every comm ID leaves the registry with its id */
+	run_shared(now_ns + 2 * TIMEWAIT_NS);
+	dr_cm_unlisten(l);
+	dr_cm_fini(&A.cm);
+	dr_cm_fini(&B2.cm);
+	dr_cm_fini(&B.cm);
+	ck_assert_uint_eq(reg.n, 0);
+	shared_init(&B); /* for teardown */
+	side_init(&A, IP_A);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cm_state_machine");
@@ -1137,6 +1316,7 @@ int main(void)
 	tcase_add_test(tc, test_req_timeout);
 	tcase_add_loop_test(tc, test_forged_mads, 0, sizeof(forged) / sizeof(forged[0]));
 	tcase_add_test(tc, test_id_distribution);
+	tcase_add_test(tc, test_shared_interface);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

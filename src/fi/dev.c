@@ -4,6 +4,22 @@
  * table of its QPs.  Frames come in through dr_port_poll() (driven by
  * dr_dev_progress), are dispatched by destination QP: QP1 MADs to the CM,
  * the rest to the endpoint that owns the QPN.
+ *
+ * Many processes on one kernel interface (net_af_packet): each has its own
+ * device and sees every frame on the interface.  The device's registry
+ * (registry.c: byte-range locks on one file per interface, dropped by the
+ * kernel when a process dies) makes what frames are routed by unique on
+ * the host -- QPNs (dr_dev_qpn_alloc), rdma_cm ports (dr_dev_port_alloc,
+ * dr_dev_listen) and CM comm IDs (the CM's comm_id_claim) -- and tells
+ * whose a frame is: a frame for another process's QPN is left alone
+ * without a word (counted in rx_foreign, not as a drop: nothing is wrong
+ * with it), one for a QPN nobody holds is an unknown QPN as before; a MAD
+ * for another process's listener or connection is left to it, and one for
+ * nobody's is answered by the one process holding the CM responder role
+ * (cm_whose).  ARP: every process answers for the host's address with the
+ * interface's MAC, as the kernel does too; the answers are identical, and
+ * a peer takes the first and counts the others as unsolicited (a Linux
+ * peer just refreshes its entry).
  */
 #define _GNU_SOURCE /* pthread_timedjoin_np */
 #include <stdio.h>
@@ -105,12 +121,57 @@ static void cm_log(void *ctx, const char *msg)
 	DR_DBG(FI_LOG_EP_CTRL, "%s\n", msg);
 }
 
+/* ---- the other processes on the interface (registry.c) ------------------- */
+
+static bool port_mine(const struct dr_dev *dev, uint16_t port)
+{
+	return dev->port_mine[port >> 3] & (1u << (port & 7));
+}
+
+static int cm_comm_id_claim(void *ctx, uint32_t comm_id)
+{
+	struct dr_dev *dev = ctx;
+	int ret = dr_reg_claim(dev->reg, DR_REG_COMM_ID, comm_id);
+
+	if (ret && ret != -EBUSY)
+		DR_DBG(FI_LOG_EP_CTRL, "comm ID %08x not registered: %s\n", comm_id,
+		       strerror(-ret));
+	return ret == -EBUSY ? -EBUSY : 0;
+}
+
+static void cm_comm_id_release(void *ctx, uint32_t comm_id)
+{
+	struct dr_dev *dev = ctx;
+
+	dr_reg_release(dev->reg, DR_REG_COMM_ID, comm_id);
+}
+
+/* What a MAD names that our CM has nothing for: ours to answer only if no
+ * other process holds it and we answer for nobody.  A REQ for a port we
+ * hold without listening on it (a connect's source port) is ours: REJ. */
+static enum dr_cm_whose cm_whose(void *ctx, enum dr_cm_key key, uint32_t v)
+{
+	struct dr_dev *dev = ctx;
+
+	if (!dev->reg)
+		return DR_CM_WHOSE_MINE;
+	if (key == DR_CM_KEY_PORT && port_mine(dev, (uint16_t)v))
+		return DR_CM_WHOSE_MINE;
+	if (key != DR_CM_KEY_NONE &&
+	    dr_reg_foreign(dev->reg, key == DR_CM_KEY_PORT ? DR_REG_PORT : DR_REG_COMM_ID, v))
+		return DR_CM_WHOSE_OTHER;
+	return dr_reg_responder(dev->reg) ? DR_CM_WHOSE_MINE : DR_CM_WHOSE_NOBODY;
+}
+
 static const struct dr_cm_ops dev_cm_ops = {
 	.send_mad = cm_send_mad,
 	.now_ns = cm_now_ns,
 	.timer_set = cm_timer_set,
 	.event = cm_event,
 	.log = cm_log,
+	.comm_id_claim = cm_comm_id_claim,
+	.comm_id_release = cm_comm_id_release,
+	.whose = cm_whose,
 };
 
 /* ---- receive dispatch ----------------------------------------------------- */
@@ -125,6 +186,32 @@ static const struct dr_cm_ops dev_cm_ops = {
 static void dev_drop(struct dr_dev *dev, enum dr_rx_drop why)
 {
 	dev->rx_drops[why]++;
+}
+
+/* A frame for a QPN we do not have: does another process on the
+ * interface hold it?  Its frames keep coming (every process sees them),
+ * so a yes is remembered for a moment instead of asking the kernel for
+ * each; a QPN whose process closed it meanwhile is counted as unknown
+ * again once that moment is over. */
+#define DR_DEV_FOREIGN_TTL_NS 100000000ull
+
+static bool dev_qpn_foreign(struct dr_dev *dev, uint32_t qpn)
+{
+	struct dr_foreign_qpn *f;
+	uint64_t now;
+
+	if (!dev->reg)
+		return false;
+	/* QPNs are random: their low bits index well */
+	f = &dev->foreign_qpn[qpn % (sizeof(dev->foreign_qpn) / sizeof(dev->foreign_qpn[0]))];
+	now = dr_port_now_ns();
+	if (f->qpn == qpn && now < f->until_ns)
+		return true;
+	if (!dr_reg_foreign(dev->reg, DR_REG_QPN, qpn))
+		return false;
+	f->qpn = qpn;
+	f->until_ns = now + DR_DEV_FOREIGN_TTL_NS;
+	return true;
 }
 
 static void dev_rx(void *ctx, const void *frame, size_t len, const struct dr_pkt *pkt)
@@ -151,6 +238,10 @@ static void dev_rx(void *ctx, const void *frame, size_t len, const struct dr_pkt
 	}
 	/* QPN 0 (the SMI's) is never in the table */
 	ep = dr_idmap_find(&dev->qps, pkt->dqpn);
+	if (!ep && dev_qpn_foreign(dev, pkt->dqpn)) {
+		dev->rx_foreign++; /* another process's: not ours to judge */
+		return;
+	}
 	if (!ep || !ep->qp) {
 		dev_drop(dev, DR_RX_DROP_UNKNOWN_QPN);
 		return;
@@ -162,12 +253,36 @@ static void dev_rx(void *ctx, const void *frame, size_t len, const struct dr_pkt
 
 int dr_dev_qpn_alloc(struct dr_dev *dev, struct dr_ep *ep, uint32_t *qpn)
 {
+	unsigned tries = 0;
 	int ret;
 
 	/* random over [2, 2^24): QPN 0 and 1 are the SMI and GSI QPs.  A
 	 * late frame for a closed QP meets its successor only if the draw
-	 * repeats its QPN (2^-24). */
-	ret = dr_idmap_alloc(&dev->qps, DR_QPN_MASK, DR_GSI_QPN + 1, ep, qpn);
+	 * repeats its QPN (2^-24).  Claimed on the host, so that no other
+	 * process on the interface has it: a draw another holds is drawn
+	 * again (the processes' QPs are a tiny part of the space, so that
+	 * is rare; the bound stops a squatter from making us spin). */
+	for (;;) {
+		ret = dr_idmap_alloc(&dev->qps, DR_QPN_MASK, DR_GSI_QPN + 1, ep, qpn);
+		if (ret)
+			break;
+		ret = dr_reg_claim(dev->reg, DR_REG_QPN, *qpn);
+		if (!ret)
+			return 0;
+		dr_idmap_remove(&dev->qps, *qpn);
+		if (ret != -EBUSY) {
+			DR_WARN(FI_LOG_EP_CTRL, "fi_endpoint: cannot claim a QPN in %s: %s\n",
+				dr_reg_path(dev->reg), strerror(-ret));
+			return -FI_EIO;
+		}
+		if (++tries == 64) {
+			DR_WARN(FI_LOG_EP_CTRL,
+				"fi_endpoint: 64 random QPNs in a row are held "
+				"by other processes on %s (%s)\n",
+				dev->cfg.name, dr_reg_path(dev->reg));
+			return -FI_ENOSPC;
+		}
+	}
 	if (ret == -ENOSPC || ret == -EAGAIN) {
 		DR_WARN(FI_LOG_EP_CTRL, "fi_endpoint: all %d QPs of %s are in use\n", DR_MAX_EP,
 			dev->cfg.name);
@@ -184,6 +299,75 @@ int dr_dev_qpn_alloc(struct dr_dev *dev, struct dr_ep *ep, uint32_t *qpn)
 void dr_dev_qpn_free(struct dr_dev *dev, uint32_t qpn)
 {
 	dr_idmap_remove(&dev->qps, qpn);
+	dr_reg_release(dev->reg, DR_REG_QPN, qpn);
+}
+
+/* ---- rdma_cm ports ------------------------------------------------------------ */
+
+/* port for this device: not one it has, nor one another process on the
+ * interface has (a listener there, or a connection's source port) */
+static int port_claim(struct dr_dev *dev, uint16_t port)
+{
+	int ret;
+
+	if (port_mine(dev, port))
+		return -FI_EADDRINUSE;
+	ret = dr_reg_claim(dev->reg, DR_REG_PORT, port);
+	if (ret == -EBUSY)
+		return -FI_EADDRINUSE;
+	if (ret) /* the registry failed us: carry on as if alone */
+		DR_DBG(FI_LOG_EP_CTRL, "port %u not registered: %s\n", port, strerror(-ret));
+	dev->port_mine[port >> 3] |= (uint8_t)(1u << (port & 7));
+	return 0;
+}
+
+void dr_dev_port_free(struct dr_dev *dev, uint16_t port)
+{
+	if (!port_mine(dev, port))
+		return;
+	dev->port_mine[port >> 3] &= (uint8_t) ~(1u << (port & 7));
+	dr_reg_release(dev->reg, DR_REG_PORT, port);
+}
+
+int dr_dev_port_alloc(struct dr_dev *dev, uint16_t *port)
+{
+	unsigned tries;
+
+	/* rdma_cm's ephemeral range, in turn from where the last one was */
+	for (tries = 0; tries < 0x4000; tries++) {
+		uint16_t p = dev->port_next = (uint16_t)(0xc000 | ((dev->port_next + 1) & 0x3fff));
+
+		if (!port_claim(dev, p)) {
+			*port = p;
+			return 0;
+		}
+	}
+	DR_WARN(FI_LOG_EP_CTRL, "%s: every rdma_cm port 49152..65535 is in use\n", dev->cfg.name);
+	return -FI_EADDRINUSE;
+}
+
+int dr_dev_listen(struct dr_dev *dev, uint16_t *port, unsigned backlog, void *ctx,
+		  struct dr_cm_listener **lsn)
+{
+	uint16_t p = *port;
+	int ret;
+
+	ret = p ? port_claim(dev, p) : dr_dev_port_alloc(dev, &p);
+	if (ret)
+		return ret;
+	ret = dr_cm_listen(&dev->cm, p, backlog, ctx, lsn);
+	if (ret) {
+		dr_dev_port_free(dev, p);
+		return ret == -EADDRINUSE ? -FI_EADDRINUSE : -FI_ENOMEM;
+	}
+	*port = p;
+	return 0;
+}
+
+void dr_dev_unlisten(struct dr_dev *dev, struct dr_cm_listener *lsn, uint16_t port)
+{
+	dr_cm_unlisten(lsn);
+	dr_dev_port_free(dev, port);
 }
 
 /* ---- drop counters ---------------------------------------------------------- */
@@ -241,6 +425,9 @@ static void dev_log_drops(struct dr_dev *dev)
 			DR_INFO(FI_LOG_DOMAIN, "%s refused frames: %s\n", who, buf);
 	}
 	dr_rx_drops_log(who, dev->rx_drops);
+	if (dev->rx_foreign)
+		DR_INFO(FI_LOG_DOMAIN, "%s left %llu frames to the other processes' QPs\n", who,
+			(unsigned long long)dev->rx_foreign);
 	if (dr_cm_stats_str(&dev->cm, buf, sizeof(buf)))
 		DR_INFO(FI_LOG_EP_CTRL, "%s CM: %s\n", who, buf);
 }
@@ -286,13 +473,15 @@ static void dev_free(struct dr_dev *dev)
 		pthread_join(dev->thread, NULL);
 	}
 	dev_log_drops(dev);
-	dr_cm_fini(&dev->cm);
+	dr_cm_fini(&dev->cm); /* its comm IDs leave the registry */
 	if (dev->cm_timer)
 		dr_port_timer_free(dev->cm_timer);
 	dr_port_close(dev->port);
 	dr_mr_table_fini(&dev->mrt);
 	dr_idmap_fini(&dev->qps);
-		free(dev);
+	/* with it the QPNs and ports still held: the endpoints are gone */
+	dr_reg_close(dev->reg);
+	free(dev);
 }
 
 static int dev_open(struct dr_fabric *fab, const struct dr_devcfg *cfg, struct dr_dev **out)
@@ -351,6 +540,14 @@ static int dev_open(struct dr_fabric *fab, const struct dr_devcfg *cfg, struct d
 		ret = -FI_ENOMEM;
 		goto out_free;
 	}
+
+	/* a kernel interface is shared with every droce process on it */
+	ret = dr_reg_open(cfg->ifname, &dev->reg);
+	if (ret)
+		DR_WARN(FI_LOG_DOMAIN,
+			"%s: no registry (%s): other droce processes on this "
+			"interface would collide with this one\n",
+			cfg->name, strerror(-ret));
 
 	cc.local_ip4 = cfg->ip4;
 	/* a node GUID from the MAC (EUI-64), as rxe derives its own */
@@ -529,6 +726,7 @@ void dr_dev_progress(struct dr_dev *dev)
 #define DR_DEV_CTRL_NAP_US 5000
 #define DR_DEV_IDLE_SPINS 2000
 #define DR_DEV_FAST_NAP_US 50
+#define DR_DEV_DRAIN_POLLS 256 /* of up to a burst each, then a nap */
 
 static void *dev_thread(void *arg)
 {
@@ -549,14 +747,25 @@ static void *dev_thread(void *arg)
 		seen = dev->polls;
 		if (dev->draining)
 			dr_ep_drain(dev, false);
+		dr_reg_tick(dev->reg); /* releases come due */
 		dr_dev_unlock(dev);
 		if (stop)
 			break;
 		if (fast || due) {
-			if (dev_poll(dev, false) > 0)
+			/* drain what piled up while nobody polled: on an
+			 * interface shared with other processes the socket's
+			 * ring fills with their traffic too, and a full ring
+			 * drops our frames and leaves us reading old ones */
+			unsigned rounds = 0;
+
+			if (dev_poll(dev, false) > 0) {
 				idle = 0;
-			else
+				while (!fast && ++rounds < DR_DEV_DRAIN_POLLS &&
+				       dev_poll(dev, false) > 0)
+					;
+			} else {
 				idle++;
+			}
 		}
 		if (fast) {
 			if (idle <= DR_DEV_IDLE_SPINS)

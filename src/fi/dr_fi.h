@@ -357,7 +357,16 @@ struct dr_dev {
 	struct dr_port_timer *cm_timer;
 	struct dr_mr_table mrt;
 	struct dr_idmap qps;	/* QPN -> endpoint (dr_dev_qpn_alloc) */
-	uint16_t port_next;	/* ephemeral rdma_cm ports for connect */
+	uint16_t port_next;	/* ephemeral rdma_cm ports (dr_dev_port_alloc) */
+	/* the processes on one kernel interface (registry.c); NULL for
+	 * other devices, or when no registry could be opened */
+	struct dr_reg *reg;
+	uint8_t port_mine[65536 / 8]; /* rdma_cm ports this device claimed */
+	uint64_t rx_foreign;	      /* frames for other processes' QPs (under lock) */
+	struct dr_foreign_qpn {	      /* recent answers of dr_reg_foreign(QPN) */
+		uint32_t qpn;
+		uint64_t until_ns;
+	} foreign_qpn[64];
 	struct dr_pep *peps;	/* listening passive endpoints */
 	uint64_t rx_drops[DR_RX_DROP_NUM]; /* every frame dropped, by reason (under lock) */
 	pthread_t thread;	/* control progress; fast for fd waiters */
@@ -424,6 +433,17 @@ void dr_dev_progress_fn(void *dev);
 int dr_dev_qpn_alloc(struct dr_dev *dev, struct dr_ep *ep, uint32_t *qpn);
 /* The QPN leaves the dispatch (ep closed).  dev->lock held. */
 void dr_dev_qpn_free(struct dr_dev *dev, uint32_t qpn);
+/* An ephemeral rdma_cm port (0xc000..0xffff) for a connect, claimed on the
+ * host when the interface is shared (registry.c).  dev->lock held.  0 or
+ * -FI_EADDRINUSE (every one taken). */
+int dr_dev_port_alloc(struct dr_dev *dev, uint16_t *port);
+void dr_dev_port_free(struct dr_dev *dev, uint16_t port);
+/* Listen on *port, or on an ephemeral one (*port 0, set on return): the
+ * port claimed on the host, then dr_cm_listen.  dev->lock held.  0,
+ * -FI_EADDRINUSE (here or in another process) or -FI_ENOMEM. */
+int dr_dev_listen(struct dr_dev *dev, uint16_t *port, unsigned backlog, void *ctx,
+		  struct dr_cm_listener **lsn);
+void dr_dev_unlisten(struct dr_dev *dev, struct dr_cm_listener *lsn, uint16_t port);
 /* Log drop counters (who: "port eth0", "qp 0x1234"): FI_WARN when any drop
  * is of a hostile kind (dr_rx_drop_hostile), FI_INFO otherwise, nothing
  * when there is none. */
@@ -434,6 +454,37 @@ void dr_dev_background(void *dev);
  * device left inert (dev.c says what that means); waits end at deadline
  * (CLOCK_MONOTONIC ns).  The caller holds a reference. */
 void dr_dev_quiesce(struct dr_dev *dev, uint64_t deadline_ns);
+
+/* ---- registry.c: the droce processes sharing one kernel interface ------- */
+
+/* What a process claims on the host: the identifiers frames and MADs are
+ * routed by.  A claim is exclusive across processes and dies with its
+ * process (registry.c says how). */
+enum dr_reg_kind {
+	DR_REG_QPN,	/* 24-bit QPN */
+	DR_REG_PORT,	/* rdma_cm port: listening, or a connect's source */
+	DR_REG_COMM_ID, /* CM communication ID */
+};
+struct dr_reg;
+/* The registry of kernel interface ifname in this network namespace; *out
+ * NULL (and 0) for "" (not a kernel interface).  -errno when no directory
+ * holds one (the device then runs alone).  Closing waits up to 200 ms when
+ * it held anything (registry.c says why). */
+int dr_reg_open(const char *ifname, struct dr_reg **out);
+void dr_reg_close(struct dr_reg *r);
+/* 0, or -EBUSY: another process holds it.  Claiming what this registry
+ * holds already succeeds: callers check their own tables first. */
+int dr_reg_claim(struct dr_reg *r, enum dr_reg_kind kind, uint32_t v);
+/* Released REG_GRACE_NS (200 ms) later, in dr_reg_tick (registry.c says
+ * why); claiming it again meanwhile keeps it. */
+void dr_reg_release(struct dr_reg *r, enum dr_reg_kind kind, uint32_t v);
+void dr_reg_tick(struct dr_reg *r);
+/* Another process holds it. */
+bool dr_reg_foreign(struct dr_reg *r, enum dr_reg_kind kind, uint32_t v);
+/* This process answers the MADs nobody owns (it holds the CM responder
+ * role, taking it now if its holder is gone); true with no registry. */
+bool dr_reg_responder(struct dr_reg *r);
+const char *dr_reg_path(const struct dr_reg *r);
 
 struct dr_domain {
 	struct fid_domain dom;
@@ -581,6 +632,7 @@ struct dr_ep {
 	enum dr_ep_state state;
 	bool enabled;
 	struct sockaddr_in src, dst;
+	bool src_port_claimed; /* src's port came from dr_dev_port_alloc */
 	uint32_t start_psn;
 	uint64_t tx_op_flags, rx_op_flags;
 	/* set at open from fi_info: */

@@ -585,6 +585,20 @@ static int ep_enable_locked(struct dr_ep *ep)
 	return 0;
 }
 
+/* An ephemeral source port, unique among the processes on the interface
+ * (dr_dev_port_alloc); released when the endpoint goes.  dev->lock held. */
+static int ep_connect_port(struct dr_ep *ep)
+{
+	uint16_t port;
+	int ret = dr_dev_port_alloc(ep->dev, &port);
+
+	if (ret)
+		return ret;
+	ep->src.sin_port = htons(port);
+	ep->src_port_claimed = true;
+	return 0;
+}
+
 static int ep_connect(struct fid_ep *fep, const void *addr, const void *param, size_t paramlen)
 {
 	struct dr_ep *ep = dr_ep_of(fep);
@@ -613,9 +627,11 @@ static int ep_connect(struct fid_ep *fep, const void *addr, const void *param, s
 		goto out_unlock;
 	}
 	ep->dst = *sin;
-	if (!ep->src.sin_port)
-		ep->src.sin_port = htons(dev->port_next =
-						 (uint16_t)(0xc000 | ((dev->port_next + 1) & 0x3fff)));
+	if (!ep->src.sin_port) {
+		ret = ep_connect_port(ep);
+		if (ret)
+			goto out_unlock;
+	}
 	priv[0] = (uint8_t)paramlen;
 	if (paramlen)
 		memcpy(priv + 1, param, paramlen);
@@ -1104,6 +1120,8 @@ static void ep_free(struct dr_ep *ep)
 	}
 	if (dr_idmap_find(&dev->qps, dr_qp_num(ep->qp)) == ep)
 		dr_dev_qpn_free(dev, dr_qp_num(ep->qp));
+	if (ep->src_port_claimed)
+		dr_dev_port_free(dev, ntohs(ep->src.sin_port));
 	snprintf(who, sizeof(who), "qp 0x%06x", dr_qp_num(ep->qp));
 	dr_rx_drops_log(who, dr_qp_stats(ep->qp)->rx_drop);
 	dr_ep_flush_ack(ep);

@@ -28,7 +28,7 @@ static int pep_close(struct fid *fid)
 
 	dr_dev_lock(dev);
 	if (pep->lsn)
-		dr_cm_unlisten(pep->lsn);
+		dr_dev_unlisten(dev, pep->lsn, ntohs(pep->addr.sin_port));
 	/* requests the application never saw are refused; those it holds the
 	 * handle of stay its own, to accept or reject */
 	while (pep->crs) {
@@ -112,8 +112,8 @@ static int pep_listen(struct fid_pep *fpep)
 {
 	struct dr_pep *pep = dr_pep_of(fpep);
 	struct dr_dev *dev = pep->dev;
-	uint16_t port = ntohs(pep->addr.sin_port);
-	int ret, tries = 0x4000;
+	uint16_t port = ntohs(pep->addr.sin_port), p = port;
+	int ret;
 
 	if (!pep->eq) {
 		DR_WARN(FI_LOG_EP_CTRL, "fi_listen: bind an EQ first\n");
@@ -122,26 +122,18 @@ static int pep_listen(struct fid_pep *fpep)
 	if (pep->listening)
 		return 0;
 	dr_dev_lock(dev);
-	do {
-		uint16_t p = port;
-
-		if (!p) /* an ephemeral port, as rdma_cm picks one */
-			p = dev->port_next = (uint16_t)(0xc000 | ((dev->port_next + 1) & 0x3fff));
-		ret = dr_cm_listen(&dev->cm, p, (unsigned)pep->backlog, pep, &pep->lsn);
-		if (!ret)
-			pep->addr.sin_port = htons(p);
-	} while (ret == -EADDRINUSE && !port && --tries);
+	/* port 0: an ephemeral one, as rdma_cm picks one */
+	ret = dr_dev_listen(dev, &p, (unsigned)pep->backlog, pep, &pep->lsn);
 	if (!ret) {
+		pep->addr.sin_port = htons(p);
 		pep->listening = true;
 		pep->next = dev->peps;
 		dev->peps = pep;
 	}
 	dr_dev_unlock(dev);
-	if (ret == -EADDRINUSE) {
+	if (ret == -FI_EADDRINUSE)
 		DR_WARN(FI_LOG_EP_CTRL, "fi_listen: port %u is in use\n", port);
-		return -FI_EADDRINUSE;
-	}
-	return ret ? -FI_ENOMEM : 0;
+	return ret;
 }
 
 static int pep_reject(struct fid_pep *fpep, fid_t handle, const void *param, size_t paramlen)

@@ -25,6 +25,11 @@
  * tables and deadlines through a heap; a listener holds at most its
  * backlog of unanswered requests, each for as long as its REQ says the
  * peer waits.
+ *
+ * Many processes on one interface (issue 12): each runs its own CM and
+ * sees every MAD; what a MAD names that this CM does not have is asked of
+ * ops->whose ("other CMs on the interface" below), and comm IDs are unique
+ * across the CMs through ops->comm_id_claim.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -59,6 +64,7 @@ const char *const dr_cm_drop_names[DR_CM_DROP_NUM] = {
     [DR_CM_DROP_COMM_ID] = "comm_id",	  [DR_CM_DROP_QPN] = "qpn",
     [DR_CM_DROP_STATE] = "state",	  [DR_CM_DROP_BACKLOG] = "backlog",
     [DR_CM_DROP_SRC_SHARE] = "src_share", [DR_CM_DROP_NOMEM] = "nomem",
+    [DR_CM_DROP_OTHER_CM] = "other_cm",	  [DR_CM_DROP_RESPONDER] = "responder",
 };
 
 struct dr_cm_listener {
@@ -361,6 +367,42 @@ static void drop(struct dr_cm *cm, enum dr_cm_drop why, const char *what, uint32
 	cm_log(cm, "cm: %s from %08x dropped: %s", what, ip4, dr_cm_drop_names[why]);
 }
 
+/* ---- other CMs on the interface (ops->whose) -------------------------------
+ *
+ * Every process on a shared interface runs its own CM and sees every MAD.
+ * A MAD that names an id or a listener of this CM is this CM's, as ever.
+ * One that names what this CM does not have -- a port nobody here listens
+ * on, a comm ID no id here has -- may be another CM's, and then only that
+ * one acts on it; if nobody on the host has it, exactly one CM (the host's
+ * CM responder) answers it as a lone CM would.  The comm IDs are unique
+ * across the CMs (ops->comm_id_claim), so "whose comm ID" is one question.
+ */
+
+/* Does this CM answer a MAD that names nothing it has?  Dropped and
+ * counted if not. */
+static bool unowned_mine(struct dr_cm *cm, enum dr_cm_key key, uint32_t v, const char *what,
+			 uint32_t ip4)
+{
+	enum dr_cm_whose w = cm->ops->whose ? cm->ops->whose(cm->ctx, key, v) : DR_CM_WHOSE_MINE;
+
+	if (w == DR_CM_WHOSE_OTHER)
+		drop(cm, DR_CM_DROP_OTHER_CM, what, ip4);
+	else if (w == DR_CM_WHOSE_NOBODY)
+		drop(cm, DR_CM_DROP_RESPONDER, what, ip4);
+	return w == DR_CM_WHOSE_MINE;
+}
+
+/* Drop a MAD nobody answers: one that names another CM's comm ID is that
+ * CM's business, not a MAD for nobody, and is counted apart. */
+static void drop_named(struct dr_cm *cm, enum dr_cm_drop why, uint32_t comm_id, const char *what,
+		       uint32_t ip4)
+{
+	if (why == DR_CM_DROP_NO_ID && comm_id && cm->ops->whose &&
+	    cm->ops->whose(cm->ctx, DR_CM_KEY_COMM_ID, comm_id) == DR_CM_WHOSE_OTHER)
+		why = DR_CM_DROP_OTHER_CM;
+	drop(cm, why, what, ip4);
+}
+
 /* ---- sending ------------------------------------------------------------- */
 
 static int send_raw(struct dr_cm *cm, uint32_t ip4, const uint8_t *mad)
@@ -538,12 +580,15 @@ static struct dr_cm_id *id_new(struct dr_cm *cm, uint32_t peer_ip4)
 	id = calloc(1, sizeof(*id));
 	if (!id)
 		return NULL;
+	/* unique on the host too: another CM may share the interface */
 	do {
 		if (cm_random32(cm, &id->local_comm_id)) {
 			free(id);
 			return NULL;
 		}
-	} while (id_by_local(cm, id->local_comm_id));
+	} while (id_by_local(cm, id->local_comm_id) ||
+		 (cm->ops->comm_id_claim &&
+		  cm->ops->comm_id_claim(cm->ctx, id->local_comm_id) == -EBUSY));
 	id->cm = cm;
 	id->peer_ip4 = peer_ip4;
 	id->deadline_ns = UINT64_MAX;
@@ -562,6 +607,8 @@ static void id_free(struct dr_cm_id *id)
 
 	pending_leave(id);
 	set_deadline(id, UINT64_MAX);
+	if (cm->ops->comm_id_release)
+		cm->ops->comm_id_release(cm->ctx, id->local_comm_id);
 	htab_del(cm, &cm->by_local, &id->hn_local);
 	if (id->in_by_remote)
 		htab_del(cm, &cm->by_remote, &id->hn_remote);
@@ -1000,6 +1047,11 @@ static void recv_req(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 	for (l = cm->lsn; l; l = l->next)
 		if (l->port == port)
 			break;
+	if (!l && !unowned_mine(cm,
+				(req.service_id & ~0xffffull) == DR_CM_SID_TCP_PS ? DR_CM_KEY_PORT
+										  : DR_CM_KEY_NONE,
+				port, "REQ", ip4))
+		return; /* another CM's listener, or another CM answers it */
 	if ((req.service_id & ~0xffffull) != DR_CM_SID_TCP_PS || !l || req.transport_type != 0 ||
 	    cma.cma_version != 0 || cma.ip_version != 4) {
 		/* no listener, not RC, or not an rdma_cm IPv4 header */
@@ -1081,6 +1133,9 @@ static void recv_rep(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 		/* cm.c: a REP for nobody is refused as stale -- and so is one
 		 * that names an id it does not come from, alike, so that the
 		 * answer does not tell a forger our comm ID was right */
+		if (!id && why == DR_CM_DROP_NO_ID &&
+		    !unowned_mine(cm, DR_CM_KEY_COMM_ID, rep.remote_comm_id, "REP", ip4))
+			return;
 		drop(cm, why, "REP", ip4);
 		issue_rej(cm, ip4, mad->tid, rep.local_comm_id, 1, DR_CM_REJ_STALE_CONN);
 		return;
@@ -1137,7 +1192,7 @@ static void recv_rtu(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 	else if (id && id->state != DR_CMS_REP_SENT)
 		why = DR_CM_DROP_STATE, id = NULL; /* also a duplicate RTU */
 	if (!id) {
-		drop(cm, why, "RTU", ip4);
+		drop_named(cm, why, rtu.remote_comm_id, "RTU", ip4);
 		return;
 	}
 	dr_cm_established(id);
@@ -1165,7 +1220,7 @@ static void recv_rej(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 	}
 	id = id_named(cm, ip4, rej.remote_comm_id, &why);
 	if (!id) {
-		drop(cm, why, "REJ", ip4);
+		drop_named(cm, why, rej.remote_comm_id, "REJ", ip4);
 		return;
 	}
 	/* the sender's comm ID: the REJ of our REQ comes before we know it */
@@ -1207,6 +1262,9 @@ static void recv_dreq(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 		 * stops asking -- and one that does not match, alike: the
 		 * answer must not tell which half of a forger's guess was
 		 * right.  The DREP only echoes the DREQ's IDs. */
+		if (why == DR_CM_DROP_NO_ID &&
+		    !unowned_mine(cm, DR_CM_KEY_COMM_ID, dreq.remote_comm_id, "DREQ", ip4))
+			return;
 		drop(cm, why, "DREQ", ip4);
 		send_drep(cm, ip4, mad->tid, dreq.remote_comm_id, dreq.local_comm_id);
 		return;
@@ -1239,7 +1297,7 @@ static void recv_drep(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 		 !(id->state == DR_CMS_TIMEWAIT && id->drep_awaited))
 		why = DR_CM_DROP_STATE, id = NULL;
 	if (!id) {
-		drop(cm, why, "DREP", ip4);
+		drop_named(cm, why, drep.remote_comm_id, "DREP", ip4);
 		return;
 	}
 	id->drep_awaited = false;
@@ -1268,7 +1326,7 @@ static void recv_mra(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 	else if (id && (id->mra_seen || id->deadline_ns == UINT64_MAX))
 		why = DR_CM_DROP_STATE, id = NULL;
 	if (!id) {
-		drop(cm, why, "MRA", ip4);
+		drop_named(cm, why, mra.remote_comm_id, "MRA", ip4);
 		return;
 	}
 	/* the peer needs more time: wait its service timeout (IBA 12.6.6) */

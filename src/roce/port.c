@@ -398,7 +398,11 @@ static int plug(struct dr_port *p, const char *spec, struct dr_port_err *err)
  * everything: the kernel delivers each datagram to it, the filter discards
  * it, and nothing is answered.  If 4791 is already bound on the host (the
  * rdma_rxe module binds it while an rxe device exists), we cannot, and we
- * say so: the kernel then processes droce's traffic itself.  The kernel also
+ * say so: the kernel then processes droce's traffic itself.  Several droce
+ * processes on one interface each hold such a socket, with SO_REUSEPORT
+ * (which the processes of one user may share, and which a socket bound
+ * without it, like rdma_rxe's, refuses): the port stays held, and the
+ * kernel quiet, for as long as any of them lives.  The kernel also
  * answers ARP for the address, with the interface's MAC - the MAC the
  * af_packet port reports - so its answers and ours agree.  With an address
  * the kernel does not hold, none of this applies: the kernel drops frames
@@ -418,7 +422,7 @@ static void kernel_hold(struct dr_port *p, const char *spec)
 	const char *s = strstr(spec, ",iface=");
 	char iface[64];
 	bool held = false;
-	int fd;
+	int fd, one = 1;
 
 	if (strncmp(spec, "net_af_packet", strlen("net_af_packet")) || !s)
 		return;
@@ -437,6 +441,7 @@ static void kernel_hold(struct dr_port *p, const char *spec)
 
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
 	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
 		dr_port_log(DR_PORT_LOG_WARN,
 			    "%s: cannot hold UDP port %u on %s in the kernel (%s%s): the kernel "

@@ -1,0 +1,355 @@
+#!/bin/sh
+# shellcheck disable=SC2086 # word splitting of option lists is meant
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# netns-multiproc.sh - many droce processes on one interface (issue 12).
+#
+#   netns drmp<pid>a: dma<pid> 10.79.N.1/24 ==veth== dmb<pid> 10.79.N.2/24 :netns drmp<pid>b
+#   5 droce-xfer servers (control ports P+1..P+5)      5 droce-xfer clients
+#
+# Every process runs droce on its namespace's one interface with the
+# defaults (net_af_packet: each one's packet socket sees every frame of the
+# others on its side); each server listens on an ephemeral rdma_cm port,
+# unique through the registry (src/fi/registry.c).  Server 1 starts first
+# and so holds the CM responder role of its side.  Clients 1-4 run every
+# operation at once.  Client 1 stops itself at its first operation (-W
+# 1:gate); the script kills server 1 with SIGKILL, lets client 1 go on,
+# and makes two connects (tests/mp-connect) to ports nobody listens on:
+# the killed server's, and one never used.  Server 5 stands by meanwhile,
+# so that the interface has droce processes whenever clients 2-4 finish;
+# then client 5 runs a short plan with it.
+#
+# Asserts:
+#  1. clients 2-5 and servers 2-5 PASS every operation (data verified,
+#     droce-xfer's "0 failed") and exit 0; the servers' ports are distinct;
+#  2. client 1 ends with a clean error: exit 1 (not a timeout, not a
+#     signal) with a reason;
+#  3. each mp-connect is refused (FI_ECONNREFUSED: a REJ came), and one
+#     of servers 2-5 took the CM responder role over from the killed
+#     server 1 (its log says so);
+#  4. on the wire (tshark at both ends, capture filter: MADs to QP1 and
+#     ICMP unreachable): every REQ's transaction is answered exactly once
+#     (as many REP+REJ as REQs, per TID) and every DREQ's exactly once
+#     (DREPs per TID) -- no process answers for another, and the MADs for
+#     nobody (client 1's DREQ to the dead server, the two REQs) get one
+#     answer each; exactly two REJs "invalid service ID" (reason 8); the
+#     QPNs the REQs and REPs announce are all distinct; no ICMP port
+#     unreachable (the survivors still hold UDP 4791 in the kernel);
+#  5. the survivors' logs (FI_LOG_LEVEL=info) show frames left to other
+#     processes' QPs (each server sees the other servers' traffic) and no
+#     warning of frames a correct peer does not send;
+#  6. the registry file exists while the processes run and is gone once
+#     the last process of the namespace has closed.
+# Exit: 0 pass, 1 fail, 77 skip (not root, no ip netns / tshark), 99 hard
+# error.  About 15-40 s.
+
+set -u
+
+. "$(dirname "$0")/netns-lib.sh"
+XFER=$top_builddir/tools/droce-xfer
+[ -x "$XFER" ] || hard "$XFER not built"
+CONNECT=$top_builddir/tests/mp-connect
+[ -x "$CONNECT" ] || hard "$CONNECT not built"
+NSA=drmp$$a
+NSB=drmp$$b
+VA=dma$$
+VB=dmb$$
+net=10.79.$(($$ % 200 + 20))
+IPA=$net.1
+IPB=$net.2
+CPORT=$((47700 + $$ % 100 * 10))
+PLAN="-S 0,1,1023,4096,65536,1m -I 3"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/netns-multiproc.XXXXXX") || hard "mktemp failed"
+cap_pids=""
+fail=0
+
+cleanup() {
+	trap - EXIT INT TERM HUP
+	for p in $cap_pids; do
+		kill -INT "$p" 2>/dev/null
+	done
+	for ns in $NSA $NSB; do
+		for p in $(ip netns pids "$ns" 2>/dev/null); do
+			kill -KILL "$p" 2>/dev/null
+		done
+	done
+	wait 2>/dev/null
+	ip netns del "$NSA" 2>/dev/null
+	ip netns del "$NSB" 2>/dev/null
+	if [ -n "${DROCE_KEEP:-}" ]; then echo "kept: $tmp"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+trap 'echo "interrupted"; exit 1' INT TERM HUP
+
+bad() {
+	echo "FAIL: $*"
+	fail=1
+}
+
+# ---- topology ---------------------------------------------------------------------
+
+setup_ns "$NSA"
+setup_ns "$NSB"
+ip -n "$NSA" link add "$VA" type veth peer name "$VB" netns "$NSB" ||
+	hard "cannot create veth pair $VA/$VB"
+ip -n "$NSA" link set "$VA" mtu 1500 up
+ip -n "$NSB" link set "$VB" mtu 1500 up
+ip -n "$NSA" addr add "$IPA/24" dev "$VA"
+ip -n "$NSB" addr add "$IPB/24" dev "$VB"
+i=0
+until ip -n "$NSA" link show "$VA" | grep -q LOWER_UP &&
+	ip -n "$NSB" link show "$VB" | grep -q LOWER_UP; do
+	i=$((i + 1))
+	[ $i -le 50 ] || hard "veth $VA/$VB did not come up"
+	sleep 0.1
+done
+echo "topology: $NSA/$VA $IPA <-> $NSB/$VB $IPB"
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# ---- capture: the CM's MADs (BTH DestQP 1) and ICMP unreachable at each end ------
+#
+# droce sends with PACKET_QDISC_BYPASS (net_af_packet's default): a capture
+# sees its frames only on the receiving end; the kernel's ICMP it sees on
+# both, so each is counted where it arrives.  (With "inbound" in the
+# filter, libpcap missed the first MADs of a run.)
+
+mkdir "$tmp/wsconf"
+WIRESHARK_CONFIG_DIR=$tmp/wsconf
+export WIRESHARK_CONFIG_DIR
+filter='(udp dst port 4791 and udp[13:2] = 0 and udp[15] = 1) or (icmp and icmp[0] = 3)'
+for side in a b; do
+	if [ $side = a ]; then ns=$NSA if=$VA; else ns=$NSB if=$VB; fi
+	ip netns exec "$ns" timeout -k 5 $((budget + 30)) "$TSHARK" -q -n -i "$if" \
+		-f "$filter" -w "$tmp/$side.pcapng" >"$tmp/$side.cap.log" 2>&1 &
+	cap_pids="$cap_pids $!"
+done
+i=0
+until grep -q 'Capturing on' "$tmp/a.cap.log" 2>/dev/null &&
+	grep -q 'Capturing on' "$tmp/b.cap.log" 2>/dev/null; do
+	i=$((i + 1))
+	if [ $i -gt 100 ]; then
+		cat "$tmp/a.cap.log" "$tmp/b.cap.log"
+		hard "tshark did not start capturing"
+	fi
+	sleep 0.1
+done
+
+# ---- four servers in A, four clients in B ---------------------------------------------
+
+# droce's own log at info: the registry, the responder role, frames left
+# to other processes, drops
+LOG="env FI_LOG_LEVEL=info FI_LOG_PROV=droce"
+# server 1 runs without a timeout wrapper: its PID is droce-xfer's own
+# (ip netns exec execs it), the PID the kill below names
+ip netns exec "$NSA" $LOG "$XFER" -p droce -P $((CPORT + 1)) -w 60 -t 10 \
+	>"$tmp/s1.log" 2>&1 &
+s1_pid=$!
+wait_listen "$NSA" $((CPORT + 1)) || hard "server 1 never listened on TCP $((CPORT + 1))"
+spids=""
+for i in 2 3 4 5; do
+	ip netns exec "$NSA" timeout -k 5 90 $LOG "$XFER" -p droce -P $((CPORT + i)) -w 60 \
+		-t 10 >"$tmp/s$i.log" 2>&1 &
+	spids="$spids $!"
+	wait_listen "$NSA" $((CPORT + i)) || hard "server $i never listened on TCP $((CPORT + i))"
+done
+reg_a=$(sed -n "s|.*$VA: registry \([^ ]*\).*|\1|p" "$tmp/s1.log" | head -n 1)
+[ -n "$reg_a" ] && [ -e "$reg_a" ] || bad "server 1 names no registry file ($reg_a)"
+grep -q "registry $reg_a (CM responder)" "$tmp/s1.log" ||
+	bad "server 1, the first on $VA, does not hold the CM responder role"
+echo "registry of $VA: $reg_a"
+s1_port=$(sed -n 's/.*listening at [0-9.]*:\([0-9]*\).*/\1/p' "$tmp/s1.log" | head -n 1)
+ports=$(sed -n 's/.*listening at [0-9.]*:\([0-9]*\).*/\1/p' "$tmp/s"[1-5].log | sort -u)
+[ "$(echo $ports | wc -w)" -eq 5 ] || bad "the five servers' rdma_cm ports are not distinct: $ports"
+echo "servers listening on rdma_cm ports" $ports
+
+t_start=$(date +%s)
+ip netns exec "$NSB" timeout -k 5 90 $LOG "$XFER" -p droce -s "$IPA" -P $((CPORT + 1)) \
+	$PLAN -t 5 -W "1:$tmp/gate" >"$tmp/c1.log" 2>&1 &
+c1_pid=$!
+cpids=""
+for i in 2 3 4; do
+	ip netns exec "$NSB" timeout -k 5 90 $LOG "$XFER" -p droce -s "$IPA" \
+		-P $((CPORT + i)) $PLAN -t 10 >"$tmp/c$i.log" 2>&1 &
+	cpids="$cpids $!"
+done
+
+# client 1 is connected and at its first operation: kill its server
+i=0
+until [ -e "$tmp/gate" ]; do
+	i=$((i + 1))
+	[ $i -le 300 ] || hard "client 1 never reached its first operation"
+	sleep 0.1
+done
+kill -0 $s1_pid 2>/dev/null || bad "server 1 died before it was killed"
+kill -KILL $s1_pid
+wait $s1_pid
+s1_rc=$?
+echo "server 1 (PID $s1_pid) killed with SIGKILL after $(($(date +%s) - t_start)) s:" \
+	"exit status $s1_rc"
+rm -f "$tmp/gate"
+
+# nobody listens on the killed server's port now, nor on this one: each
+# REQ must get exactly one REJ, from another process than server 1
+unused=$((s1_port ^ 0x2000))
+for p in $s1_port $unused; do
+	if ip netns exec "$NSB" timeout -k 5 30 "$CONNECT" "$IPA" $p 10 >"$tmp/conn$p.log" 2>&1; then
+		echo "connect to $IPA port $p: $(cat "$tmp/conn$p.log")"
+	else
+		bad "connect to $IPA port $p, where nobody listens, was not refused:"
+		cat "$tmp/conn$p.log"
+	fi
+done
+
+# server 5 stood by so that the interface keeps a droce process for the
+# connects above, whenever the others finish; now it gets its client
+ip netns exec "$NSB" timeout -k 5 60 $LOG "$XFER" -p droce -s "$IPA" -P $((CPORT + 5)) \
+	-o send,write,read,fetch_add -S 1,4096,1m -I 2 -t 10 >"$tmp/c5.log" 2>&1 &
+cpids="$cpids $!"
+
+# ---- the rest finish ------------------------------------------------------------------
+
+rc=0
+wait $c1_pid || rc=$?
+echo "client 1: exit $rc after $(($(date +%s) - t_start)) s: $(tail -n 1 "$tmp/c1.log")"
+if [ $rc -ne 1 ] || ! grep -q 'FAIL\|abort\|control connection' "$tmp/c1.log"; then
+	bad "client 1 (server killed) should fail cleanly (exit 1, a reason), got exit $rc:"
+	tail -n 20 "$tmp/c1.log"
+fi
+i=2
+for p in $cpids; do
+	rc=0
+	wait $p || rc=$?
+	if [ $rc -ne 0 ] || ! grep -q 'droce-xfer: [0-9]* passed, 0 failed' "$tmp/c$i.log"; then
+		bad "client $i: exit $rc:"
+		grep -v '^PASS' "$tmp/c$i.log" | tail -n 20
+	else
+		echo "client $i: $(tail -n 1 "$tmp/c$i.log")"
+	fi
+	i=$((i + 1))
+done
+i=2
+for p in $spids; do
+	rc=0
+	wait $p || rc=$?
+	if [ $rc -ne 0 ] || ! grep -q 'droce-xfer: [0-9]* passed, 0 failed' "$tmp/s$i.log"; then
+		bad "server $i: exit $rc:"
+		grep -v '^PASS' "$tmp/s$i.log" | tail -n 20
+	fi
+	i=$((i + 1))
+done
+echo "all done after $(($(date +%s) - t_start)) s"
+
+# ---- the logs ---------------------------------------------------------------------------
+
+for f in s2 s3 s4 s5 c2 c3 c4 c5; do
+	if grep -q 'a correct peer does not send' "$tmp/$f.log"; then
+		bad "$f: droce saw frames a correct peer does not send:"
+		grep 'a correct peer does not send' "$tmp/$f.log"
+	fi
+done
+for f in s2 s3 s4; do
+	n=$(sed -n 's/.* left \([0-9]*\) frames to the other processes.*/\1/p' "$tmp/$f.log")
+	if [ -z "$n" ] || [ "$n" -eq 0 ]; then
+		bad "$f: no frame left to the other servers' QPs (it sees their traffic)"
+	else
+		echo "$f: left $n frames to other processes' QPs"
+	fi
+done
+# one at a time (a byte lock); a survivor that took it over and finished
+# passes it on to the next that needs it
+n=$(cat "$tmp/s"[2-5].log | grep -c 'now answers CM MADs nobody owns')
+[ "$n" -ge 1 ] || bad "no survivor took the CM responder role over from server 1"
+echo "the CM responder role passed $n time(s) among the survivors"
+
+# ---- the registries are gone -------------------------------------------------------------
+
+if [ -n "$reg_a" ] && [ -e "$reg_a" ]; then
+	bad "registry $reg_a still exists after every process on $VA closed"
+fi
+left=$(ls /run/droce /dev/shm/droce 2>/dev/null | grep -c "^d[ms][ab]$$@") || true
+[ "$left" -eq 0 ] || bad "registry files of this run left behind: $left"
+
+# ---- the wire ---------------------------------------------------------------------------
+
+for p in $cap_pids; do
+	kill -INT "$p" 2>/dev/null
+done
+for p in $cap_pids; do
+	wait "$p" 2>/dev/null
+done
+cap_pids=""
+fields() { # file filter fields...
+	f=$1
+	flt=$2
+	shift 2
+	args=""
+	for e in "$@"; do
+		args="$args -e $e"
+	done
+	timeout -k 5 60 "$TSHARK" -n -r "$f" -Y "$flt" -T fields -E separator=/t $args 2>/dev/null
+}
+# what arrived at each end
+fields "$tmp/a.pcapng" "infiniband.mad && ip.dst == $IPA" infiniband.mad.attributeid \
+	infiniband.mad.transactionid infiniband.cm.rej.reason infiniband.cm.rep.localqpn \
+	infiniband.cm.rep.startpsn >"$tmp/mads.txt"
+fields "$tmp/b.pcapng" "infiniband.mad && ip.dst == $IPB" infiniband.mad.attributeid \
+	infiniband.mad.transactionid infiniband.cm.rej.reason infiniband.cm.rep.localqpn \
+	infiniband.cm.rep.startpsn >>"$tmp/mads.txt"
+n_icmp=$({
+	fields "$tmp/a.pcapng" "icmp.type == 3 && icmp.code == 3 && ip.dst == $IPA" frame.number
+	fields "$tmp/b.pcapng" "icmp.type == 3 && icmp.code == 3 && ip.dst == $IPB" frame.number
+} | wc -l)
+count() { awk -F '\t' -v a="$1" '$1 == a' "$tmp/mads.txt" | wc -l; }
+echo "tshark: MADs: REQ $(count 0x0010) REP $(count 0x0013) RTU $(count 0x0014)" \
+	"REJ $(count 0x0012) DREQ $(count 0x0015) DREP $(count 0x0016) MRA $(count 0x0011);" \
+	"ICMP port unreachable $n_icmp"
+# Per transaction, one process answers: a REQ gets REPs of one connection
+# (one QPN and start PSN; a REP is resent when its RTU does not come) or at
+# most one REJ per copy of the REQ (a REJ is never resent: a second REJ
+# for one REQ would be a second process's); a DREQ at most one DREP per
+# copy.  At least one answer each.  (A copy may go unanswered: a process
+# that has not polled for a while loses frames when its packet socket's
+# ring fills with the other processes' traffic; the sender resends.)
+awk -F '\t' '
+	$1 == "0x0010" { req[$2]++ }
+	$1 == "0x0012" { rej[$2]++ }
+	$1 == "0x0013" { rep[$2]++; if (!($2 in who)) who[$2] = $4 "/" $5;
+			 else if (who[$2] != $4 "/" $5) two[$2] = 1 }
+	$1 == "0x0015" { dreq[$2]++ } $1 == "0x0016" { drep[$2]++ }
+	END {
+		for (t in req) {
+			if (rej[t] && rep[t]) print "REQ tid " t ": both REP and REJ"
+			else if (!rej[t] && !rep[t]) print "REQ tid " t ": no answer"
+			else if (rej[t] > req[t]) print "REQ tid " t ": " req[t] " REQ, " rej[t] " REJ"
+			if (t in two) print "REQ tid " t ": REPs of two connections"
+		}
+		for (t in rej) if (!(t in req)) print "tid " t ": REJ for no REQ"
+		for (t in rep) if (!(t in req)) print "tid " t ": REP for no REQ"
+		for (t in dreq)
+			if (!drep[t] || drep[t] > dreq[t])
+				print "DREQ tid " t ": " dreq[t] " DREQ, " drep[t] + 0 " DREP"
+		for (t in drep) if (!(t in dreq)) print "tid " t ": DREP for no DREQ"
+	}' "$tmp/mads.txt" >"$tmp/unmatched.txt"
+if [ -s "$tmp/unmatched.txt" ]; then
+	bad "MADs not answered exactly once:"
+	cat "$tmp/unmatched.txt"
+else
+	echo "ok: every REQ and DREQ answered by one process, no MAD answered twice"
+fi
+n_rej8=$(awk -F '\t' '$1 == "0x0012" && $3 ~ /^(0x0*)?8$/' "$tmp/mads.txt" | wc -l)
+[ "$n_rej8" -eq 2 ] || bad "$n_rej8 REJs 'invalid service ID' on the wire, 2 expected (one per connect)"
+[ "$(count 0x0010)" -ge 7 ] || bad "only $(count 0x0010) REQs on the wire, 7 at least expected"
+[ "$n_icmp" -eq 0 ] || bad "$n_icmp ICMP port unreachable on the wire"
+# a resent REQ or REP repeats its transaction: one QPN per transaction
+qpns=$(for s in a b; do
+	fields "$tmp/$s.pcapng" 'infiniband.mad.attributeid == 0x0010' \
+		infiniband.mad.transactionid infiniband.cm.req.localqpn
+	fields "$tmp/$s.pcapng" 'infiniband.mad.attributeid == 0x0013' \
+		infiniband.mad.transactionid infiniband.cm.rep.localqpn
+done | sort -u | awk '{ print $2 }')
+dup=$(echo "$qpns" | sort | uniq -d | tr '\n' ' ')
+[ -z "$dup" ] || bad "QPNs announced by two connections: $dup"
+echo "tshark: $(echo "$qpns" | wc -l) QPNs announced in REQs and REPs, all distinct"
+
+[ $fail -eq 0 ] && echo "PASS: 5 servers and 5 clients on one interface each, a kill -9, one answer per MAD"
+exit $fail
