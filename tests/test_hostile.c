@@ -371,7 +371,7 @@ END_TEST
 /* A forged ARP frame about A (192.0.2.1 is-at 02:66:66:66:66:66) to B:
  * reply or request, unicast or broadcast.  Unasked ARP never moves a known
  * neighbour (port_neigh.c): counted as a conflict, B keeps sending to A's
- * real MAC, so nothing is resent and A drops nothing as not its own. */
+ * real MAC, so A refuses none of B's frames as not its own. */
 static void forge_arp(uint8_t *frame, uint16_t oper, bool bcast)
 {
 	static const uint8_t evil[6] = {0x02, 0x66, 0x66, 0x66, 0x66, 0x66};
@@ -400,7 +400,6 @@ static void forged_arp_changes_nothing(unsigned n)
 {
 	uint8_t frame[DR_ETH_ZLEN];
 	uint64_t conflicts = DOM_B("arp_conflicts");
-	uint64_t resent_a = EP_A("tx_resent_pkts"), resent_b = EP_B("tx_resent_pkts");
 	uint64_t not_ours_a = counter(&F.dom_a->fid, "rx_not_ours");
 
 	for (unsigned i = 0; i < n; i++) {
@@ -412,8 +411,9 @@ static void forged_arp_changes_nothing(unsigned n)
 	settle();
 	ck_assert_uint_eq(DOM_B("arp_conflicts"), conflicts + n);
 	connection_carries_data(9);
-	ck_assert_uint_eq(EP_A("tx_resent_pkts"), resent_a);
-	ck_assert_uint_eq(EP_B("tx_resent_pkts"), resent_b);
+	/* B kept addressing A's real MAC: A refused none of B's frames as
+	 * not its own (resends are no measure: under load an adaptive timer
+	 * may fire early with or without a forged frame) */
 	ck_assert_uint_eq(counter(&F.dom_a->fid, "rx_not_ours"), not_ours_a);
 	region_b_untouched_guards();
 }
