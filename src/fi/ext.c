@@ -140,6 +140,7 @@ static void dev_counters(struct dr_dev *dev, struct counter_out *o)
 	dr_dev_lock(dev);
 	dr_port_get_stats(dev->port, &ps);
 	memcpy(drops, dev->rx_drops, sizeof(drops));
+	put(o, "rx_foreign", dev->rx_foreign); /* other processes' QPs: not drops */
 	cs = dev->cm.stats;
 	dr_dev_unlock(dev);
 	put_drops(o, drops);
