@@ -65,17 +65,7 @@ fail=0
 
 cleanup() {
 	trap - EXIT INT TERM HUP
-	for p in $cap_pids; do
-		kill -INT "$p" 2>/dev/null
-	done
-	for ns in $NSA $NSB; do
-		for p in $(ip netns pids "$ns" 2>/dev/null); do
-			kill -KILL "$p" 2>/dev/null
-		done
-	done
-	wait 2>/dev/null
-	ip netns del "$NSA" 2>/dev/null
-	ip netns del "$NSB" 2>/dev/null
+	teardown_ns "$cap_pids" "$NSA" "$NSB"
 	if [ -n "${DROCE_KEEP:-}" ]; then echo "kept: $tmp"; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
@@ -90,19 +80,7 @@ bad() {
 
 setup_ns "$NSA"
 setup_ns "$NSB"
-ip -n "$NSA" link add "$VA" type veth peer name "$VB" netns "$NSB" ||
-	hard "cannot create veth pair $VA/$VB"
-ip -n "$NSA" link set "$VA" mtu 1500 up
-ip -n "$NSB" link set "$VB" mtu 1500 up
-ip -n "$NSA" addr add "$IPA/24" dev "$VA"
-ip -n "$NSB" addr add "$IPB/24" dev "$VB"
-i=0
-until ip -n "$NSA" link show "$VA" | grep -q LOWER_UP &&
-	ip -n "$NSB" link show "$VB" | grep -q LOWER_UP; do
-	i=$((i + 1))
-	[ $i -le 50 ] || hard "veth $VA/$VB did not come up"
-	sleep 0.1
-done
+veth_pair "$NSA" "$VA" "$IPA" "$NSB" "$VB" "$IPB"
 echo "topology: $NSA/$VA $IPA <-> $NSB/$VB $IPB"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
