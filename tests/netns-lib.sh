@@ -93,6 +93,25 @@ veth_wait_up() { # nsa va nsb vb: both ends have a carrier, within 5 s
 	done
 }
 
+# Until every file holds a line matching the pattern (a tshark's "Capturing
+# on", a peer's "listening"), for at most tenths x 0.1 s; then the files are
+# shown and the test ends as a hard error saying what did not start.
+wait_all_lines() { # pattern tenths what file...
+	pat=$1 tenths=$2 what=$3
+	shift 3
+	i=0
+	for f in "$@"; do
+		until grep -q "$pat" "$f" 2>/dev/null; do
+			i=$((i + 1))
+			if [ $i -gt "$tenths" ]; then
+				cat "$@"
+				hard "$what did not start"
+			fi
+			sleep 0.1
+		done
+	done
+}
+
 wait_listen() { # ns port: a TCP listener (fi_pingpong's control port) is up
 	j=0
 	while [ $j -lt 100 ]; do

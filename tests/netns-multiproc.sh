@@ -102,16 +102,7 @@ for side in a b; do
 		-f "$filter" -w "$tmp/$side.pcapng" >"$tmp/$side.cap.log" 2>&1 &
 	cap_pids="$cap_pids $!"
 done
-i=0
-until grep -q 'Capturing on' "$tmp/a.cap.log" 2>/dev/null &&
-	grep -q 'Capturing on' "$tmp/b.cap.log" 2>/dev/null; do
-	i=$((i + 1))
-	if [ $i -gt 100 ]; then
-		cat "$tmp/a.cap.log" "$tmp/b.cap.log"
-		hard "tshark did not start capturing"
-	fi
-	sleep 0.1
-done
+wait_all_lines 'Capturing on' 100 tshark "$tmp/a.cap.log" "$tmp/b.cap.log"
 
 # ---- four servers in A, four clients in B ---------------------------------------------
 

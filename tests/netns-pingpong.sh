@@ -105,16 +105,7 @@ start_capture() { # ns iface file
 }
 start_capture "$NSA" "$VA" "$tmp/a.pcapng"
 start_capture "$NSB" "$VB" "$tmp/b.pcapng"
-i=0
-until grep -q 'Capturing on' "$tmp/a.pcapng.log" 2>/dev/null &&
-	grep -q 'Capturing on' "$tmp/b.pcapng.log" 2>/dev/null; do
-	i=$((i + 1))
-	if [ $i -gt 100 ]; then
-		cat "$tmp/a.pcapng.log" "$tmp/b.pcapng.log"
-		hard "tshark did not start capturing"
-	fi
-	sleep 0.1
-done
+wait_all_lines 'Capturing on' 100 tshark "$tmp/a.pcapng.log" "$tmp/b.pcapng.log"
 sleep 0.3
 
 # ---- fi_pingpong runs ------------------------------------------------------------

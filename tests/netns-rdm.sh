@@ -137,16 +137,7 @@ pa=$!
 ip netns exec "$NSB" timeout -k 5 $budget \
 	"$RDM_CHECK" -s "$IPB" -x "$IPA" -g "$tmp/go" -P $((port + 1)) >"$tmp/peer-b.txt" 2>&1 &
 pb=$!
-i=0
-until grep -q '^peer: listening' "$tmp/peer-a.txt" 2>/dev/null &&
-	grep -q '^peer: listening' "$tmp/peer-b.txt" 2>/dev/null; do
-	i=$((i + 1))
-	if [ $i -gt 300 ]; then
-		cat "$tmp/peer-a.txt" "$tmp/peer-b.txt"
-		hard "rdm-check peers did not start"
-	fi
-	sleep 0.1
-done
+wait_all_lines '^peer: listening' 300 "rdm-check peers" "$tmp/peer-a.txt" "$tmp/peer-b.txt"
 touch "$tmp/go"
 wait $pa
 ra=$?
