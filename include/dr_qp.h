@@ -606,11 +606,6 @@ void dr_qp_query(const struct dr_qp *qp, struct dr_qp_attr *attr);
  * max_recv_wr rounded up to a power of two. */
 uint32_t dr_qp_sq_free(const struct dr_qp *qp);
 uint32_t dr_qp_rq_free(const struct dr_qp *qp);
-/* The peer's QPN, the next PSN the responder expects, the next PSN the
- * requester sends (0 before RTR/RTS). */
-uint32_t dr_qp_dest_qpn(const struct dr_qp *qp);
-uint32_t dr_qp_resp_psn(const struct dr_qp *qp);
-uint32_t dr_qp_req_psn(const struct dr_qp *qp);
 
 /* The kernel's rdma_get_udp_sport(): a stable 0xC000..0xFFFF source port
  * from the flow label or, if it is 0, from both QPNs (A.3). */

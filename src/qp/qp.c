@@ -173,21 +173,6 @@ const struct dr_qp_stats *dr_qp_stats(const struct dr_qp *qp)
 	return &qp->stats;
 }
 
-uint32_t dr_qp_dest_qpn(const struct dr_qp *qp)
-{
-	return qp->attr.dest_qpn;
-}
-
-uint32_t dr_qp_resp_psn(const struct dr_qp *qp)
-{
-	return qp->resp.psn;
-}
-
-uint32_t dr_qp_req_psn(const struct dr_qp *qp)
-{
-	return qp->req.psn;
-}
-
 uint32_t dr_qp_num(const struct dr_qp *qp)
 {
 	return qp->qpn;
