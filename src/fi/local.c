@@ -69,12 +69,12 @@
 #define LW_MAGIC   0x647265776972653full /* "drewire?" */
 #define LW_VERSION 1
 #define LW_SLOTS   64
-#define LW_RING	   (512u * 1024) /* bytes, a power of two */
+#define LW_RING	   DR_LOCAL_RING_BYTES /* a power of two */
 #define LW_FILTER  65536
 #define LW_WRAP	   0xffffffffu /* record length: the rest of the ring is empty */
 #define LW_REC_HDR 8
 /* Frames waiting for room in one receiver's ring, at most (bytes) */
-#define LW_BACKLOG (16u << 20)
+#define LW_BACKLOG DR_LOCAL_BACKLOG_BYTES
 /* A full ring's receiver is asked after at most this often (ns) */
 #define LW_LIVE_CHECK_NS 10000000ull
 
