@@ -522,6 +522,7 @@ struct dr_local_stats {
 	uint64_t tx_copies;  /* ... copied into a ring (one per receiver) */
 	uint64_t tx_queued;  /* ... held back: a live receiver's ring was full */
 	uint64_t tx_full;    /* ... lost: its backlog too (LW_BACKLOG) */
+	uint64_t tx_nomem;   /* ... lost: no memory for the ring (ENOSPC) */
 	uint64_t tx_dead;    /* ... not copied: the receiver had died */
 	uint64_t tx_nobody;  /* ... for a QPN no process on the wire holds */
 	uint64_t rx_frames;  /* frames received */
