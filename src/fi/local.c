@@ -10,7 +10,7 @@
  * for foreign QPNs and CM MADs).  The frames are the RoCEv2 frames the
  * wire would carry.
  *
- * The wire is one file, /dev/shm/droce/<ifname>@net<netns inode>.wire
+ * The wire is one file, /dev/shm/droce/<ifname>@net<netns inode>.<n>.wire
  * (registry.c: its life follows the registry file's), mapped shared by
  * every process of the interface, sparse (memory is allocated as it is
  * first written, with fallocate so that a full tmpfs is an error and not
