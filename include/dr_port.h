@@ -284,6 +284,18 @@ void dr_port_set_frame_hook(struct dr_port *p, dr_port_frame_fn fn, void *ctx);
 typedef void (*dr_port_neigh_fn)(void *ctx, uint32_t ip, int status);
 void dr_port_set_neigh_cb(struct dr_port *p, dr_port_neigh_fn fn, void *ctx);
 
+/* The host-local wire (src/fi/local.c): when set, a frame to our own
+ * address goes to fn instead of the port's own loopback, and is recorded
+ * as sent (capture, frame hook, tx counters) when fn returns 0; the other
+ * processes on the interface -- and this one -- receive it through
+ * dr_port_input.  frame is valid only during the call. */
+typedef int (*dr_port_local_fn)(void *ctx, const void *frame, size_t len);
+void dr_port_set_local(struct dr_port *p, dr_port_local_fn fn, void *ctx);
+/* A frame from the host-local wire, received as a looped-back one: capture,
+ * frame hook, every receive check, the rx callback.  Not from inside the
+ * rx callback.  0, -EMSGSIZE or -ENOBUFS (counted as dropped). */
+int dr_port_input(struct dr_port *p, const void *frame, size_t len);
+
 /* One round of progress: deliver looped-back frames, one rx burst (ARP
  * answered and learnt, RoCE frames to the rx callback, the rest counted and
  * dropped), then expired timers (ARP retries and expiry, dr_port_timer).

@@ -267,8 +267,11 @@ int dr_dev_qpn_alloc(struct dr_dev *dev, struct dr_ep *ep, uint32_t *qpn)
 		if (ret)
 			break;
 		ret = dr_reg_claim(dev->reg, DR_REG_QPN, *qpn);
-		if (!ret)
+		if (!ret) {
+			/* before any peer can learn it */
+			dr_local_qpn_add(dev->local, *qpn);
 			return 0;
+		}
 		dr_idmap_remove(&dev->qps, *qpn);
 		if (ret != -EBUSY) {
 			DR_WARN(FI_LOG_EP_CTRL, "fi_endpoint: cannot claim a QPN in %s: %s\n",
@@ -299,6 +302,7 @@ int dr_dev_qpn_alloc(struct dr_dev *dev, struct dr_ep *ep, uint32_t *qpn)
 void dr_dev_qpn_free(struct dr_dev *dev, uint32_t qpn)
 {
 	dr_idmap_remove(&dev->qps, qpn);
+	dr_local_qpn_del(dev->local, qpn);
 	dr_reg_release(dev->reg, DR_REG_QPN, qpn);
 }
 
@@ -428,6 +432,20 @@ static void dev_log_drops(struct dr_dev *dev)
 	if (dev->rx_foreign)
 		DR_INFO(FI_LOG_DOMAIN, "%s left %llu frames to the other processes' QPs\n", who,
 			(unsigned long long)dev->rx_foreign);
+	if (dev->local) {
+		struct dr_local_stats ls;
+
+		dr_local_get_stats(dev->local, &ls);
+		DR_INFO(FI_LOG_DOMAIN,
+			"%s local wire (slot %u): sent %llu (%llu copies, %llu lost to full "
+			"rings, %llu skipped dead, %llu for nobody), received %llu (%llu lost "
+			"to our full ring, %llu corrupt)\n",
+			who, dr_local_slot(dev->local), (unsigned long long)ls.tx_frames,
+			(unsigned long long)ls.tx_copies, (unsigned long long)ls.tx_full,
+			(unsigned long long)ls.tx_dead, (unsigned long long)ls.tx_nobody,
+			(unsigned long long)ls.rx_frames, (unsigned long long)ls.rx_lost,
+			(unsigned long long)ls.rx_corrupt);
+	}
 	if (dr_cm_stats_str(&dev->cm, buf, sizeof(buf)))
 		DR_INFO(FI_LOG_EP_CTRL, "%s CM: %s\n", who, buf);
 }
@@ -477,6 +495,7 @@ static void dev_free(struct dr_dev *dev)
 	if (dev->cm_timer)
 		dr_port_timer_free(dev->cm_timer);
 	dr_port_close(dev->port);
+	dr_local_close(dev->local); /* before its slot goes with the registry */
 	dr_mr_table_fini(&dev->mrt);
 	dr_idmap_fini(&dev->qps);
 	/* with it the QPNs and ports still held: the endpoints are gone */
@@ -548,6 +567,14 @@ static int dev_open(struct dr_fabric *fab, const struct dr_devcfg *cfg, struct d
 			"%s: no registry (%s): other droce processes on this "
 			"interface would collide with this one\n",
 			cfg->name, strerror(-ret));
+	ret = dev->reg ? dr_local_open(dev->reg, &dev->local) : 0;
+	if (ret)
+		DR_WARN(FI_LOG_DOMAIN,
+			"%s: no host-local wire %s (%s): the other droce processes on "
+			"this interface cannot reach this one\n",
+			cfg->name, dr_reg_wire_path(dev->reg), strerror(-ret));
+	else if (dev->local)
+		dr_port_set_local(dev->port, dr_local_send, dev->local);
 
 	cc.local_ip4 = cfg->ip4;
 	/* a node GUID from the MAC (EUI-64), as rxe derives its own */
@@ -670,6 +697,16 @@ void dr_dev_flush_acks(struct dr_dev *dev)
 	}
 }
 
+/* Frames from the host-local wire (local.c), received as the wire's are. */
+#define DR_DEV_LOCAL_BURST 32
+
+static void dev_local_rx(void *ctx, const void *frame, size_t len)
+{
+	struct dr_dev *dev = ctx;
+
+	dr_port_input(dev->port, frame, len);
+}
+
 /*
  * One poll, its frames sent in one burst.  What posts queued (ep.c) leaves
  * first, on its own.  Acknowledgements are coalesced (DR_QP_DEFER_ACK): one
@@ -697,6 +734,8 @@ static int dev_poll(struct dr_dev *dev, bool app)
 	dr_dev_flush_acks(dev);
 	done = dev->completions;
 	ret = dr_port_poll(dev->port);
+	if (dev->local && ret >= 0)
+		ret += (int)dr_local_poll(dev->local, DR_DEV_LOCAL_BURST, dev_local_rx, dev);
 	if (!app || dev->completions == done)
 		dr_dev_flush_acks(dev);
 	dr_port_batch_end(dev->port);

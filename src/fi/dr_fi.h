@@ -361,6 +361,8 @@ struct dr_dev {
 	/* the processes on one kernel interface (registry.c); NULL for
 	 * other devices, or when no registry could be opened */
 	struct dr_reg *reg;
+	/* the host-local wire to the other processes on it (local.c), or NULL */
+	struct dr_local *local;
 	uint8_t port_mine[65536 / 8]; /* rdma_cm ports this device claimed */
 	uint64_t rx_foreign;	      /* frames for other processes' QPs (under lock) */
 	struct dr_foreign_qpn {	      /* recent answers of dr_reg_foreign(QPN) */
@@ -485,6 +487,43 @@ bool dr_reg_foreign(struct dr_reg *r, enum dr_reg_kind kind, uint32_t v);
  * role, taking it now if its holder is gone); true with no registry. */
 bool dr_reg_responder(struct dr_reg *r);
 const char *dr_reg_path(const struct dr_reg *r);
+/* A slot of the host-local wire (local.c): the first free of [0, nslots),
+ * held until the process closes the registry or dies; -EBUSY: none. */
+int dr_reg_slot_claim(struct dr_reg *r, unsigned nslots, unsigned *slot);
+/* Another process holds the slot. */
+bool dr_reg_slot_live(struct dr_reg *r, unsigned slot);
+/* The wire's file, opened (created if need be): an fd or -errno. */
+int dr_reg_wire_open(struct dr_reg *r);
+const char *dr_reg_wire_path(const struct dr_reg *r);
+
+/* ---- local.c: the host-local wire between the processes on an interface -- */
+
+struct dr_local;
+/* Join the wire of r's interface (a slot, the file mapped): 0 and *out,
+ * or -errno (the device then reaches no other process on the host). */
+int dr_local_open(struct dr_reg *r, struct dr_local **out);
+void dr_local_close(struct dr_local *l);
+/* Copy frame (Ethernet, to the interface's own address) into the inbound
+ * ring of every process on the wire that may want it (dr_port_local_fn). */
+int dr_local_send(void *l, const void *frame, size_t len);
+/* Hand up to budget received frames to fn; returns how many. */
+unsigned dr_local_poll(struct dr_local *l, unsigned budget,
+		       void (*fn)(void *ctx, const void *frame, size_t len), void *ctx);
+/* Frames for qpn reach this process (a count: one per QP holding it). */
+void dr_local_qpn_add(struct dr_local *l, uint32_t qpn);
+void dr_local_qpn_del(struct dr_local *l, uint32_t qpn);
+struct dr_local_stats {
+	uint64_t tx_frames;  /* frames sent on the wire */
+	uint64_t tx_copies;  /* ... copied into a ring (one per receiver) */
+	uint64_t tx_full;    /* ... lost to a live receiver's full ring */
+	uint64_t tx_dead;    /* ... not copied: the receiver had died */
+	uint64_t tx_nobody;  /* ... for a QPN no process on the wire holds */
+	uint64_t rx_frames;  /* frames received */
+	uint64_t rx_lost;    /* senders found our ring full (counted by them) */
+	uint64_t rx_corrupt; /* ring records out of bounds (skipped) */
+};
+void dr_local_get_stats(struct dr_local *l, struct dr_local_stats *s);
+unsigned dr_local_slot(const struct dr_local *l);
 
 struct dr_domain {
 	struct fid_domain dom;

@@ -86,6 +86,7 @@
 #define REG_OFF_PORT	  (1ull << 24)
 #define REG_OFF_RESPONDER (REG_OFF_PORT + 65536)
 #define REG_OFF_USERS	  (REG_OFF_RESPONDER + 1)
+#define REG_OFF_SLOT	  (REG_OFF_USERS + 1)
 #define REG_OFF_COMM_ID	  (1ull << 32)
 
 /* How long a claim outlives its release (the header comment says why). */
@@ -101,6 +102,7 @@ struct dr_reg {
 		uint64_t due_ns;
 	} later[REG_LATER]; /* released, still held until due, oldest first */
 	char path[256];
+	char wire_path[300]; /* the host-local wire (local.c) */
 };
 
 static off_t reg_off(enum dr_reg_kind kind, uint32_t v)
@@ -202,6 +204,22 @@ static int reg_open_file(const char *path)
 	return -EAGAIN;
 }
 
+/* The wire's file: in /dev/shm, a tmpfs, whatever holds the registry (the
+ * rings are written at the packet rate: a disk-backed /run would write
+ * them back to disk), else beside the registry. */
+static void reg_wire_path(struct dr_reg *r, const char *ifname, unsigned long long ns)
+{
+	const char *dir = "/dev/shm/droce";
+
+	if (!mkdir(dir, 01777))
+		(void)chmod(dir, 01777);
+	if (!access(dir, W_OK | X_OK))
+		snprintf(r->wire_path, sizeof(r->wire_path), "%s/%s@net%llu.wire", dir, ifname,
+			 ns);
+	else
+		snprintf(r->wire_path, sizeof(r->wire_path), "%s.wire", r->path);
+}
+
 int dr_reg_open(const char *ifname, struct dr_reg **out)
 {
 	struct dr_reg *r;
@@ -233,6 +251,7 @@ int dr_reg_open(const char *ifname, struct dr_reg **out)
 		return fd;
 	}
 	r->fd = fd;
+	reg_wire_path(r, ifname, (unsigned long long)ns.st_ino);
 	dr_reg_responder(r); /* the first process on the interface takes it */
 	DR_INFO(FI_LOG_DOMAIN, "%s: registry %s%s\n", ifname, r->path,
 		r->responder ? " (CM responder)" : "");
@@ -281,8 +300,13 @@ void dr_reg_close(struct dr_reg *r)
 	reg_release_due(r, UINT64_MAX);
 	/* the last user: no shared lock but ours, so ours becomes exclusive
 	 * and nobody can be half-way into the file while it goes */
-	if (!reg_lock(r->fd, F_WRLCK, REG_OFF_USERS, false))
+	if (!reg_lock(r->fd, F_WRLCK, REG_OFF_USERS, false)) {
+		/* the wire first: an opener reaches the wire only through a
+		 * registry file it holds, and a new registry file can appear
+		 * only once this one is gone (dr_reg_wire_open) */
+		unlink(r->wire_path);
 		unlink(r->path);
+	}
 	close(r->fd); /* every claim goes with it */
 	free(r);
 }
@@ -334,4 +358,48 @@ bool dr_reg_responder(struct dr_reg *r)
 const char *dr_reg_path(const struct dr_reg *r)
 {
 	return r ? r->path : NULL;
+}
+
+int dr_reg_slot_claim(struct dr_reg *r, unsigned nslots, unsigned *slot)
+{
+	unsigned i;
+	int ret;
+
+	for (i = 0; i < nslots; i++) {
+		ret = reg_lock(r->fd, F_WRLCK, (off_t)(REG_OFF_SLOT + i), false);
+		if (!ret) {
+			*slot = i;
+			return 0;
+		}
+		if (ret != -EBUSY)
+			return ret;
+	}
+	return -EBUSY;
+}
+
+bool dr_reg_slot_live(struct dr_reg *r, unsigned slot)
+{
+	return reg_held_elsewhere(r->fd, (off_t)(REG_OFF_SLOT + slot));
+}
+
+/*
+ * The host-local wire's file (local.c), owned by the registry file: it is
+ * opened only by a process that holds the registry file (its shared "in
+ * use" lock) and removed by the last user, before the registry file.  A
+ * process can hold a new registry file only once the old one is unlinked,
+ * hence after the old wire is, so it never meets a wire of an older
+ * registry that others still use.  Mode 0600: the wire carries the data
+ * itself, which only its creator's user may read; a process of another
+ * user runs without it (local.c).
+ */
+int dr_reg_wire_open(struct dr_reg *r)
+{
+	int fd = open(r->wire_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+	return fd < 0 ? -errno : fd;
+}
+
+const char *dr_reg_wire_path(const struct dr_reg *r)
+{
+	return r->wire_path;
 }

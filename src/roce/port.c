@@ -1551,6 +1551,8 @@ bool dr_port_tx_pending(const struct dr_port *p)
 	return p->txq_len != 0;
 }
 
+static void rx_one(struct dr_port *p, struct rte_mbuf *m, bool looped);
+
 /* A frame to our own address: "sent" now, "received" by the next poll. */
 static int loop_xmit(struct dr_port *p, struct rte_mbuf *m)
 {
@@ -1567,6 +1569,57 @@ static int loop_xmit(struct dr_port *p, struct rte_mbuf *m)
 	}
 	p->stats.loopback++;
 	tx_done(p, copy, hook, len);
+	return 0;
+}
+
+/* ---- the host-local wire: frames to our own address when other processes
+ * share the interface (dr_port_set_local; src/fi/local.c carries them) */
+
+void dr_port_set_local(struct dr_port *p, dr_port_local_fn fn, void *ctx)
+{
+	p->local_fn = fn;
+	p->local_ctx = ctx;
+}
+
+/* Handed to the local wire as it is, and recorded as sent: the wire
+ * counts what a receiver's full ring loses (local.c says why). */
+static int local_xmit(struct dr_port *p, struct rte_mbuf *m)
+{
+	uint32_t len = m->pkt_len;
+	const void *data = rte_pktmbuf_read(m, 0, len, p->tx_scratch);
+	struct rte_mbuf *copy;
+	bool hook;
+	int ret;
+
+	copy = tx_trace(p, m, &hook);
+	ret = data ? p->local_fn(p->local_ctx, data, len) : -EMSGSIZE;
+	rte_pktmbuf_free(m);
+	if (ret) {
+		dr_capture_discard(copy);
+		p->stats.tx_dropped++;
+		return ret;
+	}
+	p->stats.loopback++;
+	tx_done(p, copy, hook, len);
+	return 0;
+}
+
+int dr_port_input(struct dr_port *p, const void *frame, size_t len)
+{
+	struct rte_mbuf *m;
+
+	if (len > p->buf_size) {
+		p->stats.rx_too_long++;
+		p->stats.rx_dropped++;
+		return -EMSGSIZE;
+	}
+	m = rte_pktmbuf_alloc(p->pool);
+	if (!m) {
+		p->stats.rx_dropped++;
+		return -ENOBUFS;
+	}
+	memcpy(rte_pktmbuf_append(m, (uint16_t)len), frame, len); /* fits: buf_size */
+	rx_one(p, m, true);
 	return 0;
 }
 
@@ -1607,7 +1660,7 @@ static int send_mbuf(struct dr_port *p, struct rte_mbuf *m)
 	memcpy(eth->src, p->mac, 6);
 	if (daddr == p->ip) {
 		memcpy(eth->dst, p->mac, 6);
-		return loop_xmit(p, m);
+		return p->local_fn ? local_xmit(p, m) : loop_xmit(p, m);
 	}
 	nexthop = on_link(p, daddr) ? daddr : p->gateway;
 	if (!nexthop) {

@@ -127,6 +127,8 @@ struct dr_port {
 	void *frame_ctx;
 	dr_port_neigh_fn neigh_fn;
 	void *neigh_ctx;
+	dr_port_local_fn local_fn; /* frames to our own address, or NULL: p->loop */
+	void *local_ctx;
 
 	/* transmit batching (dr_port_batch_begin/end): frames wait here and
 	 * leave in one rte_eth_tx_burst (one sendto() on af_packet) */
