@@ -436,15 +436,18 @@ static void dev_log_drops(struct dr_dev *dev)
 		struct dr_local_stats ls;
 
 		dr_local_get_stats(dev->local, &ls);
-		DR_INFO(FI_LOG_DOMAIN,
-			"%s local wire (slot %u): sent %llu (%llu copies, %llu lost to full "
-			"rings, %llu skipped dead, %llu for nobody), received %llu (%llu lost "
-			"to our full ring, %llu corrupt)\n",
-			who, dr_local_slot(dev->local), (unsigned long long)ls.tx_frames,
-			(unsigned long long)ls.tx_copies, (unsigned long long)ls.tx_full,
-			(unsigned long long)ls.tx_dead, (unsigned long long)ls.tx_nobody,
-			(unsigned long long)ls.rx_frames, (unsigned long long)ls.rx_lost,
-			(unsigned long long)ls.rx_corrupt);
+		if (ls.tx_frames || ls.rx_frames || ls.rx_lost)
+			DR_INFO(FI_LOG_DOMAIN,
+				"%s local wire (slot %u): sent %llu (%llu copies, %llu held "
+				"back by full rings, %llu lost, %llu skipped dead, %llu for "
+				"nobody), received %llu (%llu lost to our full ring, %llu "
+				"corrupt)\n",
+				who, dr_local_slot(dev->local), (unsigned long long)ls.tx_frames,
+				(unsigned long long)ls.tx_copies, (unsigned long long)ls.tx_queued,
+				(unsigned long long)ls.tx_full,
+				(unsigned long long)ls.tx_dead, (unsigned long long)ls.tx_nobody,
+				(unsigned long long)ls.rx_frames, (unsigned long long)ls.rx_lost,
+				(unsigned long long)ls.rx_corrupt);
 	}
 	if (dr_cm_stats_str(&dev->cm, buf, sizeof(buf)))
 		DR_INFO(FI_LOG_EP_CTRL, "%s CM: %s\n", who, buf);
@@ -573,8 +576,11 @@ static int dev_open(struct dr_fabric *fab, const struct dr_devcfg *cfg, struct d
 			"%s: no host-local wire %s (%s): the other droce processes on "
 			"this interface cannot reach this one\n",
 			cfg->name, dr_reg_wire_path(dev->reg), strerror(-ret));
-	else if (dev->local)
+	else if (dev->local) {
 		dr_port_set_local(dev->port, dr_local_send, dev->local);
+		DR_INFO(FI_LOG_DOMAIN, "%s: host-local wire %s, slot %u\n", cfg->name,
+			dr_reg_wire_path(dev->reg), dr_local_slot(dev->local));
+	}
 
 	cc.local_ip4 = cfg->ip4;
 	/* a node GUID from the MAC (EUI-64), as rxe derives its own */
@@ -698,7 +704,7 @@ void dr_dev_flush_acks(struct dr_dev *dev)
 }
 
 /* Frames from the host-local wire (local.c), received as the wire's are. */
-#define DR_DEV_LOCAL_BURST 32
+#define DR_DEV_LOCAL_BURST 128
 
 static void dev_local_rx(void *ctx, const void *frame, size_t len)
 {
@@ -782,7 +788,8 @@ static void *dev_thread(void *arg)
 		fast = dev->fast;
 		/* nobody polled since the last look, a nap ago, or an ACK
 		 * has been held that long */
-		due = dev->polls == seen || dev->acks || dr_port_tx_pending(dev->port);
+		due = dev->polls == seen || dev->acks || dr_port_tx_pending(dev->port) ||
+		      dr_local_pending(dev->local);
 		seen = dev->polls;
 		if (dev->draining)
 			dr_ep_drain(dev, false);

@@ -515,7 +515,8 @@ void dr_local_qpn_del(struct dr_local *l, uint32_t qpn);
 struct dr_local_stats {
 	uint64_t tx_frames;  /* frames sent on the wire */
 	uint64_t tx_copies;  /* ... copied into a ring (one per receiver) */
-	uint64_t tx_full;    /* ... lost to a live receiver's full ring */
+	uint64_t tx_queued;  /* ... held back: a live receiver's ring was full */
+	uint64_t tx_full;    /* ... lost: its backlog too (LW_BACKLOG) */
 	uint64_t tx_dead;    /* ... not copied: the receiver had died */
 	uint64_t tx_nobody;  /* ... for a QPN no process on the wire holds */
 	uint64_t rx_frames;  /* frames received */
@@ -523,6 +524,8 @@ struct dr_local_stats {
 	uint64_t rx_corrupt; /* ring records out of bounds (skipped) */
 };
 void dr_local_get_stats(struct dr_local *l, struct dr_local_stats *s);
+/* Frames wait for room in a receiver's ring: poll again soon. */
+bool dr_local_pending(const struct dr_local *l);
 unsigned dr_local_slot(const struct dr_local *l);
 
 struct dr_domain {

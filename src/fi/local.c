@@ -69,10 +69,14 @@
 #define LW_MAGIC   0x647265776972653full /* "drewire?" */
 #define LW_VERSION 1
 #define LW_SLOTS   64
-#define LW_RING	   (256u * 1024) /* bytes, a power of two */
+#define LW_RING	   (512u * 1024) /* bytes, a power of two */
 #define LW_FILTER  65536
 #define LW_WRAP	   0xffffffffu /* record length: the rest of the ring is empty */
 #define LW_REC_HDR 8
+/* Frames waiting for room in one receiver's ring, at most (bytes) */
+#define LW_BACKLOG (16u << 20)
+/* A full ring's receiver is asked after at most this often (ns) */
+#define LW_LIVE_CHECK_NS 10000000ull
 
 struct lw_hdr {
 	uint64_t magic;
@@ -103,6 +107,19 @@ _Static_assert(sizeof(struct lw_ctl) == 128, "ctl: two cache lines");
 #define LW_OFF_RING   (LW_OFF_FILTER + (uint64_t)LW_SLOTS * LW_FILTER)
 #define LW_SIZE	      (LW_OFF_RING + (uint64_t)LW_SLOTS * LW_SLOTS * LW_RING)
 
+/* A frame waiting for room in a receiver's ring (process memory) */
+struct lw_pend {
+	struct lw_pend *next;
+	uint32_t len;
+	uint8_t data[];
+};
+
+struct lw_backlog {
+	struct lw_pend *head, **tail;
+	size_t bytes;
+	uint64_t checked_ns; /* when the receiver was last found alive */
+};
+
 struct dr_local {
 	struct dr_reg *reg;
 	uint8_t *map;
@@ -111,6 +128,8 @@ struct dr_local {
 	unsigned rx_next;	     /* the sender to read first: turns rotate */
 	bool dead[LW_SLOTS];	     /* a receiver found dead ... */
 	uint32_t dead_gen[LW_SLOTS]; /* ... at this generation */
+	struct lw_backlog backlog[LW_SLOTS];
+	unsigned pending; /* backlogs not empty */
 	struct dr_local_stats st;
 };
 
@@ -240,6 +259,8 @@ out_free:
 	return ret;
 }
 
+static void backlog_drop(struct dr_local *l, unsigned s);
+
 void dr_local_close(struct dr_local *l)
 {
 	if (!l)
@@ -247,6 +268,8 @@ void dr_local_close(struct dr_local *l)
 	/* free at once for the senders; the slot's lock goes with the
 	 * registry (dr_reg_close), after this */
 	__atomic_store_n(&lw_slot(l, l->slot)->gen, l->gen + 1, __ATOMIC_RELEASE);
+	for (unsigned s = 0; s < LW_SLOTS; s++)
+		backlog_drop(l, s);
 	munmap(l->map, LW_SIZE);
 	free(l);
 }
@@ -322,47 +345,154 @@ static bool ring_put(struct dr_local *l, unsigned to, const void *frame, size_t 
 	return true;
 }
 
+static void backlog_drop(struct dr_local *l, unsigned s)
+{
+	struct lw_backlog *b = &l->backlog[s];
+
+	while (b->head) {
+		struct lw_pend *p = b->head;
+
+		b->head = p->next;
+		free(p);
+	}
+	b->tail = &b->head;
+	if (b->bytes)
+		l->pending--;
+	b->bytes = 0;
+}
+
+/* Move what waits for receiver s into its ring, oldest first: false when
+ * some still waits. */
+static bool backlog_flush(struct dr_local *l, unsigned s)
+{
+	struct lw_backlog *b = &l->backlog[s];
+
+	while (b->head && ring_put(l, s, b->head->data, b->head->len)) {
+		struct lw_pend *p = b->head;
+
+		b->head = p->next;
+		b->bytes -= p->len;
+		free(p);
+		l->st.tx_copies++;
+	}
+	if (b->head)
+		return false;
+	b->tail = &b->head;
+	if (b->bytes) /* cannot be: sizes match */
+		b->bytes = 0;
+	l->pending--;
+	return true;
+}
+
+/* Receiver s's ring is full: is it alive?  Asked of the registry (a
+ * system call) at most every LW_LIVE_CHECK_NS per receiver. */
+static bool receiver_alive(struct dr_local *l, unsigned s, uint32_t gen)
+{
+	struct lw_backlog *b = &l->backlog[s];
+	uint64_t now = dr_port_now_ns();
+
+	if (s == l->slot || now - b->checked_ns < LW_LIVE_CHECK_NS)
+		return true;
+	if (dr_reg_slot_live(l->reg, s)) {
+		b->checked_ns = now;
+		return true;
+	}
+	/* killed: skipped until another process takes the slot */
+	l->dead[s] = true;
+	l->dead_gen[s] = gen;
+	if (b->bytes)
+		backlog_drop(l, s);
+	return false;
+}
+
+/* Keep a copy of the frame for receiver s until its ring has room. */
+static void backlog_add(struct dr_local *l, unsigned s, const void *frame, size_t len)
+{
+	struct lw_backlog *b = &l->backlog[s];
+	struct lw_pend *p;
+	struct lw_ctl *c;
+
+	p = b->bytes + len <= LW_BACKLOG ? malloc(sizeof(*p) + len) : NULL;
+	if (!p) {
+		c = lw_ctl(l, l->slot, s);
+		__atomic_store_n(&c->dropped, c->dropped + 1, __ATOMIC_RELAXED);
+		l->st.tx_full++;
+		return;
+	}
+	p->next = NULL;
+	p->len = (uint32_t)len;
+	memcpy(p->data, frame, len);
+	if (!b->head) {
+		b->tail = &b->head;
+		l->pending++;
+	}
+	*b->tail = p;
+	b->tail = &p->next;
+	b->bytes += len;
+	l->st.tx_queued++;
+}
+
 int dr_local_send(void *arg, const void *frame, size_t len)
 {
 	struct dr_local *l = arg;
 	int64_t qpn = frame_dqpn(frame, len);
-	unsigned hwm = __atomic_load_n(&lw_hdr(l)->hwm, __ATOMIC_ACQUIRE), s, copies = 0;
+	unsigned hwm = __atomic_load_n(&lw_hdr(l)->hwm, __ATOMIC_ACQUIRE), s, wanted = 0;
 
 	if (rec_size(len) > LW_RING / 4)
 		return -EMSGSIZE;
 	l->st.tx_frames++;
 	for (s = 0; s < hwm && s < LW_SLOTS; s++) {
 		uint32_t gen = __atomic_load_n(&lw_slot(l, s)->gen, __ATOMIC_ACQUIRE);
-		struct lw_ctl *c;
 
-		if (!(gen & 1))
-			continue; /* free */
+		if (!(gen & 1)) {
+			if (l->backlog[s].bytes) /* closed */
+				backlog_drop(l, s);
+			continue;
+		}
 		if (qpn >= 0 &&
 		    !__atomic_load_n(&lw_filter(l, s)[qpn & (LW_FILTER - 1)], __ATOMIC_RELAXED))
 			continue; /* not a QPN of this one */
+		wanted++;
 		if (l->dead[s] && l->dead_gen[s] == gen) {
 			l->st.tx_dead++;
 			continue;
 		}
-		if (ring_put(l, s, frame, len)) {
-			copies++;
+		/* behind what already waits for this receiver */
+		if ((!l->backlog[s].bytes || backlog_flush(l, s)) && ring_put(l, s, frame, len)) {
+			l->st.tx_copies++;
 			continue;
 		}
-		if (s != l->slot && !dr_reg_slot_live(l->reg, s)) {
-			/* killed: skipped until another process takes the slot */
-			l->dead[s] = true;
-			l->dead_gen[s] = gen;
+		if (!receiver_alive(l, s, gen)) {
 			l->st.tx_dead++;
 			continue;
 		}
-		c = lw_ctl(l, l->slot, s);
-		__atomic_store_n(&c->dropped, c->dropped + 1, __ATOMIC_RELAXED);
-		l->st.tx_full++;
+		backlog_add(l, s, frame, len);
 	}
-	l->st.tx_copies += copies;
-	if (qpn >= 0 && !copies)
+	if (!wanted)
 		l->st.tx_nobody++;
 	return 0;
+}
+
+bool dr_local_pending(const struct dr_local *l)
+{
+	return l && l->pending;
+}
+
+/* Every receiver's backlog, as far as their rings take it. */
+static void backlogs_flush(struct dr_local *l)
+{
+	unsigned s;
+
+	for (s = 0; s < LW_SLOTS && l->pending; s++) {
+		struct lw_backlog *b = &l->backlog[s];
+		uint32_t gen;
+
+		if (!b->bytes || backlog_flush(l, s))
+			continue;
+		gen = __atomic_load_n(&lw_slot(l, s)->gen, __ATOMIC_ACQUIRE);
+		if (!(gen & 1) || !receiver_alive(l, s, gen))
+			backlog_drop(l, s);
+	}
 }
 
 unsigned dr_local_poll(struct dr_local *l, unsigned budget,
@@ -370,6 +500,8 @@ unsigned dr_local_poll(struct dr_local *l, unsigned budget,
 {
 	unsigned hwm = __atomic_load_n(&lw_hdr(l)->hwm, __ATOMIC_ACQUIRE), n = 0, i;
 
+	if (l->pending)
+		backlogs_flush(l);
 	if (hwm > LW_SLOTS)
 		hwm = LW_SLOTS;
 	for (i = 0; i < hwm && n < budget; i++) {

@@ -214,8 +214,7 @@ static void reg_wire_path(struct dr_reg *r, const char *ifname, unsigned long lo
 	if (!mkdir(dir, 01777))
 		(void)chmod(dir, 01777);
 	if (!access(dir, W_OK | X_OK))
-		snprintf(r->wire_path, sizeof(r->wire_path), "%s/%s@net%llu.wire", dir, ifname,
-			 ns);
+		snprintf(r->wire_path, sizeof(r->wire_path), "%s/%s@net%llu.wire", dir, ifname, ns);
 	else
 		snprintf(r->wire_path, sizeof(r->wire_path), "%s.wire", r->path);
 }

@@ -1,0 +1,208 @@
+#!/bin/sh
+# shellcheck disable=SC2086 # word splitting of option lists is meant
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# netns-samehost.sh - droce processes on one host reach each other (issue 12):
+# servers and clients in ONE namespace on one interface, over the host-local
+# wire (src/fi/local.c), never over the veth.
+#
+#   netns drsh<pid>a: dsa<pid> 10.78.N.1/24 ==veth== dsb<pid> 10.78.N.2/24 :netns drsh<pid>b
+#   4 droce-xfer servers and 4 droce-xfer clients, all in A, all to 10.78.N.1
+#
+# Server 1 starts first and takes slot 0 of the wire.  Clients 1-4 run
+# every operation at once (data verified).  Client 1 stops itself at its
+# first operation (-W 1:gate); the script kills server 1 with SIGKILL and
+# lets client 1 go on while clients 2-4 go on.  Then server 5 starts -- it
+# takes the dead server's slot -- and client 5 runs a short plan with it.
+#
+# Asserts:
+#  1. clients 2-5 and servers 2-5 PASS every operation (droce-xfer's "0
+#     failed") and exit 0; client 1 ends with a clean error (exit 1 with a
+#     reason, not a timeout nor a signal);
+#  2. every process joined the wire (its log names the wire file and its
+#     slot); the nine slots held at once are distinct; server 5 took the
+#     killed server 1's slot (a reused slot) and served client 5;
+#  3. the survivors' logs show frames received from the wire and no
+#     warning of frames a correct peer does not send;
+#  4. nothing of it went over the veth: tshark on the far end sees no
+#     RoCEv2 frame (UDP 4791) at all;
+#  5. the registry and the wire file exist while the processes run and are
+#     gone once the last one has closed.
+# Exit: 0 pass, 1 fail, 77 skip (not root, no ip netns / tshark), 99 hard
+# error.  About 15-40 s.
+
+set -u
+
+. "$(dirname "$0")/netns-lib.sh"
+XFER=$top_builddir/tools/droce-xfer
+[ -x "$XFER" ] || hard "$XFER not built"
+NSA=drsh$$a
+NSB=drsh$$b
+VA=dsa$$
+VB=dsb$$
+net=10.78.$(($$ % 200 + 20))
+IPA=$net.1
+IPB=$net.2
+CPORT=$((46700 + $$ % 100 * 10))
+PLAN="-S 0,1,1023,4096,65536,1m -I 3"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/netns-samehost.XXXXXX") || hard "mktemp failed"
+cap_pids=""
+fail=0
+
+cleanup() {
+	trap - EXIT INT TERM HUP
+	teardown_ns "$cap_pids" "$NSA" "$NSB"
+	if [ -n "${DROCE_KEEP:-}" ]; then echo "kept: $tmp"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+trap 'echo "interrupted"; exit 1' INT TERM HUP
+
+bad() {
+	echo "FAIL: $*"
+	fail=1
+}
+
+setup_ns "$NSA"
+setup_ns "$NSB"
+veth_pair "$NSA" "$VA" "$IPA" "$NSB" "$VB" "$IPB"
+echo "topology: $NSA/$VA $IPA <-> $NSB/$VB $IPB; every droce process in $NSA"
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# the far end: whatever RoCEv2 leaves the veth
+mkdir "$tmp/wsconf"
+WIRESHARK_CONFIG_DIR=$tmp/wsconf
+export WIRESHARK_CONFIG_DIR
+ip netns exec "$NSB" timeout -k 5 $((budget + 30)) "$TSHARK" -q -n -i "$VB" \
+	-f 'udp port 4791' -w "$tmp/b.pcapng" >"$tmp/b.cap.log" 2>&1 &
+cap_pids=$!
+wait_all_lines 'Capturing on' 100 tshark "$tmp/b.cap.log"
+
+LOG="env FI_LOG_LEVEL=info FI_LOG_PROV=droce"
+# server 1 runs without a timeout wrapper: its PID is droce-xfer's own
+ip netns exec "$NSA" $LOG "$XFER" -p droce -P $((CPORT + 1)) -w 60 -t 10 \
+	>"$tmp/s1.log" 2>&1 &
+s1_pid=$!
+wait_listen "$NSA" $((CPORT + 1)) || hard "server 1 never listened on TCP $((CPORT + 1))"
+spids=""
+for i in 2 3 4; do
+	ip netns exec "$NSA" timeout -k 5 90 $LOG "$XFER" -p droce -P $((CPORT + i)) -w 60 \
+		-t 10 >"$tmp/s$i.log" 2>&1 &
+	spids="$spids $!"
+	wait_listen "$NSA" $((CPORT + i)) || hard "server $i never listened on TCP $((CPORT + i))"
+done
+wire=$(sed -n "s|.*$VA: host-local wire \([^ ,]*\), slot .*|\1|p" "$tmp/s1.log" | head -n 1)
+reg=$(sed -n "s|.*$VA: registry \([^ ]*\).*|\1|p" "$tmp/s1.log" | head -n 1)
+[ -n "$wire" ] && [ -e "$wire" ] || bad "server 1 names no wire file ($wire)"
+[ -n "$reg" ] && [ -e "$reg" ] || bad "server 1 names no registry file ($reg)"
+echo "registry $reg, wire $wire"
+slot_of() { sed -n "s|.*$VA: host-local wire .*, slot \([0-9]*\)$|\1|p" "$1" | head -n 1; }
+s1_slot=$(slot_of "$tmp/s1.log")
+
+t_start=$(date +%s)
+ip netns exec "$NSA" timeout -k 5 90 $LOG "$XFER" -p droce -s "$IPA" -P $((CPORT + 1)) \
+	$PLAN -t 5 -W "1:$tmp/gate" >"$tmp/c1.log" 2>&1 &
+c1_pid=$!
+cpids=""
+for i in 2 3 4; do
+	ip netns exec "$NSA" timeout -k 5 90 $LOG "$XFER" -p droce -s "$IPA" \
+		-P $((CPORT + i)) $PLAN -t 10 >"$tmp/c$i.log" 2>&1 &
+	cpids="$cpids $!"
+done
+
+# client 1 is connected and at its first operation: kill its server
+i=0
+until [ -e "$tmp/gate" ]; do
+	i=$((i + 1))
+	[ $i -le 300 ] || hard "client 1 never reached its first operation"
+	sleep 0.1
+done
+kill -0 $s1_pid 2>/dev/null || bad "server 1 died before it was killed"
+# the slots held now: eight processes, eight slots
+wait_all_lines 'host-local wire' 100 'a process on the wire' "$tmp/c2.log" "$tmp/c3.log" \
+	"$tmp/c4.log"
+held=$(for f in s1 s2 s3 s4 c1 c2 c3 c4; do slot_of "$tmp/$f.log"; done | sort -u | wc -l)
+[ "$held" -eq 8 ] || bad "the 8 processes hold $held distinct slots of the wire"
+kill -KILL $s1_pid
+wait $s1_pid
+s1_rc=$?
+echo "server 1 (PID $s1_pid, slot $s1_slot) killed with SIGKILL after" \
+	"$(($(date +%s) - t_start)) s: exit status $s1_rc"
+rm -f "$tmp/gate"
+
+# a new process takes the dead one's slot and is reached through it
+ip netns exec "$NSA" timeout -k 5 90 $LOG "$XFER" -p droce -P $((CPORT + 5)) -w 60 -t 10 \
+	>"$tmp/s5.log" 2>&1 &
+spids="$spids $!"
+wait_listen "$NSA" $((CPORT + 5)) || hard "server 5 never listened on TCP $((CPORT + 5))"
+s5_slot=$(slot_of "$tmp/s5.log")
+[ -n "$s1_slot" ] && [ "$s5_slot" = "$s1_slot" ] ||
+	bad "server 5 took slot '$s5_slot', not the killed server 1's ('$s1_slot')"
+echo "server 5 took slot $s5_slot, the killed server 1's"
+ip netns exec "$NSA" timeout -k 5 60 $LOG "$XFER" -p droce -s "$IPA" -P $((CPORT + 5)) \
+	-o send,write,read,fetch_add -S 1,4096,1m -I 2 -t 10 >"$tmp/c5.log" 2>&1 &
+cpids="$cpids $!"
+
+rc=0
+wait $c1_pid || rc=$?
+echo "client 1: exit $rc after $(($(date +%s) - t_start)) s: $(tail -n 1 "$tmp/c1.log")"
+if [ $rc -ne 1 ] || ! grep -q 'FAIL\|abort\|control connection' "$tmp/c1.log"; then
+	bad "client 1 (server killed) should fail cleanly (exit 1, a reason), got exit $rc:"
+	tail -n 20 "$tmp/c1.log"
+fi
+i=2
+for p in $cpids; do
+	rc=0
+	wait $p || rc=$?
+	if [ $rc -ne 0 ] || ! grep -q 'droce-xfer: [0-9]* passed, 0 failed' "$tmp/c$i.log"; then
+		bad "client $i: exit $rc:"
+		grep -v '^PASS' "$tmp/c$i.log" | tail -n 20
+	else
+		echo "client $i: $(tail -n 1 "$tmp/c$i.log")"
+	fi
+	i=$((i + 1))
+done
+i=2
+for p in $spids; do
+	rc=0
+	wait $p || rc=$?
+	if [ $rc -ne 0 ] || ! grep -q 'droce-xfer: [0-9]* passed, 0 failed' "$tmp/s$i.log"; then
+		bad "server $i: exit $rc:"
+		grep -v '^PASS' "$tmp/s$i.log" | tail -n 20
+	fi
+	i=$((i + 1))
+done
+echo "all done after $(($(date +%s) - t_start)) s"
+
+for f in s2 s3 s4 s5 c2 c3 c4 c5; do
+	if grep -q 'a correct peer does not send' "$tmp/$f.log"; then
+		bad "$f: droce saw frames a correct peer does not send:"
+		grep 'a correct peer does not send' "$tmp/$f.log"
+	fi
+	line=$(grep ' local wire (slot' "$tmp/$f.log" | sed 's/.*local wire/local wire/')
+	n=$(echo "$line" | sed -n 's/.* received \([0-9]*\) .*/\1/p')
+	if [ -z "$n" ] || [ "$n" -eq 0 ]; then
+		bad "$f: received nothing from the wire: $line"
+	else
+		echo "$f: $line"
+	fi
+done
+
+# ---- files ---------------------------------------------------------------------------
+
+[ -n "$reg" ] && [ -e "$reg" ] && bad "registry $reg left after the last process closed"
+[ -n "$wire" ] && [ -e "$wire" ] && bad "wire $wire left after the last process closed"
+
+# ---- the veth --------------------------------------------------------------------------
+
+for p in $cap_pids; do
+	kill -INT "$p" 2>/dev/null
+	wait "$p" 2>/dev/null
+done
+cap_pids=""
+n=$(timeout -k 5 60 "$TSHARK" -n -r "$tmp/b.pcapng" -T fields -e frame.number 2>/dev/null |
+	wc -l)
+[ "$n" -eq 0 ] || bad "$n RoCEv2 frames went over the veth"
+echo "tshark at $VB: $n RoCEv2 frames on the veth"
+
+[ $fail -eq 0 ] && echo "PASS: 4 servers and 4 clients in one namespace, a kill -9, a reused slot"
+exit $fail
