@@ -126,18 +126,20 @@ d = {}
 for line in open(res):
     c, k, v = line.split()
     d.setdefault((c, k), []).append(float(v))
+def fmt(x):
+    return f'{x:.0f}' if x >= 100 else f'{x:.3g}'
 def cell(c, k):
     v = d.get((c, k))
     if not v:
         return None, 'failed'
-    return statistics.median(v), f'{statistics.median(v):.3g} [{min(v):.3g}–{max(v):.3g}]'
+    return statistics.median(v), f'{fmt(statistics.median(v))} [{fmt(min(v))}–{fmt(max(v))}]'
 print('## MPI over droce;ofi_rxm (Open MPI, pml cm + mtl ofi)\n')
 print(f'Two ranks, one in each of two namespaces joined by a veth pair, pinned to CPUs 0 and 1; bench/mpi.sh, {runs} rounds '
       f'of {secs} s per test, droce and tcp alternated; median [min–max]; ratio = droce/tcp of the medians '
       '(latency: lower is better; bandwidth: higher is better). '
       'droce (rndv write) sets FI_OFI_RXM_USE_RNDV_WRITE=1: ofi_rxm moves messages over its 128 KiB '
       'SAR limit by RDMA write instead of one RDMA read of the whole message, which droce answers '
-      'with an unpaced burst (see below).\n')
+      'with an unpaced burst (fi_droce(7), MPI JOBS).\n')
 print('| test | droce;ofi_rxm | droce;ofi_rxm (rndv write) | tcp;ofi_rxm | ratio | ratio (rndv write) |')
 print('|---|---:|---:|---:|---:|---:|')
 for k, name, unit in (('lat', '8 B half round trip', 'us'), ('bw', '1 MiB bandwidth, window 16', 'MB/s')):

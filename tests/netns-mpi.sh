@@ -27,10 +27,10 @@
 #     ring, 100 MPI_Barriers whose ordering is checked through files in a
 #     directory all ranks share; mpirun exits 0, "PASS N ranks";
 #  2. the ranks sat where meant: PER ranks on each of the three hosts;
-#  3. it was droce: every rank's libfabric opened fabric "droce" (a
-#     distinct PID each) and droce opened its port on the rank's own
-#     interface and address (PER ports per host); every rank's mtl ofi
-#     chose a domain named after that interface;
+#  3. it was droce: in every rank's own stderr (mpirun --output-filename,
+#     FI_LOG_LEVEL=info), libfabric opened fabric "droce", droce opened its
+#     port on the rank's host's interface with that host's address, and
+#     Open MPI's mtl ofi chose the domain named after that interface;
 #  4. and the data went as RoCEv2: the bridge forwarded at least N x 16 MiB
 #     of UDP to port 4791 (the 16 MiB ring alone crosses hosts N times).
 # Then the same job with rank 1 corrupting one byte of its ring messages
@@ -180,7 +180,7 @@ run_job() {
 		--mca plm_rsh_agent "$tmp/agent.sh" --mca plm_rsh_no_tree_spawn 1 \
 		--mca oob_tcp_if_include "$net.0/24" \
 		--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "$PROVIDER" \
-		--mca mtl_base_verbose 10 \
+		--mca mtl_base_verbose 10 --output-filename "$tmp/$name.ranks" \
 		-x FI_PROVIDER_PATH -x FI_LOG_LEVEL $MPI_X \
 		"$tmp/mpi-check" -b "$tmp/barrier" -l "$BIG" "$@" >"$tmp/$name.txt" 2>&1
 }
@@ -225,24 +225,30 @@ for per in $PER_HOST; do
 
 	# 3. and 4. droce carried it
 	if [ "$PROVIDER" = "droce;ofi_rxm" ]; then
-		n=$(grep 'core:core:fi_fabric_():.*Opened fabric: droce$' "$out" |
-			cut -d: -f2 | sort -u | wc -l)
-		[ "$n" -eq $np ] ||
-			{ ok=0; why="$why; $n processes opened fabric droce, expected $np"; }
-		i=0
-		for ns in $hosts; do
-			i=$((i + 1))
-			n=$(grep -c "net_af_packet_$IF: port [0-9]*, MAC [0-9a-f:]*, IPv4 $net.$i/24," "$out")
-			[ "$n" -eq $per ] ||
-				{ ok=0; why="$why; droce opened $n ports with $net.$i, expected $per"; }
+		# each rank's own stderr (mpirun --output-filename), not the
+		# merged stream, where lines of different ranks may interleave;
+		# rank r is on host r mod 3 + 1 (--map-by node)
+		bad=""
+		maxr=$((np - 1))
+		r=0
+		while [ $r -lt $np ]; do
+			# rank.N, zero-padded to the width of the largest rank
+			f=$(echo "$tmp/$name.ranks"/*/rank.$(printf "%0${#maxr}d" $r)/stderr)
+			h=$((r % NHOSTS + 1))
+			if ! [ -f "$f" ] ||
+				! grep -q '^libfabric:[0-9]*:[0-9]*::core:core:fi_fabric_():[0-9]*<info> Opened fabric: droce$' "$f" ||
+				! grep -q "^libfabric:[0-9]*:[0-9]*::droce:domain:port_log():[0-9]*<info> net_af_packet_$IF: port [0-9]*, MAC [0-9a-f:]*, IPv4 $net.$h/24," "$f" ||
+				! grep -q "mtl:ofi:provider: $IF\$" "$f"; then
+				bad="$bad $r"
+			fi
+			r=$((r + 1))
 		done
-		n=$(grep -c "mtl:ofi:provider: $IF\$" "$out")
-		[ "$n" -eq $np ] ||
-			{ ok=0; why="$why; $n ranks' mtl ofi chose domain $IF, expected $np"; }
+		[ -z "$bad" ] ||
+			{ ok=0; why="$why; ranks$bad: no 'Opened fabric: droce', droce port on $IF with their host's address and mtl ofi domain $IF in their stderr"; }
 		roce=$((b1 - b0))
 		[ $roce -ge $((np * BIG)) ] ||
 			{ ok=0; why="$why; the bridge forwarded $roce B of RoCEv2, expected >= $((np * BIG))"; }
-		what="$np processes opened droce on their host's $IF, $roce B of RoCEv2 through the bridge"
+		what="every rank opened droce on $IF with its host's address, mtl ofi on domain $IF; $roce B of RoCEv2 through the bridge"
 	else
 		what="provider $PROVIDER"
 	fi
