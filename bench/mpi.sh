@@ -3,11 +3,11 @@
 #
 # bench/mpi.sh - MPI latency (8 B half round trip) and bandwidth (1 MiB,
 # window 16) between two Open MPI ranks in two network namespaces joined by
-# a veth pair (one rank per "host", pinned to CPUs 0 and 1), pml cm + mtl ofi over "droce;ofi_rxm"
+# a veth pair (one rank per "host", pinned to CPUs 0 and 1 unless --no-pin), pml cm + mtl ofi over "droce;ofi_rxm"
 # and over "tcp;ofi_rxm", alternated in rounds (order swapped every other
 # round); medians [min-max] and droce/tcp ratios as a markdown section.
 #
-#   sudo bench/mpi.sh [--runs N] [--secs T] [--out FILE] [--raw FILE] [--build DIR]
+#   sudo bench/mpi.sh [--runs N] [--secs T] [--out FILE] [--raw FILE] [--build DIR] [--no-pin]
 #
 # droce runs twice: with ofi_rxm's defaults (messages over its 128 KiB SAR
 # limit go by rendezvous as one RDMA read) and with
@@ -20,13 +20,14 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-runs=5 secs=1 out='' raw='' provpath=${BENCH_PROVIDER_PATH:-}
+runs=5 secs=1 out='' raw='' pin=1 provpath=${BENCH_PROVIDER_PATH:-}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--runs) runs=$2; shift ;;
 	--secs) secs=$2; shift ;;
 	--out) out=$2; shift ;;
 	--raw) raw=$2; shift ;;
+	--no-pin) pin=0 ;;
 	--build) provpath=$2/.libs; shift ;;
 	-h|--help) sed -n '3,20p' "$0"; exit 0 ;;
 	*) echo "mpi.sh: unknown option $1" >&2; exit 2 ;;
@@ -78,7 +79,7 @@ sleep 1
 # rank 0 (started by mpirun) on CPU 0, rank 1 (by the agent) on CPU 1, as
 # bench/run.sh pins its server and client
 pin0="" pin1=""
-if [ "$(nproc)" -ge 2 ]; then pin0="taskset -c 0" pin1="taskset -c 1"; fi
+if [ $pin = 1 ] && [ "$(nproc)" -ge 2 ]; then pin0="taskset -c 0" pin1="taskset -c 1"; fi
 cat >"$tmp/agent.sh" <<EOF
 #!/bin/sh
 h=\$1
@@ -119,9 +120,10 @@ for r in $(seq "$runs"); do
 done
 
 [ -z "$raw" ] || cp "$results" "$raw"
-python3 - "$results" "$runs" "$secs" <<'EOF' | tee "${out:-/dev/null}"
+python3 - "$results" "$runs" "$secs" "$pin0" <<'EOF' | tee "${out:-/dev/null}"
 import sys, statistics
 res, runs, secs = sys.argv[1], sys.argv[2], sys.argv[3]
+pinned = ', pinned to CPUs 0 and 1' if sys.argv[4] else ', not pinned'
 d = {}
 for line in open(res):
     c, k, v = line.split()
@@ -134,7 +136,7 @@ def cell(c, k):
         return None, 'failed'
     return statistics.median(v), f'{fmt(statistics.median(v))} [{fmt(min(v))}–{fmt(max(v))}]'
 print('## MPI over droce;ofi_rxm (Open MPI, pml cm + mtl ofi)\n')
-print(f'Two ranks, one in each of two namespaces joined by a veth pair, pinned to CPUs 0 and 1; bench/mpi.sh, {runs} rounds '
+print(f'Two ranks, one in each of two namespaces joined by a veth pair{pinned}; bench/mpi.sh, {runs} rounds '
       f'of {secs} s per test, droce and tcp alternated; median [min–max]; ratio = droce/tcp of the medians '
       '(latency: lower is better; bandwidth: higher is better). '
       'droce (rndv write) sets FI_OFI_RXM_USE_RNDV_WRITE=1: ofi_rxm moves messages over its 128 KiB '
