@@ -309,7 +309,8 @@ int dr_port_poll(struct dr_port *p);
  * allowed); the port writes our MAC as source and the next hop's MAC as
  * destination (it need not be known to the caller), pads the frame to 60
  * bytes, and sends it:
- *   - to our own address: looped back, delivered by the next dr_port_poll;
+ *   - to our own address: looped back, delivered by the next dr_port_poll
+ *     (with dr_port_set_local: handed to the host-local wire instead);
  *   - next hop resolved: sent now (a stale entry is re-probed meanwhile);
  *   - resolving: the frame is queued (DR_PORT_ARP_QUEUE_LEN per peer; when
  *     full the oldest is dropped, as Linux does) and 0 is returned; queued

@@ -22,7 +22,8 @@
 #     leave the client and arrive at the server, to the client's QPN the
 #     other way, at least 20 messages each way, and every distinct data
 #     frame (opcode, PSN) sent on one side is received on the other, and
-#     none is received that was not sent;
+#     none is received that was not sent; no ARP for the own address
+#     (the only ARP sent is the port's announcement of itself);
 #  3. droce-pcapcheck: every RoCEv2 frame of both captures parses, ICRC
 #     included, and they hold CM_REQ, CM_REP, CM_RTU, SEND and ACK frames.
 # Then it prints fi_pingpong's same-host 8 B latency and 1 MiB bandwidth for
@@ -123,6 +124,14 @@ for side in s c; do
 	[ "$n" -eq 0 ] || bad "$side capture: $n RoCEv2 frames not $MAC/$IPA -> $MAC/$IPA"
 	n=$(awk -F '\t' '$6 == "4791"' "$tmp/$side.txt" | wc -l)
 	[ "$n" -ge 100 ] || bad "$side capture: only $n RoCEv2 frames"
+done
+# the own address needs no ARP: the only ARP frame a side sends is the
+# port's announcement of itself (a gratuitous request)
+for side in s c; do
+	n=$(timeout -k 5 60 "$TSHARK" -n -r "$tmp/$side.pcapng" -Y arp -T fields -E separator=/t \
+		-e frame.packet_flags_direction -e arp.src.proto_ipv4 -e arp.dst.proto_ipv4 \
+		2>/dev/null | awk -F '\t' -v a="$IPA" '$1 ~ /^0x0*2$/ && !($2 == a && $3 == a)' | wc -l)
+	[ "$n" -eq 0 ] || bad "$side capture: $n ARP frames sent other than the announcement"
 done
 # mad side dir attr: how many MADs of that attribute in that direction
 # (1 in, 2 out)

@@ -439,12 +439,12 @@ static void dev_log_drops(struct dr_dev *dev)
 		if (ls.tx_frames || ls.rx_frames || ls.rx_lost)
 			DR_INFO(FI_LOG_DOMAIN,
 				"%s local wire (slot %u): sent %llu (%llu copies, %llu held "
-				"back by full rings, %llu lost, %llu skipped dead, %llu for "
-				"nobody), received %llu (%llu lost to our full ring, %llu "
-				"corrupt)\n",
+				"back by full rings, %llu lost, %llu lost for want of memory, "
+				"%llu skipped dead, %llu for nobody), received %llu (%llu lost "
+				"to our full ring, %llu corrupt)\n",
 				who, dr_local_slot(dev->local), (unsigned long long)ls.tx_frames,
 				(unsigned long long)ls.tx_copies, (unsigned long long)ls.tx_queued,
-				(unsigned long long)ls.tx_full,
+				(unsigned long long)ls.tx_full, (unsigned long long)ls.tx_nomem,
 				(unsigned long long)ls.tx_dead, (unsigned long long)ls.tx_nobody,
 				(unsigned long long)ls.rx_frames, (unsigned long long)ls.rx_lost,
 				(unsigned long long)ls.rx_corrupt);

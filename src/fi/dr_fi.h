@@ -499,6 +499,11 @@ const char *dr_reg_wire_path(const struct dr_reg *r);
 /* ---- local.c: the host-local wire between the processes on an interface -- */
 
 struct dr_local;
+/* Each receiver's ring of each sender (bytes of records: 8 bytes of length
+ * and the frame, 8-aligned), and what a sender holds back for a receiver
+ * whose ring is full before it drops (bytes of frames). */
+#define DR_LOCAL_RING_BYTES    (512u * 1024)
+#define DR_LOCAL_BACKLOG_BYTES (16u << 20)
 /* Join the wire of r's interface (a slot, the file mapped): 0 and *out,
  * or -errno (the device then reaches no other process on the host). */
 int dr_local_open(struct dr_reg *r, struct dr_local **out);
@@ -517,6 +522,7 @@ struct dr_local_stats {
 	uint64_t tx_copies;  /* ... copied into a ring (one per receiver) */
 	uint64_t tx_queued;  /* ... held back: a live receiver's ring was full */
 	uint64_t tx_full;    /* ... lost: its backlog too (LW_BACKLOG) */
+	uint64_t tx_nomem;   /* ... lost: no memory for the ring (ENOSPC) */
 	uint64_t tx_dead;    /* ... not copied: the receiver had died */
 	uint64_t tx_nobody;  /* ... for a QPN no process on the wire holds */
 	uint64_t rx_frames;  /* frames received */

@@ -55,6 +55,7 @@
  * the old holder left their tails, and only then publishes a new odd
  * generation, which senders that had skipped the dead slot notice.
  */
+#define _GNU_SOURCE /* fallocate */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -69,12 +70,12 @@
 #define LW_MAGIC   0x647265776972653full /* "drewire?" */
 #define LW_VERSION 1
 #define LW_SLOTS   64
-#define LW_RING	   (512u * 1024) /* bytes, a power of two */
+#define LW_RING	   DR_LOCAL_RING_BYTES /* a power of two */
 #define LW_FILTER  65536
 #define LW_WRAP	   0xffffffffu /* record length: the rest of the ring is empty */
 #define LW_REC_HDR 8
 /* Frames waiting for room in one receiver's ring, at most (bytes) */
-#define LW_BACKLOG (16u << 20)
+#define LW_BACKLOG DR_LOCAL_BACKLOG_BYTES
 /* A full ring's receiver is asked after at most this often (ns) */
 #define LW_LIVE_CHECK_NS 10000000ull
 
@@ -130,6 +131,10 @@ struct dr_local {
 	uint32_t dead_gen[LW_SLOTS]; /* ... at this generation */
 	struct lw_backlog backlog[LW_SLOTS];
 	unsigned pending; /* backlogs not empty */
+	int fd;		  /* the wire file, for fallocate */
+	/* our ring to each receiver: bytes from its start known allocated;
+	 * UINT32_MAX: the file system had none to give (ring_alloc) */
+	uint32_t ring_mem[LW_SLOTS];
 	struct dr_local_stats st;
 };
 
@@ -230,16 +235,21 @@ int dr_local_open(struct dr_reg *r, struct dr_local **out)
 		ret = fd;
 		goto out_free;
 	}
-	if (fstat(fd, &st) || ((uint64_t)st.st_size < LW_SIZE && ftruncate(fd, (off_t)LW_SIZE))) {
+	l->fd = fd;
+	/* a sparse file; what the mapping writes is allocated first, so
+	 * that a full tmpfs (a container's small /dev/shm) is an error
+	 * here and not a SIGBUS later: the header, slots and ring
+	 * controls now, our filter once we have a slot, each of our
+	 * rings before its first frame (ring_alloc) */
+	if (fstat(fd, &st) || ((uint64_t)st.st_size < LW_SIZE && ftruncate(fd, (off_t)LW_SIZE)) ||
+	    fallocate(fd, 0, 0, (off_t)LW_OFF_FILTER)) {
 		ret = -errno;
-		close(fd);
-		goto out_free;
+		goto out_close;
 	}
 	map = mmap(NULL, LW_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd); /* the mapping keeps the file */
 	if (map == MAP_FAILED) {
 		ret = -errno;
-		goto out_free;
+		goto out_close;
 	}
 	l->map = map;
 	ret = lw_check(l);
@@ -248,12 +258,18 @@ int dr_local_open(struct dr_reg *r, struct dr_local **out)
 	ret = dr_reg_slot_claim(r, LW_SLOTS, &l->slot);
 	if (ret)
 		goto out_unmap;
+	if (fallocate(fd, 0, (off_t)(lw_filter(l, l->slot) - l->map), LW_FILTER)) {
+		ret = -errno;
+		goto out_unmap; /* the slot goes with the registry */
+	}
 	lw_join(l);
 	*out = l;
 	return 0;
 
 out_unmap:
 	munmap(l->map, LW_SIZE);
+out_close:
+	close(fd);
 out_free:
 	free(l);
 	return ret;
@@ -271,6 +287,7 @@ void dr_local_close(struct dr_local *l)
 	for (unsigned s = 0; s < LW_SLOTS; s++)
 		backlog_drop(l, s);
 	munmap(l->map, LW_SIZE);
+	close(l->fd);
 	free(l);
 }
 
@@ -322,7 +339,37 @@ static int64_t frame_dqpn(const uint8_t *f, size_t len)
 	return qpn == DR_GSI_QPN ? -1 : (int64_t)qpn;
 }
 
-/* Copy one frame into our ring to receiver `to`: false when it is full. */
+/* Bytes [0, end) of our ring to receiver `to` have memory (see
+ * dr_local_open), allocated LW_ALLOC_STEP at a time: a ring that only
+ * ever carries MADs costs one step, not LW_RING.  False when the file
+ * system has none to give, once and for all for this process. */
+#define LW_ALLOC_STEP (64u * 1024)
+
+static bool ring_alloc(struct dr_local *l, unsigned to, uint32_t end)
+{
+	uint32_t have = l->ring_mem[to], want;
+	off_t off;
+
+	if (end <= have)
+		return true;
+	if (have == UINT32_MAX)
+		return false;
+	want = (end + LW_ALLOC_STEP - 1) / LW_ALLOC_STEP * LW_ALLOC_STEP;
+	off = (off_t)(lw_ring(l, l->slot, to) - l->map);
+	if (fallocate(l->fd, 0, off + have, (off_t)(want - have))) {
+		DR_WARN(FI_LOG_DOMAIN,
+			"%s: no memory for the ring to slot %u (%s): frames to that process "
+			"are lost\n",
+			dr_reg_wire_path(l->reg), to, strerror(errno));
+		l->ring_mem[to] = UINT32_MAX;
+		return false;
+	}
+	l->ring_mem[to] = want;
+	return true;
+}
+
+/* Copy one frame into our ring to receiver `to`: false when it is full
+ * (true, and counted, when it is lost for want of memory). */
 static bool ring_put(struct dr_local *l, unsigned to, const void *frame, size_t len)
 {
 	struct lw_ctl *c = lw_ctl(l, l->slot, to);
@@ -334,6 +381,10 @@ static bool ring_put(struct dr_local *l, unsigned to, const void *frame, size_t 
 		pad = LW_RING - pos; /* the record does not wrap: skip the end */
 	if (tail + pad + need - head > LW_RING)
 		return false;
+	if (!ring_alloc(l, to, pad ? LW_RING : pos + need)) {
+		l->st.tx_nomem++;
+		return true; /* lost, not for the backlog: there will be no room */
+	}
 	if (pad) {
 		*(uint32_t *)(ring + pos) = LW_WRAP;
 		tail += pad;
@@ -342,6 +393,7 @@ static bool ring_put(struct dr_local *l, unsigned to, const void *frame, size_t 
 	*(uint32_t *)(ring + pos) = (uint32_t)len;
 	memcpy(ring + pos + LW_REC_HDR, frame, len);
 	__atomic_store_n(&c->tail, tail + need, __ATOMIC_RELEASE);
+	l->st.tx_copies++;
 	return true;
 }
 
@@ -373,7 +425,6 @@ static bool backlog_flush(struct dr_local *l, unsigned s)
 		b->head = p->next;
 		b->bytes -= p->len;
 		free(p);
-		l->st.tx_copies++;
 	}
 	if (b->head)
 		return false;
@@ -458,10 +509,8 @@ int dr_local_send(void *arg, const void *frame, size_t len)
 			continue;
 		}
 		/* behind what already waits for this receiver */
-		if ((!l->backlog[s].bytes || backlog_flush(l, s)) && ring_put(l, s, frame, len)) {
-			l->st.tx_copies++;
+		if ((!l->backlog[s].bytes || backlog_flush(l, s)) && ring_put(l, s, frame, len))
 			continue;
-		}
 		if (!receiver_alive(l, s, gen)) {
 			l->st.tx_dead++;
 			continue;

@@ -25,6 +25,7 @@
  *				of a connection this process made)
  *	2^24 + 2^16		the CM responder role
  *	2^24 + 2^16 + 1		"in use": every user holds a shared lock
+ *	2^24 + 2^16 + 2 + [0, 64)  a slot of the host-local wire (local.c)
  *	2^32 + [0, 2^32)	a CM communication ID
  *
  * The kernel grants a write lock on a byte to one open file description at
@@ -62,6 +63,20 @@
  * opened; if the file was unlinked meanwhile it opens again.  A process
  * killed with -9 leaves the file behind, unlocked; the next last user
  * removes it.
+ *
+ * Processes on one host reach each other through the host-local wire
+ * (local.c): a frame a packet socket sends to the host's own address never
+ * comes back from the wire, so frames to the own address are copied into
+ * shared-memory rings instead, one per sender and receiver, in a second
+ * file that belongs to this one (<ifname>@net<inode>.wire, in /dev/shm:
+ * the rings are written at the packet rate and must not be backed by a
+ * disk).  A process's place on the wire is a slot, claimed here like
+ * everything else, so it is free again the moment the process dies.  The
+ * wire delivers a CM MAD to every process, the sender included, as every
+ * packet socket sees every frame: the rules above (foreign QPNs and comm
+ * IDs, the responder) apply to the host's own traffic unchanged.  The
+ * wire file is opened only through a registry file held open, and the
+ * last user unlinks it before the registry file (dr_reg_wire_open).
  *
  * The directory is mode 1777 and the file mode 0666, so that processes of
  * different users (each with CAP_NET_RAW for af_packet) share one
