@@ -30,7 +30,9 @@
 #  3. it was droce: in every rank's own stderr (mpirun --output-filename,
 #     FI_LOG_LEVEL=info), libfabric opened fabric "droce", droce opened its
 #     port on the rank's host's interface with that host's address, and
-#     Open MPI's mtl ofi chose the domain named after that interface;
+#     Open MPI's mtl ofi chose the domain named after that interface, and
+#     (2 or more ranks a host) droce's close logged frames both sent and
+#     received on the host-local wire between the ranks of a host;
 #  4. and the data went as RoCEv2: the bridge forwarded at least N x 16 MiB
 #     of UDP to port 4791 (the 16 MiB ring alone crosses hosts N times).
 # Then the same job with rank 1 corrupting one byte of its ring messages
@@ -228,7 +230,7 @@ for per in $PER_HOST; do
 		# each rank's own stderr (mpirun --output-filename), not the
 		# merged stream, where lines of different ranks may interleave;
 		# rank r is on host r mod 3 + 1 (--map-by node)
-		bad=""
+		bad="" badlocal="" local_frames=0
 		maxr=$((np - 1))
 		r=0
 		while [ $r -lt $np ]; do
@@ -241,14 +243,26 @@ for per in $PER_HOST; do
 				! grep -q "mtl:ofi:provider: $IF\$" "$f"; then
 				bad="$bad $r"
 			fi
+			# the ranks of one host reached each other through
+			# droce's host-local wire (logged when the domain closes)
+			n=$(sed -n 's/.*droce:domain:.*local wire (slot [0-9]*): sent \([0-9]*\) .*received \([0-9]*\) .*/\1 \2/p' "$f" 2>/dev/null | head -n 1)
+			if [ $per -ge 2 ]; then
+				if [ -z "$n" ] || [ "${n% *}" -eq 0 ] || [ "${n#* }" -eq 0 ]; then
+					badlocal="$badlocal $r"
+				else
+					local_frames=$((local_frames + ${n% *}))
+				fi
+			fi
 			r=$((r + 1))
 		done
 		[ -z "$bad" ] ||
 			{ ok=0; why="$why; ranks$bad: no 'Opened fabric: droce', droce port on $IF with their host's address and mtl ofi domain $IF in their stderr"; }
+		[ -z "$badlocal" ] ||
+			{ ok=0; why="$why; ranks$badlocal: sent or received no frame on droce's host-local wire"; }
 		roce=$((b1 - b0))
 		[ $roce -ge $((np * BIG)) ] ||
 			{ ok=0; why="$why; the bridge forwarded $roce B of RoCEv2, expected >= $((np * BIG))"; }
-		what="every rank opened droce on $IF with its host's address, mtl ofi on domain $IF; $roce B of RoCEv2 through the bridge"
+		what="every rank opened droce on $IF with its host's address, mtl ofi on domain $IF; $roce B of RoCEv2 through the bridge, $local_frames frames on the host-local wires"
 	else
 		what="provider $PROVIDER"
 	fi
