@@ -40,9 +40,9 @@
 # Open MPI (openmpi-bin, libopenmpi-dev) and nftables are installed with
 # apt-get when missing.
 # Knobs for trying by hand: DROCE_MPI_PER_HOST, DROCE_MPI_RNDV_READ (see
-# below), DROCE_MPI_PROVIDER (e.g.
-# "tcp;ofi_rxm", to check this script against another provider: then only
-# 1, 2 and the 'PASS' are asserted), DROCE_MPI_BIG (bytes, default 16 MiB).
+# below), DROCE_MPI_PROVIDER (e.g. "tcp;ofi_rxm", to check this script
+# against another provider: then only 1 and 2 are asserted), DROCE_MPI_BIG
+# (bytes, default 16 MiB).
 # Exit: 0 pass, 1 fail, 77 skip (not root, no ip netns; see netns-lib.sh),
 # 99 hard error.  Bounded: every job under timeout.
 
@@ -133,7 +133,7 @@ for ns in $hosts; do
 	ip -n "$ns" addr add "$net.$hi/24" dev "$IF"
 	veth_wait_up "$ns" "$IF" "$BR" "${IF}p$hi"
 done
-# what the bridge forwards between the hosts: RoCEv2 (UDP 4791), the rest
+# the RoCEv2 (UDP 4791) bytes the bridge forwards between the hosts
 ip netns exec "$BR" nft -f - <<EOF || hard "nft failed"
 table bridge drmpi {
 	chain forward_roce {
@@ -185,6 +185,17 @@ run_job() {
 		--mca mtl_base_verbose 10 --output-filename "$tmp/$name.ranks" \
 		-x FI_PROVIDER_PATH -x FI_LOG_LEVEL $MPI_X \
 		"$tmp/mpi-check" -b "$tmp/barrier" -l "$BIG" "$@" >"$tmp/$name.txt" 2>&1
+	rc=$?
+	# after a failure or a timeout, ORTE daemons and ranks may be left in
+	# the namespaces: none may see the next job (only ours live there)
+	if [ $rc -ne 0 ]; then
+		for ns in $hosts; do
+			for p in $(ip netns pids "$ns" 2>/dev/null); do
+				kill -KILL "$p" 2>/dev/null
+			done
+		done
+	fi
+	return $rc
 }
 
 # the lines of a job's output that are not libfabric's or Open MPI's logs
