@@ -12,7 +12,8 @@
 # Server 1 starts first and takes slot 0 of the wire.  Clients 1-4 run
 # every operation at once (data verified).  Client 1 stops itself at its
 # first operation (-W 1:gate); the script kills server 1 with SIGKILL and
-# lets client 1 go on while clients 2-4 go on.  Then server 5 starts -- it
+# lets client 1 go on while clients 2-4 go on; a connect (tests/mp-connect)
+# to the dead server's port must be refused.  Then server 5 starts -- it
 # takes the dead server's slot -- and client 5 runs a short plan with it.
 #
 # Asserts:
@@ -20,13 +21,16 @@
 #     failed") and exit 0; client 1 ends with a clean error (exit 1 with a
 #     reason, not a timeout nor a signal);
 #  2. every process joined the wire (its log names the wire file and its
-#     slot); the nine slots held at once are distinct; server 5 took the
+#     slot); the eight slots held at once are distinct; server 5 took the
 #     killed server 1's slot (a reused slot) and served client 5;
-#  3. the survivors' logs show frames received from the wire and no
+#  3. the connect to the dead server's port is refused: its capture
+#     (FI_DROCE_PCAP) holds at least one REJ "invalid service ID" and at
+#     most one per REQ it sent (one process answers);
+#  4. the survivors' logs show frames received from the wire and no
 #     warning of frames a correct peer does not send;
-#  4. nothing of it went over the veth: tshark on the far end sees no
+#  5. nothing of it went over the veth: tshark on the far end sees no
 #     RoCEv2 frame (UDP 4791) at all;
-#  5. the registry and the wire file exist while the processes run and are
+#  6. the registry and the wire file exist while the processes run and are
 #     gone once the last one has closed.
 # Exit: 0 pass, 1 fail, 77 skip (not root, no ip netns / tshark), 99 hard
 # error.  About 15-40 s.
@@ -36,6 +40,8 @@ set -u
 . "$(dirname "$0")/netns-lib.sh"
 XFER=$top_builddir/tools/droce-xfer
 [ -x "$XFER" ] || hard "$XFER not built"
+CONNECT=$top_builddir/tests/mp-connect
+[ -x "$CONNECT" ] || hard "$CONNECT not built"
 NSA=drsh$$a
 NSB=drsh$$b
 VA=dsa$$
@@ -97,6 +103,8 @@ reg=$(sed -n "s|.*$VA: registry \([^ ]*\).*|\1|p" "$tmp/s1.log" | head -n 1)
 echo "registry $reg, wire $wire"
 slot_of() { sed -n "s|.*$VA: host-local wire .*, slot \([0-9]*\)$|\1|p" "$1" | head -n 1; }
 s1_slot=$(slot_of "$tmp/s1.log")
+s1_port=$(sed -n 's/.*listening at [0-9.]*:\([0-9]*\).*/\1/p' "$tmp/s1.log" | head -n 1)
+[ -n "$s1_port" ] || hard "server 1 names no rdma_cm port"
 
 t_start=$(date +%s)
 ip netns exec "$NSA" timeout -k 5 90 $LOG "$XFER" -p droce -s "$IPA" -P $((CPORT + 1)) \
@@ -128,6 +136,29 @@ s1_rc=$?
 echo "server 1 (PID $s1_pid, slot $s1_slot) killed with SIGKILL after" \
 	"$(($(date +%s) - t_start)) s: exit status $s1_rc"
 rm -f "$tmp/gate"
+
+# nobody listens on the dead server's port now: a connect to it from this
+# host gets one REJ per copy of its REQ, from whichever process holds the
+# CM responder role (the CM's rules over the wire, as on the interface)
+if ip netns exec "$NSA" env FI_DROCE_PCAP="$tmp/conn.pcapng" timeout -k 5 30 "$CONNECT" \
+	"$IPA" "$s1_port" 10 >"$tmp/conn.log" 2>&1; then
+	echo "connect to $IPA port $s1_port: $(cat "$tmp/conn.log")"
+else
+	bad "connect to $IPA port $s1_port, where nobody listens any more, was not refused:"
+	cat "$tmp/conn.log"
+fi
+mads() { # direction attribute: MADs in the connect's capture
+	timeout -k 5 60 "$TSHARK" -n -r "$tmp/conn.pcapng" -Y "infiniband.mad.attributeid == $2" \
+		-T fields -e frame.packet_flags_direction -e infiniband.cm.rej.reason 2>/dev/null |
+		awk -v d="$1" '$1 ~ ("^0x0*" d "$")' >"$tmp/mads"
+	wc -l <"$tmp/mads"
+}
+n_req=$(mads 2 0x0010)
+n_rej=$(mads 1 0x0012)
+n_rej8=$(awk '$2 ~ /^(0x0*)?8$/' "$tmp/mads" | wc -l)
+echo "the connect sent $n_req REQ(s), received $n_rej REJ(s), $n_rej8 'invalid service ID'"
+[ "$n_rej" -ge 1 ] && [ "$n_rej" -le "$n_req" ] && [ "$n_rej8" -eq "$n_rej" ] ||
+	bad "not one REJ 'invalid service ID' per REQ ($n_req REQ, $n_rej REJ, $n_rej8 reason 8)"
 
 # a new process takes the dead one's slot and is reached through it
 ip netns exec "$NSA" timeout -k 5 90 $LOG "$XFER" -p droce -P $((CPORT + 5)) -w 60 -t 10 \

@@ -703,8 +703,11 @@ void dr_dev_flush_acks(struct dr_dev *dev)
 	}
 }
 
-/* Frames from the host-local wire (local.c), received as the wire's are. */
-#define DR_DEV_LOCAL_BURST 128
+/* Frames from the host-local wire (local.c), received as the wire's are,
+ * as many per poll as one rx burst of the device: the ACKs of one poll
+ * leave at its end, and a longer poll would hold back the ACK a sender's
+ * window waits for. */
+#define DR_DEV_LOCAL_BURST 32
 
 static void dev_local_rx(void *ctx, const void *frame, size_t len)
 {

@@ -10,9 +10,11 @@
  * for foreign QPNs and CM MADs).  The frames are the RoCEv2 frames the
  * wire would carry.
  *
- * The wire is one file, /dev/shm/droce/<ifname>@net<netns inode>.wire
+ * The wire is one file, /dev/shm/droce/<ifname>@net<netns inode>.<n>.wire
  * (registry.c: its life follows the registry file's), mapped shared by
- * every process of the interface, sparse (only touched pages cost memory):
+ * every process of the interface, sparse (memory is allocated as it is
+ * first written, with fallocate so that a full tmpfs is an error and not
+ * a SIGBUS: see dr_local_open and ring_alloc):
  *
  *	header		magic, layout, the high-water mark of slots used
  *	slots[64]	per process: a generation (odd: in use) and its pid
@@ -35,18 +37,26 @@
  * one owner instead of one per process; a QPN sharing its low 16 bits
  * with another's costs a copy that the receiver counts as rx_foreign.
  *
- * A full ring: the frame is lost for that receiver and counted, in the
- * ring's control block (the receiver reports it as rx_lost at close) and
- * the sender's tx_full; RC's go-back-N resends it.  Not back-pressure: a
- * frame goes to many receivers at once, and one process that does not
- * poll for a while (its progress thread naps) must not hold up the
- * traffic of all the others; a NIC's receive ring drops the same way.
+ * A full ring: back-pressure, per receiver.  The sender keeps a copy of
+ * the frame in its backlog for that receiver (process memory) and copies
+ * it in, oldest first and before anything newer for that receiver, at its
+ * next send or poll (the progress thread polls while a backlog waits:
+ * dr_local_pending).  Not for the whole wire: a frame goes to many
+ * receivers at once, and one process that does not poll for a while (its
+ * progress thread naps) must not hold up the traffic to all the others.
+ * Bounded: beyond LW_BACKLOG bytes for one receiver a frame is lost,
+ * counted in the ring's control block (the receiver reports it as rx_lost
+ * at close) and the sender's tx_full, and RC's go-back-N resends it.  (The
+ * QPs do not know their frames wait: a receiver that does not poll for
+ * long makes its peers time out and resend into the backlog, which is how
+ * it can fill despite the 128-PSN window.)
  *
  * A dead receiver: a process that closes marks its slot free (even
  * generation) and is skipped at once.  One killed leaves its slot marked
  * in use; its rings fill, and when a sender finds a ring full it asks the
- * registry whether the slot is still held: if not, the slot is skipped
- * from then on, until its generation changes.  Nothing waits for a peer.
+ * registry whether the slot is still held (at most every LW_LIVE_CHECK_NS):
+ * if not, the slot is skipped from then on, until its generation changes,
+ * and what waited for it is dropped.  Nothing waits for a dead peer.
  *
  * A slot reused: the new holder zeroes its filter, skips what its inbound
  * rings still hold (head := tail; a frame a sender copies for the old

@@ -68,7 +68,7 @@
  * (local.c): a frame a packet socket sends to the host's own address never
  * comes back from the wire, so frames to the own address are copied into
  * shared-memory rings instead, one per sender and receiver, in a second
- * file that belongs to this one (<ifname>@net<inode>.wire, in /dev/shm:
+ * file that belongs to this one (<ifname>@net<inode>.<n>.wire, in /dev/shm:
  * the rings are written at the packet rate and must not be backed by a
  * disk).  A process's place on the wire is a slot, claimed here like
  * everything else, so it is free again the moment the process dies.  The
@@ -221,15 +221,20 @@ static int reg_open_file(const char *path)
 
 /* The wire's file: in /dev/shm, a tmpfs, whatever holds the registry (the
  * rings are written at the packet rate: a disk-backed /run would write
- * them back to disk), else beside the registry. */
-static void reg_wire_path(struct dr_reg *r, const char *ifname, unsigned long long ns)
+ * them back to disk), else beside the registry.  Named after the registry
+ * (its directory: reg_dir's dir_i) so that processes that ended up with
+ * two registries for one interface (one could not use /run) never share
+ * a wire whose slots neither registry fully knows. */
+static void reg_wire_path(struct dr_reg *r, unsigned dir_i, const char *ifname,
+			  unsigned long long ns)
 {
 	const char *dir = "/dev/shm/droce";
 
 	if (!mkdir(dir, 01777))
 		(void)chmod(dir, 01777);
 	if (!access(dir, W_OK | X_OK))
-		snprintf(r->wire_path, sizeof(r->wire_path), "%s/%s@net%llu.wire", dir, ifname, ns);
+		snprintf(r->wire_path, sizeof(r->wire_path), "%s/%s@net%llu.%u.wire", dir, ifname,
+			 ns, dir_i);
 	else
 		snprintf(r->wire_path, sizeof(r->wire_path), "%s.wire", r->path);
 }
@@ -265,7 +270,7 @@ int dr_reg_open(const char *ifname, struct dr_reg **out)
 		return fd;
 	}
 	r->fd = fd;
-	reg_wire_path(r, ifname, (unsigned long long)ns.st_ino);
+	reg_wire_path(r, i, ifname, (unsigned long long)ns.st_ino);
 	dr_reg_responder(r); /* the first process on the interface takes it */
 	DR_INFO(FI_LOG_DOMAIN, "%s: registry %s%s\n", ifname, r->path,
 		r->responder ? " (CM responder)" : "");
