@@ -102,6 +102,9 @@ cleanup() {
 	trap - EXIT INT TERM HUP
 	# mpirun and every ORTE daemon and rank live in our namespaces only
 	teardown_ns "" $hosts "$BR"
+	# what ranks killed by mpirun (the corrupting job) could not remove;
+	# the names hold our interface's (our PID's) and namespaces' names
+	rm -f /run/droce/"$IF"@net* /dev/shm/droce/"$IF"@net*
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -276,6 +279,13 @@ for per in $PER_HOST; do
 		what="every rank opened droce on $IF with its host's address, mtl ofi on domain $IF; $roce B of RoCEv2 through the bridge, $local_frames frames on the host-local wires"
 	else
 		what="provider $PROVIDER"
+	fi
+
+	# every rank closed droce: its registry and host-local wire files
+	# (/run/droce, /dev/shm/droce, named after the interface) are gone
+	if [ "$PROVIDER" = "droce;ofi_rxm" ]; then
+		left=$(ls /run/droce /dev/shm/droce 2>/dev/null | grep -c "^$IF@") || true
+		[ "$left" -eq 0 ] || { ok=0; why="$why; $left registry or wire files of $IF left behind"; }
 	fi
 
 	if [ $ok -eq 1 ]; then
