@@ -33,6 +33,8 @@
 #   --no-loss          skip the netem loss part
 #   --no-pin           do not pin server and client to separate CPUs
 #   --no-install       do not apt-get install missing tools
+#   --no-mpi           skip the MPI part (bench/mpi.sh: Open MPI over droce;ofi_rxm
+#                      and tcp;ofi_rxm between two namespaces; full suite only)
 # Environment: BENCH_BIN, BENCH_PROVIDER_PATH override --build.
 set -euo pipefail
 
@@ -40,7 +42,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/.." && pwd)
 
 quick=0 runs=5 secs='' out='' build=${BENCH_BUILD:-/tmp/droce-bench-build}
-veth=1 loss=1 pin=1 install=1
+veth=1 loss=1 pin=1 install=1 mpi=1
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1 ;;
@@ -52,7 +54,8 @@ while [ $# -gt 0 ]; do
 	--no-loss) loss=0 ;;
 	--no-pin) pin=0 ;;
 	--no-install) install=0 ;;
-	-h|--help) sed -n '3,36p' "$0"; exit 0 ;;
+	--no-mpi) mpi=0 ;;
+	-h|--help) sed -n '3,38p' "$0"; exit 0 ;;
 	*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -382,5 +385,17 @@ else
 	python3 "$here/report.py" --raw "$raw" --machine "$tmp/machine.txt" \
 		--failures "$failures" --drops "$tmp/drops.csv" --out "$out" \
 		--profile "$here/PROFILE.md"
+	# MPI latency and bandwidth, droce;ofi_rxm against tcp;ofi_rxm: a
+	# section of its own at the end of RESULTS.md (raw figures in
+	# results-mpi.txt)
+	if [ $mpi = 1 ] && [ $veth = 1 ]; then
+		say "MPI: bench/mpi.sh, $runs rounds"
+		if BENCH_PROVIDER_PATH=$provpath bash "$here/mpi.sh" --runs "$runs" \
+			--out "$tmp/mpi.md" --raw "$out/results-mpi.txt" >/dev/null; then
+			{ echo; cat "$tmp/mpi.md"; } >>"$out/RESULTS.md"
+		else
+			say "bench/mpi.sh failed: no MPI section"
+		fi
+	fi
 	say "wrote $out/RESULTS.md, $out/results.csv and $out/plots/"
 fi
