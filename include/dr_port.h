@@ -201,6 +201,11 @@ struct dr_port_config {
 	const char *pcap_path; /* capture every frame to this pcapng file */
 	const char *eal_args;  /* for dr_port_eal_init() if EAL is not up */
 	unsigned nb_mbufs;     /* frame pool size; 0: sized from the queues */
+	bool qdisc_bypass;     /* net_af_packet (unless the spec names
+				* qdisc_bypass): send past the kernel's qdisc
+				* layer, and so past its packet taps (tcpdump
+				* sees only what droce receives); false: through
+				* it, both directions visible */
 	struct dr_port_arp_params arp;
 };
 

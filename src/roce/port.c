@@ -282,12 +282,14 @@ static int find_port(const char *spec, bool pci, uint16_t *port_id)
  * memif handles badly (small frames that follow bulk transfers of
  * chained ones are lost: an 8-byte message rate falls from 2.5 M/s to
  * 64 k/s in bench/), so the spec gets a buffer size that holds a whole
- * frame, and a ring of 2^DR_MEMIF_RSIZE_LOG2 descriptors.  Other specs are
- * used as given.
+ * frame, and a ring of 2^DR_MEMIF_RSIZE_LOG2 descriptors.  An af_packet
+ * spec that does not choose qdisc_bypass gets the port's setting.  Other
+ * specs are used as given.
  */
 static const char *spec_for_mtu(struct dr_port *p, const char *spec, char *buf, size_t len)
 {
 	size_t frame = p->mtu + sizeof(struct dr_eth_hdr) + sizeof(struct dr_vlan_hdr);
+	char qd[32] = "", fs[64] = "";
 	unsigned n = 4096;
 
 	if (!strncmp(spec, "net_memif", 9)) {
@@ -306,14 +308,24 @@ static const char *spec_for_mtu(struct dr_port *p, const char *spec, char *buf, 
 			return spec;
 		return buf;
 	}
-	if (strncmp(spec, "net_af_packet", 13) || strstr(spec, "framesz=") || frame + 128 <= 2048)
+	if (strncmp(spec, "net_af_packet", 13))
 		return spec;
-	while (n < frame + 128)
-		n *= 2;
-	if ((size_t)snprintf(buf, len, "%s,framesz=%u,blocksz=%u", spec, n, n) >= len)
+	/* DPDK's af_packet sends past the qdisc layer by default
+	 * (PACKET_QDISC_BYPASS), and so past the kernel's packet taps: a
+	 * capture on the interface would hold only what droce receives.
+	 * Through it, tcpdump sees both directions, as with rdma_rxe. */
+	if (!strstr(spec, "qdisc_bypass="))
+		snprintf(qd, sizeof(qd), ",qdisc_bypass=%d", p->qdisc_bypass);
+	if (!strstr(spec, "framesz=") && frame + 128 > 2048) {
+		while (n < frame + 128)
+			n *= 2;
+		snprintf(fs, sizeof(fs), ",framesz=%u,blocksz=%u", n, n);
+	}
+	if ((size_t)snprintf(buf, len, "%s%s%s", spec, qd, fs) >= len)
 		return spec;
 	/* the PMD wants a whole ring frame to fit in one mbuf */
-	p->min_buf = n;
+	if (*fs)
+		p->min_buf = n;
 	return buf;
 }
 
@@ -747,6 +759,7 @@ static int open_locked(const struct dr_port_config *cfg, struct dr_port **out,
 	p->netmask = cfg->prefix_len == 32 ? ~0u : ~(~0u >> cfg->prefix_len);
 	p->gateway = cfg->gateway4;
 	p->mtu = cfg->mtu ? cfg->mtu : DR_PORT_DEF_MTU;
+	p->qdisc_bypass = cfg->qdisc_bypass;
 	p->max_frame = p->mtu + sizeof(struct dr_eth_hdr) + sizeof(struct dr_vlan_hdr);
 	p->arp = cfg->arp;
 	p->timer_lcore = rte_get_main_lcore();
