@@ -415,7 +415,8 @@ struct dr_port_stats {
 	uint64_t rx_arp_bad;			 /* refused by dr_arp_parse */
 	uint64_t rx_arp_ignored;		 /* valid ARP not for us */
 	uint64_t rx_arp_unsolicited;		 /* about a known peer, answering no request */
-	uint64_t tx_dropped;			 /* device queue full */
+	uint64_t tx_dropped;			 /* device queue and backlog full */
+	uint64_t tx_backlogged;			 /* waited for room in the device queue */
 	uint64_t tx_bursts;			 /* rte_eth_tx_burst calls that sent */
 	uint64_t tx_nombuf;			 /* frame pool empty */
 	uint64_t loopback;			 /* frames sent to our own address */

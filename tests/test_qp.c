@@ -605,10 +605,12 @@ START_TEST(test_op_sizes)
 				ck_assert_uint_eq(wc->imm, 0xabc00007u);
 		}
 	}
-	/* the minimum: one packet per PMTU (READ: one request), and ACKs at
-	 * the end and every 64 packets */
+	/* the minimum: one packet per PMTU (READ: one request per
+	 * DR_QP_READ_CHUNK responses), and ACKs at the end and every 64
+	 * packets */
 	if (op == DR_WR_READ) {
-		ck_assert_uint_eq(p.sim.end[0].tx_frames, 1);
+		ck_assert_uint_eq(p.sim.end[0].tx_frames,
+				  (npkts + DR_QP_READ_CHUNK - 1) / DR_QP_READ_CHUNK);
 		ck_assert_uint_eq(p.sim.end[1].tx_frames, npkts);
 	} else {
 		ck_assert_uint_eq(p.sim.end[0].tx_frames, npkts);
@@ -620,8 +622,11 @@ START_TEST(test_op_sizes)
 		ck_assert_uint_eq(rops[1].n, 0);
 	} else {
 		ck_assert_uint_eq(rops[1].n, 1);
+		/* a READ of more than DR_QP_READ_CHUNK packets: several
+		 * requests, reported once, with the first one's length */
 		expect_rop(1, 0, op == DR_WR_READ ? DR_REMOTE_READ : DR_REMOTE_WRITE, DR_WC_SUCCESS,
-			   len);
+			   op == DR_WR_READ && npkts > DR_QP_READ_CHUNK ? DR_QP_READ_CHUNK * pmtu
+									: len);
 		ck_assert_uint_eq(rops[1].op[0].psn,
 				  dr_psn_add(c.psn_a, op == DR_WR_READ ? 0 : (int32_t)npkts - 1));
 	}

@@ -439,6 +439,8 @@ void dr_qp_error(struct dr_qp *qp)
 
 		if (w->ord_token)
 			qp->req.ord_used--;
+		qp->req.ord_used -= w->rd_tokens;
+		w->rd_tokens = 0;
 		dr_qp_flush_send(qp, w);
 	}
 	qp->req.wqe = qp->sq.tail;

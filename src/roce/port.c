@@ -685,6 +685,11 @@ static void teardown(struct dr_port *p)
 		tx_flush(p);
 	while (p->txq_len)
 		rte_pktmbuf_free(p->txq[--p->txq_len]);
+	while (p->txb_len) {
+		rte_pktmbuf_free(p->txb[p->txb_head]);
+		p->txb_head = (p->txb_head + 1) % DR_PORT_TXB;
+		p->txb_len--;
+	}
 	while (p->held_len) {
 		rte_pktmbuf_free(p->held[p->held_head]);
 		p->held_head = (p->held_head + 1) % DR_PORT_HELD_MAX;
@@ -780,7 +785,7 @@ static int open_locked(const struct dr_port_config *cfg, struct dr_port **out,
 
 	nb_mbufs = cfg->nb_mbufs
 		       ? cfg->nb_mbufs
-		       : rte_align32pow2(DR_PORT_RXD + DR_PORT_TXD + DR_PORT_LOOP_SIZE) - 1;
+		       : rte_align32pow2(DR_PORT_RXD + DR_PORT_TXD + DR_PORT_LOOP_SIZE + DR_PORT_TXB) - 1;
 	ret = start_device(p, nb_mbufs, err);
 	if (ret < 0)
 		goto out_teardown;
@@ -1457,11 +1462,15 @@ void dr_port_get_link_stats(const struct dr_port *p, struct dr_port_link_stats *
 	*s = p->link;
 }
 
+static void tx_backlog_add(struct dr_port *p, struct rte_mbuf *m);
+static struct rte_mbuf *frame_alloc(struct dr_port *p, size_t len, void **data);
+
 /* Hand q[0..n) to the device in one burst (a full ring is tried
- * DR_PORT_TX_TRIES times; what still does not fit is dropped and counted:
- * RC retransmission recovers).  cap[i] is the frame's capture copy or NULL;
- * with hook (n == 1) p->tx_scratch holds the frame for the frame hook.
- * Returns how many the device took. */
+ * DR_PORT_TX_TRIES times; what still does not fit waits in the backlog,
+ * tx_backlog_add, and leaves first at the next flush: droce does not drop
+ * a frame it built because a ring is full).  cap[i] is the frame's capture
+ * copy or NULL; with hook (n == 1) p->tx_scratch holds the frame for the
+ * frame hook.  Returns how many the device took. */
 static uint16_t tx_burst(struct dr_port *p, struct rte_mbuf **q, struct rte_mbuf **cap, uint16_t n,
 			 bool hook)
 {
@@ -1482,13 +1491,86 @@ static uint16_t tx_burst(struct dr_port *p, struct rte_mbuf **q, struct rte_mbuf
 			tx_done(p, cap[i], hook, len[i]);
 			continue;
 		}
-		rte_pktmbuf_free(q[i]);
+		/* captured (and shown to the hook) when it really leaves */
 		dr_capture_discard(cap[i]);
-		p->stats.tx_dropped++;
+		tx_backlog_add(p, q[i]);
 	}
 	if (p->link_fd >= 0)
 		link_after_burst(p, sent, err);
 	return sent;
+}
+
+/* m waits for room in the device's ring (consumed).  A frame whose payload
+ * is attached (dr_port_send_zc) is copied first: its buffer is promised
+ * back when the batch ends.  Only a full backlog drops (counted). */
+static void tx_backlog_add(struct dr_port *p, struct rte_mbuf *m)
+{
+	if (m->nb_segs > 1) {
+		struct rte_mbuf *c;
+		const void *src;
+		void *data;
+
+		c = frame_alloc(p, m->pkt_len, &data);
+		src = c ? rte_pktmbuf_read(m, 0, m->pkt_len, data) : NULL;
+		if (src && src != data)
+			memcpy(data, src, m->pkt_len);
+		rte_pktmbuf_free(m);
+		if (!src) {
+			rte_pktmbuf_free(c);
+			p->stats.tx_dropped++;
+			return;
+		}
+		m = c;
+	}
+	if (p->txb_len == DR_PORT_TXB) {
+		rte_pktmbuf_free(m);
+		p->stats.tx_dropped++;
+		return;
+	}
+	p->txb[(p->txb_head + p->txb_len++) % DR_PORT_TXB] = m;
+	p->stats.tx_backlogged++;
+}
+
+/* The backlog leaves, as much of it as the ring takes now.  Returns true
+ * when it is empty. */
+static bool tx_backlog_push(struct dr_port *p)
+{
+	while (p->txb_len) {
+		struct rte_mbuf *q[DR_PORT_BURST], *cap[DR_PORT_BURST];
+		uint32_t len[DR_PORT_BURST];
+		uint16_t n, sent, i;
+		bool hook = false;
+		int err;
+
+		/* the frame hook sees one frame at a time, as it leaves */
+		for (n = 0; n < p->txb_len && n < (p->frame_fn ? 1 : DR_PORT_BURST); n++)
+			q[n] = p->txb[(p->txb_head + n) % DR_PORT_TXB];
+		if (p->frame_fn)
+			cap[0] = tx_trace(p, q[0], &hook);
+		else
+			for (i = 0; i < n; i++)
+				cap[i] = p->pcapng ? dr_capture_prepare(p, q[i], DR_PORT_DIR_TX)
+						   : NULL;
+		for (i = 0; i < n; i++)
+			len[i] = q[i]->pkt_len;
+		errno = 0;
+		sent = rte_eth_tx_burst(p->port_id, 0, q, n);
+		err = errno;
+		p->stats.tx_bursts++;
+		for (i = 0; i < n; i++) {
+			if (i < sent)
+				tx_done(p, cap[i], hook, len[i]);
+			else
+				dr_capture_discard(cap[i]);
+		}
+		p->txb_head = (p->txb_head + sent) % DR_PORT_TXB;
+		p->txb_len -= sent;
+		if (p->link_fd >= 0)
+			link_after_burst(p, sent, err);
+		if (sent < n)
+			return false;
+	}
+	return true;
 }
 
 /* The frames waiting in p->txq leave in one burst, behind those that
@@ -1501,12 +1583,21 @@ static void tx_flush(struct dr_port *p)
 	link_poll(p);
 	if (p->held_len && !p->link_down)
 		held_release(p);
-	if (!n)
+	if (!n) {
+		if (p->txb_len && !p->link_down)
+			tx_backlog_push(p);
 		return;
+	}
 	p->txq_len = 0;
 	if (p->link_down) {
 		for (i = 0; i < n; i++)
 			held_add(p, p->txq[i]);
+		return;
+	}
+	if (!tx_backlog_push(p)) {
+		/* behind what waits already, in order */
+		for (i = 0; i < n; i++)
+			tx_backlog_add(p, p->txq[i]);
 		return;
 	}
 	for (i = 0; i < n; i++) {
@@ -1533,8 +1624,13 @@ int dr_port_xmit(struct dr_port *p, struct rte_mbuf *m)
 		held_add(p, m);
 		return 0;
 	}
+	if (p->txb_len && !tx_backlog_push(p)) {
+		tx_backlog_add(p, m);
+		return 0;
+	}
 	copy = tx_trace(p, m, &hook);
-	return tx_burst(p, &m, &copy, 1, hook) ? 0 : -EAGAIN;
+	tx_burst(p, &m, &copy, 1, hook); /* what the ring does not take waits */
+	return 0;
 }
 
 void dr_port_batch_begin(struct dr_port *p)
@@ -1561,7 +1657,7 @@ void dr_port_flush(struct dr_port *p)
 
 bool dr_port_tx_pending(const struct dr_port *p)
 {
-	return p->txq_len != 0;
+	return p->txq_len != 0 || p->txb_len != 0;
 }
 
 /* A frame to our own address: "sent" now, "received" by the next poll. */

@@ -15,6 +15,7 @@
 #include "dr_port.h"
 
 #define DR_PORT_BURST 32
+#define DR_PORT_TXB   256 /* transmit backlog: frames a full ring did not take */
 /* Frames held while the link is down; the oldest is dropped beyond this. */
 #define DR_PORT_HELD_MAX 256
 
@@ -134,6 +135,10 @@ struct dr_port {
 	unsigned batch;
 	uint16_t txq_len;
 	struct rte_mbuf *txq[DR_PORT_BURST];
+	/* frames the device's ring did not take, oldest first: they leave
+	 * before any later frame, at the next flush (tx_backlog_push) */
+	uint16_t txb_head, txb_len;
+	struct rte_mbuf *txb[DR_PORT_TXB];
 
 	/* rte_timer_alt_manage() only once the TSC reaches this: the earliest
 	 * expiry armed since the last run, else one resolution step later */
