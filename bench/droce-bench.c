@@ -245,8 +245,12 @@ static struct {
 } F;
 
 /* What droce counted (FI_DROCE_OPS_1): packets its requester resent,
- * retransmit timeouts, and frames dropped anywhere in droce -- the port's
- * transmit and receive drops and the QP's.  All zero for other providers. */
+ * retransmit timeouts, and frames of the connection dropped: those the port
+ * could not send (tx_dropped, tx_nombuf) and those the QP discarded (out of
+ * sequence, duplicates, answers to nothing outstanding).  The port's
+ * rx_dropped is left out: on a kernel interface it counts other traffic
+ * (the control channel's TCP, for one) that is not droce's.  All zero for
+ * other providers. */
 struct dcount {
 	uint64_t resent, timeouts, drops;
 };
@@ -274,9 +278,7 @@ static void dcount_get(struct dcount *d)
 	n = sizeof(c) / sizeof(c[0]);
 	if (!ops->counters(&F.domain->fid, c, &n))
 		for (size_t i = 0; i < n; i++)
-			if (!strcmp(c[i].name, "tx_dropped") || !strcmp(c[i].name, "tx_nombuf") ||
-			    !strcmp(c[i].name, "rx_dropped") || !strcmp(c[i].name, "dev_rx_missed") ||
-			    !strcmp(c[i].name, "dev_tx_errors"))
+			if (!strcmp(c[i].name, "tx_dropped") || !strcmp(c[i].name, "tx_nombuf"))
 				d->drops += c[i].value;
 }
 

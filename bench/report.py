@@ -20,7 +20,10 @@ import sys
 from collections import defaultdict
 
 COLS = ("run config provider label test bytes window iters seconds value unit p50 p99 mean "
-        "cpu_user cpu_sys runq peer_runq status").split()
+        "cpu_user cpu_sys runq peer_runq status resent timeouts drops").split()
+# droce's own counters, both sides, per measurement (droce-bench's last three columns;
+# rows written before they existed have none)
+CNT = ("resent", "timeouts", "drops")
 
 # transport pairs: (droce label, tcp label, title)
 PAIRS = [("memif", "lo", "same host: droce/net_memif vs tcp/loopback"),
@@ -55,11 +58,15 @@ def load(path):
         for rec in csv.reader(f):
             if not rec or rec[0].startswith("#"):
                 continue
+            if len(rec) == len(COLS) - len(CNT):
+                rec = rec + [""] * len(CNT)
             if len(rec) != len(COLS):
                 continue
             d = dict(zip(COLS, rec))
             for k in ("run", "bytes", "window", "iters"):
                 d[k] = int(d[k])
+            for k in CNT:
+                d[k] = int(d[k]) if d[k] else None
             for k in ("seconds", "value", "p50", "p99", "mean", "cpu_user", "cpu_sys", "runq", "peer_runq"):
                 d[k] = float(d[k])
             rows.append(d)
@@ -74,8 +81,15 @@ class Data:
         self.row = {}
         self.cpu = defaultdict(dict)
         self.sched = defaultdict(dict)
+        # key -> [resent, timeouts, drops, rounds counted], every round (failed ones too)
+        self.cnt = {}
         for d in rows:
             k = (d["provider"], d["label"], d["test"], d["bytes"], d["window"])
+            if d["provider"] == "droce" and d["resent"] is not None:
+                c = self.cnt.setdefault(k, [0, 0, 0, 0])
+                for i, n in enumerate(CNT):
+                    c[i] += d[n]
+                c[3] += 1
             if d["status"] == "ok":
                 self.v[k][d["run"]] = d["value"]
                 self.row[k] = d
@@ -216,6 +230,15 @@ def print_quick(data, machine, failures):
         "1% loss goodput / lossless (droce)", cell(l1, "MB/s") + " MB/s",
         cell(l0, "MB/s") + " MB/s", rcell(rt).replace("*", ""), op, bound,
         verdict(op, r, bound)))
+    if data.cnt:
+        print()
+        print("droce's own counters, summed over rounds (resent packets / retransmit "
+              "timeouts / dropped frames, both sides):")
+        for k in sorted(data.cnt):
+            c = data.cnt[k]
+            print("  %-8s %-11s %7s w=%-3d  %6d / %4d / %6d  (%d rounds)%s" % (
+                k[1], k[2], hsize(k[3]), k[4], c[0], c[1], c[2], c[3],
+                "" if c[0] + c[1] + c[2] == 0 else "  <-- not lossless"))
     allq = [x for v in data.sched.values() for x in v.values()]
     if allq:
         print()
@@ -415,6 +438,27 @@ LIMITS = {
 }
 
 
+def counters_md(data):
+    """Every droce row's retransmissions and drops, as droce counted them."""
+    L = ["## Retransmissions and drops droce counted\n",
+         "For every droce measurement: packets its requesters resent, retransmit timeouts, "
+         "and frames of the connection dropped (by the port: ring and backlog full, no "
+         "buffer; by the QP: out of sequence, duplicates), both sides, read through "
+         "FI_DROCE_OPS_1 and summed over the rounds (warm-up included). On a lossless "
+         "path (memif, the direct veth, loss 0) every figure should be 0: a non-zero one "
+         "is shown **bold**.\n",
+         "| path | test | size | window | resent | timeouts | dropped | rounds |",
+         "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for k in sorted(data.cnt, key=lambda k: (k[1], k[2], k[4], k[3])):
+        c = data.cnt[k]
+        lossless = not k[1].startswith("loss") or k[1] == "loss0"
+        f = [("**%d**" % x) if (x and lossless) else str(x) for x in c[:3]]
+        L.append("| %s | %s | %s | %d | %s | %s | %s | %d |" % (
+            k[1], k[2], hsize(k[3]), k[4], f[0], f[1], f[2], c[3]))
+    L.append("")
+    return L
+
+
 def verdict_notes(data):
     """What each target needs, from the medians: the "by how much" of the issue."""
     out = ["### Where each target stands\n"]
@@ -565,8 +609,8 @@ def results_md(data, machine, failures, drops, outdir, pngs, profile):
                  "with p = 0) on the same path in the same rounds. Dropped = frames dropped "
                  "during that provider's runs (all rounds), showing the loss hit its traffic.\n")
         L.append("| loss | droce MB/s | droce / lossless | tcp MB/s | tcp / lossless | "
-                 "droce / tcp | dropped (droce, tcp) |")
-        L.append("|---:|---:|---:|---:|---:|---:|---:|")
+                 "droce / tcp | dropped (droce, tcp) | droce resent / timeouts |")
+        L.append("|---:|---:|---:|---:|---:|---:|---:|---:|")
         dsum = defaultdict(int)
         for r in drops:
             dsum[(r[1], float(r[2]))] += int(r[3])
@@ -576,13 +620,18 @@ def results_md(data, machine, failures, drops, outdir, pngs, profile):
             d0 = ("droce", "loss0", "bw_write", 1 << 20, 64)
             t0 = ("tcp", "loss0", "bw_write", 1 << 20, 64)
             rd, rt_ = ratio(data, d, d0), ratio(data, t, t0)
-            L.append("| %g %% | %s | %s | %s | %s | %s | %d, %d |" % (
+            c = data.cnt.get(d)
+            L.append("| %g %% | %s | %s | %s | %s | %s | %d, %d | %s |" % (
                 pct, cell(data.stat(*d), "MB/s", data.status(*d)),
                 ("%.0f %%" % (100 * rd[0])) if rd else "–",
                 cell(data.stat(*t), "MB/s", data.status(*t)),
                 ("%.0f %%" % (100 * rt_[0])) if rt_ else "–",
-                rcell(ratio(data, d, t)), dsum[("droce", pct)], dsum[("tcp", pct)]))
+                rcell(ratio(data, d, t)), dsum[("droce", pct)], dsum[("tcp", pct)],
+                ("%d / %d" % (c[0], c[1])) if c else "–"))
         L.append("")
+
+    if data.cnt:
+        L.extend(counters_md(data))
 
     L.append("## CPU and scheduling\n")
     L.append("Per measurement, droce-bench records its CPU time (user, sys) and the share of the "

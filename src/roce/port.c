@@ -46,10 +46,11 @@
 #define DR_PORT_MBUF_CACHE 32
 #define DR_PORT_MIN_BUF	   4224 /* a 4096-PMTU RoCE frame with room to spare */
 #define DR_PORT_LOOP_SIZE  512
-#define DR_PORT_TX_TRIES   4 /* tx bursts tried before a frame is dropped */
+#define DR_PORT_TX_TRIES   4 /* tx bursts tried before a frame waits in the backlog */
 /* Resolution of the port's timers: rte_timer_alt_manage() runs at least
  * this often while polled, and at once when an earlier expiry is armed. */
 #define DR_PORT_TIMER_RES_US 20
+#define DR_PORT_TIMER_LATE_STEPS 50 /* of DR_PORT_TIMER_RES_US: timers wait for a full ring */
 /* net_memif ring size (log2) unless the spec names one */
 #define DR_MEMIF_RSIZE_LOG2 8
 #define DR_PAIR_RING_SIZE  1024
@@ -1964,7 +1965,14 @@ int dr_port_poll(struct dr_port *p)
 		rx_one(p, pkts[i], false);
 	total += n;
 	now = rte_get_timer_cycles();
-	if (now >= p->timer_next) {
+	/* Timers once the receive ring is drained: after a process was off
+	 * its CPU, the ACKs that arrived meanwhile are read before a
+	 * retransmit timer that expired meanwhile fires and resends what
+	 * they acknowledge (each such timeout resent up to a window over a
+	 * lossless veth).  A ring that stays full delays them at most
+	 * DR_PORT_TIMER_LATE_STEPS resolution steps (1 ms). */
+	if (now >= p->timer_next &&
+	    (n < DR_PORT_BURST || now - p->timer_next >= p->timer_res * DR_PORT_TIMER_LATE_STEPS)) {
 		/* arms from inside the callbacks may lower it again */
 		p->timer_next = now + p->timer_res;
 		rte_timer_alt_manage(p->timer_id, &p->timer_lcore, 1, timer_run);
