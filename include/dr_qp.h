@@ -540,6 +540,16 @@ struct dr_qp {
 		uint32_t noack_pkts; /* packets since the last AckReq (B.2) */
 		uint32_t ord_used;   /* READ requests and atomics holding a token */
 		uint32_t cwnd;	     /* PSNs allowed unacknowledged */
+		/* an early timeout (DR_QP_ADAPTIVE_RTO) resends one packet,
+		 * with AckReq, and nothing more until an answer makes progress:
+		 * a timeout that was spurious costs one duplicate, not a window */
+		bool probe;
+		/* where the last rewind took the requester from; the answer
+		 * to a probe that shows the packets in flight arrived resumes
+		 * there instead of resending them (unless the rewind gave
+		 * READ requests' tokens back: those are asked again) */
+		bool undo_ok;
+		uint32_t undo_psn, undo_wqe;
 	} req;
 
 	struct {

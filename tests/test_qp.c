@@ -2869,10 +2869,13 @@ START_TEST(test_adaptive_dead_link)
 	ck_assert_uint_eq(p.qp[0]->stats.timeouts, tries);
 	ck_assert_uint_eq(p.qp[0]->stats.early_timeouts, early);
 	ck_assert_uint_eq(p.qp[0]->stats.retries, 3);
-	/* each try: the 10 WRITE packets and the SEND, the first at
+	/* the first try: the 10 WRITE packets and the SEND; each later one,
+	 * after a timeout, a probe: the first packet only; the first at
 	 * t0 + (2^e + ... + 2^(e+k-1)) */
-	ck_assert_uint_eq(p.sim.end[0].tx_frames - frames0, 11ull * tries);
-	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 11ull * (tries - 1));
+	uint64_t per_try = 1;
+
+	ck_assert_uint_eq(p.sim.end[0].tx_frames - frames0, 11 + per_try * (tries - 1));
+	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, per_try * (tries - 1));
 	for (k = n0; k < r->n[0]; k++) {
 		if (r->f[0][k].psn != first)
 			continue;
@@ -3048,9 +3051,12 @@ static const struct {
 	unsigned suspects;	 /* path_suspect calls */
 	uint64_t suspect_ns;	 /* the first, after the post */
 	uint64_t through_ns;	 /* the resend that reaches the new MAC */
+	unsigned rtts;		 /* round trips from it to the completion */
 } move_tab[] = {
-    {false, 3, 3, 2, 3 * 67108864ull, 7 * 67108864ull},
-    {true, 2, 11, 2, 2 * 67108864ull - 131072, 4 * 67108864ull - 131072},
+    {false, 3, 3, 2, 3 * 67108864ull, 7 * 67108864ull, 1},
+    /* adaptive: each timeout resends a probe (one packet): the probe's
+     * ACK, then the rest and its ACK */
+    {true, 2, 11, 2, 2 * 67108864ull - 131072, 4 * 67108864ull - 131072, 2},
 };
 
 START_TEST(test_peer_moved)
@@ -3094,11 +3100,14 @@ START_TEST(test_peer_moved)
 	ck_assert_uint_ge(suspects[0].n, 1);
 	ck_assert_uint_eq(suspects[0].t[0] - t0, move_tab[_i].suspect_ns);
 	/* the resend at through_ns, its ACK a round trip later */
-	ck_assert_uint_eq(p.sim.now_ns - t0, move_tab[_i].through_ns + 2 * m.lat_ns);
+	ck_assert_uint_eq(p.sim.now_ns - t0,
+			  move_tab[_i].through_ns + 2 * m.lat_ns * move_tab[_i].rtts);
 	ck_assert_uint_eq(p.qp[0]->stats.timeouts, move_tab[_i].timeouts);
 	ck_assert_uint_eq(p.qp[0]->stats.retries, move_tab[_i].retries);
 	ck_assert_uint_eq(suspects[0].n, move_tab[_i].suspects);
-	ck_assert_uint_eq(m.dropped, 10 * move_tab[_i].timeouts); /* every packet of each try */
+	/* every packet of each try that went to the old MAC: all 10 at
+	 * first, then all 10 again or, once probes, one */
+	ck_assert_uint_eq(m.dropped, 10 + (move_tab[_i].timeouts - 1) * (move_tab[_i].adaptive ? 1 : 10));
 	ck_assert(pair_run(&p));
 	pair_down(&p);
 }

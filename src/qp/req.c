@@ -154,8 +154,9 @@ static uint32_t dr_req_send_pkt(struct dr_qp *qp, struct dr_send_wqe *w, uint32_
 	}
 
 	/* AckReq on the last packet of a message and at least every
-	 * DR_QP_MAX_PKT_PER_ACK packets (B.2), or every half window */
-	if (end || ++qp->req.noack_pkts >= DR_QP_MAX_PKT_PER_ACK ||
+	 * DR_QP_MAX_PKT_PER_ACK packets (B.2), or every half window; on a
+	 * timeout's probe */
+	if (end || qp->req.probe || ++qp->req.noack_pkts >= DR_QP_MAX_PKT_PER_ACK ||
 	    qp->req.noack_pkts >= qp->req.cwnd / 2) {
 		d.ackreq = true;
 		qp->req.noack_pkts = 0;
@@ -201,7 +202,8 @@ void dr_req_run(struct dr_qp *qp)
 			dr_req_set_state(qp, DR_REQ_WAIT_ORD);
 			break;
 		}
-		if (dr_psn_diff(qp->req.psn, qp->comp.psn) >= (int32_t)qp->req.cwnd) {
+		if (dr_psn_diff(qp->req.psn, qp->comp.psn) >= (int32_t)qp->req.cwnd ||
+		    (qp->req.probe && qp->req.psn != qp->comp.psn)) {
 			dr_req_set_state(qp, DR_REQ_WAIT_WINDOW);
 			break;
 		}
@@ -252,12 +254,17 @@ void dr_req_rewind(struct dr_qp *qp)
 {
 	if (qp->req.state == DR_REQ_ERROR)
 		return;
+	qp->req.undo_psn = qp->req.psn;
+	qp->req.undo_wqe = qp->req.wqe;
+	qp->req.undo_ok = true;
 	/* the READ requests outstanding are asked again: their tokens go */
 	for (uint32_t i = qp->sq.tail; i != qp->sq.head; i++) {
 		struct dr_send_wqe *w = dr_sq_wqe(qp, i);
 
 		if (w->state != DR_WQE_PENDING)
 			break;
+		if (w->rd_tokens)
+			qp->req.undo_ok = false;
 		qp->req.ord_used -= w->rd_tokens;
 		w->rd_tokens = 0;
 	}
