@@ -245,12 +245,13 @@ static struct {
 } F;
 
 /* What droce counted (FI_DROCE_OPS_1): packets its requester resent,
- * retransmit timeouts, and frames of the connection dropped: those the port
- * could not send (tx_dropped, tx_nombuf) and those the QP discarded (out of
- * sequence, duplicates, answers to nothing outstanding).  The port's
- * rx_dropped is left out: on a kernel interface it counts other traffic
- * (the control channel's TCP, for one) that is not droce's.  All zero for
- * other providers. */
+ * retransmit timeouts, and frames lost: those the port could not send
+ * (tx_dropped, tx_nombuf) and those the responder discarded because an
+ * earlier one had not arrived (rx_drop_psn_ahead: a frame missing), or the
+ * requester, READ responses past a missing one (rx_rsp_ahead).  Not
+ * the duplicates a spurious timeout causes (those are in resent), nor the
+ * port's rx_dropped (on a kernel interface it counts other traffic, the
+ * control channel's TCP among it).  All zero for other providers. */
 struct dcount {
 	uint64_t resent, timeouts, drops;
 };
@@ -272,7 +273,8 @@ static void dcount_get(struct dcount *d)
 				d->resent += c[i].value;
 			else if (!strcmp(c[i].name, "timeouts"))
 				d->timeouts += c[i].value;
-			else if (!strcmp(c[i].name, "rx_dropped"))
+			else if (!strcmp(c[i].name, "rx_drop_psn_ahead") ||
+				 !strcmp(c[i].name, "rx_rsp_ahead"))
 				d->drops += c[i].value;
 		}
 	n = sizeof(c) / sizeof(c[0]);

@@ -442,11 +442,13 @@ def counters_md(data):
     """Every droce row's retransmissions and drops, as droce counted them."""
     L = ["## Retransmissions and drops droce counted\n",
          "For every droce measurement: packets its requesters resent, retransmit timeouts, "
-         "and frames of the connection dropped (by the port: ring and backlog full, no "
-         "buffer; by the QP: out of sequence, duplicates), both sides, read through "
-         "FI_DROCE_OPS_1 and summed over the rounds (warm-up included). On a lossless "
-         "path (memif, the direct veth, loss 0) every figure should be 0: a non-zero one "
-         "is shown **bold**.\n",
+         "and frames lost (the port could not send them: ring and backlog full, no buffer; "
+         "or the responder discarded one because an earlier one never arrived), both "
+         "sides, read through FI_DROCE_OPS_1 and summed over the rounds (warm-up included). "
+         "On a lossless path (memif, the direct veth, loss 0) every figure should be 0: a "
+         "non-zero one is shown **bold**. Resends with no frame lost are spurious timeouts: "
+         "a process off its CPU longer than the retransmit timeout (see the scheduling "
+         "table).\n",
          "| path | test | size | window | resent | timeouts | dropped | rounds |",
          "|---|---|---:|---:|---:|---:|---:|---:|"]
     for k in sorted(data.cnt, key=lambda k: (k[1], k[2], k[4], k[3])):

@@ -445,6 +445,7 @@ struct dr_qp_stats {
 	uint64_t acks_coalesced; /* ACKs asked for that a later one covered */
 	uint64_t rtt_samples, early_timeouts; /* DR_QP_ADAPTIVE_RTO */
 	uint64_t spurious_timeouts; /* a timeout's resend answered twice: nothing was lost */
+	uint64_t rx_rsp_ahead;	    /* READ responses past a missing one (one was lost) */
 	uint64_t cwnd_cuts;	 /* window halvings after a loss */
 	uint64_t tx_seq_naks, tx_rnr_naks, tx_err_naks;
 	uint64_t rx_seq_naks, rx_rnr_naks, rx_err_naks;

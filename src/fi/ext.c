@@ -83,7 +83,7 @@ static const struct counter_def qp_counters[] = {
 	QP_C(tx_seq_naks), QP_C(tx_rnr_naks), QP_C(tx_err_naks),
 	QP_C(rx_seq_naks), QP_C(rx_rnr_naks), QP_C(rx_err_naks),
 	QP_C(rx_dup_reqs), QP_C(rx_dropped), QP_C(timeouts), QP_C(retries),
-	QP_C(rnr_waits), QP_C(atomics_executed), QP_C(spurious_timeouts),
+	QP_C(rnr_waits), QP_C(atomics_executed), QP_C(spurious_timeouts), QP_C(rx_rsp_ahead),
 };
 /* clang-format on */
 

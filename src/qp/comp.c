@@ -402,9 +402,12 @@ static enum dr_comp_state dr_comp_read(struct dr_qp *qp, struct dr_comp_ctx *c)
 	expect = dr_psn_add(w->first_psn, (int32_t)w->rsp_psns);
 	if (dr_psn_diff(pkt->psn, expect) < 0)
 		return DR_COMP_DROP; /* duplicate response */
-	if (pkt->psn != expect)
-		/* a response went missing: ask again from the gap (B.6) */
+	if (pkt->psn != expect) {
+		/* a response went missing: ask again from the gap at once
+		 * (B.6; rxe's check_psn does the same), once per episode */
+		qp->stats.rx_rsp_ahead++;
 		return qp->comp.retry_started ? DR_COMP_DONE : DR_COMP_RETRY;
+	}
 
 	k = w->rsp_psns;
 	plen = w->length - (uint64_t)k * pmtu < pmtu ? (uint32_t)(w->length - (uint64_t)k * pmtu)
