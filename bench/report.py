@@ -438,6 +438,25 @@ LIMITS = {
 }
 
 
+def pingpong_md(rows):
+    """bench/pingpong-spread.sh: back-to-back stock fi_pingpong runs over the veth."""
+    vals = [float(r["usec_per_xfer"]) for r in rows if r["usec_per_xfer"] != "NA"]
+    L = ["## %d back-to-back fi_pingpong runs over the veth\n" % len(rows),
+         "`fi_pingpong -p droce -e msg -S 8 -I 20000` between two namespaces, droce's "
+         "zero-config path (bench/pingpong-spread.sh). Target: none slower than 2× the "
+         "median (a run that loses frames waits for retransmit timers).\n"]
+    if not vals:
+        return L + ["No run completed.\n"]
+    med = statistics.median(vals)
+    over = [v for v in vals if v > 2 * med]
+    L.append("usec/xfer per run: " + ", ".join("%.2f" % v for v in vals) + ".\n")
+    L.append("Median %.2f µs, max %.2f µs (max/median %.2f); runs slower than 2× the "
+             "median: %d; failed runs: %d — %s.\n" % (
+                 med, max(vals), max(vals) / med, len(over), len(rows) - len(vals),
+                 "MET" if not over and len(vals) == len(rows) else "NOT MET"))
+    return L
+
+
 def counters_md(data):
     """Every droce row's retransmissions and drops, as droce counted them."""
     L = ["## Retransmissions and drops droce counted\n",
@@ -504,7 +523,7 @@ def verdict_notes(data):
     return out
 
 
-def results_md(data, machine, failures, drops, outdir, pngs, profile):
+def results_md(data, machine, failures, drops, outdir, pngs, profile, pingpong=None):
     m = dict(l.split("=", 1) for l in machine if "=" in l and not l.startswith("load"))
     loads = [l for l in machine if l.startswith("load")]
     L = []
@@ -634,6 +653,8 @@ def results_md(data, machine, failures, drops, outdir, pngs, profile):
 
     if data.cnt:
         L.extend(counters_md(data))
+    if pingpong:
+        L.extend(pingpong_md(pingpong))
 
     L.append("## CPU and scheduling\n")
     L.append("Per measurement, droce-bench records its CPU time (user, sys) and the share of the "
@@ -737,6 +758,7 @@ def main():
     ap.add_argument("--machine")
     ap.add_argument("--failures")
     ap.add_argument("--drops")
+    ap.add_argument("--pingpong")
     ap.add_argument("--out")
     ap.add_argument("--profile")
     ap.add_argument("--quick", action="store_true")
@@ -754,7 +776,9 @@ def main():
     loss_rows = sorted({(float(k[1][4:]), k[1]) for k in list(data.v) + list(data.bad)
                         if k[1].startswith("loss")})
     pngs = plot(data, a.out, loss_rows)
-    results_md(data, machine, failures, drops, a.out, pngs, a.profile)
+    pingpong = (list(csv.DictReader(open(a.pingpong)))
+                if a.pingpong and os.path.exists(a.pingpong) else None)
+    results_md(data, machine, failures, drops, a.out, pngs, a.profile, pingpong)
 
 
 if __name__ == "__main__":
