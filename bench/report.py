@@ -233,12 +233,13 @@ def print_quick(data, machine, failures):
     if data.cnt:
         print()
         print("droce's own counters, summed over rounds (resent packets / retransmit "
-              "timeouts / dropped frames, both sides):")
+              "timeouts / lost frames, both sides):")
         for k in sorted(data.cnt):
             c = data.cnt[k]
+            lossless = not k[1].startswith("loss") or k[1] == "loss0"
             print("  %-8s %-11s %7s w=%-3d  %6d / %4d / %6d  (%d rounds)%s" % (
                 k[1], k[2], hsize(k[3]), k[4], c[0], c[1], c[2], c[3],
-                "" if c[0] + c[1] + c[2] == 0 else "  <-- not lossless"))
+                "  <-- on a lossless path" if lossless and c[0] + c[1] + c[2] else ""))
     allq = [x for v in data.sched.values() for x in v.values()]
     if allq:
         print()
@@ -468,7 +469,7 @@ def counters_md(data):
          "non-zero one is shown **bold**. Resends with no frame lost are spurious timeouts: "
          "a process off its CPU longer than the retransmit timeout (see the scheduling "
          "table).\n",
-         "| path | test | size | window | resent | timeouts | dropped | rounds |",
+         "| path | test | size | window | resent | timeouts | lost | rounds |",
          "|---|---|---:|---:|---:|---:|---:|---:|"]
     for k in sorted(data.cnt, key=lambda k: (k[1], k[2], k[4], k[3])):
         c = data.cnt[k]
