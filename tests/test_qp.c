@@ -2700,6 +2700,89 @@ START_TEST(test_adaptive_rto_early)
 }
 END_TEST
 
+/* A spurious timeout (issue 13).  A (DR_QP_ADAPTIVE_RTO) and B 10 us
+ * apart; the warm-up SEND measures 20 us: base 2^5 = 131072.  Then the ACK
+ * of a 10-packet WRITE is held 1 ms on the way back (a peer off its CPU).
+ * A's timer fires at t1 + 131072 and resends one packet, a probe with
+ * AckReq, not the window; B, which has everything, re-ACKs the last PSN,
+ * which completes the WRITE 20 us later.  The held ACK arrives after it,
+ * behind comp.psn: a second answer to what the timeout resent, so the
+ * timeout was spurious and A's timeout does not go below twice 131072 for
+ * the next send. */
+struct hold_first_ack {
+	bool on;
+	unsigned held;
+};
+
+static enum dr_sim_action hold_ack_fault(void *arg, unsigned dir, uint64_t n,
+					 const struct dr_pkt *pkt)
+{
+	struct hold_first_ack *h = arg;
+
+	if (dir == 1 && h->on && pkt->opcode == DR_OP_ACK) {
+		h->on = false;
+		h->held++;
+		return DR_SIM_DELAY;
+	}
+	return DR_SIM_PASS;
+}
+
+START_TEST(test_spurious_timeout_probe)
+{
+	struct pair_cfg c = pair_defaults();
+	struct hold_first_ack h = {0};
+	static uint8_t src[10000], dst[10000];
+	uint64_t lat = 10000, base = 131072, t1, t2;
+	struct dr_mr *mr;
+	struct pair p;
+
+	c.qp_flags[0] = DR_QP_ADAPTIVE_RTO;
+	c.timeout = 14;
+	c.sim = (struct dr_sim_cfg){
+	    .latency_ns = lat, .reorder_ns = 1000000, .fault = hold_ack_fault, .fault_arg = &h};
+	pair_up(&p, &c);
+	fill(src, sizeof(src), 5);
+	mr = reg(&p, 1, dst, sizeof(dst), DR_ACCESS_REMOTE_WRITE);
+	ck_assert_int_eq(
+	    post_send(&p, 0, 50, DR_WR_WRITE, src, 10, 0, (uintptr_t)dst, mr->key, DR_WR_SIGNALED),
+	    0);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.qp[0]->comp.rto_base_ns, base);
+
+	h.on = true;
+	t1 = p.sim.now_ns;
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_WRITE, src, sizeof(src), 0, (uintptr_t)dst,
+				   mr->key, DR_WR_SIGNALED),
+			 0);
+	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), t1 + base);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(h.held, 1);
+	ck_assert_uint_eq(p.sim.end[0].nwc, 2);
+	expect_wc(&p.sim.end[0].wc[1], 1, DR_WC_SUCCESS);
+	ck_assert_mem_eq(dst, src, sizeof(src));
+	/* 1 warm-up + 10 + one probe, never the window again */
+	ck_assert_uint_eq(p.sim.end[0].tx_frames, 12);
+	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.early_timeouts, 1);
+	ck_assert_uint_eq(p.qp[1]->stats.rx_dup_reqs, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.spurious_timeouts, 1);
+	ck_assert_uint_eq(p.qp[0]->comp.rto_floor_ns, 2 * base);
+	ck_assert(!p.qp[0]->req.probe);
+
+	/* the next send gets the floor, not the base */
+	t2 = p.sim.now_ns;
+	ck_assert_int_eq(
+	    post_send(&p, 0, 2, DR_WR_WRITE, src, 10, 0, (uintptr_t)dst, mr->key, DR_WR_SIGNALED),
+	    0);
+	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), t2 + 2 * base);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.end[0].nwc, 3);
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 1);
+	pair_down(&p);
+}
+END_TEST
+
 /* Karn's rule across an RNR NAK.  A (DR_QP_ADAPTIVE_RTO, timeout 2^14)
  * and B 10 us apart, B's min_rnr_timer 14 (1.28 ms).  The warm-up SEND
  * measures 20 us: srtt 20000, rttvar 10000, base 20 us + 4 * 10 us = 60 us
@@ -3651,6 +3734,7 @@ static Suite *qp_suite(void)
 			    (int)(sizeof(rto_tab) / sizeof(rto_tab[0])));
 	tcase_add_test(tc, test_adaptive_rto_one_at_a_time);
 	tcase_add_test(tc, test_adaptive_rto_early);
+	tcase_add_test(tc, test_spurious_timeout_probe);
 	tcase_add_test(tc, test_adaptive_rto_rnr_karn);
 	tcase_add_loop_test(tc, test_adaptive_dead_link, 0,
 			    (int)(sizeof(adead_tab) / sizeof(adead_tab[0])));
