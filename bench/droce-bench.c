@@ -246,9 +246,10 @@ static struct {
 
 /* What droce counted (FI_DROCE_OPS_1): packets its requester resent,
  * retransmit timeouts, and frames lost: those the port could not send
- * (tx_dropped, tx_nombuf) and those the responder discarded because an
- * earlier one had not arrived (rx_drop_psn_ahead: a frame missing), or the
- * requester, READ responses past a missing one (rx_rsp_ahead).  Not
+ * (tx_dropped, tx_nombuf), and those the responder found a gap before (the
+ * first one of a gap draws a sequence NAK, tx_seq_naks; the rest are
+ * discarded, rx_drop_psn_ahead), or the requester, READ responses past a
+ * missing one (rx_rsp_ahead).  Not
  * the duplicates a spurious timeout causes (those are in resent), nor the
  * port's rx_dropped (on a kernel interface it counts other traffic, the
  * control channel's TCP among it).  All zero for other providers. */
@@ -274,6 +275,7 @@ static void dcount_get(struct dcount *d)
 			else if (!strcmp(c[i].name, "timeouts"))
 				d->timeouts += c[i].value;
 			else if (!strcmp(c[i].name, "rx_drop_psn_ahead") ||
+				 !strcmp(c[i].name, "tx_seq_naks") ||
 				 !strcmp(c[i].name, "rx_rsp_ahead"))
 				d->drops += c[i].value;
 		}
