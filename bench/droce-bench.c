@@ -58,9 +58,11 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include "fi_ext_droce.h"
+
 #define CSV_HEADER                                                                                 \
 	"provider,label,test,bytes,window,iters,seconds,value,unit,p50,p99,mean,cpu_user_s,"       \
-	"cpu_sys_s,runq_frac,peer_runq_frac,status"
+	"cpu_sys_s,runq_frac,peer_runq_frac,status,resent_pkts,timeouts,drops"
 
 #define MAX_SIZE    (4u << 20) /* largest message of any test */
 #define NCTX	    8192       /* per-operation contexts (> any window) */
@@ -205,6 +207,7 @@ struct oob_msg {
 	uint64_t key;		   /* HELLO: fabric port;              MRINFO: key */
 	uint64_t count;		   /* RESULT: data messages received */
 	uint64_t runq_ns, busy_ns; /* RESULT: the server's run-queue wait, test time */
+	uint64_t resent, timeouts, drops; /* RESULT: the server's droce counters (deltas) */
 	uint64_t pad[2];
 };
 
@@ -240,6 +243,83 @@ static struct {
 	struct fi_context2 *rxctx;
 	unsigned txctx_next;
 } F;
+
+/* What droce counted (FI_DROCE_OPS_1): packets its requester resent,
+ * retransmit timeouts, and frames lost: those the port could not send
+ * (tx_dropped, tx_nombuf), and those the responder found a gap before (the
+ * first one of a gap draws a sequence NAK, tx_seq_naks; the rest are
+ * discarded, rx_drop_psn_ahead), or the requester, READ responses past a
+ * missing one (rx_rsp_ahead).  Not
+ * the duplicates a spurious timeout causes (those are in resent), nor the
+ * port's rx_dropped (on a kernel interface it counts other traffic, the
+ * control channel's TCP among it).  All zero for other providers. */
+struct dcount {
+	uint64_t resent, timeouts, drops;
+};
+
+static void dcount_get(struct dcount *d)
+{
+	struct fi_droce_counter c[256];
+	struct fi_droce_ops *ops;
+	size_t n;
+
+	memset(d, 0, sizeof(*d));
+	if (strcmp(opt.prov, "droce") || !F.ep || !F.domain ||
+	    fi_open_ops(&F.domain->fid, FI_DROCE_OPS_1, 0, (void **)&ops, NULL))
+		return;
+	n = sizeof(c) / sizeof(c[0]);
+	if (!ops->counters(&F.ep->fid, c, &n))
+		for (size_t i = 0; i < n; i++) {
+			if (!strcmp(c[i].name, "tx_resent_pkts"))
+				d->resent += c[i].value;
+			else if (!strcmp(c[i].name, "timeouts"))
+				d->timeouts += c[i].value;
+			else if (!strcmp(c[i].name, "rx_drop_psn_ahead") ||
+				 !strcmp(c[i].name, "tx_seq_naks") ||
+				 !strcmp(c[i].name, "rx_rsp_ahead"))
+				d->drops += c[i].value;
+		}
+	n = sizeof(c) / sizeof(c[0]);
+	if (!ops->counters(&F.domain->fid, c, &n))
+		for (size_t i = 0; i < n; i++)
+			if (!strcmp(c[i].name, "tx_dropped") || !strcmp(c[i].name, "tx_nombuf"))
+				d->drops += c[i].value;
+}
+
+/* -v: every non-zero droce counter of the endpoint and the domain, on
+ * stderr, at the end (where a lossless path still loses frames) */
+static void dcount_dump(void)
+{
+	struct fi_droce_counter c[256];
+	struct fi_droce_ops *ops;
+	struct fid *f[2];
+	size_t n;
+
+	if (!opt.verbose || strcmp(opt.prov, "droce") || !F.ep || !F.domain ||
+	    fi_open_ops(&F.domain->fid, FI_DROCE_OPS_1, 0, (void **)&ops, NULL))
+		return;
+	f[0] = &F.ep->fid;
+	f[1] = &F.domain->fid;
+	for (int k = 0; k < 2; k++) {
+		n = sizeof(c) / sizeof(c[0]);
+		if (ops->counters(f[k], c, &n))
+			continue;
+		fprintf(stderr, "droce-bench[%s] %s counters:", opt.server ? "server" : "client",
+			k ? "domain" : "endpoint");
+		for (size_t i = 0; i < n; i++)
+			if (c[i].value)
+				fprintf(stderr, " %s=%" PRIu64, c[i].name, c[i].value);
+		fprintf(stderr, "\n");
+	}
+}
+
+static void dcount_delta(struct dcount *d, const struct dcount *before)
+{
+	dcount_get(d);
+	d->resent -= before->resent;
+	d->timeouts -= before->timeouts;
+	d->drops -= before->drops;
+}
 
 static const char *fierr(int ret)
 {
@@ -785,6 +865,7 @@ static void exchange_mr(void)
 
 static void teardown(void)
 {
+	dcount_dump();
 	if (F.ep) {
 		fi_shutdown(F.ep, 0);
 		fi_close(&F.ep->fid);
@@ -929,9 +1010,16 @@ static int run_server(void)
 		if (r.status)
 			continue;
 		uint64_t q0 = runq_wait_ns(), t0 = now_ns();
-		int64_t got = serve_test(m.test, m.size);
+		struct dcount dc0, dc;
+		int64_t got;
 
+		dcount_get(&dc0);
+		got = serve_test(m.test, m.size);
 		memset(&r, 0, sizeof(r));
+		dcount_delta(&dc, &dc0);
+		r.resent = dc.resent;
+		r.timeouts = dc.timeouts;
+		r.drops = dc.drops;
 		r.runq_ns = runq_wait_ns() - q0;
 		r.busy_ns = now_ns() - t0;
 		r.type = M_RESULT;
@@ -954,6 +1042,7 @@ struct result {
 	const char *status;
 	double cpu_user, cpu_sys;
 	double runq, peer_runq; /* fractions of the time spent waiting for a CPU */
+	struct dcount dc;	/* both sides' droce counters over the whole test */
 };
 
 static int cmp_u32(const void *a, const void *b)
@@ -1125,23 +1214,32 @@ static void emit(enum test t, size_t s, unsigned window, const struct result *re
 	if (csv_out)
 		fprintf(csv_out,
 			"%s,%s,%s,%zu,%u,%" PRIu64
-			",%.6f,%.6g,%s,%.6g,%.6g,%.6g,%.3f,%.3f,%.3f,%.3f,%s\n",
+			",%.6f,%.6g,%s,%.6g,%.6g,%.6g,%.3f,%.3f,%.3f,%.3f,%s,%" PRIu64 ",%" PRIu64
+			",%" PRIu64 "\n",
 			opt.prov, opt.label, test_name[t], s, window, res->iters, res->secs,
 			res->value, res->unit, res->p50, res->p99, res->mean, res->cpu_user,
-			res->cpu_sys, res->runq, res->peer_runq, res->status);
+			res->cpu_sys, res->runq, res->peer_runq, res->status, res->dc.resent,
+			res->dc.timeouts, res->dc.drops);
 	if (csv_out != stdout) {
 		if (strcmp(res->status, "ok"))
 			printf("%-6s %-12s %-7s w=%-3u  %-10s\n", opt.prov, test_name[t], hs,
 			       window, res->status);
 		else if (!strcmp(res->unit, "us"))
 			printf("%-6s %-12s %-7s w=%-3u  %10.2f us  (median; mean %.2f, p99 %.2f)  "
-			       "%" PRIu64 " iters\n",
+			       "%" PRIu64 " iters",
 			       opt.prov, test_name[t], hs, window, res->value, res->mean, res->p99,
 			       res->iters);
 		else
-			printf("%-6s %-12s %-7s w=%-3u  %10.4g %-6s %" PRIu64 " iters in %.3f s\n",
+			printf("%-6s %-12s %-7s w=%-3u  %10.4g %-6s %" PRIu64 " iters in %.3f s",
 			       opt.prov, test_name[t], hs, window, res->value, res->unit,
 			       res->iters, res->secs);
+		if (strcmp(res->status, "ok"))
+			;
+		else if (!strcmp(opt.prov, "droce"))
+			printf("  resent %" PRIu64 " timeouts %" PRIu64 " drops %" PRIu64 "\n",
+			       res->dc.resent, res->dc.timeouts, res->dc.drops);
+		else
+			printf("\n");
 		fflush(stdout);
 	}
 	if (csv_out)
@@ -1168,6 +1266,9 @@ static bool run_one(enum test t, size_t s, unsigned window)
 		return true;
 	}
 	prepare(t, s);
+	struct dcount dc0;
+
+	dcount_get(&dc0);
 	memset(&m, 0, sizeof(m));
 	m.type = M_BEGIN;
 	m.test = t;
@@ -1293,6 +1394,10 @@ static bool run_one(enum test t, size_t s, unsigned window)
 	if (oob_recv(&r, opt.stall) || r.type != M_RESULT)
 		die("control channel: RESULT\n");
 	res.peer_runq = r.busy_ns ? (double)r.runq_ns / (double)r.busy_ns : 0;
+	dcount_delta(&res.dc, &dc0);
+	res.dc.resent += r.resent;
+	res.dc.timeouts += r.timeouts;
+	res.dc.drops += r.drops;
 	if (r.status)
 		res.status = "server-error";
 	else if ((t == T_BW_SEND || t == T_RATE_SEND) && !strcmp(res.status, "ok") &&

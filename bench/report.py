@@ -20,7 +20,10 @@ import sys
 from collections import defaultdict
 
 COLS = ("run config provider label test bytes window iters seconds value unit p50 p99 mean "
-        "cpu_user cpu_sys runq peer_runq status").split()
+        "cpu_user cpu_sys runq peer_runq status resent timeouts drops").split()
+# droce's own counters, both sides, per measurement (droce-bench's last three columns;
+# rows written before they existed have none)
+CNT = ("resent", "timeouts", "drops")
 
 # transport pairs: (droce label, tcp label, title)
 PAIRS = [("memif", "lo", "same host: droce/net_memif vs tcp/loopback"),
@@ -55,11 +58,15 @@ def load(path):
         for rec in csv.reader(f):
             if not rec or rec[0].startswith("#"):
                 continue
+            if len(rec) == len(COLS) - len(CNT):
+                rec = rec + [""] * len(CNT)
             if len(rec) != len(COLS):
                 continue
             d = dict(zip(COLS, rec))
             for k in ("run", "bytes", "window", "iters"):
                 d[k] = int(d[k])
+            for k in CNT:
+                d[k] = int(d[k]) if d[k] else None
             for k in ("seconds", "value", "p50", "p99", "mean", "cpu_user", "cpu_sys", "runq", "peer_runq"):
                 d[k] = float(d[k])
             rows.append(d)
@@ -74,8 +81,15 @@ class Data:
         self.row = {}
         self.cpu = defaultdict(dict)
         self.sched = defaultdict(dict)
+        # key -> [resent, timeouts, drops, rounds counted], every round (failed ones too)
+        self.cnt = {}
         for d in rows:
             k = (d["provider"], d["label"], d["test"], d["bytes"], d["window"])
+            if d["provider"] == "droce" and d["resent"] is not None:
+                c = self.cnt.setdefault(k, [0, 0, 0, 0])
+                for i, n in enumerate(CNT):
+                    c[i] += d[n]
+                c[3] += 1
             if d["status"] == "ok":
                 self.v[k][d["run"]] = d["value"]
                 self.row[k] = d
@@ -216,6 +230,16 @@ def print_quick(data, machine, failures):
         "1% loss goodput / lossless (droce)", cell(l1, "MB/s") + " MB/s",
         cell(l0, "MB/s") + " MB/s", rcell(rt).replace("*", ""), op, bound,
         verdict(op, r, bound)))
+    if data.cnt:
+        print()
+        print("droce's own counters, summed over rounds (resent packets / retransmit "
+              "timeouts / lost frames, both sides):")
+        for k in sorted(data.cnt):
+            c = data.cnt[k]
+            lossless = not k[1].startswith("loss") or k[1] == "loss0"
+            print("  %-8s %-11s %7s w=%-3d  %6d / %4d / %6d  (%d rounds)%s" % (
+                k[1], k[2], hsize(k[3]), k[4], c[0], c[1], c[2], c[3],
+                "  <-- on a lossless path" if lossless and c[0] + c[1] + c[2] else ""))
     allq = [x for v in data.sched.values() for x in v.values()]
     if allq:
         print()
@@ -415,6 +439,48 @@ LIMITS = {
 }
 
 
+def pingpong_md(rows):
+    """bench/pingpong-spread.sh: back-to-back stock fi_pingpong runs over the veth."""
+    vals = [float(r["usec_per_xfer"]) for r in rows if r["usec_per_xfer"] != "NA"]
+    L = ["## %d back-to-back fi_pingpong runs over the veth\n" % len(rows),
+         "`fi_pingpong -p droce -e msg -S 8 -I 20000` between two namespaces, droce's "
+         "zero-config path (bench/pingpong-spread.sh). Target: none slower than 2× the "
+         "median (a run that loses frames waits for retransmit timers).\n"]
+    if not vals:
+        return L + ["No run completed.\n"]
+    med = statistics.median(vals)
+    over = [v for v in vals if v > 2 * med]
+    L.append("usec/xfer per run: " + ", ".join("%.2f" % v for v in vals) + ".\n")
+    L.append("Median %.2f µs, max %.2f µs (max/median %.2f); runs slower than 2× the "
+             "median: %d; failed runs: %d — %s.\n" % (
+                 med, max(vals), max(vals) / med, len(over), len(rows) - len(vals),
+                 "MET" if not over and len(vals) == len(rows) else "NOT MET"))
+    return L
+
+
+def counters_md(data):
+    """Every droce row's retransmissions and drops, as droce counted them."""
+    L = ["## Retransmissions and drops droce counted\n",
+         "For every droce measurement: packets its requesters resent, retransmit timeouts, "
+         "and frames lost (the port could not send them: ring and backlog full, no buffer; "
+         "or the responder discarded one because an earlier one never arrived), both "
+         "sides, read through FI_DROCE_OPS_1 and summed over the rounds (warm-up included). "
+         "On a lossless path (memif, the direct veth, loss 0) every figure should be 0: a "
+         "non-zero one is shown **bold**. Resends with no frame lost are spurious timeouts: "
+         "a process off its CPU longer than the retransmit timeout (see the scheduling "
+         "table).\n",
+         "| path | test | size | window | resent | timeouts | lost | rounds |",
+         "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for k in sorted(data.cnt, key=lambda k: (k[1], k[2], k[4], k[3])):
+        c = data.cnt[k]
+        lossless = not k[1].startswith("loss") or k[1] == "loss0"
+        f = [("**%d**" % x) if (x and lossless) else str(x) for x in c[:3]]
+        L.append("| %s | %s | %s | %d | %s | %s | %s | %d |" % (
+            k[1], k[2], hsize(k[3]), k[4], f[0], f[1], f[2], c[3]))
+    L.append("")
+    return L
+
+
 def verdict_notes(data):
     """What each target needs, from the medians: the "by how much" of the issue."""
     out = ["### Where each target stands\n"]
@@ -458,7 +524,7 @@ def verdict_notes(data):
     return out
 
 
-def results_md(data, machine, failures, drops, outdir, pngs, profile):
+def results_md(data, machine, failures, drops, outdir, pngs, profile, pingpong=None):
     m = dict(l.split("=", 1) for l in machine if "=" in l and not l.startswith("load"))
     loads = [l for l in machine if l.startswith("load")]
     L = []
@@ -565,8 +631,8 @@ def results_md(data, machine, failures, drops, outdir, pngs, profile):
                  "with p = 0) on the same path in the same rounds. Dropped = frames dropped "
                  "during that provider's runs (all rounds), showing the loss hit its traffic.\n")
         L.append("| loss | droce MB/s | droce / lossless | tcp MB/s | tcp / lossless | "
-                 "droce / tcp | dropped (droce, tcp) |")
-        L.append("|---:|---:|---:|---:|---:|---:|---:|")
+                 "droce / tcp | dropped (droce, tcp) | droce resent / timeouts |")
+        L.append("|---:|---:|---:|---:|---:|---:|---:|---:|")
         dsum = defaultdict(int)
         for r in drops:
             dsum[(r[1], float(r[2]))] += int(r[3])
@@ -576,13 +642,20 @@ def results_md(data, machine, failures, drops, outdir, pngs, profile):
             d0 = ("droce", "loss0", "bw_write", 1 << 20, 64)
             t0 = ("tcp", "loss0", "bw_write", 1 << 20, 64)
             rd, rt_ = ratio(data, d, d0), ratio(data, t, t0)
-            L.append("| %g %% | %s | %s | %s | %s | %s | %d, %d |" % (
+            c = data.cnt.get(d)
+            L.append("| %g %% | %s | %s | %s | %s | %s | %d, %d | %s |" % (
                 pct, cell(data.stat(*d), "MB/s", data.status(*d)),
                 ("%.0f %%" % (100 * rd[0])) if rd else "–",
                 cell(data.stat(*t), "MB/s", data.status(*t)),
                 ("%.0f %%" % (100 * rt_[0])) if rt_ else "–",
-                rcell(ratio(data, d, t)), dsum[("droce", pct)], dsum[("tcp", pct)]))
+                rcell(ratio(data, d, t)), dsum[("droce", pct)], dsum[("tcp", pct)],
+                ("%d / %d" % (c[0], c[1])) if c else "–"))
         L.append("")
+
+    if data.cnt:
+        L.extend(counters_md(data))
+    if pingpong:
+        L.extend(pingpong_md(pingpong))
 
     L.append("## CPU and scheduling\n")
     L.append("Per measurement, droce-bench records its CPU time (user, sys) and the share of the "
@@ -686,6 +759,7 @@ def main():
     ap.add_argument("--machine")
     ap.add_argument("--failures")
     ap.add_argument("--drops")
+    ap.add_argument("--pingpong")
     ap.add_argument("--out")
     ap.add_argument("--profile")
     ap.add_argument("--quick", action="store_true")
@@ -703,7 +777,9 @@ def main():
     loss_rows = sorted({(float(k[1][4:]), k[1]) for k in list(data.v) + list(data.bad)
                         if k[1].startswith("loss")})
     pngs = plot(data, a.out, loss_rows)
-    results_md(data, machine, failures, drops, a.out, pngs, a.profile)
+    pingpong = (list(csv.DictReader(open(a.pingpong)))
+                if a.pingpong and os.path.exists(a.pingpong) else None)
+    results_md(data, machine, failures, drops, a.out, pngs, a.profile, pingpong)
 
 
 if __name__ == "__main__":

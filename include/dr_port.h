@@ -201,6 +201,11 @@ struct dr_port_config {
 	const char *pcap_path; /* capture every frame to this pcapng file */
 	const char *eal_args;  /* for dr_port_eal_init() if EAL is not up */
 	unsigned nb_mbufs;     /* frame pool size; 0: sized from the queues */
+	bool qdisc_bypass;     /* net_af_packet (unless the spec names
+				* qdisc_bypass): send past the kernel's qdisc
+				* layer, and so past its packet taps (tcpdump
+				* sees only what droce receives); false: through
+				* it, both directions visible */
 	struct dr_port_arp_params arp;
 };
 
@@ -423,7 +428,8 @@ struct dr_port_stats {
 	uint64_t rx_arp_bad;			 /* refused by dr_arp_parse */
 	uint64_t rx_arp_ignored;		 /* valid ARP not for us */
 	uint64_t rx_arp_unsolicited;		 /* about a known peer, answering no request */
-	uint64_t tx_dropped;			 /* device queue full */
+	uint64_t tx_dropped;			 /* device queue and backlog full */
+	uint64_t tx_backlogged;			 /* waited for room in the device queue */
 	uint64_t tx_bursts;			 /* rte_eth_tx_burst calls that sent */
 	uint64_t tx_nombuf;			 /* frame pool empty */
 	uint64_t loopback;			 /* frames sent to our own address */

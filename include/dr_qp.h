@@ -147,6 +147,15 @@ const char *dr_mr_verdict_str(enum dr_mr_verdict v);
  * one PSN more per ACK that makes progress, up to DR_QP_MAX_UNACKED_PSNS;
  * AckReq at least every cwnd/2 packets so that ACKs keep it open. */
 #define DR_QP_MIN_CWND 16
+/* An RDMA READ is asked for in requests of at most this many response
+ * packets, on a grid fixed from the READ's first PSN (a resend from the
+ * middle of one asks for the rest of that request only, which the
+ * responder's resource then covers, B.7), at most two requests of a READ
+ * outstanding, each holding one of max_rd_atomic.  The window then bounds
+ * READ responses in flight as it bounds requests: a READ of 4 MiB no longer
+ * arrives as 4,096 back-to-back frames that overrun the receiver's ring. */
+#define DR_QP_READ_CHUNK (DR_QP_MAX_UNACKED_PSNS / 2)
+#define DR_QP_READ_REQS	 2
 
 struct dr_sge {
 	uint64_t addr; /* iova within the MR named by lkey (or a pointer) */
@@ -252,7 +261,9 @@ struct dr_remote_op {
 	enum dr_wc_status status; /* DR_WC_SUCCESS or the DR_WC_REM_*_ERR of the NAK */
 	uint8_t syndrome;	  /* the NAK's AETH syndrome, else 0 */
 	uint32_t psn;		  /* the packet that finished (or failed) it */
-	uint64_t length;	  /* WRITE/READ: the RETH length (0 if not yet known) */
+	uint64_t length;	  /* WRITE/READ: the RETH length (0 if not yet known); a READ
+				   * asked for in several requests (DR_QP_READ_CHUNK): the
+				   * first one's */
 	uint64_t compare_add;	  /* FETCH_ADD: the addend; CMP_SWAP: the compare value */
 	uint64_t swap;		  /* CMP_SWAP: the swap value */
 };
@@ -433,6 +444,8 @@ struct dr_qp_stats {
 	uint64_t tx_acks, tx_read_rsps, tx_atomic_acks;
 	uint64_t acks_coalesced; /* ACKs asked for that a later one covered */
 	uint64_t rtt_samples, early_timeouts; /* DR_QP_ADAPTIVE_RTO */
+	uint64_t spurious_timeouts; /* a timeout's resend answered twice: nothing was lost */
+	uint64_t rx_rsp_ahead;	    /* READ responses past a missing one (one was lost) */
 	uint64_t cwnd_cuts;	 /* window halvings after a loss */
 	uint64_t tx_seq_naks, tx_rnr_naks, tx_err_naks;
 	uint64_t rx_seq_naks, rx_rnr_naks, rx_err_naks;
@@ -472,7 +485,8 @@ struct dr_send_wqe {
 	uint32_t first_psn;
 	uint32_t npsn;	   /* PSNs the message occupies (READ: one per response) */
 	uint32_t rsp_psns; /* READ: response packets placed so far */
-	bool ord_token;	   /* holds one of max_rd_atomic */
+	bool ord_token;	   /* an atomic: holds one of max_rd_atomic */
+	uint8_t rd_tokens; /* a READ: requests outstanding, one of max_rd_atomic each */
 };
 
 struct dr_recv_wqe {
@@ -525,8 +539,18 @@ struct dr_qp {
 		uint32_t wqe;	     /* SQ index of the WQE being sent */
 		uint32_t psn;	     /* next PSN to send */
 		uint32_t noack_pkts; /* packets since the last AckReq (B.2) */
-		uint32_t ord_used;   /* READ/atomics holding a token */
+		uint32_t ord_used;   /* READ requests and atomics holding a token */
 		uint32_t cwnd;	     /* PSNs allowed unacknowledged */
+		/* an early timeout (DR_QP_ADAPTIVE_RTO) resends one packet,
+		 * with AckReq, and nothing more until an answer makes progress:
+		 * a timeout that was spurious costs one duplicate, not a window */
+		bool probe;
+		/* where the last rewind took the requester from; the answer
+		 * to a probe that shows the packets in flight arrived resumes
+		 * there instead of resending them (unless the rewind gave
+		 * READ requests' tokens back: those are asked again) */
+		bool undo_ok;
+		uint32_t undo_psn, undo_wqe;
 	} req;
 
 	struct {
@@ -543,6 +567,14 @@ struct dr_qp {
 		uint32_t rtt_psn;
 		uint64_t rtt_start_ns;
 		uint64_t srtt_ns, rttvar_ns, rto_base_ns;
+		/* spurious timeouts (comp.c dr_comp_spurious): the timeout
+		 * never goes below rto_floor_ns, which halves every
+		 * DR_RTO_FLOOR_DECAY samples without another */
+		bool spur_check; /* a timeout resent; duplicates would show it spurious */
+		uint32_t spur_psn; /* the first PSN it resent */
+		uint64_t spur_rto_ns;
+		uint64_t rto_floor_ns;
+		uint32_t floor_samples;
 		uint64_t rto_deadline_ns;
 		uint64_t rnr_deadline_ns;
 	} comp;
@@ -562,6 +594,11 @@ struct dr_qp {
 		uint64_t wr_len;   /* WRITE: RETH length, for WRITE_WITH_IMM */
 		struct dr_rd_res *res;
 		uint32_t nres, res_next;
+		/* the READ request that would continue the last one on
+		 * DR_QP_READ_CHUNK's grid (req.c): PSN, address, key */
+		uint32_t rd_cont_psn, rd_cont_rkey;
+		uint64_t rd_cont_va;
+		bool rd_cont;
 	} resp;
 
 	uint64_t deadline_ns; /* last value given to timer_set */

@@ -87,10 +87,11 @@ echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # ---- capture: the CM's MADs (BTH DestQP 1) and ICMP unreachable at each end ------
 #
-# droce sends with PACKET_QDISC_BYPASS (net_af_packet's default): a capture
-# sees its frames only on the receiving end; the kernel's ICMP it sees on
-# both, so each is counted where it arrives.  (With "inbound" in the
-# filter, libpcap missed the first MADs of a run.)
+# A capture on either end sees both directions (droce sends through the
+# qdisc layer, FI_DROCE_QDISC_BYPASS=0, where the packet taps are; the
+# kernel's ICMP always was), so each frame is counted at the end it
+# arrives at (ip.dst), once.  (With "inbound" in the filter, libpcap
+# missed the first MADs of a run.)
 
 mkdir "$tmp/wsconf"
 WIRESHARK_CONFIG_DIR=$tmp/wsconf

@@ -11,11 +11,11 @@
 #   netns drne<pid>a             netns drne<pid>m              netns drne<pid>b
 #   dna<pid> 10.77.N.1 ==veth== dma<pid> [link] dmb<pid> ==veth== dnb<pid> 10.77.N.2
 #
-# Why a middle namespace: droce's default device, DPDK net_af_packet, sends
-# with PACKET_QDISC_BYPASS (qdisc_bypass=1 is DPDK's default), so a qdisc on
-# the interface droce sends from never sees droce's frames; netem there
-# would only impair the kernel's traffic.  Frames forwarded by a middle hop
-# do go through that hop's egress qdiscs.  The link in the middle is
+# Why a middle namespace: with FI_DROCE_QDISC_BYPASS=1 (DPDK's own default)
+# droce's net_af_packet sends past the qdisc layer, so a qdisc on the
+# interface droce sends from would not see droce's frames; frames forwarded
+# by a middle hop go through that hop's egress qdiscs whatever the setting,
+# and both ends stay untouched.  The link in the middle is
 #   netem  a Linux bridge between dma and dmb, and on both bridge ports
 #          `tc qdisc add dev <port> root netem loss 2% duplicate 2%
 #          reorder 2% delay 1ms` - both ports, because a root qdisc acts on

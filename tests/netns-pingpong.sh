@@ -34,13 +34,14 @@
 # 1 MiB from runs without -c (the data check costs a fill and a compare of
 # the whole buffer per message, which is not the transport's time).
 #
-# Capture: DPDK's net_af_packet sends with PACKET_QDISC_BYPASS (its default
-# qdisc_bypass=1), and the kernel's dev_direct_xmit() path does not feed
-# packet taps, so a tshark on the sending side never sees droce's own
-# transmissions.  Each namespace therefore runs a tshark on its veth end
-# with the capture filter "inbound": together they see every frame on the
-# wire exactly once (droce's and the kernel's: ARP, fi_pingpong's TCP
-# control connection), and mergecap joins them in time order (same clock).
+# Capture: each namespace runs a tshark on its veth end with the capture
+# filter "inbound": together they see every frame on the wire exactly once
+# (droce's and the kernel's: ARP, fi_pingpong's TCP control connection),
+# and mergecap joins them in time order (same clock).  droce now sends
+# through the qdisc layer by default (FI_DROCE_QDISC_BYPASS=0), so one
+# capture on either end would see both directions too (netns-capture.sh
+# asserts that); capturing inbound on both ends keeps this test independent
+# of that setting, and each frame is counted once, as it arrived.
 #
 # Exit: 0 pass, 1 fail, 77 skip (not root, or no ip netns / fi_pingpong /
 # tshark), 99 hard error (droce or droce-pcapcheck not built).  Bounded:

@@ -605,10 +605,12 @@ START_TEST(test_op_sizes)
 				ck_assert_uint_eq(wc->imm, 0xabc00007u);
 		}
 	}
-	/* the minimum: one packet per PMTU (READ: one request), and ACKs at
-	 * the end and every 64 packets */
+	/* the minimum: one packet per PMTU (READ: one request per
+	 * DR_QP_READ_CHUNK responses), and ACKs at the end and every 64
+	 * packets */
 	if (op == DR_WR_READ) {
-		ck_assert_uint_eq(p.sim.end[0].tx_frames, 1);
+		ck_assert_uint_eq(p.sim.end[0].tx_frames,
+				  (npkts + DR_QP_READ_CHUNK - 1) / DR_QP_READ_CHUNK);
 		ck_assert_uint_eq(p.sim.end[1].tx_frames, npkts);
 	} else {
 		ck_assert_uint_eq(p.sim.end[0].tx_frames, npkts);
@@ -620,8 +622,11 @@ START_TEST(test_op_sizes)
 		ck_assert_uint_eq(rops[1].n, 0);
 	} else {
 		ck_assert_uint_eq(rops[1].n, 1);
+		/* a READ of more than DR_QP_READ_CHUNK packets: several
+		 * requests, reported once, with the first one's length */
 		expect_rop(1, 0, op == DR_WR_READ ? DR_REMOTE_READ : DR_REMOTE_WRITE, DR_WC_SUCCESS,
-			   len);
+			   op == DR_WR_READ && npkts > DR_QP_READ_CHUNK ? DR_QP_READ_CHUNK * pmtu
+									: len);
 		ck_assert_uint_eq(rops[1].op[0].psn,
 				  dr_psn_add(c.psn_a, op == DR_WR_READ ? 0 : (int32_t)npkts - 1));
 	}
@@ -2695,6 +2700,89 @@ START_TEST(test_adaptive_rto_early)
 }
 END_TEST
 
+/* A spurious timeout (issue 13).  A (DR_QP_ADAPTIVE_RTO) and B 10 us
+ * apart; the warm-up SEND measures 20 us: base 2^5 = 131072.  Then the ACK
+ * of a 10-packet WRITE is held 1 ms on the way back (a peer off its CPU).
+ * A's timer fires at t1 + 131072 and resends one packet, a probe with
+ * AckReq, not the window; B, which has everything, re-ACKs the last PSN,
+ * which completes the WRITE 20 us later.  The held ACK arrives after it,
+ * behind comp.psn: a second answer to what the timeout resent, so the
+ * timeout was spurious and A's timeout does not go below twice 131072 for
+ * the next send. */
+struct hold_first_ack {
+	bool on;
+	unsigned held;
+};
+
+static enum dr_sim_action hold_ack_fault(void *arg, unsigned dir, uint64_t n,
+					 const struct dr_pkt *pkt)
+{
+	struct hold_first_ack *h = arg;
+
+	if (dir == 1 && h->on && pkt->opcode == DR_OP_ACK) {
+		h->on = false;
+		h->held++;
+		return DR_SIM_DELAY;
+	}
+	return DR_SIM_PASS;
+}
+
+START_TEST(test_spurious_timeout_probe)
+{
+	struct pair_cfg c = pair_defaults();
+	struct hold_first_ack h = {0};
+	static uint8_t src[10000], dst[10000];
+	uint64_t lat = 10000, base = 131072, t1, t2;
+	struct dr_mr *mr;
+	struct pair p;
+
+	c.qp_flags[0] = DR_QP_ADAPTIVE_RTO;
+	c.timeout = 14;
+	c.sim = (struct dr_sim_cfg){
+	    .latency_ns = lat, .reorder_ns = 1000000, .fault = hold_ack_fault, .fault_arg = &h};
+	pair_up(&p, &c);
+	fill(src, sizeof(src), 5);
+	mr = reg(&p, 1, dst, sizeof(dst), DR_ACCESS_REMOTE_WRITE);
+	ck_assert_int_eq(
+	    post_send(&p, 0, 50, DR_WR_WRITE, src, 10, 0, (uintptr_t)dst, mr->key, DR_WR_SIGNALED),
+	    0);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.qp[0]->comp.rto_base_ns, base);
+
+	h.on = true;
+	t1 = p.sim.now_ns;
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_WRITE, src, sizeof(src), 0, (uintptr_t)dst,
+				   mr->key, DR_WR_SIGNALED),
+			 0);
+	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), t1 + base);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(h.held, 1);
+	ck_assert_uint_eq(p.sim.end[0].nwc, 2);
+	expect_wc(&p.sim.end[0].wc[1], 1, DR_WC_SUCCESS);
+	ck_assert_mem_eq(dst, src, sizeof(src));
+	/* 1 warm-up + 10 + one probe, never the window again */
+	ck_assert_uint_eq(p.sim.end[0].tx_frames, 12);
+	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.early_timeouts, 1);
+	ck_assert_uint_eq(p.qp[1]->stats.rx_dup_reqs, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.spurious_timeouts, 1);
+	ck_assert_uint_eq(p.qp[0]->comp.rto_floor_ns, 2 * base);
+	ck_assert(!p.qp[0]->req.probe);
+
+	/* the next send gets the floor, not the base */
+	t2 = p.sim.now_ns;
+	ck_assert_int_eq(
+	    post_send(&p, 0, 2, DR_WR_WRITE, src, 10, 0, (uintptr_t)dst, mr->key, DR_WR_SIGNALED),
+	    0);
+	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), t2 + 2 * base);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.end[0].nwc, 3);
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 1);
+	pair_down(&p);
+}
+END_TEST
+
 /* Karn's rule across an RNR NAK.  A (DR_QP_ADAPTIVE_RTO, timeout 2^14)
  * and B 10 us apart, B's min_rnr_timer 14 (1.28 ms).  The warm-up SEND
  * measures 20 us: srtt 20000, rttvar 10000, base 20 us + 4 * 10 us = 60 us
@@ -2864,10 +2952,13 @@ START_TEST(test_adaptive_dead_link)
 	ck_assert_uint_eq(p.qp[0]->stats.timeouts, tries);
 	ck_assert_uint_eq(p.qp[0]->stats.early_timeouts, early);
 	ck_assert_uint_eq(p.qp[0]->stats.retries, 3);
-	/* each try: the 10 WRITE packets and the SEND, the first at
+	/* the first try: the 10 WRITE packets and the SEND; each later one,
+	 * after a timeout, a probe: the first packet only; the first at
 	 * t0 + (2^e + ... + 2^(e+k-1)) */
-	ck_assert_uint_eq(p.sim.end[0].tx_frames - frames0, 11ull * tries);
-	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 11ull * (tries - 1));
+	uint64_t per_try = 1;
+
+	ck_assert_uint_eq(p.sim.end[0].tx_frames - frames0, 11 + per_try * (tries - 1));
+	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, per_try * (tries - 1));
 	for (k = n0; k < r->n[0]; k++) {
 		if (r->f[0][k].psn != first)
 			continue;
@@ -3043,9 +3134,12 @@ static const struct {
 	unsigned suspects;	 /* path_suspect calls */
 	uint64_t suspect_ns;	 /* the first, after the post */
 	uint64_t through_ns;	 /* the resend that reaches the new MAC */
+	unsigned rtts;		 /* round trips from it to the completion */
 } move_tab[] = {
-    {false, 3, 3, 2, 3 * 67108864ull, 7 * 67108864ull},
-    {true, 2, 11, 2, 2 * 67108864ull - 131072, 4 * 67108864ull - 131072},
+    {false, 3, 3, 2, 3 * 67108864ull, 7 * 67108864ull, 1},
+    /* adaptive: each timeout resends a probe (one packet): the probe's
+     * ACK, then the rest and its ACK */
+    {true, 2, 11, 2, 2 * 67108864ull - 131072, 4 * 67108864ull - 131072, 2},
 };
 
 START_TEST(test_peer_moved)
@@ -3089,11 +3183,14 @@ START_TEST(test_peer_moved)
 	ck_assert_uint_ge(suspects[0].n, 1);
 	ck_assert_uint_eq(suspects[0].t[0] - t0, move_tab[_i].suspect_ns);
 	/* the resend at through_ns, its ACK a round trip later */
-	ck_assert_uint_eq(p.sim.now_ns - t0, move_tab[_i].through_ns + 2 * m.lat_ns);
+	ck_assert_uint_eq(p.sim.now_ns - t0,
+			  move_tab[_i].through_ns + 2 * m.lat_ns * move_tab[_i].rtts);
 	ck_assert_uint_eq(p.qp[0]->stats.timeouts, move_tab[_i].timeouts);
 	ck_assert_uint_eq(p.qp[0]->stats.retries, move_tab[_i].retries);
 	ck_assert_uint_eq(suspects[0].n, move_tab[_i].suspects);
-	ck_assert_uint_eq(m.dropped, 10 * move_tab[_i].timeouts); /* every packet of each try */
+	/* every packet of each try that went to the old MAC: all 10 at
+	 * first, then all 10 again or, once probes, one */
+	ck_assert_uint_eq(m.dropped, 10 + (move_tab[_i].timeouts - 1) * (move_tab[_i].adaptive ? 1 : 10));
 	ck_assert(pair_run(&p));
 	pair_down(&p);
 }
@@ -3637,6 +3734,7 @@ static Suite *qp_suite(void)
 			    (int)(sizeof(rto_tab) / sizeof(rto_tab[0])));
 	tcase_add_test(tc, test_adaptive_rto_one_at_a_time);
 	tcase_add_test(tc, test_adaptive_rto_early);
+	tcase_add_test(tc, test_spurious_timeout_probe);
 	tcase_add_test(tc, test_adaptive_rto_rnr_karn);
 	tcase_add_loop_test(tc, test_adaptive_dead_link, 0,
 			    (int)(sizeof(adead_tab) / sizeof(adead_tab[0])));

@@ -25,7 +25,9 @@
  * ahead of the next expected one is a PSN_GAP (loss before the capture
  * point, or reordering), and a PSN never seen before that is behind the
  * newest is PSN_LATE (it fills a gap: reordered, or the retransmission of a
- * packet lost before the capture point).
+ * packet lost before the capture point).  RDMA READ responses are followed
+ * the same way, apart from the requests in the same direction: a response
+ * PSN seen before is RSP_RESENT (a READ asked for again).
  *
  * Options:
  *   -v, --verbose       list every bad frame (number, file offset, verdict,
@@ -40,7 +42,7 @@
  *                       ConnectRequest, ...), an AETH syndrome (ACK, NAK (any
  *                       NAK or RNR NAK), RNR_NAK, NAK_PSN_SEQ, NAK_INV_REQ,
  *                       NAK_REM_ACCESS, NAK_REM_OP, NAK_INV_RD_REQ), ARP,
- *                       RETRANSMIT, DUPLICATE, PSN_GAP, PSN_LATE,
+ *                       RETRANSMIT, DUPLICATE, PSN_GAP, PSN_LATE, RSP_RESENT,
  *                       ICMP_PORT_UNREACH, ROCE
  *   --forbid LIST       counter names that must be zero (same names)
  *   --min-roce N        at least N RoCE frames in all (default 1)
@@ -70,8 +72,9 @@
 
 /* ---- counters -------------------------------------------------------------- */
 
-enum psn_event { EV_RETRANSMIT, EV_DUPLICATE, EV_GAP, EV_LATE, EV_NUM };
-static const char *const ev_name[EV_NUM] = {"RETRANSMIT", "DUPLICATE", "PSN_GAP", "PSN_LATE"};
+enum psn_event { EV_RETRANSMIT, EV_DUPLICATE, EV_GAP, EV_LATE, EV_RSP_RESENT, EV_NUM };
+static const char *const ev_name[EV_NUM] = {"RETRANSMIT", "DUPLICATE", "PSN_GAP", "PSN_LATE",
+					    "RSP_RESENT"};
 
 static struct {
 	uint64_t frames, roce, roce_ok, roce_bad, arp, other;
@@ -199,6 +202,7 @@ static void list_names(void)
 struct flow {
 	uint8_t src[16], dst[16]; /* IPv4 in the first 4 bytes */
 	uint8_t v6;
+	bool rsp; /* READ responses, not requests */
 	uint16_t sport;
 	uint32_t dqpn;
 	uint32_t first_psn;
@@ -290,7 +294,7 @@ static void flow_name(const struct flow *f, char *buf, size_t len)
 	snprintf(buf, len, "%s:%u -> %s QP 0x%06x", s, f->sport, d, f->dqpn);
 }
 
-static struct flow *flow_get(const struct dr_pkt *p, uint64_t num)
+static struct flow *flow_get(const struct dr_pkt *p, uint64_t num, bool rsp)
 {
 	uint8_t src[16] = {0}, dst[16] = {0};
 	uint8_t v6 = p->ip6 != NULL;
@@ -308,7 +312,7 @@ static struct flow *flow_get(const struct dr_pkt *p, uint64_t num)
 		int32_t d;
 
 		if (f->superseded || f->dqpn != p->dqpn || f->sport != sport || f->v6 != v6 ||
-		    memcmp(f->src, src, 16) || memcmp(f->dst, dst, 16))
+		    f->rsp != rsp || memcmp(f->src, src, 16) || memcmp(f->dst, dst, 16))
 			continue;
 		d = dr_psn_diff(p->psn, f->next_psn);
 		if (d < PSN_EPOCH && d > -PSN_EPOCH)
@@ -333,12 +337,14 @@ static struct flow *flow_get(const struct dr_pkt *p, uint64_t num)
 	memcpy(flows[n_flows].src, src, 16);
 	memcpy(flows[n_flows].dst, dst, 16);
 	flows[n_flows].v6 = v6;
+	flows[n_flows].rsp = rsp;
 	flows[n_flows].sport = sport;
 	flows[n_flows].dqpn = p->dqpn;
 	flows[n_flows].first_psn = p->psn;
 	flows[n_flows].next_psn = p->psn;
 	flows[n_flows].first_frame = num;
-	tot.flows++;
+	if (!rsp)
+		tot.flows++;
 	return &flows[n_flows++];
 }
 
@@ -372,9 +378,18 @@ static void psn_track(const struct dr_pkt *p, uint64_t num)
 	bool fresh;
 	int32_t d;
 
+	if (p->opcode >= DR_OP_READ_RSP_FIRST && p->opcode <= DR_OP_READ_RSP_ONLY) {
+		f = flow_get(p, num, true);
+		s = psn_lookup((((uint64_t)(f - flows) << 24) | p->psn) + 1, &fresh);
+		if (!fresh)
+			psn_event(f, EV_RSP_RESENT, num, "READ response PSN %u (%s) again",
+				  p->psn, dr_opcode_name(p->opcode));
+		s->icrc = p->icrc;
+		return;
+	}
 	if (!(p->op->flags & DR_OPF_REQ) || (p->op->flags & DR_OPF_UD))
 		return;
-	f = flow_get(p, num);
+	f = flow_get(p, num, false);
 	f->requests++;
 	tot.rc_requests++;
 	s = psn_lookup((((uint64_t)(f - flows) << 24) | p->psn) + 1, &fresh);
@@ -573,6 +588,13 @@ static int check_file(const char *path)
 			char name[128];
 
 			flow_name(&flows[i], name, sizeof(name));
+			if (flows[i].rsp) {
+				printf("  READ responses %s from frame %" PRIu64 " PSN %u: %" PRIu64
+				       " resent\n",
+				       name, flows[i].first_frame, flows[i].first_psn,
+				       flows[i].ev[EV_RSP_RESENT]);
+				continue;
+			}
 			printf("  flow %s from frame %" PRIu64 " PSN %u: %" PRIu64
 			       " request packets, %" PRIu64 " retransmitted, %" PRIu64
 			       " duplicated, %" PRIu64 " PSN gaps, %" PRIu64 " late\n",
@@ -639,9 +661,10 @@ static void report(void)
 			       aeth_class(0x40, 0x5f) + aeth_class(0x80, 0xff));
 	}
 	printf("RC request PSNs: %" PRIu64 " packets in %" PRIu64 " flow(s); RETRANSMIT %" PRIu64
-	       ", DUPLICATE %" PRIu64 ", PSN_GAP %" PRIu64 ", PSN_LATE %" PRIu64 "\n",
+	       ", DUPLICATE %" PRIu64 ", PSN_GAP %" PRIu64 ", PSN_LATE %" PRIu64
+	       "; READ responses resent %" PRIu64 "\n",
 	       tot.rc_requests, tot.flows, tot.ev[EV_RETRANSMIT], tot.ev[EV_DUPLICATE],
-	       tot.ev[EV_GAP], tot.ev[EV_LATE]);
+	       tot.ev[EV_GAP], tot.ev[EV_LATE], tot.ev[EV_RSP_RESENT]);
 }
 
 struct cond {

@@ -41,6 +41,7 @@ static const struct counter_def port_counters[] = {
 	PORT_C(arp_queued), PORT_C(arp_queue_dropped), PORT_C(arp_resolved),
 	PORT_C(arp_failed), PORT_C(rx_arp_unsolicited), PORT_C(arp_conflicts),
 	PORT_C(arp_moved), PORT_C(arp_suspected), PORT_C(capture_errors),
+	PORT_C(tx_backlogged),
 };
 
 /* the parser's verdicts, by their counter names */
@@ -82,7 +83,7 @@ static const struct counter_def qp_counters[] = {
 	QP_C(tx_seq_naks), QP_C(tx_rnr_naks), QP_C(tx_err_naks),
 	QP_C(rx_seq_naks), QP_C(rx_rnr_naks), QP_C(rx_err_naks),
 	QP_C(rx_dup_reqs), QP_C(rx_dropped), QP_C(timeouts), QP_C(retries),
-	QP_C(rnr_waits), QP_C(atomics_executed),
+	QP_C(rnr_waits), QP_C(atomics_executed), QP_C(spurious_timeouts), QP_C(rx_rsp_ahead),
 };
 /* clang-format on */
 

@@ -71,6 +71,10 @@ static const struct dr_param {
 	  "Ethernet MTU of the port; the path MTU is derived as rdma_rxe does "
 	  "(1500 -> 1024, 4200 or more -> 4096) (default: 0, the interface's MTU, "
 	  "1500 for devices without one)" },
+	{ "qdisc_bypass", DR_PARAM_INT, offsetof(struct dr_settings, qdisc_bypass), 0, 0, 1,
+	  "net_af_packet: 1 sends past the kernel's qdisc layer and its packet taps, so "
+	  "tcpdump on the interface does not see droce's own frames (DPDK's default); "
+	  "0 sends through it (default: 0, both directions visible)" },
 	{ "pcap", DR_PARAM_STR, offsetof(struct dr_settings, pcap), 0, 0, 0,
 	  "write every frame sent and received to this pcapng file (default: off)" },
 	{ "retry_cnt", DR_PARAM_INT, offsetof(struct dr_settings, retry_cnt), 7, 0, 7,

@@ -439,6 +439,8 @@ void dr_qp_error(struct dr_qp *qp)
 
 		if (w->ord_token)
 			qp->req.ord_used--;
+		qp->req.ord_used -= w->rd_tokens;
+		w->rd_tokens = 0;
 		dr_qp_flush_send(qp, w);
 	}
 	qp->req.wqe = qp->sq.tail;
@@ -615,6 +617,7 @@ static int dr_qp_to_rtr(struct dr_qp *qp)
 	qp->resp.nak_sent = false;
 	qp->resp.in = DR_RESP_IN_NONE;
 	qp->resp.rwqe = false;
+	qp->resp.rd_cont = false;
 
 	dr_pkt_desc_init(d);
 	memcpy(d->src_mac, p->src_mac, 6);
@@ -636,7 +639,11 @@ static void dr_qp_to_rts(struct dr_qp *qp)
 	qp->req.wqe = qp->sq.tail;
 	qp->req.noack_pkts = 0;
 	qp->req.cwnd = DR_QP_MAX_UNACKED_PSNS;
+	qp->req.probe = false;
+	qp->req.undo_ok = false;
 	qp->req.state = DR_REQ_IDLE;
+	qp->comp.spur_check = false;
+	qp->comp.rto_floor_ns = 0;
 	qp->comp.psn = qp->attr.sq_psn;
 	qp->comp.max_psn = qp->attr.sq_psn;
 	qp->comp.retry_left = qp->attr.retry_cnt;

@@ -58,6 +58,30 @@ static uint8_t dr_req_opcode(const struct dr_send_wqe *w, uint32_t k)
 	return tab[w->wr.opcode][pos];
 }
 
+/* Response packets the READ request for packet k of w asks for: to the
+ * end of k's request on the grid, or of the READ. */
+static uint32_t dr_req_read_span(const struct dr_send_wqe *w, uint32_t k)
+{
+	uint32_t end = (k / DR_QP_READ_CHUNK + 1) * DR_QP_READ_CHUNK;
+
+	return (end < w->npsn ? end : w->npsn) - k;
+}
+
+/* May the next READ request of w (packet k) go now?  One token of
+ * max_rd_atomic each, at most DR_QP_READ_REQS of one READ outstanding, and
+ * its responses within the window unless nothing is in flight. */
+static enum dr_req_state dr_req_read_gate(struct dr_qp *qp, const struct dr_send_wqe *w,
+					  uint32_t k)
+{
+	int32_t inflight = dr_psn_diff(qp->req.psn, qp->comp.psn);
+
+	if (w->rd_tokens >= DR_QP_READ_REQS || qp->req.ord_used >= qp->attr.max_rd_atomic)
+		return DR_REQ_WAIT_ORD;
+	if (inflight > 0 && (uint32_t)inflight + dr_req_read_span(w, k) > qp->req.cwnd)
+		return DR_REQ_WAIT_WINDOW;
+	return DR_REQ_SEND;
+}
+
 /* Build and send packet k of w.  Returns the PSNs it consumes. */
 static uint32_t dr_req_send_pkt(struct dr_qp *qp, struct dr_send_wqe *w, uint32_t k)
 {
@@ -98,13 +122,19 @@ static uint32_t dr_req_send_pkt(struct dr_qp *qp, struct dr_send_wqe *w, uint32_
 		break;
 	}
 	case DR_WR_READ:
-		/* one request for the rest of the read; it reserves one PSN per
-		 * response packet (B.1); a resend asks only for what is missing */
+		/* one request for the rest of k's request on the grid
+		 * (DR_QP_READ_CHUNK); it reserves one PSN per response packet
+		 * (B.1); a resend asks only for what is missing */
+		used = dr_req_read_span(w, k);
 		dr_qp_desc(qp, &d, DR_OP_READ_REQ, psn);
 		d.reth.va = w->wr.remote_addr + off;
 		d.reth.rkey = w->wr.rkey;
-		d.reth.len = (uint32_t)(w->length - (off < w->length ? off : w->length));
-		used = w->npsn - k;
+		if (k + used == w->npsn)
+			d.reth.len = (uint32_t)(w->length - (off < w->length ? off : w->length));
+		else
+			d.reth.len = used * pmtu;
+		w->rd_tokens++;
+		qp->req.ord_used++;
 		break;
 	case DR_WR_FETCH_ADD:
 	case DR_WR_CMP_SWAP:
@@ -124,8 +154,9 @@ static uint32_t dr_req_send_pkt(struct dr_qp *qp, struct dr_send_wqe *w, uint32_
 	}
 
 	/* AckReq on the last packet of a message and at least every
-	 * DR_QP_MAX_PKT_PER_ACK packets (B.2), or every half window */
-	if (end || ++qp->req.noack_pkts >= DR_QP_MAX_PKT_PER_ACK ||
+	 * DR_QP_MAX_PKT_PER_ACK packets (B.2), or every half window; on a
+	 * timeout's probe */
+	if (end || qp->req.probe || ++qp->req.noack_pkts >= DR_QP_MAX_PKT_PER_ACK ||
 	    qp->req.noack_pkts >= qp->req.cwnd / 2) {
 		d.ackreq = true;
 		qp->req.noack_pkts = 0;
@@ -171,7 +202,8 @@ void dr_req_run(struct dr_qp *qp)
 			dr_req_set_state(qp, DR_REQ_WAIT_ORD);
 			break;
 		}
-		if (dr_psn_diff(qp->req.psn, qp->comp.psn) >= (int32_t)qp->req.cwnd) {
+		if (dr_psn_diff(qp->req.psn, qp->comp.psn) >= (int32_t)qp->req.cwnd ||
+		    (qp->req.probe && qp->req.psn != qp->comp.psn)) {
 			dr_req_set_state(qp, DR_REQ_WAIT_WINDOW);
 			break;
 		}
@@ -181,7 +213,8 @@ void dr_req_run(struct dr_qp *qp)
 			w->npsn = dr_qp_npkts(qp, w->length);
 			w->rsp_psns = 0;
 			w->state = DR_WQE_PENDING;
-			if (dr_wr_is_rd_atomic(w->wr.opcode)) {
+			w->rd_tokens = 0;
+			if (dr_wr_is_atomic(w->wr.opcode)) {
 				w->ord_token = true;
 				qp->req.ord_used++;
 			}
@@ -192,6 +225,14 @@ void dr_req_run(struct dr_qp *qp)
 			 * in step; skip rather than send garbage */
 			qp->req.wqe++;
 			continue;
+		}
+		if (w->wr.opcode == DR_WR_READ) {
+			enum dr_req_state g = dr_req_read_gate(qp, w, k);
+
+			if (g != DR_REQ_SEND) {
+				dr_req_set_state(qp, g);
+				break;
+			}
 		}
 		used = dr_req_send_pkt(qp, w, k);
 		sent = true;
@@ -213,6 +254,20 @@ void dr_req_rewind(struct dr_qp *qp)
 {
 	if (qp->req.state == DR_REQ_ERROR)
 		return;
+	qp->req.undo_psn = qp->req.psn;
+	qp->req.undo_wqe = qp->req.wqe;
+	qp->req.undo_ok = true;
+	/* the READ requests outstanding are asked again: their tokens go */
+	for (uint32_t i = qp->sq.tail; i != qp->sq.head; i++) {
+		struct dr_send_wqe *w = dr_sq_wqe(qp, i);
+
+		if (w->state != DR_WQE_PENDING)
+			break;
+		if (w->rd_tokens)
+			qp->req.undo_ok = false;
+		qp->req.ord_used -= w->rd_tokens;
+		w->rd_tokens = 0;
+	}
 	qp->req.psn = qp->comp.psn;
 	qp->req.wqe = qp->sq.tail;
 	qp->req.noack_pkts = 0;

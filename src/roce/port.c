@@ -46,10 +46,11 @@
 #define DR_PORT_MBUF_CACHE 32
 #define DR_PORT_MIN_BUF	   4224 /* a 4096-PMTU RoCE frame with room to spare */
 #define DR_PORT_LOOP_SIZE  512
-#define DR_PORT_TX_TRIES   4 /* tx bursts tried before a frame is dropped */
+#define DR_PORT_TX_TRIES   4 /* tx bursts tried before a frame waits in the backlog */
 /* Resolution of the port's timers: rte_timer_alt_manage() runs at least
  * this often while polled, and at once when an earlier expiry is armed. */
 #define DR_PORT_TIMER_RES_US 20
+#define DR_PORT_TIMER_LATE_STEPS 50 /* of DR_PORT_TIMER_RES_US: timers wait for a full ring */
 /* net_memif ring size (log2) unless the spec names one */
 #define DR_MEMIF_RSIZE_LOG2 8
 #define DR_PAIR_RING_SIZE  1024
@@ -282,12 +283,14 @@ static int find_port(const char *spec, bool pci, uint16_t *port_id)
  * memif handles badly (small frames that follow bulk transfers of
  * chained ones are lost: an 8-byte message rate falls from 2.5 M/s to
  * 64 k/s in bench/), so the spec gets a buffer size that holds a whole
- * frame, and a ring of 2^DR_MEMIF_RSIZE_LOG2 descriptors.  Other specs are
- * used as given.
+ * frame, and a ring of 2^DR_MEMIF_RSIZE_LOG2 descriptors.  An af_packet
+ * spec that does not choose qdisc_bypass gets the port's setting.  Other
+ * specs are used as given.
  */
 static const char *spec_for_mtu(struct dr_port *p, const char *spec, char *buf, size_t len)
 {
 	size_t frame = p->mtu + sizeof(struct dr_eth_hdr) + sizeof(struct dr_vlan_hdr);
+	char qd[32] = "", fs[64] = "";
 	unsigned n = 4096;
 
 	if (!strncmp(spec, "net_memif", 9)) {
@@ -306,14 +309,24 @@ static const char *spec_for_mtu(struct dr_port *p, const char *spec, char *buf, 
 			return spec;
 		return buf;
 	}
-	if (strncmp(spec, "net_af_packet", 13) || strstr(spec, "framesz=") || frame + 128 <= 2048)
+	if (strncmp(spec, "net_af_packet", 13))
 		return spec;
-	while (n < frame + 128)
-		n *= 2;
-	if ((size_t)snprintf(buf, len, "%s,framesz=%u,blocksz=%u", spec, n, n) >= len)
+	/* DPDK's af_packet sends past the qdisc layer by default
+	 * (PACKET_QDISC_BYPASS), and so past the kernel's packet taps: a
+	 * capture on the interface would hold only what droce receives.
+	 * Through it, tcpdump sees both directions, as with rdma_rxe. */
+	if (!strstr(spec, "qdisc_bypass="))
+		snprintf(qd, sizeof(qd), ",qdisc_bypass=%d", p->qdisc_bypass);
+	if (!strstr(spec, "framesz=") && frame + 128 > 2048) {
+		while (n < frame + 128)
+			n *= 2;
+		snprintf(fs, sizeof(fs), ",framesz=%u,blocksz=%u", n, n);
+	}
+	if ((size_t)snprintf(buf, len, "%s%s%s", spec, qd, fs) >= len)
 		return spec;
 	/* the PMD wants a whole ring frame to fit in one mbuf */
-	p->min_buf = n;
+	if (*fs)
+		p->min_buf = n;
 	return buf;
 }
 
@@ -673,6 +686,11 @@ static void teardown(struct dr_port *p)
 		tx_flush(p);
 	while (p->txq_len)
 		rte_pktmbuf_free(p->txq[--p->txq_len]);
+	while (p->txb_len) {
+		rte_pktmbuf_free(p->txb[p->txb_head]);
+		p->txb_head = (p->txb_head + 1) % DR_PORT_TXB;
+		p->txb_len--;
+	}
 	while (p->held_len) {
 		rte_pktmbuf_free(p->held[p->held_head]);
 		p->held_head = (p->held_head + 1) % DR_PORT_HELD_MAX;
@@ -747,6 +765,7 @@ static int open_locked(const struct dr_port_config *cfg, struct dr_port **out,
 	p->netmask = cfg->prefix_len == 32 ? ~0u : ~(~0u >> cfg->prefix_len);
 	p->gateway = cfg->gateway4;
 	p->mtu = cfg->mtu ? cfg->mtu : DR_PORT_DEF_MTU;
+	p->qdisc_bypass = cfg->qdisc_bypass;
 	p->max_frame = p->mtu + sizeof(struct dr_eth_hdr) + sizeof(struct dr_vlan_hdr);
 	p->arp = cfg->arp;
 	p->timer_lcore = rte_get_main_lcore();
@@ -767,7 +786,7 @@ static int open_locked(const struct dr_port_config *cfg, struct dr_port **out,
 
 	nb_mbufs = cfg->nb_mbufs
 		       ? cfg->nb_mbufs
-		       : rte_align32pow2(DR_PORT_RXD + DR_PORT_TXD + DR_PORT_LOOP_SIZE) - 1;
+		       : rte_align32pow2(DR_PORT_RXD + DR_PORT_TXD + DR_PORT_LOOP_SIZE + DR_PORT_TXB) - 1;
 	ret = start_device(p, nb_mbufs, err);
 	if (ret < 0)
 		goto out_teardown;
@@ -1444,11 +1463,15 @@ void dr_port_get_link_stats(const struct dr_port *p, struct dr_port_link_stats *
 	*s = p->link;
 }
 
+static void tx_backlog_add(struct dr_port *p, struct rte_mbuf *m);
+static struct rte_mbuf *frame_alloc(struct dr_port *p, size_t len, void **data);
+
 /* Hand q[0..n) to the device in one burst (a full ring is tried
- * DR_PORT_TX_TRIES times; what still does not fit is dropped and counted:
- * RC retransmission recovers).  cap[i] is the frame's capture copy or NULL;
- * with hook (n == 1) p->tx_scratch holds the frame for the frame hook.
- * Returns how many the device took. */
+ * DR_PORT_TX_TRIES times; what still does not fit waits in the backlog,
+ * tx_backlog_add, and leaves first at the next flush: droce does not drop
+ * a frame it built because a ring is full).  cap[i] is the frame's capture
+ * copy or NULL; with hook (n == 1) p->tx_scratch holds the frame for the
+ * frame hook.  Returns how many the device took. */
 static uint16_t tx_burst(struct dr_port *p, struct rte_mbuf **q, struct rte_mbuf **cap, uint16_t n,
 			 bool hook)
 {
@@ -1469,13 +1492,86 @@ static uint16_t tx_burst(struct dr_port *p, struct rte_mbuf **q, struct rte_mbuf
 			tx_done(p, cap[i], hook, len[i]);
 			continue;
 		}
-		rte_pktmbuf_free(q[i]);
+		/* captured (and shown to the hook) when it really leaves */
 		dr_capture_discard(cap[i]);
-		p->stats.tx_dropped++;
+		tx_backlog_add(p, q[i]);
 	}
 	if (p->link_fd >= 0)
 		link_after_burst(p, sent, err);
 	return sent;
+}
+
+/* m waits for room in the device's ring (consumed).  A frame whose payload
+ * is attached (dr_port_send_zc) is copied first: its buffer is promised
+ * back when the batch ends.  Only a full backlog drops (counted). */
+static void tx_backlog_add(struct dr_port *p, struct rte_mbuf *m)
+{
+	if (m->nb_segs > 1) {
+		struct rte_mbuf *c;
+		const void *src;
+		void *data;
+
+		c = frame_alloc(p, m->pkt_len, &data);
+		src = c ? rte_pktmbuf_read(m, 0, m->pkt_len, data) : NULL;
+		if (src && src != data)
+			memcpy(data, src, m->pkt_len);
+		rte_pktmbuf_free(m);
+		if (!src) {
+			rte_pktmbuf_free(c);
+			p->stats.tx_dropped++;
+			return;
+		}
+		m = c;
+	}
+	if (p->txb_len == DR_PORT_TXB) {
+		rte_pktmbuf_free(m);
+		p->stats.tx_dropped++;
+		return;
+	}
+	p->txb[(p->txb_head + p->txb_len++) % DR_PORT_TXB] = m;
+	p->stats.tx_backlogged++;
+}
+
+/* The backlog leaves, as much of it as the ring takes now.  Returns true
+ * when it is empty. */
+static bool tx_backlog_push(struct dr_port *p)
+{
+	while (p->txb_len) {
+		struct rte_mbuf *q[DR_PORT_BURST], *cap[DR_PORT_BURST];
+		uint32_t len[DR_PORT_BURST];
+		uint16_t n, sent, i;
+		bool hook = false;
+		int err;
+
+		/* the frame hook sees one frame at a time, as it leaves */
+		for (n = 0; n < p->txb_len && n < (p->frame_fn ? 1 : DR_PORT_BURST); n++)
+			q[n] = p->txb[(p->txb_head + n) % DR_PORT_TXB];
+		if (p->frame_fn)
+			cap[0] = tx_trace(p, q[0], &hook);
+		else
+			for (i = 0; i < n; i++)
+				cap[i] = p->pcapng ? dr_capture_prepare(p, q[i], DR_PORT_DIR_TX)
+						   : NULL;
+		for (i = 0; i < n; i++)
+			len[i] = q[i]->pkt_len;
+		errno = 0;
+		sent = rte_eth_tx_burst(p->port_id, 0, q, n);
+		err = errno;
+		p->stats.tx_bursts++;
+		for (i = 0; i < n; i++) {
+			if (i < sent)
+				tx_done(p, cap[i], hook, len[i]);
+			else
+				dr_capture_discard(cap[i]);
+		}
+		p->txb_head = (p->txb_head + sent) % DR_PORT_TXB;
+		p->txb_len -= sent;
+		if (p->link_fd >= 0)
+			link_after_burst(p, sent, err);
+		if (sent < n)
+			return false;
+	}
+	return true;
 }
 
 /* The frames waiting in p->txq leave in one burst, behind those that
@@ -1488,12 +1584,21 @@ static void tx_flush(struct dr_port *p)
 	link_poll(p);
 	if (p->held_len && !p->link_down)
 		held_release(p);
-	if (!n)
+	if (!n) {
+		if (p->txb_len && !p->link_down)
+			tx_backlog_push(p);
 		return;
+	}
 	p->txq_len = 0;
 	if (p->link_down) {
 		for (i = 0; i < n; i++)
 			held_add(p, p->txq[i]);
+		return;
+	}
+	if (!tx_backlog_push(p)) {
+		/* behind what waits already, in order */
+		for (i = 0; i < n; i++)
+			tx_backlog_add(p, p->txq[i]);
 		return;
 	}
 	for (i = 0; i < n; i++) {
@@ -1520,8 +1625,13 @@ int dr_port_xmit(struct dr_port *p, struct rte_mbuf *m)
 		held_add(p, m);
 		return 0;
 	}
+	if (p->txb_len && !tx_backlog_push(p)) {
+		tx_backlog_add(p, m);
+		return 0;
+	}
 	copy = tx_trace(p, m, &hook);
-	return tx_burst(p, &m, &copy, 1, hook) ? 0 : -EAGAIN;
+	tx_burst(p, &m, &copy, 1, hook); /* what the ring does not take waits */
+	return 0;
 }
 
 void dr_port_batch_begin(struct dr_port *p)
@@ -1548,7 +1658,7 @@ void dr_port_flush(struct dr_port *p)
 
 bool dr_port_tx_pending(const struct dr_port *p)
 {
-	return p->txq_len != 0;
+	return p->txq_len != 0 || p->txb_len != 0;
 }
 
 static void rx_one(struct dr_port *p, struct rte_mbuf *m, bool looped);
@@ -1908,7 +2018,14 @@ int dr_port_poll(struct dr_port *p)
 		rx_one(p, pkts[i], false);
 	total += n;
 	now = rte_get_timer_cycles();
-	if (now >= p->timer_next) {
+	/* Timers once the receive ring is drained: after a process was off
+	 * its CPU, the ACKs that arrived meanwhile are read before a
+	 * retransmit timer that expired meanwhile fires and resends what
+	 * they acknowledge (each such timeout resent up to a window over a
+	 * lossless veth).  A ring that stays full delays them at most
+	 * DR_PORT_TIMER_LATE_STEPS resolution steps (1 ms). */
+	if (now >= p->timer_next &&
+	    (n < DR_PORT_BURST || now - p->timer_next >= p->timer_res * DR_PORT_TIMER_LATE_STEPS)) {
 		/* arms from inside the callbacks may lower it again */
 		p->timer_next = now + p->timer_res;
 		rte_timer_alt_manage(p->timer_id, &p->timer_lcore, 1, timer_run);

@@ -15,6 +15,7 @@
 #include "dr_port.h"
 
 #define DR_PORT_BURST 32
+#define DR_PORT_TXB   256 /* transmit backlog: frames a full ring did not take */
 /* Frames held while the link is down; the oldest is dropped beyond this. */
 #define DR_PORT_HELD_MAX 256
 
@@ -96,6 +97,7 @@ struct dr_port {
 	bool tx_multiseg; /* device takes chained mbufs */
 	bool zero_copy;	  /* dr_port_send_zc may attach external buffers */
 	bool zc_sync;	  /* ... and the device is done with them when the burst returns */
+	bool qdisc_bypass; /* net_af_packet: past the qdisc layer (dr_port_config) */
 
 	struct rte_mempool *pool;     /* frames */
 	struct rte_mempool *ext_pool; /* external-buffer and trailer mbufs */
@@ -135,6 +137,10 @@ struct dr_port {
 	unsigned batch;
 	uint16_t txq_len;
 	struct rte_mbuf *txq[DR_PORT_BURST];
+	/* frames the device's ring did not take, oldest first: they leave
+	 * before any later frame, at the next flush (tx_backlog_push) */
+	uint16_t txb_head, txb_len;
+	struct rte_mbuf *txb[DR_PORT_TXB];
 
 	/* rte_timer_alt_manage() only once the TSC reaches this: the earliest
 	 * expiry armed since the last run, else one resolution step later */

@@ -1,0 +1,171 @@
+#!/bin/sh
+# shellcheck disable=SC2086 # word splitting of option lists is meant
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# lossless.sh - on a path that loses nothing, droce resends nothing and
+# drops nothing (issue 13, point 2), on DPDK net_memif (shared memory) and,
+# when root, on a veth pair between two network namespaces (net_af_packet,
+# the zero-config path).  On each path:
+#
+#  1. tools/droce-xfer runs every operation (send, send with data, write,
+#     write with data, read, atomics, CM private data) at 0 B .. 64 MiB,
+#     data verified on both sides, the server capturing (FI_DROCE_PCAP);
+#     tools/droce-pcapcheck then forbids, over the capture, any sign of a
+#     lost frame: PSN_GAP (a request PSN skipped), NAK_PSN_SEQ (the
+#     responder saw one missing) and DUPLICATE; it reports RETRANSMIT,
+#     PSN_LATE and RSP_RESENT (a READ asked again);
+#  2. bench/droce-bench runs its tests (latency, bandwidth of WRITE, READ and
+#     SEND at 4 KiB .. 4 MiB with 64 outstanding, message rates, FETCH_ADD)
+#     and each row carries droce's own counters of both sides, read through
+#     FI_DROCE_OPS_1: packets resent, retransmit timeouts, frames lost (not
+#     sent: ring, backlog or pool full; discarded behind a missing one).
+#     Lost must be exactly 0 in every row.  Resent and timeouts must be
+#     exactly 0 in every row whose two processes waited for a CPU less than
+#     5 % of the time (droce-bench's runq columns): a process off its CPU
+#     longer than the retransmit timeout makes a timeout that loses nothing
+#     (its probe is one duplicate), and on a host busy with other work that
+#     is not the transport's doing.  The rows this leaves out are listed.
+#
+# Exit: 0 pass, 1 fail, 99 hard error; the veth half is skipped (with a
+# note) when not root.  Timing figures are printed, never asserted.
+
+set -u
+: "${top_srcdir:?run from make check}" "${top_builddir:?run from make check}"
+xfer="$top_builddir/tools/droce-xfer"
+check="$top_builddir/tools/droce-pcapcheck"
+bench="$top_builddir/bench/droce-bench"
+for b in "$xfer" "$check" "$bench"; do
+	[ -x "$b" ] || { echo "ERROR: $b not built"; exit 99; }
+done
+for v in $(env | sed -n 's/^\(FI_DROCE_[A-Za-z0-9_]*\)=.*/\1/p'); do
+	unset "$v"
+done
+export FI_PROVIDER_PATH="$top_builddir/.libs" FI_PROVIDER=droce
+work=$(mktemp -d "${TMPDIR:-/tmp}/droce-lossless.XXXXXX") || exit 99
+NSA=drll$$a NSB=drll$$b
+pids=""
+netns=0
+cleanup() {
+	trap - EXIT INT TERM HUP
+	for p in $pids; do
+		kill "$p" 2>/dev/null
+	done
+	wait 2>/dev/null
+	if [ $netns = 1 ]; then
+		for ns in $NSA $NSB; do
+			for p in $(ip netns pids "$ns" 2>/dev/null); do
+				kill -KILL "$p" 2>/dev/null
+			done
+			ip netns del "$ns" 2>/dev/null
+		done
+	fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'echo interrupted; exit 1' INT TERM HUP
+fail=0
+sizes=0,1,4096,65536,1048576,4194304,67108864
+forbid=PSN_GAP,NAK_PSN_SEQ,DUPLICATE
+
+# path NAME SRV_PREFIX CLI_PREFIX SRV_DEV CLI_DEV SRV_ADDR CLI_ADDR OOB_HOST
+path() {
+	name=$1 sp=$2 cp=$3 sdev=$4 cdev=$5 saddr=$6 caddr=$7 oob=$8
+	port=$((48000 + $$ % 900))
+	pcap=$work/$name.pcapng
+
+	echo "== $name: droce-xfer, every operation, $sizes"
+	$sp env FI_DROCE_DEVICE="$sdev" FI_DROCE_ADDR="$saddr/24" FI_DROCE_PCAP="$pcap" \
+		timeout 300 "$xfer" -p droce -a "$saddr" -P "$port" -w 60 -t 60 \
+		>"$work/$name.xsrv" 2>&1 &
+	spid=$!
+	pids="$pids $spid"
+	$cp env FI_DROCE_DEVICE="$cdev" FI_DROCE_ADDR="$caddr/24" \
+		timeout 300 "$xfer" -p droce -s "$oob" -P "$port" -S "$sizes" -I 1 -t 60 \
+		>"$work/$name.xcli" 2>&1
+	crc=$?
+	wait $spid
+	src=$?
+	tail -n 1 "$work/$name.xcli"
+	if [ $crc -ne 0 ] || [ $src -ne 0 ] || ! grep -q ' 0 failed, 0 skipped$' "$work/$name.xcli"; then
+		echo "FAIL: $name: droce-xfer client exit $crc, server exit $src"
+		tail -n 20 "$work/$name.xcli" "$work/$name.xsrv"
+		fail=1
+	elif "$check" --min-roce 1000 --require RC_RDMA_READ_RESPONSE_MIDDLE,RC_RDMA_WRITE_MIDDLE \
+		--forbid "$forbid" "$pcap" >"$work/$name.check" 2>&1; then
+		echo "ok: $name: capture: $(grep '^RC request PSNs' "$work/$name.check")"
+	else
+		echo "FAIL: $name: droce-pcapcheck --forbid $forbid:"
+		grep -v '^  0x' "$work/$name.check" | tail -n 20
+		fail=1
+	fi
+	rm -f "$pcap"
+
+	echo "== $name: droce-bench, droce's counters per row"
+	port=$((port + 1))
+	$sp env FI_DROCE_DEVICE="$sdev" FI_DROCE_ADDR="$saddr/24" \
+		timeout 300 "$bench" -S -O "$oob:$port" -F "$saddr" -X 280 >"$work/$name.bsrv" 2>&1 &
+	spid=$!
+	pids="$pids $spid"
+	$cp env FI_DROCE_DEVICE="$cdev" FI_DROCE_ADDR="$caddr/24" \
+		timeout 300 "$bench" -O "$oob:$port" -X 280 -T 0.3 -C "$work/$name.csv" \
+		>"$work/$name.bcli" 2>&1
+	crc=$?
+	wait $spid
+	cat "$work/$name.bcli" | grep -v '^droce-bench'
+	if [ $crc -ne 0 ] || [ ! -s "$work/$name.csv" ]; then
+		echo "FAIL: $name: droce-bench exit $crc"
+		tail -n 5 "$work/$name.bcli" "$work/$name.bsrv"
+		fail=1
+		return
+	fi
+	# runq peer_runq status resent_pkts timeouts drops: columns 15-20
+	bad=$(awk -F, '$17 != "ok" || $20 != 0 ||
+		($15 < 0.05 && $16 < 0.05 && ($18 != 0 || $19 != 0))' "$work/$name.csv")
+	busy=$(awk -F, '$17 == "ok" && $20 == 0 && ($15 >= 0.05 || $16 >= 0.05) &&
+		($18 != 0 || $19 != 0)' "$work/$name.csv")
+	rows=$(wc -l <"$work/$name.csv")
+	quiet=$(awk -F, '$15 < 0.05 && $16 < 0.05' "$work/$name.csv" | wc -l)
+	if [ -n "$bad" ]; then
+		echo "FAIL: $name: rows that failed, lost frames, or resent on a quiet CPU" \
+			"(runq,peer_runq,status,resent_pkts,timeouts,lost last):"
+		echo "$bad"
+		fail=1
+	else
+		echo "ok: $name: $rows rows, 0 frames lost in each; $quiet rows ran on quiet" \
+			"CPUs, each with 0 resent and 0 timeouts"
+	fi
+	if [ -n "$busy" ]; then
+		echo "note: $name: rows that waited for a CPU (>= 5 %) and timed out without" \
+			"losing a frame (spurious timeouts, not asserted):"
+		echo "$busy"
+	fi
+}
+
+path memif "" "" "net_memif0,role=server,socket=$work/memif.sock" \
+	"net_memif0,role=client,socket=$work/memif.sock" 192.0.2.1 192.0.2.2 127.0.0.1
+
+if [ "$(id -u)" -eq 0 ] && ip netns list >/dev/null 2>&1; then
+	netns=1
+	ip netns add $NSA && ip netns add $NSB || { echo "ERROR: ip netns add"; exit 99; }
+	ip -n $NSA link set lo up
+	ip -n $NSB link set lo up
+	ip -n $NSA link add dla$$ type veth peer name dlb$$ netns $NSB || exit 99
+	ip -n $NSA addr add 10.82.0.1/24 dev dla$$
+	ip -n $NSB addr add 10.82.0.2/24 dev dlb$$
+	ip -n $NSA link set dla$$ up
+	ip -n $NSB link set dlb$$ up
+	i=0
+	until ip -n $NSA link show dla$$ | grep -q LOWER_UP && ip -n $NSB link show dlb$$ | grep -q LOWER_UP; do
+		i=$((i + 1))
+		[ $i -le 50 ] || { echo "ERROR: veth did not come up"; exit 99; }
+		sleep 0.1
+	done
+	path veth "ip netns exec $NSA" "ip netns exec $NSB" "net_af_packet0,iface=dla$$" \
+		"net_af_packet0,iface=dlb$$" 10.82.0.1 10.82.0.2 10.82.0.1
+else
+	echo "note: not root: the veth path (net_af_packet) was not run"
+fi
+
+[ $fail -eq 0 ] || exit 1
+echo "PASS: lossless"
+exit 0

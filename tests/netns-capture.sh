@@ -1,0 +1,139 @@
+#!/bin/sh
+# shellcheck disable=SC2086 # word splitting of option lists is meant
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# netns-capture.sh - a capture on ONE end of a veth holds both directions
+# of droce's traffic (issue 13, point 1).
+#
+#   netns drcp<pid>a: dca<pid> 10.78.N.1/24 ==veth== dcb<pid> 10.78.N.2/24 :netns drcp<pid>b
+#
+# One tshark, on A's end only, no capture filter.  fi_pingpong -p droce -e msg
+# (default configuration: net_af_packet on the namespace's interface), server
+# in A, client in B, 4 KiB messages (path MTU 1024: SEND FIRST/MIDDLE/LAST).
+#
+# Run 1 (defaults, FI_DROCE_QDISC_BYPASS unset = 0): droce sends through the
+# qdisc layer, so the kernel's packet taps see A's own transmissions.  Asserts,
+# from tshark's fields ip.src, ip.dst, infiniband.bth.opcode and
+# infiniband.mad.attributeid:
+#   - exactly one CM ConnectRequest (0x0010) and one ReadyToUse (0x0014),
+#     both B -> A, and one ConnectReply (0x0013) A -> B;
+#   - RC SEND FIRST (0), MIDDLE (1) and LAST (2), at least one of each per
+#     message, and RC ACKNOWLEDGE (17) in each direction, A -> B and B -> A.
+# Run 2 (FI_DROCE_QDISC_BYPASS=1 in A only, DPDK's own default): the capture
+# on A holds B's frames (REQ, RTU, data, ACKs) and none of A's RoCE frames:
+# the parameter does what fi_droce(7) says.
+#
+# Exit: 0 pass, 1 fail, 77 skip (not root, no ip netns / fi_pingpong /
+# tshark), 99 hard error.
+
+set -u
+
+. "$(dirname "$0")/netns-lib.sh"
+NSA=drcp$$a
+NSB=drcp$$b
+VA=dca$$
+VB=dcb$$
+net=10.78.$(($$ % 200 + 20))
+IPA=$net.1
+IPB=$net.2
+ITERS=50
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/netns-capture.XXXXXX") || hard "mktemp failed"
+cap_pids=""
+fail=0
+
+cleanup() {
+	trap - EXIT INT TERM HUP
+	teardown_ns "$cap_pids" "$NSA" "$NSB"
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'echo "interrupted"; exit 1' INT TERM HUP
+
+setup_ns "$NSA"
+setup_ns "$NSB"
+veth_pair "$NSA" "$VA" "$IPA" "$NSB" "$VB" "$IPB"
+mkdir "$tmp/wsconf"
+WIRESHARK_CONFIG_DIR=$tmp/wsconf
+export WIRESHARK_CONFIG_DIR
+
+# run N BYPASS_A: one fi_pingpong session captured on A's end; fields to
+# $tmp/fN.txt (src dst opcode attributeid, one line per RoCE frame)
+run() {
+	n=$1 bypass=$2
+	ip netns exec "$NSA" timeout -k 5 60 "$TSHARK" -q -n -i "$VA" -B 64 \
+		-w "$tmp/c$n.pcapng" >"$tmp/c$n.log" 2>&1 &
+	cap=$!
+	cap_pids="$cap"
+	wait_all_lines 'Capturing on' 100 tshark "$tmp/c$n.log"
+	sleep 0.3
+	port=$((47700 + n))
+	ip netns exec "$NSA" env ${bypass:+FI_DROCE_QDISC_BYPASS=$bypass} timeout -k 5 40 \
+		"$FI_PINGPONG" -p droce -e msg -B $port -I $ITERS -S 4096 -c >"$tmp/s$n.txt" 2>&1 &
+	spid=$!
+	wait_listen "$NSA" $port || { cat "$tmp/s$n.txt"; hard "fi_pingpong server did not listen"; }
+	ip netns exec "$NSB" timeout -k 5 40 "$FI_PINGPONG" -p droce -e msg -P $port \
+		-I $ITERS -S 4096 -c "$IPA" >"$tmp/k$n.txt" 2>&1
+	crc=$?
+	wait $spid
+	src=$?
+	if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
+		echo "FAIL: run $n: fi_pingpong client exit $crc, server exit $src"
+		tail -n 5 "$tmp/k$n.txt" "$tmp/s$n.txt"
+		fail=1
+	fi
+	sleep 0.5 # the DREQ/DREP
+	kill -INT $cap 2>/dev/null
+	wait $cap 2>/dev/null
+	cap_pids=""
+	timeout -k 5 60 "$TSHARK" -n -r "$tmp/c$n.pcapng" -Y 'udp.port == 4791' -T fields \
+		-E separator=/t -E occurrence=f -e ip.src -e ip.dst -e infiniband.bth.opcode \
+		-e infiniband.mad.attributeid >"$tmp/f$n.txt" 2>"$tmp/t$n.err" ||
+		{ cat "$tmp/t$n.err"; hard "tshark cannot read its capture"; }
+}
+
+# count FILE SRC DST OPCODE [ATTR]: frames SRC -> DST with that BTH opcode
+# (and MAD attribute ID)
+count() {
+	awk -F'\t' -v s="$2" -v d="$3" -v o="$4" -v a="${5:-}" \
+		'$1 == s && $2 == d && $3 == o && (a == "" || $4 == a) { n++ } END { print n + 0 }' "$1"
+}
+
+expect() { # what got op want
+	if [ "$3" = eq ] && [ "$2" -ne "$4" ] || [ "$3" = ge ] && [ "$2" -lt "$4" ]; then
+		echo "FAIL: $1: $2 (expected $3 $4)"
+		fail=1
+	else
+		echo "ok: $1: $2"
+	fi
+}
+
+# ---- run 1: the defaults -----------------------------------------------------------
+run 1 ""
+f=$tmp/f1.txt
+echo "run 1 (defaults): $(wc -l <"$f") RoCE frames captured on $VA"
+# CM MADs ride UD SEND ONLY (opcode 100) to QP 1
+expect "ConnectRequest B->A" "$(count "$f" "$IPB" "$IPA" 100 0x0010)" eq 1
+expect "ConnectReply A->B" "$(count "$f" "$IPA" "$IPB" 100 0x0013)" eq 1
+expect "ReadyToUse B->A" "$(count "$f" "$IPB" "$IPA" 100 0x0014)" eq 1
+for dir in "$IPA $IPB A->B" "$IPB $IPA B->A"; do
+	set -- $dir
+	expect "RC SEND FIRST $3" "$(count "$f" "$1" "$2" 0)" ge $ITERS
+	expect "RC SEND MIDDLE $3" "$(count "$f" "$1" "$2" 1)" ge $((2 * ITERS))
+	expect "RC SEND LAST $3" "$(count "$f" "$1" "$2" 2)" ge $ITERS
+	expect "RC ACKNOWLEDGE $3" "$(count "$f" "$1" "$2" 17)" ge 1
+done
+
+# ---- run 2: FI_DROCE_QDISC_BYPASS=1 on A ---------------------------------------------
+run 2 1
+f=$tmp/f2.txt
+echo "run 2 (A with FI_DROCE_QDISC_BYPASS=1): $(wc -l <"$f") RoCE frames captured on $VA"
+expect "RoCE frames A->B (bypassing the taps)" \
+	"$(awk -F'\t' -v s="$IPA" '$1 == s { n++ } END { print n + 0 }' "$f")" eq 0
+expect "ConnectRequest B->A" "$(count "$f" "$IPB" "$IPA" 100 0x0010)" eq 1
+expect "ReadyToUse B->A" "$(count "$f" "$IPB" "$IPA" 100 0x0014)" eq 1
+expect "RC SEND MIDDLE B->A" "$(count "$f" "$IPB" "$IPA" 1)" ge $((2 * ITERS))
+expect "RC ACKNOWLEDGE B->A" "$(count "$f" "$IPB" "$IPA" 17)" ge 1
+
+[ $fail -eq 0 ] || exit 1
+echo "PASS: netns-capture"
+exit 0
