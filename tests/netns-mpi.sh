@@ -39,7 +39,7 @@
 # (mpi-check -x ring) must fail with "FAIL ring": the checks can fail.
 # Open MPI (openmpi-bin, libopenmpi-dev) and nftables are installed with
 # apt-get when missing.
-# Knobs for trying by hand: DROCE_MPI_PER_HOST, DROCE_MPI_RNDV_READ (see
+# Knobs for trying by hand: DROCE_MPI_PER_HOST, DROCE_MPI_RNDV_WRITE (see
 # below), DROCE_MPI_PROVIDER (e.g. "tcp;ofi_rxm", to check this script
 # against another provider: then only 1 and 2 are asserted), DROCE_MPI_BIG
 # (bytes, default 16 MiB).
@@ -55,22 +55,19 @@ PROVIDER=${DROCE_MPI_PROVIDER:-droce;ofi_rxm}
 BIG=${DROCE_MPI_BIG:-16777216}
 NHOSTS=3
 budget=${DROCE_NETNS_BUDGET:-300}
-# ofi_rxm's rendezvous (messages over its SAR limit, 128 KiB) as RDMA
-# writes, not reads: droce answers a READ of the whole message (rxm asks
-# 16 MiB in one) with one unpaced burst of response packets, which
-# overflows the receiver's packet ring; each go-back-N retry asks for the
-# tail and gets another burst: with 6 ranks one run's requester ran out of
-# retries ("transport retry counter exceeded"), another passed after 1.1 GB
-# on the bridge for 96 MiB of data (3 ranks: 13 s and 1.34 GB for 48 MiB).  Writes go through droce's congestion
-# window.  A workaround for that droce bug (an ofi_rxm variable, no droce
-# one): DROCE_MPI_RNDV_READ=1 runs with rxm's default to reproduce it.
-if [ "${DROCE_MPI_RNDV_READ:-0}" = 1 ]; then
-	unset FI_OFI_RXM_USE_RNDV_WRITE
-	MPI_X=""
-else
+# ofi_rxm's defaults: messages over its SAR limit (128 KiB) go by its
+# read rendezvous, one RDMA read of the whole message (16 MiB in "big"),
+# which droce's requester asks for in window-sized READ requests (before
+# that, one unpaced burst of 16384 responses overran the receiver's packet
+# ring: 1.1-1.34 GB on the bridge for 48-96 MiB, or retries exceeded).
+# DROCE_MPI_RNDV_WRITE=1 tries rxm's write rendezvous instead.
+if [ "${DROCE_MPI_RNDV_WRITE:-0}" = 1 ]; then
 	FI_OFI_RXM_USE_RNDV_WRITE=1
 	export FI_OFI_RXM_USE_RNDV_WRITE
 	MPI_X="-x FI_OFI_RXM_USE_RNDV_WRITE"
+else
+	unset FI_OFI_RXM_USE_RNDV_WRITE
+	MPI_X=""
 fi
 
 apt_install() { # package...
