@@ -84,6 +84,101 @@ const char *dr_arp_verdict_str(enum dr_arp_verdict v);
  * matter (Ethernet padding) are ignored.  Never reads outside frame[0..len). */
 enum dr_arp_verdict dr_arp_parse(const void *frame, size_t len, struct dr_arp_msg *m);
 
+/* ---- Neighbour discovery codec (RFC 4861, Ethernet/IPv6 only) ----------- */
+
+#define DR_IPPROTO_ICMPV6     58
+#define DR_ICMP6_NS	      135 /* neighbour solicitation */
+#define DR_ICMP6_NA	      136 /* neighbour advertisement */
+#define DR_ND_OPT_SLLA	      1	  /* source link-layer address option */
+#define DR_ND_OPT_TLLA	      2	  /* target link-layer address option */
+#define DR_ND_NA_ROUTER	      0x80000000u
+#define DR_ND_NA_SOLICITED    0x40000000u
+#define DR_ND_NA_OVERRIDE     0x20000000u
+#define DR_ND_HOP_LIMIT	      255 /* every ND message; anything less came from off-link */
+/* An NS or NA with one link-layer address option: Ethernet 14 + IPv6 40 +
+ * ICMPv6 24 + option 8; one without the option is 8 bytes shorter. */
+#define DR_ND_LEN	      86
+
+/* One NS or NA, as carried by one frame. */
+struct dr_nd_msg {
+	uint8_t eth_dst[6];
+	uint8_t eth_src[6];
+	uint8_t ip_src[16]; /* :: for a duplicate address detection probe */
+	uint8_t ip_dst[16];
+	uint8_t type;	    /* DR_ICMP6_NS or DR_ICMP6_NA */
+	uint32_t na_flags;  /* NA: DR_ND_NA_* (host order); NS: 0 */
+	uint8_t target[16];
+	bool has_lla;	    /* source (NS) or target (NA) link-layer option */
+	uint8_t lla[6];
+};
+
+/* ff02::1:ffXX:XXXX, the solicited-node group of addr (RFC 4291 2.7.1). */
+void dr_ipv6_solicited_node(uint8_t group[16], const uint8_t addr[16]);
+/* 33:33 and the group's last four bytes (RFC 2464 7). */
+void dr_ipv6_mcast_mac(uint8_t mac[6], const uint8_t group[16]);
+static inline bool dr_ipv6_is_multicast(const uint8_t a[16]) { return a[0] == 0xff; }
+static inline bool dr_ipv6_is_unspecified(const uint8_t a[16])
+{
+	static const uint8_t zero[16];
+
+	return !memcmp(a, zero, 16);
+}
+static inline bool dr_ipv6_is_link_local(const uint8_t a[16])
+{
+	return a[0] == 0xfe && (a[1] & 0xc0) == 0x80;
+}
+
+/* The ICMPv6 checksum (RFC 4443 2.3) of the len-byte message at icmp under
+ * ip6's addresses, ready to store (the message's own checksum field is
+ * left out of the sum). */
+uint16_t dr_icmp6_csum(const struct dr_ipv6_hdr *ip6, const void *icmp, size_t len);
+
+/* Fill m with a solicitation from mac/src for target: to target's
+ * solicited-node group and its MAC, or, with ucast_mac, unicast to target
+ * at that MAC (a re-probe, RFC 4861 7.3.3); with our source link-layer
+ * address. */
+void dr_nd_solicit(struct dr_nd_msg *m, const uint8_t mac[6], const uint8_t src[16],
+		   const uint8_t target[16], const uint8_t *ucast_mac);
+
+/* Fill m with the advertisement that the owner of mac gives to the
+ * solicitation ns for its address (ns->target): Solicited and Override
+ * set, our target link-layer address, unicast to the solicitor; to
+ * all-nodes (ff02::1), not Solicited, when it came from :: (RFC 4861
+ * 7.2.4). */
+void dr_nd_advert(struct dr_nd_msg *m, const struct dr_nd_msg *ns, const uint8_t mac[6]);
+
+/* Write m as a frame (hop limit 255, checksum filled).  Returns its length
+ * (DR_ND_LEN, 8 less without the option), -ENOSPC if cap is smaller, or
+ * -EINVAL if m->type is neither NS nor NA. */
+int dr_nd_build(const struct dr_nd_msg *m, void *buf, size_t cap);
+
+/* Why an ND frame was refused: the first fault found, in wire order (the
+ * validity checks of RFC 4861 7.1.1 and 7.1.2). */
+enum dr_nd_verdict {
+	DR_ND_OK,
+	DR_ND_NOT_ND,	    /* not Ethernet/IPv6/ICMPv6 NS or NA (VLAN tags included):
+			     * no fault, just not ours to parse */
+	DR_ND_SHORT,	    /* truncated IPv6 header or ICMPv6 message */
+	DR_ND_BAD_IP_LEN,   /* IPv6 payload length past the frame */
+	DR_ND_BAD_HOPLIMIT, /* hop limit is not 255: routed from elsewhere */
+	DR_ND_BAD_CSUM,	    /* ICMPv6 checksum */
+	DR_ND_BAD_CODE,	    /* ICMPv6 code is not 0 */
+	DR_ND_BAD_TARGET,   /* target address is multicast */
+	DR_ND_BAD_OPTION,   /* an option of length 0 or past the message */
+	DR_ND_BAD_SRC,	    /* multicast source, or :: source with a link-layer option
+			     * or not to a solicited-node group */
+	DR_ND_BAD_FLAGS,    /* Solicited advertisement to a multicast address */
+	DR_ND_BAD_LLA,	    /* link-layer address option zero or multicast */
+	DR_ND_VERDICT_NUM
+};
+
+const char *dr_nd_verdict_str(enum dr_nd_verdict v);
+
+/* Validate one frame and, on DR_ND_OK, fill *m.  Never reads outside
+ * frame[0..len); bytes after the IPv6 payload (Ethernet padding) are
+ * ignored. */
+enum dr_nd_verdict dr_nd_parse(const void *frame, size_t len, struct dr_nd_msg *m);
+
 /* ---- The port: errors and logging -------------------------------------- */
 
 struct dr_port;
