@@ -188,7 +188,7 @@ enum dr_port_param {
 	DR_PORT_PARAM_NONE,	/* not the user's input: resources, internal */
 	DR_PORT_PARAM_EAL_ARGS, /* the extra EAL arguments (FI_DROCE_EAL_ARGS) */
 	DR_PORT_PARAM_DEVICE,	/* the device spec (FI_DROCE_DEVICE) */
-	DR_PORT_PARAM_ADDR,	/* the IPv4 address/prefix (FI_DROCE_ADDR) */
+	DR_PORT_PARAM_ADDR,	/* the IP address/prefix (FI_DROCE_ADDR) */
 	DR_PORT_PARAM_MTU,	/* the MTU (FI_DROCE_MTU) */
 	DR_PORT_PARAM_PCAP,	/* the capture file (FI_DROCE_PCAP) */
 };
@@ -286,8 +286,14 @@ struct dr_port_config {
 	 *    tests; NAME is [A-Za-z0-9_-]{1,16}.  See dr_port_open_pair(). */
 	const char *device;
 	uint32_t ip4;	       /* our IPv4 address, host order */
-	unsigned prefix_len;   /* 1..32 */
+	unsigned prefix_len;   /* 1..32 (IPv6: 1..128) */
 	uint32_t gateway4;     /* next hop for off-link peers; 0: none */
+	/* An IPv6 port instead (ipv6 set; ip4 and gateway4 ignored): the
+	 * port speaks RoCEv2 over IPv6 from ip6 and resolves neighbours
+	 * with ND (RFC 4861) instead of ARP; one port has one family. */
+	bool ipv6;
+	uint8_t ip6[16];       /* a unicast address, not link-local */
+	uint8_t gateway6[16];  /* next hop for off-link peers; ::: none */
 	unsigned mtu;	       /* Ethernet (IP) MTU; 0: DR_PORT_DEF_MTU */
 	const uint8_t *mac;    /* NULL: the device's; for a pair end
 				* 02:64:72:hh:hh:0<side> (hh: a hash of NAME);
@@ -327,7 +333,9 @@ void dr_port_quiesce(struct dr_port *p);
 /* ---- Identity ---------------------------------------------------------------- */
 
 void dr_port_mac(const struct dr_port *p, uint8_t mac[6]);
-uint32_t dr_port_ip4(const struct dr_port *p);
+uint32_t dr_port_ip4(const struct dr_port *p); /* 0 on an IPv6 port */
+/* True for an IPv6 port, with its address in ip6. */
+bool dr_port_ip6(const struct dr_port *p, uint8_t ip6[16]);
 unsigned dr_port_prefix_len(const struct dr_port *p);
 unsigned dr_port_mtu(const struct dr_port *p);
 /* Largest frame dr_port_send*() accepts (MTU + Ethernet + VLAN header). */
@@ -378,6 +386,9 @@ void dr_port_set_frame_hook(struct dr_port *p, dr_port_frame_fn fn, void *ctx);
  * (no answer after the retries; frames queued for it were dropped). */
 typedef void (*dr_port_neigh_fn)(void *ctx, uint32_t ip, int status);
 void dr_port_set_neigh_cb(struct dr_port *p, dr_port_neigh_fn fn, void *ctx);
+/* The same on an IPv6 port, for the IPv6 address ip6. */
+typedef void (*dr_port_neigh6_fn)(void *ctx, const uint8_t ip6[16], int status);
+void dr_port_set_neigh6_cb(struct dr_port *p, dr_port_neigh6_fn fn, void *ctx);
 
 /* One round of progress: deliver looped-back frames, one rx burst (ARP
  * answered and learnt, RoCE frames to the rx callback, the rest counted and
@@ -389,9 +400,9 @@ int dr_port_poll(struct dr_port *p);
 /* ---- Transmit -------------------------------------------------------------------- */
 
 /* Frames given to dr_port_send* are Ethernet + IPv4 (an 802.1Q tag is
- * allowed); the port writes our MAC as source and the next hop's MAC as
- * destination (it need not be known to the caller), pads the frame to 60
- * bytes, and sends it:
+ * allowed), or Ethernet + IPv6 on an IPv6 port; the port writes our MAC as
+ * source and the next hop's MAC as destination (it need not be known to
+ * the caller), pads the frame to 60 bytes, and sends it:
  *   - to our own address: looped back, delivered by the next dr_port_poll;
  *   - next hop resolved: sent now (a stale entry is re-probed meanwhile);
  *   - resolving: the frame is queued (DR_PORT_ARP_QUEUE_LEN per peer; when
@@ -449,7 +460,16 @@ int dr_port_send_raw(struct dr_port *p, const void *frame, size_t len);
 
 /* ---- Neighbours -------------------------------------------------------------------- */
 
-/* How the table treats ARP (port_neigh.c has the whole of it): only a reply
+/* On an IPv6 port neighbour solicitations and advertisements (RFC 4861)
+ * take the place of ARP requests and replies under the same rules: only a
+ * Solicited advertisement unicast to us for an address we asked about sets
+ * a MAC; a solicitation for our address is answered (Solicited, Override)
+ * and creates a STALE entry for an unknown solicitor; the port receives
+ * multicast (all-multicast mode) for the solicited-node group of its
+ * address, 33:33:ff:xx:xx:xx.  The arp_* and rx_arp_* counters count
+ * ND messages there.
+ *
+ * How the table treats ARP (port_neigh.c has the whole of it): only a reply
  * to a request of ours -- unicast to our MAC, naming our IP -- sets or
  * changes a MAC and makes an entry REACHABLE; a re-probe of a known peer
  * first asks its MAC by unicast and believes only that MAC, then, after
@@ -464,6 +484,9 @@ int dr_port_send_raw(struct dr_port *p, const void *frame, size_t len);
  * a new call starts over); -ENETUNREACH off-link without a gateway;
  * -ENOBUFS table full. */
 int dr_port_resolve(struct dr_port *p, uint32_t ip, uint8_t mac[6]);
+/* The same for an IPv6 address on an IPv6 port (ND instead of ARP; -EINVAL
+ * on an IPv4 port). */
+int dr_port_resolve6(struct dr_port *p, const uint8_t ip6[16], uint8_t mac[6]);
 
 /* The connection to ip (host order) stops making progress (src/fi: a QP's
  * retransmit timer expired twice in a row): if the next hop's entry is
@@ -473,6 +496,7 @@ int dr_port_resolve(struct dr_port *p, uint32_t ip, uint8_t mac[6]);
  * started, 0 if none was needed (ourselves, no entry, or already asking),
  * -ENETUNREACH off-link without a gateway. */
 int dr_port_neigh_suspect(struct dr_port *p, uint32_t ip);
+int dr_port_neigh_suspect6(struct dr_port *p, const uint8_t ip6[16]);
 
 /* ---- Clock and timers (rte_timer, run by dr_port_poll) --------------------- */
 
@@ -517,6 +541,8 @@ struct dr_port_stats {
 	uint64_t arp_moved;			 /* re-probes that found a new MAC */
 	uint64_t arp_suspected;			 /* re-probes asked by dr_port_neigh_suspect */
 	uint64_t capture_errors;		 /* frames the pcapng capture lost */
+	uint64_t rx_nd, tx_nd;			 /* ND (NS/NA) frames in and out (IPv6) */
+	uint64_t rx_nd_bad;			 /* refused by dr_nd_parse */
 };
 
 void dr_port_get_stats(const struct dr_port *p, struct dr_port_stats *s);

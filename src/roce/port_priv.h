@@ -90,6 +90,9 @@ struct dr_port {
 	uint32_t ip;	  /* host order */
 	uint32_t netmask; /* host order */
 	uint32_t gateway; /* host order, 0: none */
+	bool ipv6;	  /* an IPv6 port: ip, netmask and gateway are 0 */
+	uint8_t ip6[16];
+	uint8_t gateway6[16]; /* ::: none */
 	unsigned prefix_len;
 	unsigned mtu;
 	size_t max_frame; /* mtu + Ethernet + 802.1Q */
@@ -126,6 +129,8 @@ struct dr_port {
 	dr_port_frame_fn frame_fn;
 	void *frame_ctx;
 	dr_port_neigh_fn neigh_fn;
+	dr_port_neigh6_fn neigh6_fn;
+	void *neigh6_ctx;
 	void *neigh_ctx;
 
 	/* transmit batching (dr_port_batch_begin/end): frames wait here and
@@ -173,6 +178,12 @@ int dr_neigh_output(struct dr_port *p, uint32_t nexthop, struct rte_mbuf *m); /*
 int dr_neigh_resolve(struct dr_port *p, uint32_t ip, uint8_t mac[6]);
 void dr_neigh_arp_input(struct dr_port *p, const void *frame, size_t len);
 int dr_neigh_announce(struct dr_port *p);
+/* IPv6 ports (port_neigh.c) */
+int dr_neigh_output6(struct dr_port *p, const uint8_t dst[16], struct rte_mbuf *m);
+/* An ND frame (Ethernet/IPv6/ICMPv6): true if it was one and was taken
+ * (answered, learnt or counted). */
+bool dr_neigh_nd_input(struct dr_port *p, const void *frame, size_t len);
+int dr_port6_check_config(const struct dr_port_config *cfg, struct dr_port_err *err);
 
 /* port_capture.c */
 int dr_capture_open(struct dr_port *p, const char *path, struct dr_port_err *err);
