@@ -14,6 +14,14 @@
 # address, no DAD, no router solicitations: the capture holds what droce
 # and the tested programs send, and the kernel's ND).
 #
+# Phase 0, what zero configuration does not take: in a third namespace an
+# interface whose only address is a tentative unique-local one (DAD cannot
+# finish without a carrier; no link-local address either until there is
+# one) gives fi_info -p droce nothing; FI_DROCE_ADDR naming the tentative
+# address is taken (FI_SOCKADDR_IN6).  Then the carrier comes: once DAD is
+# done (and a link-local address exists too) fi_info -p droce takes
+# fd43::1 by itself, not the link-local one.
+#
 # Phase 1, IPv6 only (the interfaces have no IPv4 address), no FI_DROCE_*
 # set: droce must pick the interface and its IPv6 address by itself.
 #  1. fi_pingpong -6 -p droce -e msg -c passes both ways for 1 B .. 1 MiB,
@@ -60,6 +68,7 @@ XFER=$top_builddir/tools/droce-xfer
 [ -x "$XFER" ] || hard "$XFER not built"
 NSA=dr6$$a
 NSB=dr6$$b
+NSC=dr6$$c
 VA=d6a$$
 VB=d6b$$
 net6=fd42:$(printf %x $(($$ % 65000 + 1)))
@@ -74,7 +83,7 @@ fail=0
 
 cleanup() {
 	trap - EXIT INT TERM HUP
-	teardown_ns "$cap_pids" "$NSA" "$NSB"
+	teardown_ns "$cap_pids" "$NSA" "$NSB" "$NSC"
 	if [ "$fail" -ne 0 ]; then
 		for ph in 1 2; do
 			[ -f "$tmp/phase$ph.pcapng" ] &&
@@ -227,6 +236,59 @@ none() { # what count
 # 5952: X has no leading zero and is not 0)
 A6=$IPA
 B6=$IPB
+
+# ---- phase 0: tentative and link-local addresses are not taken --------------
+
+setup_ns "$NSC"
+ip -n "$NSC" link add c6a$$ type veth peer name c6b$$ || hard "cannot create veth c6a$$"
+ip netns exec "$NSC" sysctl -qw net.ipv6.conf.c6a$$.accept_dad=1 \
+	net.ipv6.conf.c6a$$.addr_gen_mode=0 net.ipv6.conf.c6a$$.router_solicitations=0 \
+	net.ipv6.conf.c6a$$.disable_ipv6=0 || hard "cannot enable IPv6 on c6a$$"
+ip -n "$NSC" addr add fd43::1/64 dev c6a$$ || hard "cannot add fd43::1"
+ip -n "$NSC" link set c6a$$ up # its peer stays down: no carrier, DAD never ends
+sleep 0.5
+echo "phase 0: c6a$$: $(ip -n "$NSC" -6 -o addr show dev c6a$$ | awk '{print $4, $NF}' | tr '\n' ' ')"
+if ! ip -n "$NSC" -6 addr show dev c6a$$ | grep -q 'fd43::1/64 scope global tentative'; then
+	echo "FAIL: phase 0: fd43::1 is not tentative"
+	fail=1
+fi
+if ip netns exec "$NSC" timeout -k 5 20 fi_info -p droce -t FI_EP_MSG >"$tmp/fi0.out" 2>&1; then
+	echo "FAIL: phase 0: fi_info -p droce took a tentative or link-local address:"
+	cat "$tmp/fi0.out"
+	fail=1
+else
+	echo "ok: phase 0: no configuration, only a tentative address: fi_info -p droce finds nothing"
+fi
+if ip netns exec "$NSC" env FI_DROCE_ADDR=fd43::1/64 timeout -k 5 20 fi_info -p droce \
+	-t FI_EP_MSG >"$tmp/fi0b.out" 2>&1 && grep -q "domain: c6a$$" "$tmp/fi0b.out" &&
+	ip netns exec "$NSC" env FI_DROCE_ADDR=fd43::1/64 timeout -k 5 20 fi_info -p droce \
+		-t FI_EP_MSG -v >>"$tmp/fi0b.out" 2>&1 &&
+	grep -q 'addr_format: FI_SOCKADDR_IN6' "$tmp/fi0b.out"; then
+	echo "ok: phase 0: FI_DROCE_ADDR=fd43::1/64 is taken as asked (FI_SOCKADDR_IN6 on c6a$$)"
+else
+	echo "FAIL: phase 0: FI_DROCE_ADDR=fd43::1/64 not taken:"
+	tail -n 20 "$tmp/fi0b.out"
+	fail=1
+fi
+ip -n "$NSC" link set c6b$$ up
+i=0
+while ip -n "$NSC" -6 addr show dev c6a$$ | grep -q tentative; do
+	i=$((i + 1))
+	[ $i -le 100 ] || break
+	sleep 0.1
+done
+echo "phase 0: carrier up: $(ip -n "$NSC" -6 -o addr show dev c6a$$ | awk '{print $4, $NF}' | tr '\n' ' ')"
+if ip netns exec "$NSC" timeout -k 5 20 fi_info -p droce -t FI_EP_MSG -v >"$tmp/fi0c.out" 2>&1 &&
+	grep -q 'fi_sockaddr_in6://\[fd43::1\]' "$tmp/fi0c.out" &&
+	! grep -q 'fi_sockaddr_in6://\[fe80' "$tmp/fi0c.out" &&
+	ip -n "$NSC" -6 addr show dev c6a$$ | grep -q 'inet6 fe80'; then
+	echo "ok: phase 0: DAD done: fi_info -p droce takes fd43::1 by itself, not the link-local address"
+else
+	echo "FAIL: phase 0: after DAD, fi_info -p droce does not take fd43::1 alone:"
+	grep -i 'sockaddr\|domain' "$tmp/fi0c.out" | head
+	ip -n "$NSC" -6 addr show dev c6a$$
+	fail=1
+fi
 
 # ---- phase 1: IPv6 only, zero configuration -----------------------------------
 
