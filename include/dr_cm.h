@@ -231,8 +231,8 @@ struct dr_cm_id {
 	bool released;	    /* the caller called dr_cm_release */
 	uint32_t local_comm_id, remote_comm_id;
 	uint64_t tid;	    /* of the REQ; REP/RTU/REJ echo it */
-	uint32_t peer_ip4;	/* 0 on an IPv6 CM */
-	uint8_t peer_gid[16];	/* IPv6, or ::ffff:a.b.c.d */
+	uint32_t peer_ip4;  /* 0 on an IPv6 CM */
+	uint8_t peer_gid[16]; /* IPv6, or ::ffff:a.b.c.d */
 	uint16_t local_port; /* rdma_cm ports: ours and the peer's */
 	uint16_t remote_port;
 	struct dr_cm_peer peer;	   /* what the peer offered */

@@ -86,18 +86,18 @@ enum dr_arp_verdict dr_arp_parse(const void *frame, size_t len, struct dr_arp_ms
 
 /* ---- Neighbour discovery codec (RFC 4861, Ethernet/IPv6 only) ----------- */
 
-#define DR_IPPROTO_ICMPV6     58
-#define DR_ICMP6_NS	      135 /* neighbour solicitation */
-#define DR_ICMP6_NA	      136 /* neighbour advertisement */
-#define DR_ND_OPT_SLLA	      1	  /* source link-layer address option */
-#define DR_ND_OPT_TLLA	      2	  /* target link-layer address option */
-#define DR_ND_NA_ROUTER	      0x80000000u
-#define DR_ND_NA_SOLICITED    0x40000000u
-#define DR_ND_NA_OVERRIDE     0x20000000u
-#define DR_ND_HOP_LIMIT	      255 /* every ND message; anything less came from off-link */
+#define DR_IPPROTO_ICMPV6  58
+#define DR_ICMP6_NS	   135 /* neighbour solicitation */
+#define DR_ICMP6_NA	   136 /* neighbour advertisement */
+#define DR_ND_OPT_SLLA	   1   /* source link-layer address option */
+#define DR_ND_OPT_TLLA	   2   /* target link-layer address option */
+#define DR_ND_NA_ROUTER	   0x80000000u
+#define DR_ND_NA_SOLICITED 0x40000000u
+#define DR_ND_NA_OVERRIDE  0x20000000u
+#define DR_ND_HOP_LIMIT	   255 /* every ND message; anything less came from off-link */
 /* An NS or NA with one link-layer address option: Ethernet 14 + IPv6 40 +
  * ICMPv6 24 + option 8; one without the option is 8 bytes shorter. */
-#define DR_ND_LEN	      86
+#define DR_ND_LEN 86
 
 /* One NS or NA, as carried by one frame. */
 struct dr_nd_msg {
@@ -105,10 +105,10 @@ struct dr_nd_msg {
 	uint8_t eth_src[6];
 	uint8_t ip_src[16]; /* :: for a duplicate address detection probe */
 	uint8_t ip_dst[16];
-	uint8_t type;	    /* DR_ICMP6_NS or DR_ICMP6_NA */
-	uint32_t na_flags;  /* NA: DR_ND_NA_* (host order); NS: 0 */
+	uint8_t type;	   /* DR_ICMP6_NS or DR_ICMP6_NA */
+	uint32_t na_flags; /* NA: DR_ND_NA_* (host order); NS: 0 */
 	uint8_t target[16];
-	bool has_lla;	    /* source (NS) or target (NA) link-layer option */
+	bool has_lla; /* source (NS) or target (NA) link-layer option */
 	uint8_t lla[6];
 };
 
@@ -116,7 +116,10 @@ struct dr_nd_msg {
 void dr_ipv6_solicited_node(uint8_t group[16], const uint8_t addr[16]);
 /* 33:33 and the group's last four bytes (RFC 2464 7). */
 void dr_ipv6_mcast_mac(uint8_t mac[6], const uint8_t group[16]);
-static inline bool dr_ipv6_is_multicast(const uint8_t a[16]) { return a[0] == 0xff; }
+static inline bool dr_ipv6_is_multicast(const uint8_t a[16])
+{
+	return a[0] == 0xff;
+}
 static inline bool dr_ipv6_is_unspecified(const uint8_t a[16])
 {
 	static const uint8_t zero[16];

@@ -170,8 +170,9 @@ bool dr_sa_is_local(const union dr_sockaddr *a, const struct dr_devcfg *cfg)
 
 const char *dr_sa_str(const union dr_sockaddr *a, char *buf, size_t len)
 {
-	if (!inet_ntop(a->sa.sa_family, a->sa.sa_family == AF_INET6 ? (const void *)&a->sin6.sin6_addr
-								     : (const void *)&a->sin.sin_addr,
+	if (!inet_ntop(a->sa.sa_family,
+		       a->sa.sa_family == AF_INET6 ? (const void *)&a->sin6.sin6_addr
+						   : (const void *)&a->sin.sin_addr,
 		       buf, (socklen_t)len))
 		snprintf(buf, len, "?");
 	return buf;
@@ -323,7 +324,7 @@ static int pick_iface6(enum pick rule, const uint8_t *want, struct dr_devcfg *cf
 		cfg->prefix = (uint8_t)plen;
 		ret = 0;
 		break;
-next:;
+	next:;
 	}
 	fclose(f);
 	return ret;
@@ -397,14 +398,18 @@ int dr_devcfg_resolve(const struct dr_settings *s, const char *src_node, const c
 		}
 	} else if (src_node && dr_resolve_ip(src_node, fam, &local)) {
 		DR_INFO(FI_LOG_CORE, "source node %s is not an IP%s address\n", src_node,
-			fam == AF_INET ? "v4" : fam == AF_INET6 ? "v6" : "");
+			fam == AF_INET	  ? "v4"
+			: fam == AF_INET6 ? "v6"
+					  : "");
 		return -FI_ENODATA;
 	}
 	if (local.family)
 		fam = local.family;
 	if (dst_node && dr_resolve_ip(dst_node, fam, &dst)) {
 		DR_INFO(FI_LOG_CORE, "node %s is not an IP%s address\n", dst_node,
-			fam == AF_INET ? "v4" : fam == AF_INET6 ? "v6" : "");
+			fam == AF_INET	  ? "v4"
+			: fam == AF_INET6 ? "v6"
+					  : "");
 		return -FI_ENODATA;
 	}
 	if (dst.family)
@@ -455,12 +460,16 @@ int dr_devcfg_resolve(const struct dr_settings *s, const char *src_node, const c
 		if (ret) {
 			if (local.family)
 				DR_WARN(FI_LOG_CORE,
-					"no interface holds %s: set FI_DROCE_DEVICE and FI_DROCE_ADDR\n",
+					"no interface holds %s: set FI_DROCE_DEVICE and "
+					"FI_DROCE_ADDR\n",
 					ip_str(&local, buf, sizeof(buf)));
 			else
-				DR_INFO(FI_LOG_CORE, "no up IP%s interface for net_af_packet; "
+				DR_INFO(FI_LOG_CORE,
+					"no up IP%s interface for net_af_packet; "
 					"set FI_DROCE_DEVICE and FI_DROCE_ADDR\n",
-					fam == AF_INET ? "v4" : fam == AF_INET6 ? "v6" : "v4 or IPv6");
+					fam == AF_INET	  ? "v4"
+					: fam == AF_INET6 ? "v6"
+							  : "v4 or IPv6");
 			return -FI_ENODATA;
 		}
 		if (prefix) /* FI_DROCE_ADDR's prefix wins over the netmask */

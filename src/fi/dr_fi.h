@@ -104,8 +104,8 @@ struct dr_devcfg {
 	char spec[256]; /* DPDK device spec */
 	char name[64];	/* domain name: the interface, or the vdev's name */
 	char ifname[16]; /* kernel interface (net_af_packet), else "" */
-	uint32_t ip4;	/* host order; 0 on an IPv6 device */
-	bool ipv6;	/* an IPv6 device: ip6 is its address */
+	uint32_t ip4;	 /* host order; 0 on an IPv6 device */
+	bool ipv6;	 /* an IPv6 device: ip6 is its address */
 	uint8_t ip6[16];
 	uint8_t prefix;
 	int mtu;	/* Ethernet MTU */
@@ -124,7 +124,7 @@ int dr_resolve_ip4(const char *node, uint32_t *ip4);
 
 /* An IP address of either family (addr.c). */
 struct dr_ipaddr {
-	int family; /* AF_INET, AF_INET6, or 0: none */
+	int family;   /* AF_INET, AF_INET6, or 0: none */
 	uint32_t ip4; /* host order */
 	uint8_t ip6[16];
 };

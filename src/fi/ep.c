@@ -420,8 +420,8 @@ void dr_ep_cm_event(struct dr_ep *ep, const struct dr_cm_event *ev)
 	switch (ev->type) {
 	case DR_CM_EV_ESTABLISHED:
 		if (ep->state == DR_EP_CONNECTING) {
-			uint32_t fl = ((uint32_t)dr_sa_port(&ep->src) * 31 + dr_sa_port(&ep->dst)) &
-				      0xfffff;
+			uint32_t fl =
+			    ((uint32_t)dr_sa_port(&ep->src) * 31 + dr_sa_port(&ep->dst)) & 0xfffff;
 
 			ret = qp_go_rts(ep, ev->peer, fl, ep->dev->pmtu,
 					(uint8_t)dr_settings_get()->retry_cnt, true);
@@ -450,8 +450,7 @@ void dr_ep_cm_event(struct dr_ep *ep, const struct dr_cm_event *ev)
 	case DR_CM_EV_UNREACHABLE:
 		ep->state = DR_EP_ERROR;
 		qp_to_error(ep);
-		DR_WARN(FI_LOG_EP_CTRL, "peer %s: %s\n",
-			dr_sa_str(&ep->dst, abuf, sizeof(abuf)),
+		DR_WARN(FI_LOG_EP_CTRL, "peer %s: %s\n", dr_sa_str(&ep->dst, abuf, sizeof(abuf)),
 			ev->err == -EHOSTUNREACH
 			    ? (ep->dev->cfg.ipv6 ? "unreachable (no ND answer)"
 						 : "unreachable (no ARP answer)")
