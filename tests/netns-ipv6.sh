@@ -50,13 +50,22 @@
 #     is unchanged); tshark finds RoCEv2 frames over IPv6 between the IPv6
 #     addresses and over IPv4 between the IPv4 ones, nothing else.
 #
+# Phase 3, addresses the kernel does not hold (FI_DROCE_DEVICE names the
+# veth end, FI_DROCE_ADDR fd42:X::11 and ::12): droce-xfer (send, write,
+# read) passes; while droce runs the interface has joined its
+# solicited-node group (ip -6 maddr: ff02::1:ff00:11), so the NIC would
+# pass the solicitations net_af_packet cannot ask for (no all-multicast
+# mode); only droce can answer them (the kernel has no such address), and
+# the capture holds its advertisements for ::11 and ::12 and RoCEv2 frames
+# between those two addresses alone.
+#
 # Capture: net_af_packet's sends bypass the packet taps of their own
 # namespace (see netns-pingpong.sh), so each side captures "inbound" and
 # mergecap joins the two.
 #
 # Exit: 0 pass, 1 fail, 77 skip (not root, or no ip netns / fi_pingpong /
 # tshark), 99 hard error.  Bounded by timeouts; on failure the merged
-# captures are kept as $top_builddir/netns-ipv6-phase{1,2}.pcapng.
+# captures are kept as $top_builddir/netns-ipv6-phase{1,2,3}.pcapng.
 
 set -u
 
@@ -85,7 +94,7 @@ cleanup() {
 	trap - EXIT INT TERM HUP
 	teardown_ns "$cap_pids" "$NSA" "$NSB" "$NSC"
 	if [ "$fail" -ne 0 ]; then
-		for ph in 1 2; do
+		for ph in 1 2 3; do
 			[ -f "$tmp/phase$ph.pcapng" ] &&
 				cp "$tmp/phase$ph.pcapng" "$top_builddir/netns-ipv6-phase$ph.pcapng" &&
 				echo "capture kept: $top_builddir/netns-ipv6-phase$ph.pcapng"
@@ -427,6 +436,64 @@ timeout -k 5 60 "$PCAPCHECK" --require "CM_REQ:2,CM_REP:2" --min-roce 400 \
 	head -n 40 "$tmp/pcapcheck2.txt"
 	fail=1
 }
+
+# ---- phase 3: addresses only droce holds -------------------------------------------
+
+C6A=$net6::11
+C6B=$net6::12
+port=$((port + 1))
+capture_start phase3
+ip netns exec "$NSA" env FI_DROCE_DEVICE="net_af_packet_p3,iface=$VA" \
+	FI_DROCE_ADDR="$C6A/64" timeout -k 5 60 "$XFER" -p droce -P $port -w 30 -t 20 \
+	>"$tmp/xfer3.srv" 2>&1 &
+spid=$!
+if wait_listen "$NSA" $port; then
+	if ip -n "$NSA" -6 maddr show dev "$VA" | grep -q 'ff02::1:ff00:11'; then
+		echo "ok: phase 3: $VA joined ff02::1:ff00:11 (the solicited-node group of $C6A)"
+	else
+		echo "FAIL: phase 3: $VA has not joined ff02::1:ff00:11:"
+		ip -n "$NSA" -6 maddr show dev "$VA"
+		fail=1
+	fi
+	# the control connection to A's kernel address; the fabric address
+	# (::11) comes over it from the server
+	ip netns exec "$NSB" env FI_DROCE_DEVICE="net_af_packet_p3,iface=$VB" \
+		FI_DROCE_ADDR="$C6B/64" timeout -k 5 60 "$XFER" -p droce -s "$IPA" -P $port \
+		-t 20 -o send,write,read -S 4096,65536 -I 2 >"$tmp/xfer3.cli" 2>&1
+	crc=$?
+	wait "$spid"
+	src=$?
+	if [ $crc -ne 0 ] || [ $src -ne 0 ] ||
+		! grep -qx 'droce-xfer: 7 passed, 0 failed, 0 skipped' "$tmp/xfer3.cli"; then
+		echo "FAIL: phase 3: droce-xfer: client exit $crc, server exit $src"
+		tail -n 20 "$tmp/xfer3.cli" "$tmp/xfer3.srv"
+		fail=1
+	else
+		echo "ok: phase 3: droce-xfer between $C6A and $C6B: $(tail -n 1 "$tmp/xfer3.cli")"
+	fi
+else
+	echo "FAIL: phase 3: the droce-xfer server never listened"
+	cat "$tmp/xfer3.srv"
+	kill "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+	fail=1
+fi
+capture_stop phase3
+fields "$tmp/phase3.pcapng" "$tmp/f3.txt"
+# shellcheck disable=SC2046
+set -- $(awk -F'\t' -v a="$C6A" -v b="$C6B" '
+	$9 == "136" && $12 == a { na_a++ }
+	$9 == "136" && $12 == b { na_b++ }
+	$1 ~ /:icmpv6(:|$)/ || $1 !~ /:infiniband(:|$)/ { next }
+	($2 == a && $3 == b) || ($2 == b && $3 == a) { roce++; next }
+	{ other++ }
+	END { print na_a+0, na_b+0, roce+0, other+0 }' "$tmp/f3.txt")
+echo "phase 3: NA for $C6A $1, for $C6B $2; RoCEv2 between them $3, other $4"
+need "advertisements for $C6A (droce's: the kernel has no such address)" "$1" 1
+need "advertisements for $C6B" "$2" 1
+need "RoCEv2 frames between $C6A and $C6B" "$3" 50
+none "RoCEv2 frames between other addresses" "$4"
+no_errors "$tmp/phase3.pcapng"
 
 if [ "$fail" -ne 0 ]; then
 	echo "FAIL: netns-ipv6"

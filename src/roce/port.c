@@ -626,11 +626,17 @@ static int configure_device(struct dr_port *p, const struct rte_eth_dev_info *in
 	if (ret < 0 && ret != -ENOTSUP)
 		dr_port_log(DR_PORT_LOG_INFO, "%s: cannot turn promiscuous mode off: %s", p->name,
 			    strerror(-ret));
-	/* IPv6: solicitations come to our solicited-node group */
+	/* IPv6: solicitations come to our solicited-node group.  Where the
+	 * device cannot (net_af_packet in DPDK 22.11 has no such operation)
+	 * they arrive if the interface has joined the group: the kernel
+	 * does for the addresses it holds */
 	ret = p->ipv6 ? rte_eth_allmulticast_enable(p->port_id) : 0;
-	if (ret < 0 && ret != -ENOTSUP)
-		dr_port_log(DR_PORT_LOG_INFO, "%s: cannot turn all-multicast mode on: %s", p->name,
-			    strerror(-ret));
+	if (ret < 0)
+		dr_port_log(DR_PORT_LOG_INFO,
+			    "%s: cannot turn all-multicast mode on (%s): neighbour "
+			    "solicitations reach this port only through a multicast group the "
+			    "interface has joined",
+			    p->name, strerror(-ret));
 	return 0;
 out_dev_err: /* teardown() undoes what was done */
 	return dr_port_fail(err, ret, DR_PORT_PARAM_DEVICE, "%s: cannot set up the device: %s",
@@ -710,6 +716,8 @@ static void teardown(struct dr_port *p)
 	}
 	if (p->kernel_fd >= 0)
 		close(p->kernel_fd);
+	if (p->group_fd >= 0)
+		close(p->group_fd);
 	if (p->port_id < RTE_MAX_ETHPORTS && port_by_id[p->port_id] == p) {
 		dr_port_intr_barrier();
 		if (p->started)
@@ -760,6 +768,7 @@ static int open_locked(const struct dr_port_config *cfg, struct dr_port **out,
 	p->serial = port_serial++;
 	p->port_id = RTE_MAX_ETHPORTS;
 	p->kernel_fd = -1;
+	p->group_fd = -1;
 	p->link_fd = -1;
 	if (cfg->ipv6) {
 		p->ipv6 = true;
@@ -827,6 +836,8 @@ static int open_locked(const struct dr_port_config *cfg, struct dr_port **out,
 			goto out_teardown;
 	}
 	kernel_hold(p, cfg->device);
+	if (p->ipv6)
+		dr_neigh_join_group(p, cfg->device);
 	dr_neigh_announce(p);
 	/* after the last send under the global lock: a send that finds the
 	 * link back up re-creates the device, which takes that lock */

@@ -61,6 +61,11 @@
 #include <string.h>
 #include <arpa/inet.h>
 
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <rte_errno.h>
 #include <rte_hash.h>
 #include <rte_jhash.h>
@@ -627,6 +632,37 @@ int dr_port6_check_config(const struct dr_port_config *cfg, struct dr_port_err *
 		return dr_port_fail(err, -EINVAL, DR_PORT_PARAM_ADDR,
 				    "the IPv6 gateway is not a unicast address");
 	return 0;
+}
+
+void dr_neigh_join_group(struct dr_port *p, const char *spec)
+{
+	const char *s = strstr(spec, ",iface=");
+	struct ipv6_mreq mr;
+	char iface[IF_NAMESIZE];
+	int fd;
+
+	if (strncmp(spec, "net_af_packet", strlen("net_af_packet")) || !s)
+		return;
+	s += strlen(",iface=");
+	snprintf(iface, sizeof(iface), "%.*s", (int)strcspn(s, ","), s);
+	memset(&mr, 0, sizeof(mr));
+	dr_ipv6_solicited_node(mr.ipv6mr_multiaddr.s6_addr, p->ip6);
+	mr.ipv6mr_interface = if_nametoindex(iface);
+	fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	/* the kernel programs the NIC's filter for the group (33:33:ff:..)
+	 * and drops the membership when the socket closes (at exit too);
+	 * net_af_packet has no all-multicast mode to do it instead */
+	if (!mr.ipv6mr_interface || fd < 0 ||
+	    setsockopt(fd, IPPROTO_IPV6, IPV6_JOIN_GROUP, &mr, sizeof(mr)) < 0) {
+		dr_port_log(DR_PORT_LOG_INFO,
+			    "%s: cannot join the solicited-node group on %s (%s): solicitations "
+			    "arrive only if the interface has joined it",
+			    p->name, iface, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	p->group_fd = fd;
 }
 
 /* A message that answers no question of ours, about n (NULL: no entry),

@@ -123,6 +123,7 @@ struct dr_port {
 	char *pcap_path;
 
 	int kernel_fd; /* UDP socket held on ip:4791 (af_packet), or -1 */
+	int group_fd;  /* IPv6 af_packet: socket holding our solicited-node group, or -1 */
 
 	dr_port_rx_fn rx_fn;
 	void *rx_ctx;
@@ -184,6 +185,10 @@ int dr_neigh_output6(struct dr_port *p, const uint8_t dst[16], struct rte_mbuf *
  * (answered, learnt or counted). */
 bool dr_neigh_nd_input(struct dr_port *p, const void *frame, size_t len);
 int dr_port6_check_config(const struct dr_port_config *cfg, struct dr_port_err *err);
+/* IPv6 on a kernel interface (net_af_packet,iface=): join our
+ * solicited-node group there (p->group_fd), so that the interface passes
+ * solicitations for an address the kernel does not hold. */
+void dr_neigh_join_group(struct dr_port *p, const char *spec);
 
 /* port_capture.c */
 int dr_capture_open(struct dr_port *p, const char *path, struct dr_port_err *err);
