@@ -328,7 +328,7 @@ scenario_end() {
 	ix_net_down
 	# the example without the TCP out-of-band traffic: pcaps/interop-*.pcapng
 	[ -s "$S_DIR/example.pcapng" ] &&
-		tshark -n -r "$S_DIR/example.pcapng" -Y 'udp.port == 4791 || arp || icmp' \
+		tshark -n -r "$S_DIR/example.pcapng" -Y 'udp.port == 4791 || arp || icmp || icmpv6' \
 			-w "$S_DIR/example-roce.pcapng" 2>/dev/null
 	wire_check
 	if [ $S_FAIL = 0 ]; then
