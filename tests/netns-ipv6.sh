@@ -26,6 +26,7 @@
 # set: droce must pick the interface and its IPv6 address by itself.
 #  1. fi_pingpong -6 -p droce -e msg -c passes both ways for 1 B .. 1 MiB,
 #     every message acknowledged.
+#     fi_pingpong -6 -e rdm over "droce;ofi_rxm" (FI_EP_RDM) passes too.
 #  2. tools/droce-xfer: every operation (CM data, send, senddata, write,
 #     writedata, read, fetch_add, cswap, atomic_read), sizes 0 B .. 1 MiB,
 #     data verified by the client and the server, PASS.
@@ -307,6 +308,37 @@ for size in 1 64 1024 4096 65536 1048576; do
 	pp "IPv6: server A, client B, -c" "$NSA" "$NSB" "$IPA" $size $it
 done
 pp "IPv6: server B, client A, -c" "$NSB" "$NSA" "$IPB" 4096 200
+
+# FI_EP_RDM through ofi_rxm over droce's IPv6 connections
+port=$((port + 1))
+connections=$((connections + 1))
+ip netns exec "$NSA" timeout -k 5 40 "$FI_PINGPONG" -6 -p "droce;ofi_rxm" -e rdm -B $port \
+	-I 100 -S 4096 -c >"$tmp/rdm.srv" 2>&1 &
+spid=$!
+if wait_listen "$NSA" $port; then
+	ip netns exec "$NSB" timeout -k 5 40 "$FI_PINGPONG" -6 -p "droce;ofi_rxm" -e rdm \
+		-P $port -I 100 -S 4096 -c "$IPA" >"$tmp/rdm.cli" 2>&1
+	crc=$?
+	wait "$spid"
+	src=$?
+	res=$(awk '$1 ~ /^[0-9]/ && NF >= 8 { l = $0 } END { print l }' "$tmp/rdm.cli")
+	# shellcheck disable=SC2086
+	set -- $res
+	if [ $crc -ne 0 ] || [ $src -ne 0 ] || [ $# -lt 8 ] || [ "$3" != "=$2" ]; then
+		echo "FAIL: fi_pingpong -6 -e rdm over droce;ofi_rxm: client exit $crc," \
+			"server exit $src, result '$res'"
+		tail -n 15 "$tmp/rdm.cli" "$tmp/rdm.srv"
+		fail=1
+	else
+		echo "ok: fi_pingpong -6 -e rdm over droce;ofi_rxm -S 4096 -I 100: $6 MB/s, $7 usec/xfer"
+	fi
+else
+	echo "FAIL: the fi_pingpong -e rdm server never listened on TCP $port"
+	cat "$tmp/rdm.srv"
+	kill "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+	fail=1
+fi
 
 port=$((port + 1))
 connections=$((connections + 1))
