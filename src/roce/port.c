@@ -758,7 +758,7 @@ static int open_locked(const struct dr_port_config *cfg, struct dr_port **out,
 {
 	struct dr_port *p;
 	struct rte_eth_link link;
-	char name[RTE_RING_NAMESIZE];
+	char name[RTE_RING_NAMESIZE], addr[INET6_ADDRSTRLEN];
 	unsigned nb_mbufs;
 	int ret;
 
@@ -845,27 +845,18 @@ static int open_locked(const struct dr_port_config *cfg, struct dr_port **out,
 
 	if (rte_eth_link_get_nowait(p->port_id, &link) < 0)
 		memset(&link, 0, sizeof(link));
-	if (p->ipv6) {
-		char a6[INET6_ADDRSTRLEN];
-
-		inet_ntop(AF_INET6, p->ip6, a6, sizeof(a6));
-		dr_port_log(DR_PORT_LOG_INFO,
-			    "%s: port %u, MAC %02x:%02x:%02x:%02x:%02x:%02x, IPv6 %s/%u, MTU %u, "
-			    "link %s, %s",
-			    p->name, p->port_id, p->mac[0], p->mac[1], p->mac[2], p->mac[3],
-			    p->mac[4], p->mac[5], a6, p->prefix_len, p->mtu,
-			    link.link_status ? "up" : "down",
-			    p->zero_copy ? "zero-copy sends" : "copied sends");
-	} else {
-		dr_port_log(
-		    DR_PORT_LOG_INFO,
-		    "%s: port %u, MAC %02x:%02x:%02x:%02x:%02x:%02x, IPv4 %u.%u.%u.%u/%u, MTU %u, "
+	if (p->ipv6)
+		inet_ntop(AF_INET6, p->ip6, addr, sizeof(addr));
+	else
+		snprintf(addr, sizeof(addr), "%u.%u.%u.%u", p->ip >> 24, (p->ip >> 16) & 255,
+			 (p->ip >> 8) & 255, p->ip & 255);
+	dr_port_log(DR_PORT_LOG_INFO,
+		    "%s: port %u, MAC %02x:%02x:%02x:%02x:%02x:%02x, %s %s/%u, MTU %u, "
 		    "link %s, %s",
 		    p->name, p->port_id, p->mac[0], p->mac[1], p->mac[2], p->mac[3], p->mac[4],
-		    p->mac[5], p->ip >> 24, (p->ip >> 16) & 255, (p->ip >> 8) & 255, p->ip & 255,
+		    p->mac[5], p->ipv6 ? "IPv6" : "IPv4", addr,
 		    p->prefix_len, p->mtu, link.link_status ? "up" : "down",
 		    p->zero_copy ? "zero-copy sends" : "copied sends");
-	}
 	*out = p;
 	return 0;
 out_teardown:
