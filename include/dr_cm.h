@@ -83,7 +83,8 @@ struct dr_cm_conn_param {
 
 /* What the peer said (in CONNREQ from its REQ, in ESTABLISHED from its REP). */
 struct dr_cm_peer {
-	uint32_t ip4;	    /* host order */
+	uint32_t ip4;	    /* host order; 0 on an IPv6 CM */
+	uint8_t gid[16];    /* its address as a GID: IPv6, or ::ffff:a.b.c.d */
 	uint16_t port;	    /* its rdma_cm port (REQ cma header) */
 	uint16_t dst_port;  /* the port it connected to (REQ service ID) */
 	uint32_t qpn;
@@ -131,6 +132,9 @@ enum dr_cm_whose {
 struct dr_cm_ops {
 	/* transmit a 256-byte MAD to QP1 at dst_ip4; 0 or -errno */
 	int (*send_mad)(void *ctx, uint32_t dst_ip4, const uint8_t *mad);
+	/* the same at an IPv6 address, for an IPv6 CM (cfg.ipv6), which
+	 * calls only this one */
+	int (*send_mad6)(void *ctx, const uint8_t dst_ip6[16], const uint8_t *mad);
 	uint64_t (*now_ns)(void *ctx);
 	void (*timer_set)(void *ctx, uint64_t deadline_ns); /* optional */
 	void (*event)(void *ctx, const struct dr_cm_event *ev);
@@ -147,6 +151,11 @@ struct dr_cm_ops {
 
 struct dr_cm_config {
 	uint32_t local_ip4;	/* host order */
+	/* An IPv6 CM instead (local_ip4 ignored): GIDs are IPv6 addresses,
+	 * the rdma_cm header says IP version 6, REQs with version 4 are
+	 * refused (and an IPv4 CM refuses version 6). */
+	bool ipv6;
+	uint8_t local_ip6[16];
 	uint64_t ca_guid;
 	uint8_t cm_resp_timeout; /* 4.096 us * 2^n per MAD attempt; rdma_cm: 20 */
 	uint8_t max_cm_retries;	 /* resends before giving up; rdma_cm: 15 */
@@ -202,6 +211,7 @@ struct dr_cm {
 	struct dr_cm_id **heap;	     /* ids with a deadline, a min-heap */
 	size_t heap_n, heap_cap;
 	uint64_t hkey[2];	      /* the hash tables' secret */
+	uint8_t local_gid[16];	      /* our address as a GID */
 	uint64_t deadline_ns;	      /* last value given to timer_set */
 	uint32_t gsi_psn;	      /* PSNs of our QP1 frames */
 	struct dr_cm_stats stats;
@@ -221,7 +231,8 @@ struct dr_cm_id {
 	bool released;	    /* the caller called dr_cm_release */
 	uint32_t local_comm_id, remote_comm_id;
 	uint64_t tid;	    /* of the REQ; REP/RTU/REJ echo it */
-	uint32_t peer_ip4;
+	uint32_t peer_ip4;  /* 0 on an IPv6 CM */
+	uint8_t peer_gid[16]; /* IPv6, or ::ffff:a.b.c.d */
 	uint16_t local_port; /* rdma_cm ports: ours and the peer's */
 	uint16_t remote_port;
 	struct dr_cm_peer peer;	   /* what the peer offered */
@@ -271,6 +282,11 @@ unsigned dr_cm_pending(const struct dr_cm_listener *l);
  * -EINVAL for private data over 56 bytes or a bad path MTU. */
 int dr_cm_connect(struct dr_cm *cm, uint32_t dst_ip4, uint16_t dst_port, uint16_t src_port,
 		  const struct dr_cm_conn_param *p, void *ctx, struct dr_cm_id **out);
+/* The same to an IPv6 address from an IPv6 CM.  -EAFNOSUPPORT when the
+ * CM's family is the other one (also for the IPv4 call on an IPv6 CM). */
+int dr_cm_connect6(struct dr_cm *cm, const uint8_t dst_ip6[16], uint16_t dst_port,
+		   uint16_t src_port, const struct dr_cm_conn_param *p, void *ctx,
+		   struct dr_cm_id **out);
 /* Passive side, after CONNREQ: answer with a REP, or a REJ (reason 28,
  * consumer defined, carrying the data).  -EINVAL in another state. */
 int dr_cm_accept(struct dr_cm_id *id, const struct dr_cm_conn_param *p);
@@ -289,6 +305,7 @@ void dr_cm_release(struct dr_cm_id *id);
  * flight with it ends now (UNREACHABLE with -EHOSTUNREACH, or
  * DISCONNECTED for a DREQ) instead of after every retry. */
 void dr_cm_peer_unreachable(struct dr_cm *cm, uint32_t ip4);
+void dr_cm_peer_unreachable6(struct dr_cm *cm, const uint8_t ip6[16]);
 
 /* The frame that carries a MAD to QP1 of dst_ip4 (C.1): a UD SEND_ONLY
  * from QP1 with the GSI Q_Key, from our address, AckReq set as rxe sends
@@ -296,6 +313,9 @@ void dr_cm_peer_unreachable(struct dr_cm *cm, uint32_t ip4);
  * -errno (-ENOSPC: cap too small). */
 int dr_cm_mad_frame(struct dr_cm *cm, uint32_t dst_ip4, const uint8_t *mad, void *buf,
 		    size_t cap);
+/* The same over IPv6, from an IPv6 CM. */
+int dr_cm_mad_frame6(struct dr_cm *cm, const uint8_t dst_ip6[16], const uint8_t *mad, void *buf,
+		     size_t cap);
 #define DR_CM_FRAME_MAX (DR_MAD_LEN + 128)
 
 /* True while a DREQ of ours waits for its DREP (also after the peer's DREQ
@@ -304,6 +324,9 @@ bool dr_cm_disconnecting(const struct dr_cm *cm);
 
 /* A MAD that came to QP1 from src_ip4 (the UD payload). */
 void dr_cm_recv(struct dr_cm *cm, uint32_t src_ip4, const void *mad, size_t len);
+/* ... from src_ip6, on an IPv6 CM (a MAD of the other family is dropped
+ * as malformed, rx_bad). */
+void dr_cm_recv6(struct dr_cm *cm, const uint8_t src_ip6[16], const void *mad, size_t len);
 /* Run expired timers against ops->now_ns. */
 void dr_cm_tick(struct dr_cm *cm);
 uint64_t dr_cm_deadline_ns(const struct dr_cm *cm);

@@ -84,6 +84,104 @@ const char *dr_arp_verdict_str(enum dr_arp_verdict v);
  * matter (Ethernet padding) are ignored.  Never reads outside frame[0..len). */
 enum dr_arp_verdict dr_arp_parse(const void *frame, size_t len, struct dr_arp_msg *m);
 
+/* ---- Neighbour discovery codec (RFC 4861, Ethernet/IPv6 only) ----------- */
+
+#define DR_IPPROTO_ICMPV6  58
+#define DR_ICMP6_NS	   135 /* neighbour solicitation */
+#define DR_ICMP6_NA	   136 /* neighbour advertisement */
+#define DR_ND_OPT_SLLA	   1   /* source link-layer address option */
+#define DR_ND_OPT_TLLA	   2   /* target link-layer address option */
+#define DR_ND_NA_ROUTER	   0x80000000u
+#define DR_ND_NA_SOLICITED 0x40000000u
+#define DR_ND_NA_OVERRIDE  0x20000000u
+#define DR_ND_HOP_LIMIT	   255 /* every ND message; anything less came from off-link */
+/* An NS or NA with one link-layer address option: Ethernet 14 + IPv6 40 +
+ * ICMPv6 24 + option 8; one without the option is 8 bytes shorter. */
+#define DR_ND_LEN 86
+
+/* One NS or NA, as carried by one frame. */
+struct dr_nd_msg {
+	uint8_t eth_dst[6];
+	uint8_t eth_src[6];
+	uint8_t ip_src[16]; /* :: for a duplicate address detection probe */
+	uint8_t ip_dst[16];
+	uint8_t type;	   /* DR_ICMP6_NS or DR_ICMP6_NA */
+	uint32_t na_flags; /* NA: DR_ND_NA_* (host order); NS: 0 */
+	uint8_t target[16];
+	bool has_lla; /* source (NS) or target (NA) link-layer option */
+	uint8_t lla[6];
+};
+
+/* ff02::1:ffXX:XXXX, the solicited-node group of addr (RFC 4291 2.7.1). */
+void dr_ipv6_solicited_node(uint8_t group[16], const uint8_t addr[16]);
+/* 33:33 and the group's last four bytes (RFC 2464 7). */
+void dr_ipv6_mcast_mac(uint8_t mac[6], const uint8_t group[16]);
+static inline bool dr_ipv6_is_multicast(const uint8_t a[16])
+{
+	return a[0] == 0xff;
+}
+static inline bool dr_ipv6_is_unspecified(const uint8_t a[16])
+{
+	static const uint8_t zero[16];
+
+	return !memcmp(a, zero, 16);
+}
+static inline bool dr_ipv6_is_link_local(const uint8_t a[16])
+{
+	return a[0] == 0xfe && (a[1] & 0xc0) == 0x80;
+}
+
+/* The ICMPv6 checksum (RFC 4443 2.3) of the len-byte message at icmp under
+ * ip6's addresses, ready to store (the message's own checksum field is
+ * left out of the sum). */
+uint16_t dr_icmp6_csum(const struct dr_ipv6_hdr *ip6, const void *icmp, size_t len);
+
+/* Fill m with a solicitation from mac/src for target: to target's
+ * solicited-node group and its MAC, or, with ucast_mac, unicast to target
+ * at that MAC (a re-probe, RFC 4861 7.3.3); with our source link-layer
+ * address. */
+void dr_nd_solicit(struct dr_nd_msg *m, const uint8_t mac[6], const uint8_t src[16],
+		   const uint8_t target[16], const uint8_t *ucast_mac);
+
+/* Fill m with the advertisement that the owner of mac gives to the
+ * solicitation ns for its address (ns->target): Solicited and Override
+ * set, our target link-layer address, unicast to the solicitor; to
+ * all-nodes (ff02::1), not Solicited, when it came from :: (RFC 4861
+ * 7.2.4). */
+void dr_nd_advert(struct dr_nd_msg *m, const struct dr_nd_msg *ns, const uint8_t mac[6]);
+
+/* Write m as a frame (hop limit 255, checksum filled).  Returns its length
+ * (DR_ND_LEN, 8 less without the option), -ENOSPC if cap is smaller, or
+ * -EINVAL if m->type is neither NS nor NA. */
+int dr_nd_build(const struct dr_nd_msg *m, void *buf, size_t cap);
+
+/* Why an ND frame was refused: the first fault found, in wire order (the
+ * validity checks of RFC 4861 7.1.1 and 7.1.2). */
+enum dr_nd_verdict {
+	DR_ND_OK,
+	DR_ND_NOT_ND,	    /* not Ethernet/IPv6/ICMPv6 NS or NA (VLAN tags included):
+			     * no fault, just not ours to parse */
+	DR_ND_SHORT,	    /* truncated IPv6 header or ICMPv6 message */
+	DR_ND_BAD_IP_LEN,   /* IPv6 payload length past the frame */
+	DR_ND_BAD_HOPLIMIT, /* hop limit is not 255: routed from elsewhere */
+	DR_ND_BAD_CSUM,	    /* ICMPv6 checksum */
+	DR_ND_BAD_CODE,	    /* ICMPv6 code is not 0 */
+	DR_ND_BAD_TARGET,   /* target address is multicast */
+	DR_ND_BAD_OPTION,   /* an option of length 0 or past the message */
+	DR_ND_BAD_SRC,	    /* multicast source, or :: source with a link-layer option
+			     * or not to a solicited-node group */
+	DR_ND_BAD_FLAGS,    /* Solicited advertisement to a multicast address */
+	DR_ND_BAD_LLA,	    /* link-layer address option zero or multicast */
+	DR_ND_VERDICT_NUM
+};
+
+const char *dr_nd_verdict_str(enum dr_nd_verdict v);
+
+/* Validate one frame and, on DR_ND_OK, fill *m.  Never reads outside
+ * frame[0..len); bytes after the IPv6 payload (Ethernet padding) are
+ * ignored. */
+enum dr_nd_verdict dr_nd_parse(const void *frame, size_t len, struct dr_nd_msg *m);
+
 /* ---- The port: errors and logging -------------------------------------- */
 
 struct dr_port;
@@ -93,7 +191,7 @@ enum dr_port_param {
 	DR_PORT_PARAM_NONE,	/* not the user's input: resources, internal */
 	DR_PORT_PARAM_EAL_ARGS, /* the extra EAL arguments (FI_DROCE_EAL_ARGS) */
 	DR_PORT_PARAM_DEVICE,	/* the device spec (FI_DROCE_DEVICE) */
-	DR_PORT_PARAM_ADDR,	/* the IPv4 address/prefix (FI_DROCE_ADDR) */
+	DR_PORT_PARAM_ADDR,	/* the IP address/prefix (FI_DROCE_ADDR) */
 	DR_PORT_PARAM_MTU,	/* the MTU (FI_DROCE_MTU) */
 	DR_PORT_PARAM_PCAP,	/* the capture file (FI_DROCE_PCAP) */
 };
@@ -191,8 +289,14 @@ struct dr_port_config {
 	 *    tests; NAME is [A-Za-z0-9_-]{1,16}.  See dr_port_open_pair(). */
 	const char *device;
 	uint32_t ip4;	       /* our IPv4 address, host order */
-	unsigned prefix_len;   /* 1..32 */
+	unsigned prefix_len;   /* 1..32 (IPv6: 1..128) */
 	uint32_t gateway4;     /* next hop for off-link peers; 0: none */
+	/* An IPv6 port instead (ipv6 set; ip4 and gateway4 ignored): the
+	 * port speaks RoCEv2 over IPv6 from ip6 and resolves neighbours
+	 * with ND (RFC 4861) instead of ARP; one port has one family. */
+	bool ipv6;
+	uint8_t ip6[16];       /* a unicast address, not link-local */
+	uint8_t gateway6[16];  /* next hop for off-link peers; ::: none */
 	unsigned mtu;	       /* Ethernet (IP) MTU; 0: DR_PORT_DEF_MTU */
 	const uint8_t *mac;    /* NULL: the device's; for a pair end
 				* 02:64:72:hh:hh:0<side> (hh: a hash of NAME);
@@ -237,7 +341,9 @@ void dr_port_quiesce(struct dr_port *p);
 /* ---- Identity ---------------------------------------------------------------- */
 
 void dr_port_mac(const struct dr_port *p, uint8_t mac[6]);
-uint32_t dr_port_ip4(const struct dr_port *p);
+uint32_t dr_port_ip4(const struct dr_port *p); /* 0 on an IPv6 port */
+/* True for an IPv6 port, with its address in ip6. */
+bool dr_port_ip6(const struct dr_port *p, uint8_t ip6[16]);
 unsigned dr_port_prefix_len(const struct dr_port *p);
 unsigned dr_port_mtu(const struct dr_port *p);
 /* Largest frame dr_port_send*() accepts (MTU + Ethernet + VLAN header). */
@@ -288,6 +394,9 @@ void dr_port_set_frame_hook(struct dr_port *p, dr_port_frame_fn fn, void *ctx);
  * (no answer after the retries; frames queued for it were dropped). */
 typedef void (*dr_port_neigh_fn)(void *ctx, uint32_t ip, int status);
 void dr_port_set_neigh_cb(struct dr_port *p, dr_port_neigh_fn fn, void *ctx);
+/* The same on an IPv6 port, for the IPv6 address ip6. */
+typedef void (*dr_port_neigh6_fn)(void *ctx, const uint8_t ip6[16], int status);
+void dr_port_set_neigh6_cb(struct dr_port *p, dr_port_neigh6_fn fn, void *ctx);
 
 /* The host-local wire (src/fi/local.c): when set, a frame to our own
  * address goes to fn instead of the port's own loopback, and is recorded
@@ -311,9 +420,9 @@ int dr_port_poll(struct dr_port *p);
 /* ---- Transmit -------------------------------------------------------------------- */
 
 /* Frames given to dr_port_send* are Ethernet + IPv4 (an 802.1Q tag is
- * allowed); the port writes our MAC as source and the next hop's MAC as
- * destination (it need not be known to the caller), pads the frame to 60
- * bytes, and sends it:
+ * allowed), or Ethernet + IPv6 on an IPv6 port; the port writes our MAC as
+ * source and the next hop's MAC as destination (it need not be known to
+ * the caller), pads the frame to 60 bytes, and sends it:
  *   - to our own address: looped back, delivered by the next dr_port_poll
  *     (with dr_port_set_local: handed to the host-local wire instead);
  *   - next hop resolved: sent now (a stale entry is re-probed meanwhile);
@@ -372,7 +481,16 @@ int dr_port_send_raw(struct dr_port *p, const void *frame, size_t len);
 
 /* ---- Neighbours -------------------------------------------------------------------- */
 
-/* How the table treats ARP (port_neigh.c has the whole of it): only a reply
+/* On an IPv6 port neighbour solicitations and advertisements (RFC 4861)
+ * take the place of ARP requests and replies under the same rules: only a
+ * Solicited advertisement unicast to us for an address we asked about sets
+ * a MAC; a solicitation for our address is answered (Solicited, Override)
+ * and creates a STALE entry for an unknown solicitor; the port receives
+ * multicast (all-multicast mode) for the solicited-node group of its
+ * address, 33:33:ff:xx:xx:xx.  The arp_* and rx_arp_* counters count
+ * ND messages there.
+ *
+ * How the table treats ARP (port_neigh.c has the whole of it): only a reply
  * to a request of ours -- unicast to our MAC, naming our IP -- sets or
  * changes a MAC and makes an entry REACHABLE; a re-probe of a known peer
  * first asks its MAC by unicast and believes only that MAC, then, after
@@ -387,6 +505,9 @@ int dr_port_send_raw(struct dr_port *p, const void *frame, size_t len);
  * a new call starts over); -ENETUNREACH off-link without a gateway;
  * -ENOBUFS table full. */
 int dr_port_resolve(struct dr_port *p, uint32_t ip, uint8_t mac[6]);
+/* The same for an IPv6 address on an IPv6 port (ND instead of ARP; -EINVAL
+ * on an IPv4 port). */
+int dr_port_resolve6(struct dr_port *p, const uint8_t ip6[16], uint8_t mac[6]);
 
 /* The connection to ip (host order) stops making progress (src/fi: a QP's
  * retransmit timer expired twice in a row): if the next hop's entry is
@@ -396,6 +517,7 @@ int dr_port_resolve(struct dr_port *p, uint32_t ip, uint8_t mac[6]);
  * started, 0 if none was needed (ourselves, no entry, or already asking),
  * -ENETUNREACH off-link without a gateway. */
 int dr_port_neigh_suspect(struct dr_port *p, uint32_t ip);
+int dr_port_neigh_suspect6(struct dr_port *p, const uint8_t ip6[16]);
 
 /* ---- Clock and timers (rte_timer, run by dr_port_poll) --------------------- */
 
@@ -441,6 +563,8 @@ struct dr_port_stats {
 	uint64_t arp_moved;			 /* re-probes that found a new MAC */
 	uint64_t arp_suspected;			 /* re-probes asked by dr_port_neigh_suspect */
 	uint64_t capture_errors;		 /* frames the pcapng capture lost */
+	uint64_t rx_nd, tx_nd;			 /* ND (NS/NA) frames in and out (IPv6) */
+	uint64_t rx_nd_bad;			 /* refused by dr_nd_parse */
 };
 
 void dr_port_get_stats(const struct dr_port *p, struct dr_port_stats *s);

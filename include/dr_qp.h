@@ -278,7 +278,9 @@ extern const char *const dr_qp_state_names[DR_QPS_NUM];
 struct dr_qp_path {
 	uint8_t src_mac[6], dst_mac[6];
 	uint32_t src_ip4, dst_ip4;
-	uint8_t tos, ttl;
+	bool ipv6; /* over IPv6 between these two (the ip4 fields unused) */
+	uint8_t src_ip6[16], dst_ip6[16];
+	uint8_t tos, ttl; /* IPv6: traffic class, hop limit */
 	uint16_t sport; /* 0xC000..0xFFFF, stable per QP (A.3); see dr_udp_sport */
 };
 

@@ -625,6 +625,270 @@ START_TEST(test_mad_frame)
 }
 END_TEST
 
+/* ---- IPv6 (issue 12, point 5) ------------------------------------------------- */
+
+/* A and B again, as IPv6 CMs at fd00::1 and fd00::2, on a wire of their own */
+static const uint8_t ip6_a[16] = {0xfd, 0x00, [15] = 1};
+static const uint8_t ip6_b[16] = {0xfd, 0x00, [15] = 2};
+struct msg6 {
+	uint8_t src[16], dst[16];
+	uint8_t mad[DR_MAD_LEN];
+};
+static struct msg6 wire6[64];
+static unsigned wire6_head, wire6_tail;
+
+static int send_mad6(void *ctx, const uint8_t dst[16], const uint8_t *mad)
+{
+	struct msg6 *m = &wire6[wire6_tail++ % 64];
+
+	ck_assert_uint_lt(wire6_tail - wire6_head, 64);
+	memcpy(m->src, ctx == &A ? ip6_a : ip6_b, 16);
+	memcpy(m->dst, dst, 16);
+	memcpy(m->mad, mad, DR_MAD_LEN);
+	return 0;
+}
+
+static const struct dr_cm_ops ops6 = {
+	.send_mad6 = send_mad6,
+	.now_ns = clock_ns,
+	.event = on_event,
+};
+
+static void side6_init(struct side *s, const uint8_t ip6[16])
+{
+	struct dr_cm_config cfg = {
+		.ipv6 = true,
+		.ca_guid = 0x0200000000000000ull | ip6[15],
+		.cm_resp_timeout = RESP_TIMEOUT,
+		.max_cm_retries = RETRIES,
+		.timewait_ns = TIMEWAIT_NS,
+	};
+
+	dr_cm_fini(&s->cm);
+	memset(s, 0, sizeof(*s));
+	memcpy(cfg.local_ip6, ip6, 16);
+	ck_assert_int_eq(dr_cm_init(&s->cm, &cfg, &ops6, s), 0);
+	wire6_head = wire6_tail = 0;
+}
+
+static void run6(uint64_t limit_ns)
+{
+	for (;;) {
+		uint64_t d;
+
+		while (wire6_head != wire6_tail) {
+			struct msg6 *m = &wire6[wire6_head++ % 64];
+
+			dr_cm_recv6(!memcmp(m->dst, ip6_a, 16) ? &A.cm : &B.cm, m->src, m->mad,
+				    DR_MAD_LEN);
+		}
+		d = dr_cm_deadline_ns(&A.cm);
+		if (dr_cm_deadline_ns(&B.cm) < d)
+			d = dr_cm_deadline_ns(&B.cm);
+		if (d == UINT64_MAX || d > limit_ns)
+			return;
+		now_ns = d;
+		dr_cm_tick(&A.cm);
+		dr_cm_tick(&B.cm);
+	}
+}
+
+/*
+ * A whole connection between two IPv6 CMs: the REQ names both GIDs as the
+ * IPv6 addresses themselves and its rdma_cm header says IP version 6 with
+ * both addresses whole (as rxe's does, tests/golden/rxe-ipv6-rping), the
+ * peer is reported by its IPv6 address, and the disconnect completes.
+ */
+START_TEST(test_ipv6_connect)
+{
+	struct dr_cm_conn_param p = {
+		.qpn = 0x11, .start_psn = 0x123456, .responder_resources = 2,
+		.initiator_depth = 4, .retry_count = 7, .rnr_retry_count = 7,
+		.path_mtu = 3, .ack_timeout = 14, .private_data = "v6", .private_len = 2,
+	};
+	struct dr_cm_listener *l;
+	struct dr_cma_hdr cma;
+	struct dr_cm_req req;
+	struct dr_cm_id *id;
+	struct dr_mad m;
+
+	side6_init(&A, ip6_a);
+	side6_init(&B, ip6_b);
+	B.accept = 1;
+	ck_assert_int_eq(dr_cm_listen(&B.cm, PORT, BACKLOG, NULL, &l), 0);
+	/* the other family's calls */
+	ck_assert_int_eq(dr_cm_connect(&A.cm, IP_B, PORT, 40000, &p, NULL, &id), -EAFNOSUPPORT);
+	ck_assert_int_eq(dr_cm_connect6(&A.cm, (const uint8_t[16]){[10] = 0xff, 0xff, 192, 0, 2, 2},
+					PORT, 40000, &p, NULL, &id),
+			 -EAFNOSUPPORT);
+	ck_assert_uint_eq(wire6_tail, 0);
+
+	ck_assert_int_eq(dr_cm_connect6(&A.cm, ip6_b, PORT, 40000, &p, NULL, &id), 0);
+	ck_assert_uint_eq(wire6_tail, 1);
+	ck_assert_mem_eq(wire6[0].dst, ip6_b, 16);
+	ck_assert_int_eq(dr_mad_parse(wire6[0].mad, DR_MAD_LEN, &m), 0);
+	ck_assert_uint_eq(m.attr_id, DR_CM_ATTR_REQ);
+	dr_cm_req_unpack(m.body, &req);
+	ck_assert_mem_eq(req.primary.local_gid, ip6_a, 16);
+	ck_assert_mem_eq(req.primary.remote_gid, ip6_b, 16);
+	ck_assert_uint_eq(req.primary.flow_label, (40000u * 31 + PORT) & 0xfffff);
+	dr_cma_hdr_unpack(req.private_data, &cma);
+	ck_assert_uint_eq(cma.ip_version, 6);
+	ck_assert_uint_eq(req.private_data[1], 0x60);
+	ck_assert_uint_eq(cma.src_port, 40000);
+	ck_assert_mem_eq(cma.src_addr, ip6_a, 16);
+	ck_assert_mem_eq(cma.dst_addr, ip6_b, 16);
+	ck_assert_mem_eq(req.private_data + DR_CMA_HDR_LEN, "v6", 2);
+
+	run6(now_ns + 1000000);
+	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ], 1);
+	ck_assert_mem_eq(B.last_peer[DR_CM_EV_CONNREQ].gid, ip6_a, 16);
+	ck_assert_uint_eq(B.last_peer[DR_CM_EV_CONNREQ].ip4, 0);
+	ck_assert_uint_eq(B.last_peer[DR_CM_EV_CONNREQ].port, 40000);
+	ck_assert_uint_eq(B.last_peer[DR_CM_EV_CONNREQ].qpn, 0x11);
+	ck_assert_int_eq(A.nev[DR_CM_EV_ESTABLISHED], 1);
+	ck_assert_mem_eq(A.last_peer[DR_CM_EV_ESTABLISHED].gid, ip6_b, 16);
+	ck_assert_uint_eq(A.last_peer[DR_CM_EV_ESTABLISHED].qpn, 0x22);
+	ck_assert_int_eq(B.nev[DR_CM_EV_ESTABLISHED], 1);
+	ck_assert_int_eq(id->state, DR_CMS_ESTABLISHED);
+	ck_assert_int_eq(B.conn->state, DR_CMS_ESTABLISHED);
+
+	/* a MAD from another IPv6 address naming the connection: dropped */
+	{
+		struct dr_cm_dreq dreq = {.local_comm_id = B.conn->local_comm_id,
+					  .remote_comm_id = id->local_comm_id,
+					  .remote_qpn = 0x11};
+		static const uint8_t ip6_x[16] = {0xfd, 0x00, [15] = 0x66};
+		uint8_t buf[DR_MAD_LEN];
+
+		dr_mad_init_cm(&m, DR_CM_ATTR_DREQ, 1);
+		dr_cm_dreq_pack(&dreq, m.body);
+		dr_mad_build(&m, buf);
+		dr_cm_recv6(&A.cm, ip6_x, buf, DR_MAD_LEN);
+		ck_assert_uint_eq(A.cm.stats.drop[DR_CM_DROP_ADDR], 1);
+		ck_assert_int_eq(id->state, DR_CMS_ESTABLISHED);
+		/* an IPv4 source on an IPv6 CM: not even looked at */
+		dr_cm_recv(&A.cm, IP_B, buf, DR_MAD_LEN);
+		ck_assert_uint_eq(A.cm.stats.rx_bad, 1);
+		ck_assert_int_eq(id->state, DR_CMS_ESTABLISHED);
+	}
+
+	ck_assert_int_eq(dr_cm_disconnect(id), 0);
+	run6(now_ns + 1000000);
+	ck_assert_int_eq(A.nev[DR_CM_EV_DISCONNECTED], 1);
+	ck_assert_int_eq(B.nev[DR_CM_EV_DISCONNECTED], 1);
+}
+END_TEST
+
+/* The frame a MAD leaves in from an IPv6 CM: Ethernet/IPv6/UDP 4791 */
+START_TEST(test_ipv6_mad_frame)
+{
+	uint8_t mad[DR_MAD_LEN] = {1, 2, 3}, frame[DR_CM_FRAME_MAX];
+	struct dr_pkt pkt;
+	int len;
+
+	side6_init(&A, ip6_a);
+	ck_assert_int_eq(dr_cm_mad_frame(&A.cm, IP_B, mad, frame, sizeof(frame)), -EAFNOSUPPORT);
+	ck_assert_int_eq(dr_cm_mad_frame6(&B.cm, ip6_a, mad, frame, sizeof(frame)), -EAFNOSUPPORT);
+	len = dr_cm_mad_frame6(&A.cm, ip6_b, mad, frame, sizeof(frame));
+	ck_assert_int_eq(len, 14 + 40 + 8 + 12 + 8 + DR_MAD_LEN + 4);
+	ck_assert_int_eq(dr_pkt_parse(frame, (size_t)len, 0, &pkt), DR_PKT_OK);
+	ck_assert_ptr_nonnull(pkt.ip6);
+	ck_assert_mem_eq(pkt.ip6->saddr, ip6_a, 16);
+	ck_assert_mem_eq(pkt.ip6->daddr, ip6_b, 16);
+	ck_assert_uint_eq(ntohs(pkt.udp->dport), DR_ROCE_UDP_PORT);
+	ck_assert_uint_eq(pkt.udp->csum, 0);
+	ck_assert_uint_eq(pkt.opcode, DR_OP_UD_SEND_ONLY);
+	ck_assert_uint_eq(pkt.dqpn, DR_GSI_QPN);
+	ck_assert_uint_eq(dr_deth_qkey(dr_pkt_deth(&pkt)), DR_GSI_QKEY);
+	ck_assert(!memcmp(pkt.payload, mad, DR_MAD_LEN));
+}
+END_TEST
+
+/* rdma_rxe's own REQ over IPv6 (rping, tests/golden/rxe-ipv6-rping.pcapng
+ * frame 31, fd77::12 -> fd77::11) */
+static int load_rping6_req(uint8_t *mad)
+{
+	char path[4200], err[256];
+	const char *top = getenv("top_srcdir");
+	struct dr_pcapng_pkt cp;
+	struct dr_pcapng *r;
+	int found = 0;
+
+	snprintf(path, sizeof(path), "%s/tests/golden/rxe-ipv6-rping.pcapng", top ? top : ".");
+	r = dr_pcapng_open(path, err, sizeof(err));
+	ck_assert_msg(r, "%s", err);
+	while (dr_pcapng_next(r, &cp) == 1) {
+		struct dr_pkt pkt;
+
+		if (cp.number != 31)
+			continue;
+		ck_assert_int_eq(dr_pkt_parse(cp.data, cp.caplen, 0, &pkt), DR_PKT_OK);
+		ck_assert_ptr_nonnull(pkt.ip6);
+		ck_assert_uint_eq(pkt.payload_len, DR_MAD_LEN);
+		memcpy(mad, pkt.payload, DR_MAD_LEN);
+		found = 1;
+	}
+	dr_pcapng_close(r);
+	return found;
+}
+
+START_TEST(test_ipv6_rxe_req)
+{
+	static const uint8_t rxe11[16] = {0xfd, 0x77, [15] = 0x11};
+	static const uint8_t rxe12[16] = {0xfd, 0x77, [15] = 0x12};
+	uint8_t mad[DR_MAD_LEN];
+	struct dr_cm_listener *l;
+	struct dr_cm_rej rej;
+	struct dr_mad m;
+
+	ck_assert(load_rping6_req(mad));
+	/* an IPv4 CM refuses an rdma_cm header of version 6 even on a
+	 * port it listens on: REJ invalid service ID, as for no listener */
+	ck_assert_int_eq(dr_cm_listen(&B.cm, 0x1c06, 1, NULL, &l), 0);
+	dr_cm_recv(&B.cm, 0xc0a84d0c, mad, DR_MAD_LEN);
+	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ], 0);
+	ck_assert_uint_eq(B.cm.stats.rej_no_listener, 1);
+	ck_assert_uint_eq(wire_tail, 1);
+	ck_assert_int_eq(dr_mad_parse(wire[0].mad, DR_MAD_LEN, &m), 0);
+	ck_assert_int_eq(m.attr_id, DR_CM_ATTR_REJ);
+	dr_cm_rej_unpack(m.body, &rej);
+	ck_assert_uint_eq(rej.reason, DR_CM_REJ_INVALID_SERVICE_ID);
+
+	/* the IPv6 CM at fd77::11 */
+	side6_init(&B, rxe11);
+	dr_cm_recv6(&B.cm, rxe12, mad, DR_MAD_LEN);
+	ck_assert_uint_eq(wire6_tail, 1); /* REJ: no listener */
+	ck_assert_mem_eq(wire6[0].dst, rxe12, 16);
+	ck_assert_int_eq(dr_mad_parse(wire6[0].mad, DR_MAD_LEN, &m), 0);
+	ck_assert_int_eq(m.attr_id, DR_CM_ATTR_REJ);
+	dr_cm_rej_unpack(m.body, &rej);
+	ck_assert_uint_eq(rej.reason, DR_CM_REJ_INVALID_SERVICE_ID);
+	ck_assert_uint_eq(rej.remote_comm_id, 0x3637a8ec);
+
+	ck_assert_int_eq(dr_cm_listen(&B.cm, 0x1c06, 1, NULL, &l), 0);
+	dr_cm_recv6(&B.cm, rxe12, mad, DR_MAD_LEN);
+	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ], 1);
+	ck_assert_mem_eq(B.last_peer[DR_CM_EV_CONNREQ].gid, rxe12, 16);
+	ck_assert_uint_eq(B.last_peer[DR_CM_EV_CONNREQ].qpn, 0x11);
+	ck_assert_uint_eq(B.last_peer[DR_CM_EV_CONNREQ].start_psn, 0x96a097);
+	ck_assert_uint_eq(B.last_peer[DR_CM_EV_CONNREQ].port, 0xa39f);
+	ck_assert_uint_eq(B.last_peer[DR_CM_EV_CONNREQ].dst_port, 0x1c06);
+	/* rdma_cm's (sport * 31 + dport) & 0xfffff: 0x3ec47 (tshark 4.0
+	 * shows 0x003ec, the field's bytes 8 bits off) */
+	ck_assert_uint_eq(B.last_peer[DR_CM_EV_CONNREQ].flow_label,
+			  (0xa39fu * 31 + 0x1c06) & 0xfffff);
+	ck_assert_uint_eq(B.last_peer[DR_CM_EV_CONNREQ].flow_label, 0x3ec47);
+	ck_assert_uint_eq(B.last_peer[DR_CM_EV_CONNREQ].path_mtu, 3);
+	ck_assert_uint_eq(B.last_peer[DR_CM_EV_CONNREQ].ack_timeout, 0x13);
+	/* a duplicate while deciding: absorbed; one from another address
+	 * is another request */
+	dr_cm_recv6(&B.cm, rxe12, mad, DR_MAD_LEN);
+	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ], 1);
+	ck_assert_uint_eq(B.cm.stats.dup_reqs, 1);
+}
+END_TEST
+
 /* ---- hostile peers (issue 11) ------------------------------------------------ */
 
 /* Any other CM MAD, with the fields a forger chooses. */
@@ -1311,6 +1575,9 @@ int main(void)
 	tcase_add_test(tc, test_garbage_mads);
 	tcase_add_test(tc, test_rxe_req);
 	tcase_add_test(tc, test_mad_frame);
+	tcase_add_test(tc, test_ipv6_connect);
+	tcase_add_test(tc, test_ipv6_mad_frame);
+	tcase_add_test(tc, test_ipv6_rxe_req);
 	tcase_add_test(tc, test_req_flood);
 	tcase_add_test(tc, test_backlog);
 	tcase_add_test(tc, test_req_timeout);

@@ -141,7 +141,7 @@ static void h_met(struct fi_info *h)
 	"domain_attr->control_progress FI_PROGRESS_AUTO; droce offers FI_PROGRESS_MANUAL"
 #define L_DATA_PROGRESS                                                                            \
 	"domain_attr->data_progress FI_PROGRESS_AUTO; droce offers FI_PROGRESS_MANUAL"
-#define L_ADDR	  "addr_format FI_SOCKADDR_IB; droce offers FI_SOCKADDR_IN"
+#define L_ADDR	  "addr_format FI_SOCKADDR_IB; droce offers FI_SOCKADDR_IN and FI_SOCKADDR_IN6"
 #define L_MAX_MSG "ep_attr->max_msg_size 2147483648 exceeds droce's 1073741824"
 #define L_TX_SIZE "tx_attr->size 1048576 exceeds droce's 4096"
 #define L_INJECT  "tx_attr->inject_size 257 exceeds droce's 256"

@@ -6,7 +6,9 @@
  * For every capture in tests/golden (copied from ../shared/pcaps/rxe, made by
  * ../shared/rxe-lab: two qemu guests running rdma_rxe on Debian's 6.1 kernel,
  * captured on the host bridge br0; the rxe-host-* ones have a single guest
- * facing a user-space stand-in on the host, which built the CM REJ they hold):
+ * facing a user-space stand-in on the host, which built the CM REJ they hold;
+ * rxe-ipv6-rping was made the same way with a script in the guests giving
+ * each eth0 a ULA, fd77::11 and fd77::12, and running rping over them):
  *   - every frame to UDP port 4791 parses with dr_pkt_parse (ICRC checked),
  *     dr_pkt_icrc() equals the ICRC carried on the wire, and
  *     dr_pkt_to_desc() + dr_pkt_build() / dr_pkt_build_split() give the
@@ -69,6 +71,11 @@ static const struct golden goldens[] = {
 	{ "rxe-host-cm_reject-client.pcapng", 9, 2, 2, 5, 2, { { DR_OP_UD_SEND_ONLY, 2 } } },
 	/* 4 REQ retries from rxe, then its own REJ */
 	{ "rxe-host-rping-client-nft.pcapng", 19, 5, 4, 10, 5, { { DR_OP_UD_SEND_ONLY, 5 } } },
+	/* rping over IPv6 (fd77::12 -> fd77::11, ULAs on both guests'
+	 * eth0): GIDs are the IPv6 addresses, UDP checksum 0, hop limit 64 */
+	{ "rxe-ipv6-rping.pcapng", 59, 29, 4, 26, 5,
+	  { { DR_OP_SEND_ONLY, 8 }, { DR_OP_WRITE_ONLY, 2 }, { DR_OP_READ_REQ, 2 },
+	    { DR_OP_READ_RSP_ONLY, 2 }, { DR_OP_ACK, 10 }, { DR_OP_UD_SEND_ONLY, 5 } } },
 	{ "rxe-rc_pingpong.pcapng", 72, 42, 3, 27, 0,
 	  { { DR_OP_SEND_ONLY, 21 }, { DR_OP_ACK, 21 } } },
 	{ "rxe-read_bw.pcapng", 558, 500, 2, 56, 0,

@@ -446,6 +446,324 @@ START_TEST(test_bad_config)
 }
 END_TEST
 
+/* ---- IPv6: neighbour discovery over the pair ------------------------------------------ */
+
+static const uint8_t ip6_a[16] = {0xfd, 0x00, 0, 0, 0, 0, 0, 0, [15] = 1};
+static const uint8_t ip6_b[16] = {0xfd, 0x00, 0, 0, 0, 0, 0, 0, [15] = 2};
+static const uint8_t ip6_off[16] = {0xfd, 0x01, [15] = 1};
+
+/* what a port's ND looks like on the wire: the last NS each side sent and
+ * the last NA, whole */
+struct nd_seen {
+	struct dr_nd_msg ns, na;
+	unsigned ns_n, na_n;
+	unsigned rx_frames;
+	unsigned rx;
+	uint8_t frame[MAX_FRAME];
+	size_t len;
+	uint8_t neigh_ip6[16];
+	int neigh_status;
+	unsigned neigh_events;
+};
+static struct nd_seen nd_a, nd_b;
+
+static void nd_hook(void *ctx, enum dr_port_dir dir, const void *frame, size_t len)
+{
+	struct nd_seen *s = ctx;
+	struct dr_nd_msg m;
+
+	if (dir == DR_PORT_DIR_RX) {
+		s->rx_frames++;
+		return;
+	}
+	if (dr_nd_parse(frame, len, &m) != DR_ND_OK)
+		return;
+	if (m.type == DR_ICMP6_NS) {
+		s->ns = m;
+		s->ns_n++;
+	} else {
+		s->na = m;
+		s->na_n++;
+	}
+}
+
+static void nd_rx(void *ctx, const void *frame, size_t len, const struct dr_pkt *pkt)
+{
+	struct nd_seen *s = ctx;
+
+	ck_assert_ptr_nonnull(pkt->ip6);
+	memcpy(s->frame, frame, len);
+	s->len = len;
+	s->rx++;
+}
+
+static void nd_neigh(void *ctx, const uint8_t ip6[16], int status)
+{
+	struct nd_seen *s = ctx;
+
+	memcpy(s->neigh_ip6, ip6, 16);
+	s->neigh_status = status;
+	s->neigh_events++;
+}
+
+static void open_pair6(struct dr_port **a, struct dr_port **b)
+{
+	struct dr_port_config ca, cb;
+	struct dr_port_err err = {0};
+	int ret;
+
+	cfg_init(&ca, 0);
+	cfg_init(&cb, 0);
+	ca.ipv6 = cb.ipv6 = true;
+	ca.prefix_len = cb.prefix_len = 64;
+	memcpy(ca.ip6, ip6_a, 16);
+	memcpy(cb.ip6, ip6_b, 16);
+	ret = dr_port_open_pair(&ca, &cb, a, b, &err);
+	ck_assert_msg(ret == 0, "open IPv6 pair: %d %s", ret, err.msg);
+	memset(&nd_a, 0, sizeof(nd_a));
+	memset(&nd_b, 0, sizeof(nd_b));
+	dr_port_set_rx(*a, nd_rx, &nd_a);
+	dr_port_set_rx(*b, nd_rx, &nd_b);
+	dr_port_set_frame_hook(*a, nd_hook, &nd_a);
+	dr_port_set_frame_hook(*b, nd_hook, &nd_b);
+	dr_port_set_neigh6_cb(*a, nd_neigh, &nd_a);
+	dr_port_set_neigh6_cb(*b, nd_neigh, &nd_b);
+}
+
+static int resolve6_wait(struct dr_port *from, struct dr_port *other, const uint8_t ip6[16],
+			 uint8_t mac[6])
+{
+	uint64_t end = dr_port_now_ns() + DEADLINE_NS;
+	int ret;
+
+	while ((ret = dr_port_resolve6(from, ip6, mac)) == -EAGAIN && dr_port_now_ns() < end)
+		poll_both(from, other);
+	return ret;
+}
+
+/*
+ * Two IPv6 ports: a asks for b by a solicitation to b's solicited-node
+ * group (33:33:ff:00:00:02, ff02::1:ff00:2), b answers with a Solicited
+ * advertisement unicast to a, a learns b's MAC; b learnt a's from the
+ * solicitation (STALE).  Then a RoCEv2 frame over IPv6 crosses, one to
+ * our own address loops back, and the IPv4 calls are refused.
+ */
+START_TEST(test_nd_resolve)
+{
+	static const uint8_t sn_b[16] = {0xff, 0x02, [11] = 1, 0xff, 0, 0, 2};
+	static const uint8_t sn_mac_b[6] = {0x33, 0x33, 0xff, 0, 0, 2};
+	struct dr_port *a, *b;
+	struct dr_port_stats sa, sb;
+	struct dr_pkt_desc d;
+	uint8_t ma[6], mb[6], got[6], frame[256], own[16];
+	struct dr_pkt pkt;
+	int fl;
+
+	open_pair6(&a, &b);
+	dr_port_mac(a, ma);
+	dr_port_mac(b, mb);
+	ck_assert(dr_port_ip6(a, own));
+	ck_assert_mem_eq(own, ip6_a, 16);
+	ck_assert_uint_eq(dr_port_ip4(a), 0);
+
+	ck_assert_int_eq(dr_port_resolve6(a, ip6_b, got), -EAGAIN);
+	ck_assert_uint_eq(nd_a.ns_n, 1);
+	ck_assert_mem_eq(nd_a.ns.eth_dst, sn_mac_b, 6);
+	ck_assert_mem_eq(nd_a.ns.eth_src, ma, 6);
+	ck_assert_mem_eq(nd_a.ns.ip_dst, sn_b, 16);
+	ck_assert_mem_eq(nd_a.ns.ip_src, ip6_a, 16);
+	ck_assert_mem_eq(nd_a.ns.target, ip6_b, 16);
+	ck_assert(nd_a.ns.has_lla);
+	ck_assert_mem_eq(nd_a.ns.lla, ma, 6);
+
+	ck_assert_int_eq(resolve6_wait(a, b, ip6_b, got), 0);
+	ck_assert_mem_eq(got, mb, 6);
+	/* b's answer: Solicited and Override, unicast to a, its MAC */
+	ck_assert_uint_ge(nd_b.na_n, 1);
+	ck_assert_uint_eq(nd_b.na.na_flags, DR_ND_NA_SOLICITED | DR_ND_NA_OVERRIDE);
+	ck_assert_mem_eq(nd_b.na.eth_dst, ma, 6);
+	ck_assert_mem_eq(nd_b.na.ip_dst, ip6_a, 16);
+	ck_assert_mem_eq(nd_b.na.ip_src, ip6_b, 16);
+	ck_assert_mem_eq(nd_b.na.target, ip6_b, 16);
+	ck_assert_mem_eq(nd_b.na.lla, mb, 6);
+	ck_assert_uint_eq(nd_a.neigh_events, 1);
+	ck_assert_mem_eq(nd_a.neigh_ip6, ip6_b, 16);
+	ck_assert_int_eq(nd_a.neigh_status, 0);
+	/* b learnt a from the solicitation: known at once */
+	ck_assert_int_eq(dr_port_resolve6(b, ip6_a, got), 0);
+	ck_assert_mem_eq(got, ma, 6);
+	ck_assert_int_eq(dr_port_resolve6(a, ip6_a, got), 0); /* ourselves */
+	ck_assert_mem_eq(got, ma, 6);
+	ck_assert_int_eq(dr_port_resolve6(a, ip6_off, got), -ENETUNREACH);
+	/* the IPv4 calls on an IPv6 port */
+	ck_assert_int_eq(dr_port_resolve(a, IP_B, got), -EINVAL);
+	ck_assert_int_eq(dr_port_neigh_suspect(a, IP_B), -EINVAL);
+
+	/* a RoCEv2 SEND_ONLY over IPv6, a to b */
+	dr_pkt_desc_init(&d);
+	d.ip_version = 6;
+	memcpy(d.src_ip6, ip6_a, 16);
+	memcpy(d.dst_ip6, ip6_b, 16);
+	d.ttl = 64;
+	d.opcode = DR_OP_SEND_ONLY;
+	d.dqpn = 0x11;
+	d.ackreq = true;
+	d.psn = 7;
+	d.payload = pattern;
+	d.payload_len = 100;
+	fl = dr_pkt_build(&d, frame, sizeof(frame));
+	ck_assert_int_gt(fl, 0);
+	ck_assert_int_eq(dr_port_send(a, frame, (size_t)fl), 0);
+	while (nd_b.rx < 1)
+		poll_both(a, b);
+	ck_assert_uint_eq(nd_b.len, (size_t)fl);
+	ck_assert_int_eq(dr_pkt_parse(nd_b.frame, nd_b.len, 0, &pkt), DR_PKT_OK);
+	ck_assert_mem_eq(pkt.eth->dst, mb, 6);
+	ck_assert_mem_eq(pkt.eth->src, ma, 6);
+	ck_assert_mem_eq(pkt.ip6->saddr, ip6_a, 16);
+	ck_assert_mem_eq(pkt.ip6->daddr, ip6_b, 16);
+	ck_assert_mem_eq(pkt.payload, pattern, 100);
+	/* the same frame to ourselves comes back through the loop */
+	memcpy(d.dst_ip6, ip6_a, 16);
+	fl = dr_pkt_build(&d, frame, sizeof(frame));
+	ck_assert_int_eq(dr_port_send(a, frame, (size_t)fl), 0);
+	poll_both(a, NULL);
+	ck_assert_uint_eq(nd_a.rx, 1);
+	/* off-link without a gateway; an IPv4 frame on an IPv6 port */
+	memcpy(d.dst_ip6, ip6_off, 16);
+	fl = dr_pkt_build(&d, frame, sizeof(frame));
+	ck_assert_int_eq(dr_port_send(a, frame, (size_t)fl), -ENETUNREACH);
+	d.ip_version = 4;
+	d.src_ip4 = IP_A;
+	d.dst_ip4 = IP_B;
+	fl = dr_pkt_build(&d, frame, sizeof(frame));
+	ck_assert_int_eq(dr_port_send(a, frame, (size_t)fl), -EINVAL);
+
+	dr_port_get_stats(a, &sa);
+	dr_port_get_stats(b, &sb);
+	ck_assert_uint_eq(sa.arp_resolved, 1);
+	ck_assert_uint_eq(sb.arp_resolved, 0);
+	ck_assert_uint_eq(sa.rx_nd_bad + sb.rx_nd_bad, 0);
+	/* each announced itself (an unsolicited NA to all-nodes), a asked
+	 * for b and b answered; b's first use of the STALE entry for a
+	 * probed it by unicast and a answered */
+	ck_assert_uint_eq(sa.tx_nd, 3);
+	ck_assert_uint_eq(sb.tx_nd, 3);
+	ck_assert_uint_eq(sb.rx_roce, 1);
+	ck_assert_uint_eq(sa.loopback, 1);
+	dr_port_close(a);
+	dr_port_close(b);
+}
+END_TEST
+
+/*
+ * The hardening of the ARP table, on ND: an advertisement nobody asked for
+ * (not Solicited, or to a multicast address) naming another MAC for b does
+ * not move a's entry, it only makes it STALE, and the probe that follows
+ * finds b at its real MAC; a solicitation for someone else is not
+ * answered; one from our own address is an address conflict.
+ */
+START_TEST(test_nd_forged)
+{
+	static const uint8_t mac_evil[6] = {0x02, 0xee, 0xee, 0xee, 0xee, 0xee};
+	struct dr_port *a, *b;
+	struct dr_port_stats sa, sb;
+	uint8_t ma[6], mb[6], got[6], buf[128];
+	struct dr_nd_msg m;
+	unsigned na_before;
+	int n;
+
+	open_pair6(&a, &b);
+	dr_port_mac(a, ma);
+	dr_port_mac(b, mb);
+	ck_assert_int_eq(resolve6_wait(a, b, ip6_b, got), 0);
+
+	/* an unsolicited NA (Override, to a's MAC) claiming ip6_b */
+	memset(&m, 0, sizeof(m));
+	m.type = DR_ICMP6_NA;
+	m.na_flags = DR_ND_NA_OVERRIDE;
+	memcpy(m.eth_dst, ma, 6);
+	memcpy(m.eth_src, mac_evil, 6);
+	memcpy(m.ip_src, ip6_b, 16);
+	memcpy(m.ip_dst, ip6_a, 16);
+	memcpy(m.target, ip6_b, 16);
+	m.has_lla = true;
+	memcpy(m.lla, mac_evil, 6);
+	n = dr_nd_build(&m, buf, sizeof(buf));
+	ck_assert_int_eq(dr_port_send_raw(b, buf, (size_t)n), 0);
+	/* and a Solicited one that answers nothing we asked */
+	m.na_flags = DR_ND_NA_SOLICITED | DR_ND_NA_OVERRIDE;
+	n = dr_nd_build(&m, buf, sizeof(buf));
+	ck_assert_int_eq(dr_port_send_raw(b, buf, (size_t)n), 0);
+	poll_both(a, NULL);
+	ck_assert_int_eq(dr_port_resolve6(a, ip6_b, got), 0);
+	ck_assert_mem_eq(got, mb, 6); /* not moved */
+	dr_port_get_stats(a, &sa);
+	ck_assert_uint_eq(sa.arp_conflicts, 2);
+	ck_assert_uint_eq(sa.arp_moved, 0);
+	/* the entry went STALE: that use probed b (unicast to its MAC) and
+	 * b's answer confirms the real MAC */
+	ck_assert_mem_eq(nd_a.ns.eth_dst, mb, 6);
+	ck_assert_mem_eq(nd_a.ns.ip_dst, ip6_b, 16);
+	ck_assert_int_eq(resolve6_wait(a, b, ip6_b, got), 0);
+	for (int i = 0; i < 5; i++)
+		poll_both(a, b);
+	ck_assert_int_eq(dr_port_resolve6(a, ip6_b, got), 0);
+	ck_assert_mem_eq(got, mb, 6);
+
+	/* a solicitation for another address: b does not answer */
+	na_before = nd_b.na_n;
+	dr_nd_solicit(&m, ma, ip6_a, ip6_off, NULL);
+	n = dr_nd_build(&m, buf, sizeof(buf));
+	ck_assert_int_eq(dr_port_send_raw(a, buf, (size_t)n), 0);
+	/* one from b's own address: a conflict, not answered either */
+	dr_nd_solicit(&m, mac_evil, ip6_b, ip6_b, NULL);
+	n = dr_nd_build(&m, buf, sizeof(buf));
+	ck_assert_int_eq(dr_port_send_raw(a, buf, (size_t)n), 0);
+	/* a corrupt one (hop limit 64): refused, counted */
+	dr_nd_solicit(&m, ma, ip6_a, ip6_b, NULL);
+	n = dr_nd_build(&m, buf, sizeof(buf));
+	buf[21] = 64;
+	ck_assert_int_eq(dr_port_send_raw(a, buf, (size_t)n), 0);
+	poll_both(b, NULL);
+	ck_assert_uint_eq(nd_b.na_n, na_before);
+	dr_port_get_stats(b, &sb);
+	ck_assert_uint_eq(sb.rx_nd_bad, 1);
+	ck_assert_str_eq(last_warning + strlen(last_warning) - strlen("02:ee:ee:ee:ee:ee"),
+			 "02:ee:ee:ee:ee:ee");
+	dr_port_close(a);
+	dr_port_close(b);
+}
+END_TEST
+
+static void expect_open6_fail(const uint8_t ip6[16], unsigned prefix)
+{
+	struct dr_port_config c;
+	struct dr_port_err err = {0};
+	struct dr_port *p = (struct dr_port *)1;
+
+	cfg_init(&c, 0);
+	c.device = "pair:bad6:0";
+	c.ipv6 = true;
+	memcpy(c.ip6, ip6, 16);
+	c.prefix_len = prefix;
+	ck_assert_int_eq(dr_port_open(&c, &p, &err), -EINVAL);
+	ck_assert_ptr_null(p);
+	ck_assert_int_eq(err.param, DR_PORT_PARAM_ADDR);
+}
+
+START_TEST(test_nd_bad_config)
+{
+	expect_open6_fail(ip6_a, 0);
+	expect_open6_fail(ip6_a, 129);
+	expect_open6_fail((const uint8_t[16]){0}, 64);
+	expect_open6_fail((const uint8_t[16]){[15] = 1}, 128);			   /* ::1 */
+	expect_open6_fail((const uint8_t[16]){0xfe, 0x80, [15] = 1}, 64);	   /* link-local */
+	expect_open6_fail((const uint8_t[16]){0xff, 0x02, [15] = 1}, 64);	   /* multicast */
+	expect_open6_fail((const uint8_t[16]){[10] = 0xff, 0xff, 192, 0, 2, 1}, 96); /* mapped */
+}
+END_TEST
+
 /* ---- ARP over the pair ---------------------------------------------------------------- */
 
 START_TEST(test_arp_resolve)
@@ -1788,6 +2106,9 @@ int main(void)
 	tcase_add_test(tc, test_eal_start);
 	tcase_add_test(tc, test_bad_config);
 	tcase_add_test(tc, test_arp_resolve);
+	tcase_add_test(tc, test_nd_resolve);
+	tcase_add_test(tc, test_nd_forged);
+	tcase_add_test(tc, test_nd_bad_config);
 	tcase_add_test(tc, test_arp_reply_fields);
 	tcase_add_test(tc, test_arp_unreachable);
 	tcase_add_loop_test(tc, test_arp_forged_one, 0, FORGED_N);

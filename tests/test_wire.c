@@ -721,6 +721,80 @@ START_TEST(test_icrc_vector)
 }
 END_TEST
 
+/*
+ * An IPv6 vector from rdma_rxe itself (tests/golden/rxe-ipv6-rping.pcapng,
+ * frame 35: Linux 6.1 rxe, rping over fd77::/64): an ACKNOWLEDGE from
+ * fd77::11 to fd77::12, UDP 0xEC48 -> 4791 with checksum 0, hop limit 64,
+ * traffic class and flow label 0, DestQP 0x11, PSN 0xD68DEA, AETH 0x1F|MSN 1.
+ * The ICRC masks traffic class, flow label and hop limit (A.9): any value
+ * there leaves it, any other header byte changes it.
+ */
+static const char rxe_ipv6_ack_hex[] =
+	"60000000001c1140fd770000000000000000000000000011fd7700000000000000000000"
+	"00000012ec4812b7001c00001100ffff0000001100d68dea1f000001";
+
+START_TEST(test_icrc_vector_ipv6_rxe)
+{
+	static const uint8_t s6[16] = {0xfd, 0x77, [15] = 0x11};
+	static const uint8_t d6[16] = {0xfd, 0x77, [15] = 0x12};
+	uint8_t want[128], frame[128], m[128];
+	size_t n = unhex(rxe_ipv6_ack_hex, want);
+	struct dr_pkt_desc d;
+	struct dr_pkt pkt;
+	uint32_t icrc;
+	int fl;
+
+	ck_assert_uint_eq(n, 40 + 8 + 12 + 4);
+	dr_pkt_desc_init(&d);
+	memcpy(d.dst_mac, mac_b, 6);
+	memcpy(d.src_mac, mac_a, 6);
+	d.ip_version = 6;
+	memcpy(d.src_ip6, s6, 16);
+	memcpy(d.dst_ip6, d6, 16);
+	d.sport = 0xec48;
+	d.opcode = DR_OP_ACK;
+	d.dqpn = 0x11;
+	d.psn = 0xd68dea;
+	d.aeth.syndrome = DR_AETH_ACK_UNLIMITED;
+	d.aeth.msn = 1;
+	fl = dr_pkt_build(&d, frame, sizeof(frame));
+	ck_assert_int_eq(fl, ETH_LEN + (int)n + 4);
+	ck_assert_uint_eq(get16(frame + 12), 0x86dd);
+	assert_bytes_eq(frame + ETH_LEN, want, n, "rxe IPv6 ACK");
+	/* rxe's ICRC, 58 fb c8 a0 on the wire */
+	ck_assert_uint_eq(dr_icrc_get(frame + fl - 4), 0xa0c8fb58u);
+	ck_assert_uint_eq(icrc_ref(frame), 0xa0c8fb58u);
+	ck_assert_int_eq(dr_pkt_parse(frame, (size_t)fl, 0, &pkt), DR_PKT_OK);
+	ck_assert_ptr_nonnull(pkt.ip6);
+	ck_assert_ptr_null(pkt.ip4);
+	ck_assert_uint_eq(pkt.dqpn, 0x11);
+	ck_assert_uint_eq(pkt.psn, 0xd68dea);
+
+	/* the masked fields: traffic class, flow label, hop limit */
+	for (int f = 0; f < 3; f++) {
+		memcpy(m, want, n);
+		if (f == 0)
+			m[0] = 0x6f, m[1] = 0xf0; /* traffic class 0xff */
+		else if (f == 1)
+			m[1] |= 0x0f, m[2] = 0xff, m[3] = 0xff; /* flow label 0xfffff */
+		else
+			m[7] = 1; /* hop limit */
+		ck_assert_int_eq(dr_icrc_frame(m, n, NULL, 0, NULL, 0, &icrc), 0);
+		ck_assert_msg(icrc == 0xa0c8fb58u, "masked field %d changed the ICRC", f);
+	}
+	/* every other byte is covered (the UDP checksum and BTH byte 4 are
+	 * masked too) */
+	for (size_t i = 0; i < n; i++) {
+		bool masked = i < 4 || i == 7 || i == 46 || i == 47 || i == 48 + 4;
+
+		memcpy(m, want, n);
+		m[i] ^= 0x01; /* byte 0: the version nibble stays 6 */
+		ck_assert_int_eq(dr_icrc_frame(m, n, NULL, 0, NULL, 0, &icrc), 0);
+		ck_assert_msg((icrc == 0xa0c8fb58u) == masked, "byte %zu: ICRC %08x", i, icrc);
+	}
+}
+END_TEST
+
 /* dr_icrc_start/update over headers and payload in pieces */
 START_TEST(test_icrc_pieces)
 {
@@ -2201,6 +2275,7 @@ static Suite *wire_suite(void)
 
 	tc = tcase_create("icrc");
 	tcase_add_test(tc, test_icrc_vector);
+	tcase_add_test(tc, test_icrc_vector_ipv6_rxe);
 	tcase_add_test(tc, test_icrc_pieces);
 	tcase_add_loop_test(tc, test_icrc_impls, 0, ARRAY_SIZE(crc_impls));
 	tcase_add_test(tc, test_icrc_byte_order);

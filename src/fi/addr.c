@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Which DPDK device and which IPv4 address a domain uses.
+ * Which DPDK device and which IP address a domain uses.
  *
  * With FI_DROCE_DEVICE set, that device, with FI_DROCE_ADDR (required unless
  * the device is net_af_packet on an interface that has an address).
@@ -10,6 +10,15 @@
  * destination, else the first up, non-loopback interface with an IPv4
  * address.  That mirrors `rdma link add rxe0 type rxe netdev eth0`: droce
  * sits beside the kernel on the same interface and address.
+ *
+ * IPv6 (issue 12): a domain has one address, of one family.  The family is
+ * FI_DROCE_IP_VERSION's, else that of FI_DROCE_ADDR, the source or the
+ * destination node (getinfo also turns the hints' addr_format and
+ * addresses into one of those), else IPv4 where the interface has an IPv4
+ * address and IPv6 where it has only IPv6.  IPv6 addresses are taken from
+ * /proc/net/if_inet6: global scope only (global and unique-local, not
+ * link-local: a GID carries no scope), not tentative, not failed DAD, not
+ * deprecated -- unless FI_DROCE_ADDR names one.
  */
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -27,24 +36,44 @@
 /* "a.b.c.d" or "a.b.c.d/nn" -> host-order address and prefix (0 if none) */
 int dr_parse_ip4_prefix(const char *s, uint32_t *ip4, uint8_t *prefix)
 {
-	char buf[32];
-	const char *slash = strchr(s, '/');
-	struct in_addr a;
-	size_t n = slash ? (size_t)(slash - s) : strlen(s);
+	struct dr_ipaddr a;
+	int ret = dr_parse_ip_prefix(s, &a, prefix);
 
+	if (ret || a.family != AF_INET)
+		return -FI_EINVAL;
+	*ip4 = a.ip4;
+	return 0;
+}
+
+int dr_parse_ip_prefix(const char *s, struct dr_ipaddr *a, uint8_t *prefix)
+{
+	char buf[64];
+	const char *slash = strchr(s, '/');
+	size_t n = slash ? (size_t)(slash - s) : strlen(s);
+	struct in_addr a4;
+	long max;
+
+	memset(a, 0, sizeof(*a));
 	if (n >= sizeof(buf))
 		return -FI_EINVAL;
 	memcpy(buf, s, n);
 	buf[n] = '\0';
-	if (inet_pton(AF_INET, buf, &a) != 1)
+	if (inet_pton(AF_INET, buf, &a4) == 1) {
+		a->family = AF_INET;
+		a->ip4 = ntohl(a4.s_addr);
+		max = 32;
+	} else if (inet_pton(AF_INET6, buf, a->ip6) == 1) {
+		a->family = AF_INET6;
+		max = 128;
+	} else {
 		return -FI_EINVAL;
-	*ip4 = ntohl(a.s_addr);
+	}
 	*prefix = 0;
 	if (slash) {
 		char *end;
 		long p = strtol(slash + 1, &end, 10);
 
-		if (end == slash + 1 || *end || p < 1 || p > 32)
+		if (end == slash + 1 || *end || p < 1 || p > max)
 			return -FI_EINVAL;
 		*prefix = (uint8_t)p;
 	}
@@ -54,14 +83,102 @@ int dr_parse_ip4_prefix(const char *s, uint32_t *ip4, uint8_t *prefix)
 /* A node name or dotted quad to a host-order IPv4 address. */
 int dr_resolve_ip4(const char *node, uint32_t *ip4)
 {
-	struct addrinfo hints = { .ai_family = AF_INET }, *res;
+	struct dr_ipaddr a;
 
-	if (getaddrinfo(node, NULL, &hints, &res))
+	if (dr_resolve_ip(node, AF_INET, &a))
 		return -FI_ENODATA;
-	*ip4 = ntohl(((struct sockaddr_in *)res->ai_addr)->sin_addr.s_addr);
-	freeaddrinfo(res);
+	*ip4 = a.ip4;
 	return 0;
 }
+
+int dr_resolve_ip(const char *node, int family, struct dr_ipaddr *a)
+{
+	struct addrinfo hints = {.ai_family = family ? family : AF_UNSPEC}, *res, *r;
+	const struct addrinfo *pick = NULL;
+
+	memset(a, 0, sizeof(*a));
+	if (getaddrinfo(node, NULL, &hints, &res))
+		return -FI_ENODATA;
+	/* either family: IPv4 first, as droce always chose */
+	for (r = res; r; r = r->ai_next)
+		if (r->ai_family == AF_INET || (r->ai_family == AF_INET6 && !pick))
+			if (!pick || pick->ai_family != AF_INET)
+				pick = r;
+	if (pick && pick->ai_family == AF_INET) {
+		a->family = AF_INET;
+		a->ip4 = ntohl(((struct sockaddr_in *)pick->ai_addr)->sin_addr.s_addr);
+	} else if (pick) {
+		a->family = AF_INET6;
+		memcpy(a->ip6, &((struct sockaddr_in6 *)pick->ai_addr)->sin6_addr, 16);
+	}
+	freeaddrinfo(res);
+	return pick ? 0 : -FI_ENODATA;
+}
+
+/* ---- endpoint addresses -------------------------------------------------- */
+
+void dr_sa_local(union dr_sockaddr *a, const struct dr_devcfg *cfg, uint16_t port)
+{
+	memset(a, 0, sizeof(*a));
+	if (cfg->ipv6) {
+		a->sin6.sin6_family = AF_INET6;
+		memcpy(&a->sin6.sin6_addr, cfg->ip6, 16);
+		a->sin6.sin6_port = htons(port);
+	} else {
+		a->sin.sin_family = AF_INET;
+		a->sin.sin_addr.s_addr = htonl(cfg->ip4);
+		a->sin.sin_port = htons(port);
+	}
+}
+
+void dr_sa_from_gid(union dr_sockaddr *a, const struct dr_devcfg *cfg, const uint8_t gid[16],
+		    uint16_t port)
+{
+	memset(a, 0, sizeof(*a));
+	if (cfg->ipv6) {
+		a->sin6.sin6_family = AF_INET6;
+		memcpy(&a->sin6.sin6_addr, gid, 16);
+		a->sin6.sin6_port = htons(port);
+	} else {
+		a->sin.sin_family = AF_INET;
+		memcpy(&a->sin.sin_addr, gid + 12, 4); /* ::ffff:a.b.c.d */
+		a->sin.sin_port = htons(port);
+	}
+}
+
+bool dr_sa_take(const void *addr, size_t addrlen, const struct dr_devcfg *cfg,
+		union dr_sockaddr *out)
+{
+	const struct sockaddr *sa = addr;
+	size_t want = cfg->ipv6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+
+	if (!addr || addrlen < want || sa->sa_family != (cfg->ipv6 ? AF_INET6 : AF_INET))
+		return false;
+	memset(out, 0, sizeof(*out));
+	memcpy(out, addr, want);
+	return true;
+}
+
+bool dr_sa_is_local(const union dr_sockaddr *a, const struct dr_devcfg *cfg)
+{
+	if (cfg->ipv6)
+		return IN6_IS_ADDR_UNSPECIFIED(&a->sin6.sin6_addr) ||
+		       !memcmp(&a->sin6.sin6_addr, cfg->ip6, 16);
+	return a->sin.sin_addr.s_addr == htonl(INADDR_ANY) ||
+	       ntohl(a->sin.sin_addr.s_addr) == cfg->ip4;
+}
+
+const char *dr_sa_str(const union dr_sockaddr *a, char *buf, size_t len)
+{
+	if (!inet_ntop(a->sa.sa_family,
+		       a->sa.sa_family == AF_INET6 ? (const void *)&a->sin6.sin6_addr
+						   : (const void *)&a->sin.sin_addr,
+		       buf, (socklen_t)len))
+		snprintf(buf, len, "?");
+	return buf;
+}
+
+/* ---- choosing the interface --------------------------------------------- */
 
 static uint8_t mask_to_prefix(uint32_t mask)
 {
@@ -143,29 +260,160 @@ static bool spec_af_packet_iface(const char *spec, char *ifname, size_t len)
 	return true;
 }
 
+/* up and not loopback */
+static bool if_usable(const char *ifname)
+{
+	struct ifreq ifr;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	bool ok = false;
+
+	if (fd < 0)
+		return false;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	if (!ioctl(fd, SIOCGIFFLAGS, &ifr))
+		ok = (ifr.ifr_flags & IFF_UP) && !(ifr.ifr_flags & IFF_LOOPBACK);
+	close(fd);
+	return ok;
+}
+
+static bool prefix_match6(const uint8_t *a, const uint8_t *b, unsigned plen)
+{
+	unsigned bytes = plen / 8, bits = plen % 8;
+
+	if (memcmp(a, b, bytes))
+		return false;
+	return !bits || !((a[bytes] ^ b[bytes]) & (0xff00 >> bits));
+}
+
+/* The IPv6 counterpart of pick_iface, from /proc/net/if_inet6 (which has
+ * the scope and the DAD flags getifaddrs does not give): global scope,
+ * not tentative, DAD not failed, not deprecated.  want: the address
+ * (PICK_LOCAL) or the destination (PICK_SUBNET). */
+static int pick_iface6(enum pick rule, const uint8_t *want, struct dr_devcfg *cfg)
+{
+	FILE *f = fopen("/proc/net/if_inet6", "r");
+	char hex[33], name[IF_NAMESIZE];
+	unsigned idx, plen, scope, flags;
+	int ret = -FI_ENODATA;
+
+	if (!f)
+		return -FI_ENODATA;
+	while (fscanf(f, "%32s %x %x %x %x %15s", hex, &idx, &plen, &scope, &flags, name) == 6) {
+		uint8_t a[16];
+
+		for (int k = 0; k < 16; k++) {
+			unsigned b;
+
+			if (sscanf(hex + 2 * k, "%2x", &b) != 1)
+				goto next;
+			a[k] = (uint8_t)b;
+		}
+		/* IFA_F_TENTATIVE 0x40, IFA_F_DEPRECATED 0x20, IFA_F_DADFAILED 0x08;
+		 * scope 0: global (unique-local included) */
+		if (rule != PICK_LOCAL && (scope != 0 || (flags & (0x40 | 0x20 | 0x08))))
+			continue;
+		if ((rule == PICK_LOCAL && memcmp(a, want, 16)) ||
+		    (rule == PICK_SUBNET && !prefix_match6(a, want, plen)) ||
+		    (rule == PICK_NAME && strcmp(name, cfg->ifname)) || !if_usable(name))
+			continue;
+		snprintf(cfg->ifname, sizeof(cfg->ifname), "%s", name);
+		cfg->ipv6 = true;
+		cfg->ip4 = 0;
+		memcpy(cfg->ip6, a, 16);
+		cfg->prefix = (uint8_t)plen;
+		ret = 0;
+		break;
+	next:;
+	}
+	fclose(f);
+	return ret;
+}
+
+/* By rule, in family fam (0: IPv4, else IPv6) */
+static int pick(enum pick rule, int fam, const struct dr_ipaddr *want, struct dr_devcfg *cfg)
+{
+	if (fam != AF_INET6 && !pick_iface(rule, want ? want->ip4 : 0, cfg))
+		return 0;
+	if (fam == AF_INET)
+		return -FI_ENODATA;
+	return pick_iface6(rule, want ? want->ip6 : NULL, cfg);
+}
+
+static const char *ip_str(const struct dr_ipaddr *a, char *buf, size_t len)
+{
+	if (a->family == AF_INET6)
+		inet_ntop(AF_INET6, a->ip6, buf, (socklen_t)len);
+	else
+		snprintf(buf, len, "%u.%u.%u.%u", a->ip4 >> 24, (a->ip4 >> 16) & 0xff,
+			 (a->ip4 >> 8) & 0xff, a->ip4 & 0xff);
+	return buf;
+}
+
+static void set_addr(struct dr_devcfg *cfg, const struct dr_ipaddr *a)
+{
+	cfg->ipv6 = a->family == AF_INET6;
+	cfg->ip4 = cfg->ipv6 ? 0 : a->ip4;
+	memset(cfg->ip6, 0, 16);
+	if (cfg->ipv6)
+		memcpy(cfg->ip6, a->ip6, 16);
+}
+
+static bool same_addr(const struct dr_devcfg *cfg, const struct dr_ipaddr *a)
+{
+	return a->family == AF_INET6 ? cfg->ipv6 && !memcmp(cfg->ip6, a->ip6, 16)
+				     : !cfg->ipv6 && cfg->ip4 == a->ip4;
+}
+
 int dr_devcfg_resolve(const struct dr_settings *s, const char *src_node, const char *dst_node,
 		      struct dr_devcfg *cfg)
 {
-	uint32_t local = 0, dst = 0;
+	struct dr_ipaddr local = {0}, dst = {0};
+	char buf[INET6_ADDRSTRLEN];
 	uint8_t prefix = 0;
-	int ret;
+	int fam = 0, ret;
 
 	memset(cfg, 0, sizeof(*cfg));
+	if (s->ip_version == 4)
+		fam = AF_INET;
+	else if (s->ip_version == 6)
+		fam = AF_INET6;
+	else if (s->ip_version) {
+		DR_WARN(FI_LOG_CORE, "FI_DROCE_IP_VERSION=%d: must be 4 or 6 (or 0: chosen)\n",
+			s->ip_version);
+		return -FI_ENODATA;
+	}
 	if (s->addr) {
-		ret = dr_parse_ip4_prefix(s->addr, &local, &prefix);
+		ret = dr_parse_ip_prefix(s->addr, &local, &prefix);
 		if (ret) {
-			DR_WARN(FI_LOG_CORE, "FI_DROCE_ADDR=%s is not an IPv4 address/prefix\n",
+			DR_WARN(FI_LOG_CORE,
+				"FI_DROCE_ADDR=%s is not an IPv4 or IPv6 address/prefix\n",
 				s->addr);
 			return -FI_ENODATA;
 		}
-	} else if (src_node && dr_resolve_ip4(src_node, &local)) {
-		DR_INFO(FI_LOG_CORE, "source node %s is not an IPv4 address\n", src_node);
+		if (fam && local.family != fam) {
+			DR_WARN(FI_LOG_CORE, "FI_DROCE_ADDR=%s is not of FI_DROCE_IP_VERSION %d\n",
+				s->addr, s->ip_version);
+			return -FI_ENODATA;
+		}
+	} else if (src_node && dr_resolve_ip(src_node, fam, &local)) {
+		DR_INFO(FI_LOG_CORE, "source node %s is not an IP%s address\n", src_node,
+			fam == AF_INET	  ? "v4"
+			: fam == AF_INET6 ? "v6"
+					  : "");
 		return -FI_ENODATA;
 	}
-	if (dst_node && dr_resolve_ip4(dst_node, &dst)) {
-		DR_INFO(FI_LOG_CORE, "node %s is not an IPv4 address\n", dst_node);
+	if (local.family)
+		fam = local.family;
+	if (dst_node && dr_resolve_ip(dst_node, fam, &dst)) {
+		DR_INFO(FI_LOG_CORE, "node %s is not an IP%s address\n", dst_node,
+			fam == AF_INET	  ? "v4"
+			: fam == AF_INET6 ? "v6"
+					  : "");
 		return -FI_ENODATA;
 	}
+	if (dst.family)
+		fam = dst.family;
 
 	if (s->device) {
 		const char *comma = strchr(s->device, ',');
@@ -181,37 +429,47 @@ int dr_devcfg_resolve(const struct dr_settings *s, const char *src_node, const c
 		/* af_packet on a named interface: its own address by default,
 		 * and its netmask for an address it holds */
 		if (spec_af_packet_iface(s->device, cfg->ifname, sizeof(cfg->ifname)) &&
-		    !pick_iface(PICK_NAME, 0, cfg)) {
-			if (!local)
-				local = cfg->ip4;
-			if (!prefix && local == cfg->ip4)
+		    !pick(PICK_NAME, local.family ? local.family : fam, NULL, cfg)) {
+			struct dr_ipaddr own = {.family = cfg->ipv6 ? AF_INET6 : AF_INET,
+						.ip4 = cfg->ip4};
+
+			memcpy(own.ip6, cfg->ip6, 16);
+			if (!local.family)
+				local = own;
+			if (!prefix && same_addr(cfg, &local))
 				prefix = cfg->prefix;
 		}
-		if (!local) {
+		if (!local.family) {
 			DR_WARN(FI_LOG_CORE,
-				"FI_DROCE_DEVICE=%s needs an address: set FI_DROCE_ADDR (e.g. 192.0.2.1/24)\n",
+				"FI_DROCE_DEVICE=%s needs an address: set FI_DROCE_ADDR (e.g. "
+				"192.0.2.1/24 or 2001:db8::1/64)\n",
 				s->device);
 			return -FI_ENODATA;
 		}
-		cfg->ip4 = local;
-		cfg->prefix = prefix ? prefix : 32;
+		set_addr(cfg, &local);
+		cfg->prefix = prefix ? prefix : (cfg->ipv6 ? 128 : 32);
 	} else {
-		if (local)
-			ret = pick_iface(PICK_LOCAL, local, cfg);
-		else if (dst)
-			ret = pick_iface(PICK_SUBNET, dst, cfg);
+		if (local.family)
+			ret = pick(PICK_LOCAL, local.family, &local, cfg);
+		else if (dst.family)
+			ret = pick(PICK_SUBNET, dst.family, &dst, cfg);
 		else
 			ret = -FI_ENODATA;
-		if (ret && !local)
-			ret = pick_iface(PICK_FIRST, 0, cfg);
+		if (ret && !local.family)
+			ret = pick(PICK_FIRST, fam, NULL, cfg);
 		if (ret) {
-			if (local)
+			if (local.family)
 				DR_WARN(FI_LOG_CORE,
-					"no interface holds %u.%u.%u.%u: set FI_DROCE_DEVICE and FI_DROCE_ADDR\n",
-					local >> 24, (local >> 16) & 0xff, (local >> 8) & 0xff, local & 0xff);
+					"no interface holds %s: set FI_DROCE_DEVICE and "
+					"FI_DROCE_ADDR\n",
+					ip_str(&local, buf, sizeof(buf)));
 			else
-				DR_INFO(FI_LOG_CORE, "no up IPv4 interface for net_af_packet; "
-					"set FI_DROCE_DEVICE and FI_DROCE_ADDR\n");
+				DR_INFO(FI_LOG_CORE,
+					"no up IP%s interface for net_af_packet; "
+					"set FI_DROCE_DEVICE and FI_DROCE_ADDR\n",
+					fam == AF_INET	  ? "v4"
+					: fam == AF_INET6 ? "v6"
+							  : "v4 or IPv6");
 			return -FI_ENODATA;
 		}
 		if (prefix) /* FI_DROCE_ADDR's prefix wins over the netmask */
@@ -240,7 +498,7 @@ int dr_devcfg_list(const struct dr_settings *s, const char *src_node, const char
 {
 	struct dr_settings one = *s;
 	char devs[1024], addrs[1024], *dsave, *asave, *d, *a;
-	uint32_t want = 0;
+	struct dr_ipaddr want = {0};
 	int n = 0, ret;
 
 	if (!s->device || !strchr(s->device, ';')) {
@@ -252,7 +510,7 @@ int dr_devcfg_list(const struct dr_settings *s, const char *src_node, const char
 			"their addresses, ';' between them\n");
 		return -FI_ENODATA;
 	}
-	if (src_node && dr_resolve_ip4(src_node, &want))
+	if (src_node && dr_resolve_ip(src_node, 0, &want))
 		return -FI_ENODATA;
 	strcpy(devs, s->device);
 	strcpy(addrs, s->addr);
@@ -267,7 +525,7 @@ int dr_devcfg_list(const struct dr_settings *s, const char *src_node, const char
 		ret = dr_devcfg_resolve(&one, NULL, NULL, &out[n]);
 		if (ret)
 			return ret;
-		if (!want || out[n].ip4 == want)
+		if (!want.family || same_addr(&out[n], &want))
 			n++;
 	}
 	return n ? n : -FI_ENODATA;

@@ -347,8 +347,8 @@ static int check_hints(uint32_t version, const struct fi_info *h, uint64_t caps)
 		       NAMES(buf, extra, FI_TYPE_CAPS));
 	}
 	if (h->addr_format != FI_FORMAT_UNSPEC && h->addr_format != FI_SOCKADDR_IN &&
-	    h->addr_format != FI_SOCKADDR)
-		refuse(&r, "addr_format %s; droce offers FI_SOCKADDR_IN",
+	    h->addr_format != FI_SOCKADDR_IN6 && h->addr_format != FI_SOCKADDR)
+		refuse(&r, "addr_format %s; droce offers FI_SOCKADDR_IN and FI_SOCKADDR_IN6",
 		       NAMES(buf, h->addr_format, FI_TYPE_ADDR_FORMAT));
 	if (h->ep_attr)
 		check_ep_attr(&r, h->ep_attr);
@@ -372,16 +372,21 @@ static int check_hints(uint32_t version, const struct fi_info *h, uint64_t caps)
 
 /* ---- building the answer ------------------------------------------------- */
 
-static struct sockaddr_in *sin_new(uint32_t ip4, uint16_t port)
+/* A sockaddr of the device's family: its own address (a NULL), or a */
+static void *sa_new(const struct dr_devcfg *cfg, const struct dr_ipaddr *a, uint16_t port,
+		    size_t *len)
 {
-	struct sockaddr_in *sin = calloc(1, sizeof(*sin));
+	union dr_sockaddr *sa = malloc(sizeof(*sa));
 
-	if (sin) {
-		sin->sin_family = AF_INET;
-		sin->sin_addr.s_addr = htonl(ip4);
-		sin->sin_port = htons(port);
-	}
-	return sin;
+	if (!sa)
+		return NULL;
+	dr_sa_local(sa, cfg, port);
+	if (a && cfg->ipv6)
+		memcpy(&sa->sin6.sin6_addr, a->ip6, 16);
+	else if (a)
+		sa->sin.sin_addr.s_addr = htonl(a->ip4);
+	*len = dr_sa_len(sa);
+	return sa;
 }
 
 static int parse_port(const char *service, uint16_t *port)
@@ -408,7 +413,7 @@ static struct fi_info *info_new(uint32_t version, const struct fi_info *h, uint6
 		return NULL;
 	fi->caps = caps;
 	fi->mode = 0;
-	fi->addr_format = FI_SOCKADDR_IN;
+	fi->addr_format = cfg->ipv6 ? FI_SOCKADDR_IN6 : FI_SOCKADDR_IN;
 	*fi->tx_attr = dr_tx_attr;
 	fi->tx_attr->caps &= caps;
 	*fi->rx_attr = dr_rx_attr;
@@ -472,11 +477,12 @@ int dr_getinfo(uint32_t version, const char *node, const char *service, uint64_t
 {
 	const struct dr_settings *s = dr_settings_get();
 	const char *src_node = NULL, *dst_node = NULL;
-	char srcbuf[INET_ADDRSTRLEN];
+	char srcbuf[INET6_ADDRSTRLEN];
 	struct dr_devcfg cfgs[DR_MAX_DEVS];
 	struct fi_info *fi, *head = NULL;
-	uint32_t dst = 0;
-	int n;
+	struct dr_settings one;
+	struct dr_ipaddr dst;
+	int n, hint_ver = 0;
 	uint16_t port;
 	uint64_t caps;
 	int ret;
@@ -510,40 +516,70 @@ int dr_getinfo(uint32_t version, const char *node, const char *service, uint64_t
 			src_node = srcbuf;
 		if (!port)
 			port = ntohs(sin->sin_port);
+		hint_ver = 4;
+	} else if (!src_node && hints && hints->src_addr &&
+		   hints->src_addrlen >= sizeof(struct sockaddr_in6) &&
+		   ((struct sockaddr *)hints->src_addr)->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *sin6 = hints->src_addr;
+
+		if (!IN6_IS_ADDR_UNSPECIFIED(&sin6->sin6_addr) &&
+		    inet_ntop(AF_INET6, &sin6->sin6_addr, srcbuf, sizeof(srcbuf)))
+			src_node = srcbuf;
+		if (!port)
+			port = ntohs(sin6->sin6_port);
+		hint_ver = 6;
 	}
-	n = dr_devcfg_list(s, src_node, dst_node, cfgs, DR_MAX_DEVS);
+	/* the family the hints ask for, as FI_DROCE_IP_VERSION would */
+	if (hints && hints->addr_format == FI_SOCKADDR_IN)
+		hint_ver = 4;
+	else if (hints && hints->addr_format == FI_SOCKADDR_IN6)
+		hint_ver = 6;
+	else if (!hint_ver && hints && hints->dest_addr && hints->dest_addrlen)
+		hint_ver = ((struct sockaddr *)hints->dest_addr)->sa_family == AF_INET6 ? 6 : 4;
+	one = *s;
+	if (hint_ver && s->ip_version && hint_ver != s->ip_version)
+		NODATA("droce: getinfo refuses the hints: they ask for IPv%d, FI_DROCE_IP_VERSION "
+		       "is %d\n",
+		       hint_ver, s->ip_version);
+	if (hint_ver)
+		one.ip_version = hint_ver;
+	n = dr_devcfg_list(&one, src_node, dst_node, cfgs, DR_MAX_DEVS);
 	if (n < 0)
 		return n;
-	if (dst_node && dr_resolve_ip4(dst_node, &dst))
-		NODATA("droce: getinfo: node %s does not resolve to an IPv4 address\n", dst_node);
 	for (int i = n - 1; i >= 0; i--) {
 		const struct dr_devcfg *cfg = &cfgs[i];
 
 		if (hints && hints->domain_attr && hints->domain_attr->name &&
 		    strcmp(hints->domain_attr->name, cfg->name))
 			continue;
+		if (dst_node && dr_resolve_ip(dst_node, cfg->ipv6 ? AF_INET6 : AF_INET, &dst)) {
+			fi_freeinfo(head);
+			NODATA("droce: getinfo: node %s does not resolve to an IPv%d address\n",
+			       dst_node, cfg->ipv6 ? 6 : 4);
+		}
 		fi = info_new(version, hints, caps, cfg);
 		if (!fi)
 			goto out_nomem;
 		fi->next = head;
 		head = fi;
-		fi->src_addr = sin_new(cfg->ip4, (flags & FI_SOURCE) || !dst_node ? port : 0);
-		fi->src_addrlen = sizeof(struct sockaddr_in);
+		fi->src_addr = sa_new(cfg, NULL, (flags & FI_SOURCE) || !dst_node ? port : 0,
+				      &fi->src_addrlen);
 		if (!fi->src_addr)
 			goto out_nomem;
 		if (dst_node) {
-			fi->dest_addr = sin_new(dst, port);
+			fi->dest_addr = sa_new(cfg, &dst, port, &fi->dest_addrlen);
 			if (!fi->dest_addr)
 				goto out_nomem;
-			fi->dest_addrlen = sizeof(struct sockaddr_in);
-		} else if (hints && hints->dest_addr &&
-			   hints->dest_addrlen >= sizeof(struct sockaddr_in) &&
-			   ((struct sockaddr *)hints->dest_addr)->sa_family == AF_INET) {
-			fi->dest_addr = malloc(sizeof(struct sockaddr_in));
-			if (!fi->dest_addr)
-				goto out_nomem;
-			memcpy(fi->dest_addr, hints->dest_addr, sizeof(struct sockaddr_in));
-			fi->dest_addrlen = sizeof(struct sockaddr_in);
+		} else if (hints && hints->dest_addr) {
+			union dr_sockaddr d;
+
+			if (dr_sa_take(hints->dest_addr, hints->dest_addrlen, cfg, &d)) {
+				fi->dest_addrlen = dr_sa_len(&d);
+				fi->dest_addr = malloc(fi->dest_addrlen);
+				if (!fi->dest_addr)
+					goto out_nomem;
+				memcpy(fi->dest_addr, &d, fi->dest_addrlen);
+			}
 		}
 	}
 	if (!head)

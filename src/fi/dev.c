@@ -76,6 +76,23 @@ static int cm_send_mad(void *ctx, uint32_t dst_ip4, const uint8_t *mad)
 	return ret;
 }
 
+static int cm_send_mad6(void *ctx, const uint8_t dst_ip6[16], const uint8_t *mad)
+{
+	struct dr_dev *dev = ctx;
+	uint8_t frame[DR_CM_FRAME_MAX];
+	char a[INET6_ADDRSTRLEN] __attribute__((unused)); /* DR_DBG may compile out */
+	int len, ret;
+
+	len = dr_cm_mad_frame6(&dev->cm, dst_ip6, mad, frame, sizeof(frame));
+	if (len < 0)
+		return len;
+	ret = dr_port_send(dev->port, frame, (size_t)len);
+	if (ret && ret != -EAGAIN)
+		DR_DBG(FI_LOG_EP_CTRL, "CM MAD to %s not sent: %d\n",
+		       inet_ntop(AF_INET6, dst_ip6, a, sizeof(a)), ret);
+	return ret;
+}
+
 static uint64_t cm_now_ns(void *ctx)
 {
 	return dr_port_now_ns();
@@ -165,6 +182,7 @@ static enum dr_cm_whose cm_whose(void *ctx, enum dr_cm_key key, uint32_t v)
 
 static const struct dr_cm_ops dev_cm_ops = {
 	.send_mad = cm_send_mad,
+	.send_mad6 = cm_send_mad6,
 	.now_ns = cm_now_ns,
 	.timer_set = cm_timer_set,
 	.event = cm_event,
@@ -219,8 +237,10 @@ static void dev_rx(void *ctx, const void *frame, size_t len, const struct dr_pkt
 	struct dr_dev *dev = ctx;
 	struct dr_ep *ep;
 
-	if (!pkt->ip4) {
-		dev_drop(dev, DR_RX_DROP_NOT_IPV4); /* droce speaks RoCEv2 over IPv4 */
+	if (dev->cfg.ipv6 ? !pkt->ip6 : !pkt->ip4) {
+		/* the other family than the device's (the port keeps only
+		 * frames to its own address, so none come) */
+		dev_drop(dev, DR_RX_DROP_NOT_IPV4);
 		return;
 	}
 	if (pkt->dqpn == DR_GSI_QPN) {
@@ -231,6 +251,8 @@ static void dev_rx(void *ctx, const void *frame, size_t len, const struct dr_pkt
 		else if (pkt->opcode != DR_OP_UD_SEND_ONLY ||
 			 dr_deth_qkey(dr_pkt_deth(pkt)) != DR_GSI_QKEY)
 			dev_drop(dev, DR_RX_DROP_GSI);
+		else if (pkt->ip6)
+			dr_cm_recv6(&dev->cm, pkt->ip6->saddr, pkt->payload, pkt->payload_len);
 		else
 			dr_cm_recv(&dev->cm, ntohl(pkt->ip4->saddr), pkt->payload,
 				   pkt->payload_len);
@@ -466,6 +488,18 @@ static void dev_neigh(void *ctx, uint32_t ip, int status)
 	}
 }
 
+static void dev_neigh6(void *ctx, const uint8_t ip6[16], int status)
+{
+	struct dr_dev *dev = ctx;
+	char a[INET6_ADDRSTRLEN];
+
+	if (status == -EHOSTUNREACH) {
+		DR_WARN(FI_LOG_EP_CTRL, "%s does not answer neighbour solicitations on %s\n",
+			inet_ntop(AF_INET6, ip6, a, sizeof(a)), dev->cfg.name);
+		dr_cm_peer_unreachable6(&dev->cm, ip6);
+	}
+}
+
 /* ---- lifetime ------------------------------------------------------------- */
 
 static void dev_linger(struct dr_dev *dev);
@@ -512,6 +546,7 @@ static int dev_open(struct dr_fabric *fab, const struct dr_devcfg *cfg, struct d
 	struct dr_port_config pc = {
 		.device = cfg->spec,
 		.ip4 = cfg->ip4,
+		.ipv6 = cfg->ipv6,
 		.prefix_len = cfg->prefix,
 		.mtu = (unsigned)cfg->mtu,
 		.pcap_path = s->pcap,
@@ -536,6 +571,7 @@ static int dev_open(struct dr_fabric *fab, const struct dr_devcfg *cfg, struct d
 		ret = -FI_ENOMEM;
 		goto out_free;
 	}
+	memcpy(pc.ip6, cfg->ip6, 16);
 
 	ret = dr_port_open(&pc, &dev->port, &err);
 	if (ret) {
@@ -584,6 +620,8 @@ static int dev_open(struct dr_fabric *fab, const struct dr_devcfg *cfg, struct d
 	}
 
 	cc.local_ip4 = cfg->ip4;
+	cc.ipv6 = cfg->ipv6;
+	memcpy(cc.local_ip6, cfg->ip6, 16);
 	/* a node GUID from the MAC (EUI-64), as rxe derives its own */
 	cc.ca_guid = (uint64_t)(dev->mac[0] ^ 2) << 56 | (uint64_t)dev->mac[1] << 48 |
 		     (uint64_t)dev->mac[2] << 40 | 0xfffe000000ull |
@@ -600,10 +638,16 @@ static int dev_open(struct dr_fabric *fab, const struct dr_devcfg *cfg, struct d
 	dev->port_next = (uint16_t)(0xc000 | (dr_port_now_ns() & 0x3fff));
 	dr_port_set_rx(dev->port, dev_rx, dev);
 	dr_port_set_neigh_cb(dev->port, dev_neigh, dev);
-	DR_INFO(FI_LOG_DOMAIN, "device %s: %s, %u.%u.%u.%u/%u, MTU %u, path MTU %u\n",
-		cfg->name, dr_port_name(dev->port), cfg->ip4 >> 24, (cfg->ip4 >> 16) & 0xff,
-		(cfg->ip4 >> 8) & 0xff, cfg->ip4 & 0xff, cfg->prefix, dr_port_mtu(dev->port),
-		dev->pmtu);
+	dr_port_set_neigh6_cb(dev->port, dev_neigh6, dev);
+	{
+		union dr_sockaddr sa;
+		char a[INET6_ADDRSTRLEN];
+
+		dr_sa_local(&sa, cfg, 0);
+		DR_INFO(FI_LOG_DOMAIN, "device %s: %s, %s/%u, MTU %u, path MTU %u\n", cfg->name,
+			dr_port_name(dev->port), dr_sa_str(&sa, a, sizeof(a)), cfg->prefix,
+			dr_port_mtu(dev->port), dev->pmtu);
+	}
 	*out = dev;
 	return 0;
 
@@ -616,7 +660,7 @@ int dr_dev_get(struct dr_fabric *fab, const struct fi_info *info, struct dr_dev 
 {
 	const struct dr_settings *s = dr_settings_get();
 	const char *src = NULL;
-	char buf[INET_ADDRSTRLEN];
+	char buf[INET6_ADDRSTRLEN];
 	struct dr_devcfg cfgs[DR_MAX_DEVS], cfg;
 	struct dr_dev *dev;
 	int ret = 0, n, i;
@@ -629,8 +673,25 @@ int dr_dev_get(struct dr_fabric *fab, const struct fi_info *info, struct dr_dev 
 
 		if (sin->sin_addr.s_addr && inet_ntop(AF_INET, &sin->sin_addr, buf, sizeof(buf)))
 			src = buf;
+	} else if (info && info->src_addr && info->src_addrlen >= sizeof(struct sockaddr_in6) &&
+		   ((struct sockaddr *)info->src_addr)->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *sin6 = info->src_addr;
+
+		if (!IN6_IS_ADDR_UNSPECIFIED(&sin6->sin6_addr) &&
+		    inet_ntop(AF_INET6, &sin6->sin6_addr, buf, sizeof(buf)))
+			src = buf;
 	}
-	n = dr_devcfg_list(s, src, NULL, cfgs, DR_MAX_DEVS);
+	{
+		/* the family getinfo answered with (an IPv6 wildcard source
+		 * names no address) */
+		struct dr_settings one = *s;
+
+		if (info && info->addr_format == FI_SOCKADDR_IN6 && !s->ip_version)
+			one.ip_version = 6;
+		else if (info && info->addr_format == FI_SOCKADDR_IN && !s->ip_version)
+			one.ip_version = 4;
+		n = dr_devcfg_list(&one, src, NULL, cfgs, DR_MAX_DEVS);
+	}
 	if (n < 0)
 		return n;
 	for (i = 0; i < n; i++)
@@ -646,7 +707,7 @@ int dr_dev_get(struct dr_fabric *fab, const struct fi_info *info, struct dr_dev 
 
 	pthread_mutex_lock(&fab->lock);
 	for (dev = fab->devs; dev; dev = dev->next)
-		if (!strcmp(dev->cfg.name, cfg.name))
+		if (!strcmp(dev->cfg.name, cfg.name) && dev->cfg.ipv6 == cfg.ipv6)
 			break;
 	if (dr_fabric_unloading()) {
 		/* checked under fabric->lock, which the cleanup takes after

@@ -76,7 +76,8 @@ extern struct fi_provider dr_prov;
  */
 struct dr_settings {
 	char *device;	 /* FI_DROCE_DEVICE: DPDK device spec */
-	char *addr;	 /* FI_DROCE_ADDR: IPv4 address/prefix of the port */
+	char *addr;	 /* FI_DROCE_ADDR: IPv4 or IPv6 address/prefix of the port */
+	int ip_version;	 /* FI_DROCE_IP_VERSION: 4 or 6, 0 = chosen (addr.c) */
 	char *eal_args;	 /* FI_DROCE_EAL_ARGS: extra EAL arguments */
 	int mtu;	 /* FI_DROCE_MTU: Ethernet MTU, 0 = the interface's */
 	char *pcap;	 /* FI_DROCE_PCAP: capture file */
@@ -104,7 +105,9 @@ struct dr_devcfg {
 	char spec[256]; /* DPDK device spec */
 	char name[64];	/* domain name: the interface, or the vdev's name */
 	char ifname[16]; /* kernel interface (net_af_packet), else "" */
-	uint32_t ip4;	/* host order */
+	uint32_t ip4;	 /* host order; 0 on an IPv6 device */
+	bool ipv6;	 /* an IPv6 device: ip6 is its address */
+	uint8_t ip6[16];
 	uint8_t prefix;
 	int mtu;	/* Ethernet MTU */
 };
@@ -119,6 +122,54 @@ int dr_devcfg_list(const struct dr_settings *s, const char *src_node, const char
 #define DR_MAX_DEVS 8
 int dr_parse_ip4_prefix(const char *s, uint32_t *ip4, uint8_t *prefix);
 int dr_resolve_ip4(const char *node, uint32_t *ip4);
+
+/* An IP address of either family (addr.c). */
+struct dr_ipaddr {
+	int family;   /* AF_INET, AF_INET6, or 0: none */
+	uint32_t ip4; /* host order */
+	uint8_t ip6[16];
+};
+/* "a.b.c.d[/nn]" or "x::y[/nnn]"; prefix 0 if none.  0 or -FI_EINVAL. */
+int dr_parse_ip_prefix(const char *s, struct dr_ipaddr *a, uint8_t *prefix);
+/* A node name or numeric address; family 0: either (IPv4 first).  0 or
+ * -FI_ENODATA. */
+int dr_resolve_ip(const char *node, int family, struct dr_ipaddr *a);
+
+/* An endpoint's address: its IP (the device's family) and rdma_cm port. */
+union dr_sockaddr {
+	struct sockaddr sa;
+	struct sockaddr_in sin;
+	struct sockaddr_in6 sin6;
+};
+static inline size_t dr_sa_len(const union dr_sockaddr *a)
+{
+	return a->sa.sa_family == AF_INET6 ? sizeof(a->sin6) : sizeof(a->sin);
+}
+static inline uint16_t dr_sa_port(const union dr_sockaddr *a)
+{
+	return ntohs(a->sa.sa_family == AF_INET6 ? a->sin6.sin6_port : a->sin.sin_port);
+}
+static inline void dr_sa_set_port(union dr_sockaddr *a, uint16_t port)
+{
+	if (a->sa.sa_family == AF_INET6)
+		a->sin6.sin6_port = htons(port);
+	else
+		a->sin.sin_port = htons(port);
+}
+/* The device's own address, or a peer's as the CM names it (gid). */
+void dr_sa_local(union dr_sockaddr *a, const struct dr_devcfg *cfg, uint16_t port);
+void dr_sa_from_gid(union dr_sockaddr *a, const struct dr_devcfg *cfg, const uint8_t gid[16],
+		    uint16_t port);
+/* addr/addrlen as given to fi_connect, fi_setname, ...: of the device's
+ * family (AF_INET or AF_INET6, whole)?  Copied into *out if so. */
+bool dr_sa_take(const void *addr, size_t addrlen, const struct dr_devcfg *cfg,
+		union dr_sockaddr *out);
+/* The address is the device's own, or the wildcard. */
+bool dr_sa_is_local(const union dr_sockaddr *a, const struct dr_devcfg *cfg);
+/* "a.b.c.d" / "x::y" for the log */
+const char *dr_sa_str(const union dr_sockaddr *a, char *buf, size_t len);
+/* fi_getname/fi_getpeer: the address's own length (ep.c) */
+int dr_copy_addr(const union dr_sockaddr *sa, void *addr, size_t *addrlen);
 
 /* ---- progress and waiting ---------------------------------------------- */
 
@@ -590,7 +641,7 @@ struct dr_pep {
 	struct dr_cm_listener *lsn;
 	struct dr_connreq *crs; /* its requests not yet answered (dev->lock) */
 	int backlog;		/* FI_BACKLOG, or FI_DROCE_CM_BACKLOG */
-	struct sockaddr_in addr;
+	union dr_sockaddr addr;
 	bool listening;
 };
 
@@ -680,7 +731,7 @@ struct dr_ep {
 	struct dr_connreq *connreq; /* passive: from fi_info->handle */
 	enum dr_ep_state state;
 	bool enabled;
-	struct sockaddr_in src, dst;
+	union dr_sockaddr src, dst; /* the device's family */
 	bool src_port_claimed; /* src's port came from dr_dev_port_alloc */
 	uint32_t start_psn;
 	uint64_t tx_op_flags, rx_op_flags;

@@ -281,7 +281,10 @@ static void qp_path_suspect(void *ctx, struct dr_qp *qp)
 {
 	struct dr_ep *ep = ctx;
 
-	dr_port_neigh_suspect(ep->dev->port, ntohl(ep->dst.sin_addr.s_addr));
+	if (ep->dev->cfg.ipv6)
+		dr_port_neigh_suspect6(ep->dev->port, ep->dst.sin6.sin6_addr.s6_addr);
+	else
+		dr_port_neigh_suspect(ep->dev->port, ntohl(ep->dst.sin.sin_addr.s_addr));
 }
 
 static const struct dr_qp_ops ep_qp_ops = {
@@ -322,6 +325,11 @@ static int qp_go_rts(struct dr_ep *ep, const struct dr_cm_peer *peer, uint32_t f
 	memcpy(a.path.src_mac, ep->dev->mac, 6);
 	a.path.src_ip4 = ep->dev->cfg.ip4;
 	a.path.dst_ip4 = peer->ip4;
+	a.path.ipv6 = ep->dev->cfg.ipv6;
+	if (a.path.ipv6) {
+		memcpy(a.path.src_ip6, ep->dev->cfg.ip6, 16);
+		memcpy(a.path.dst_ip6, peer->gid, 16);
+	}
 	a.path.ttl = 64;
 	/* both sides derive the same UDP source port from the REQ's flow
 	 * label, as rxe does (A.3) */
@@ -405,14 +413,15 @@ static void push_error(struct dr_ep *ep, int err, int prov_errno, const uint8_t 
 
 void dr_ep_cm_event(struct dr_ep *ep, const struct dr_cm_event *ev)
 {
+	char abuf[INET6_ADDRSTRLEN];
 	struct fi_eq_cm_entry shut;
 	int ret;
 
 	switch (ev->type) {
 	case DR_CM_EV_ESTABLISHED:
 		if (ep->state == DR_EP_CONNECTING) {
-			uint32_t fl = ((uint32_t)ntohs(ep->src.sin_port) * 31 +
-				       ntohs(ep->dst.sin_port)) & 0xfffff;
+			uint32_t fl =
+			    ((uint32_t)dr_sa_port(&ep->src) * 31 + dr_sa_port(&ep->dst)) & 0xfffff;
 
 			ret = qp_go_rts(ep, ev->peer, fl, ep->dev->pmtu,
 					(uint8_t)dr_settings_get()->retry_cnt, true);
@@ -441,9 +450,11 @@ void dr_ep_cm_event(struct dr_ep *ep, const struct dr_cm_event *ev)
 	case DR_CM_EV_UNREACHABLE:
 		ep->state = DR_EP_ERROR;
 		qp_to_error(ep);
-		DR_WARN(FI_LOG_EP_CTRL, "peer %s: %s\n", inet_ntoa(ep->dst.sin_addr),
-			ev->err == -EHOSTUNREACH ? "unreachable (no ARP answer)" :
-						   "no answer to the connection manager");
+		DR_WARN(FI_LOG_EP_CTRL, "peer %s: %s\n", dr_sa_str(&ep->dst, abuf, sizeof(abuf)),
+			ev->err == -EHOSTUNREACH
+			    ? (ep->dev->cfg.ipv6 ? "unreachable (no ND answer)"
+						 : "unreachable (no ARP answer)")
+			    : "no answer to the connection manager");
 		push_error(ep, ev->err == -EHOSTUNREACH ? FI_EHOSTUNREACH : FI_ETIMEDOUT, 0, NULL,
 			   0);
 		break;
@@ -594,7 +605,7 @@ static int ep_connect_port(struct dr_ep *ep)
 
 	if (ret)
 		return ret;
-	ep->src.sin_port = htons(port);
+	dr_sa_set_port(&ep->src, port);
 	ep->src_port_claimed = true;
 	return 0;
 }
@@ -603,14 +614,17 @@ static int ep_connect(struct fid_ep *fep, const void *addr, const void *param, s
 {
 	struct dr_ep *ep = dr_ep_of(fep);
 	const struct dr_settings *s = dr_settings_get();
-	const struct sockaddr_in *sin = addr;
 	struct dr_dev *dev = ep->dev;
 	struct dr_cm_conn_param cp;
 	uint8_t priv[1 + DR_CM_DATA_SIZE];
+	char abuf[INET6_ADDRSTRLEN];
+	union dr_sockaddr sa;
 	int ret;
 
-	if (!sin || sin->sin_family != AF_INET || !sin->sin_port) {
-		DR_WARN(FI_LOG_EP_CTRL, "fi_connect: need an AF_INET address with a port\n");
+	/* libfabric's fi_connect has no address length: the family says it */
+	if (!addr || !dr_sa_take(addr, sizeof(sa), &dev->cfg, &sa) || !dr_sa_port(&sa)) {
+		DR_WARN(FI_LOG_EP_CTRL, "fi_connect: need an %s address with a port\n",
+			dev->cfg.ipv6 ? "AF_INET6" : "AF_INET");
 		return -FI_EINVAL;
 	}
 	if (paramlen > DR_CM_DATA_SIZE || (paramlen && !param)) {
@@ -626,8 +640,8 @@ static int ep_connect(struct fid_ep *fep, const void *addr, const void *param, s
 		ret = -FI_EOPBADSTATE;
 		goto out_unlock;
 	}
-	ep->dst = *sin;
-	if (!ep->src.sin_port) {
+	ep->dst = sa;
+	if (!dr_sa_port(&ep->src)) {
 		ret = ep_connect_port(ep);
 		if (ret)
 			goto out_unlock;
@@ -646,16 +660,21 @@ static int ep_connect(struct fid_ep *fep, const void *addr, const void *param, s
 	cp.ack_timeout = (uint8_t)s->timeout;
 	cp.private_data = priv;
 	cp.private_len = 1 + paramlen;
-	ret = dr_cm_connect(&dev->cm, ntohl(sin->sin_addr.s_addr), ntohs(sin->sin_port),
-			    ntohs(ep->src.sin_port), &cp, ep, &ep->cm_id);
+	if (dev->cfg.ipv6)
+		ret = dr_cm_connect6(&dev->cm, sa.sin6.sin6_addr.s6_addr, dr_sa_port(&sa),
+				     dr_sa_port(&ep->src), &cp, ep, &ep->cm_id);
+	else
+		ret = dr_cm_connect(&dev->cm, ntohl(sa.sin.sin_addr.s_addr), dr_sa_port(&sa),
+				    dr_sa_port(&ep->src), &cp, ep, &ep->cm_id);
 	if (ret) {
 		/* the REQ could not leave: no route (off-link, no gateway) or
 		 * ARP already knows the peer does not answer */
 		if (ret == -ENETUNREACH || ret == -EHOSTUNREACH)
 			DR_WARN(FI_LOG_EP_CTRL, "fi_connect: %s is %s from %s/%u\n",
-				inet_ntoa(sin->sin_addr),
-				ret == -ENETUNREACH ? "not on the subnet (no gateway)" :
-						      "not answering ARP",
+				dr_sa_str(&sa, abuf, sizeof(abuf)),
+				ret == -ENETUNREACH ? "not on the subnet (no gateway)"
+				: dev->cfg.ipv6	    ? "not answering neighbour solicitations"
+						    : "not answering ARP",
 				dev->cfg.name, dev->cfg.prefix);
 		ret = ret == -ENOMEM ? -FI_ENOMEM : ret; /* FI_E* are errno values */
 		goto out_unlock;
@@ -707,10 +726,8 @@ static int ep_accept(struct fid_ep *fep, const void *param, size_t paramlen)
 		ret = -FI_EINVAL;
 		goto out_unlock;
 	}
-	ep->dst.sin_family = AF_INET;
-	ep->dst.sin_addr.s_addr = htonl(peer->ip4);
-	ep->dst.sin_port = htons(peer->port);
-	ep->src.sin_port = htons(peer->dst_port);
+	dr_sa_from_gid(&ep->dst, &dev->cfg, peer->gid, peer->port);
+	dr_sa_set_port(&ep->src, peer->dst_port);
 	ret = qp_go_rts(ep, peer, peer->flow_label, pmtu, peer->retry_count, false);
 	if (ret) {
 		ret = -FI_EINVAL;
@@ -766,42 +783,41 @@ static int ep_shutdown(struct fid_ep *fep, uint64_t flags)
 static int ep_setname(fid_t fid, void *addr, size_t addrlen)
 {
 	struct dr_ep *ep = ep_of_fid(fid);
-	const struct sockaddr_in *sin = addr;
+	union dr_sockaddr sa;
 
-	if (!addr || addrlen < sizeof(*sin) || sin->sin_family != AF_INET)
+	if (!dr_sa_take(addr, addrlen, &ep->dev->cfg, &sa))
 		return -FI_EINVAL;
 	if (ep->state != DR_EP_IDLE)
 		return -FI_EOPBADSTATE;
-	if (sin->sin_addr.s_addr != htonl(INADDR_ANY) &&
-	    ntohl(sin->sin_addr.s_addr) != ep->dev->cfg.ip4)
+	if (!dr_sa_is_local(&sa, &ep->dev->cfg))
 		return -FI_EADDRNOTAVAIL;
-	ep->src.sin_port = sin->sin_port;
+	dr_sa_set_port(&ep->src, dr_sa_port(&sa));
 	return 0;
 }
 
-static int copy_addr(const struct sockaddr_in *sin, void *addr, size_t *addrlen)
+int dr_copy_addr(const union dr_sockaddr *sa, void *addr, size_t *addrlen)
 {
-	size_t len = *addrlen;
+	size_t len = *addrlen, n = dr_sa_len(sa);
 
-	*addrlen = sizeof(*sin);
-	if (len < sizeof(*sin))
+	*addrlen = n;
+	if (len < n)
 		return -FI_ETOOSMALL;
-	memcpy(addr, sin, sizeof(*sin));
+	memcpy(addr, sa, n);
 	return 0;
 }
 
 static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
 {
-	return copy_addr(&ep_of_fid(fid)->src, addr, addrlen);
+	return dr_copy_addr(&ep_of_fid(fid)->src, addr, addrlen);
 }
 
 static int ep_getpeer(struct fid_ep *fep, void *addr, size_t *addrlen)
 {
 	struct dr_ep *ep = dr_ep_of(fep);
 
-	if (!ep->dst.sin_family)
+	if (!ep->dst.sa.sa_family)
 		return -FI_ENOTCONN;
-	return copy_addr(&ep->dst, addr, addrlen);
+	return dr_copy_addr(&ep->dst, addr, addrlen);
 }
 
 static int ep_no_listen(struct fid_pep *pep)
@@ -1121,7 +1137,7 @@ static void ep_free(struct dr_ep *ep)
 	if (dr_idmap_find(&dev->qps, dr_qp_num(ep->qp)) == ep)
 		dr_dev_qpn_free(dev, dr_qp_num(ep->qp));
 	if (ep->src_port_claimed)
-		dr_dev_port_free(dev, ntohs(ep->src.sin_port));
+		dr_dev_port_free(dev, dr_sa_port(&ep->src));
 	snprintf(who, sizeof(who), "qp 0x%06x", dr_qp_num(ep->qp));
 	dr_rx_drops_log(who, dr_qp_stats(ep->qp)->rx_drop);
 	dr_ep_flush_ack(ep);
@@ -1430,10 +1446,13 @@ int dr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **
 	}
 	ep->dom = dom;
 	ep->dev = dev;
-	ep->src.sin_family = AF_INET;
-	ep->src.sin_addr.s_addr = htonl(dev->cfg.ip4);
-	if (info->src_addr && info->src_addrlen >= sizeof(struct sockaddr_in) && !info->handle)
-		ep->src.sin_port = ((struct sockaddr_in *)info->src_addr)->sin_port;
+	dr_sa_local(&ep->src, &dev->cfg, 0);
+	if (info->src_addr && !info->handle) {
+		union dr_sockaddr sa;
+
+		if (dr_sa_take(info->src_addr, info->src_addrlen, &dev->cfg, &sa))
+			dr_sa_set_port(&ep->src, dr_sa_port(&sa));
+	}
 	/* getinfo refused other op_flags; a hand-made info gets them masked */
 	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags & DR_TX_OP_FLAGS : 0;
 	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags & FI_COMPLETION : 0;

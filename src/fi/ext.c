@@ -42,6 +42,7 @@ static const struct counter_def port_counters[] = {
 	PORT_C(arp_failed), PORT_C(rx_arp_unsolicited), PORT_C(arp_conflicts),
 	PORT_C(arp_moved), PORT_C(arp_suspected), PORT_C(capture_errors),
 	PORT_C(tx_backlogged),
+	PORT_C(rx_nd), PORT_C(tx_nd), PORT_C(rx_nd_bad),
 };
 
 /* the parser's verdicts, by their counter names */

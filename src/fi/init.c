@@ -63,8 +63,13 @@ static const struct dr_param {
 	  "or net_af_packet0,iface=eth0, or a PCI address (default: "
 	  "net_af_packet on the interface holding the local address)" },
 	{ "addr", DR_PARAM_STR, offsetof(struct dr_settings, addr), 0, 0, 0,
-	  "IPv4 address/prefix of the port, e.g. 192.0.2.1/24 (default: the "
-	  "interface's own address with net_af_packet; required otherwise)" },
+	  "IPv4 or IPv6 address/prefix of the port, e.g. 192.0.2.1/24 or "
+	  "2001:db8::1/64 (default: the interface's own address with "
+	  "net_af_packet; required otherwise)" },
+	{ "ip_version", DR_PARAM_INT, offsetof(struct dr_settings, ip_version), 0, 0, 6,
+	  "4 or 6: the IP version of the port where an interface has both (default: 0, "
+	  "from FI_DROCE_ADDR, the nodes or the hints' addr_format, else IPv4 when the "
+	  "interface has an IPv4 address)" },
 	{ "eal_args", DR_PARAM_STR, offsetof(struct dr_settings, eal_args), 0, 0, 0,
 	  "extra DPDK EAL arguments, space separated (default: none)" },
 	{ "mtu", DR_PARAM_INT, offsetof(struct dr_settings, mtu), 0, 0, 9216,

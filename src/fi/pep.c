@@ -28,7 +28,7 @@ static int pep_close(struct fid *fid)
 
 	dr_dev_lock(dev);
 	if (pep->lsn)
-		dr_dev_unlisten(dev, pep->lsn, ntohs(pep->addr.sin_port));
+		dr_dev_unlisten(dev, pep->lsn, dr_sa_port(&pep->addr));
 	/* requests the application never saw are refused; those it holds the
 	 * handle of stay its own, to accept or reject */
 	while (pep->crs) {
@@ -81,38 +81,30 @@ static int pep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 static int pep_setname(fid_t fid, void *addr, size_t addrlen)
 {
 	struct dr_pep *pep = pep_of_fid(fid);
-	const struct sockaddr_in *sin = addr;
+	union dr_sockaddr sa;
 
-	if (!addr || addrlen < sizeof(*sin) || sin->sin_family != AF_INET)
+	if (!dr_sa_take(addr, addrlen, &pep->dev->cfg, &sa))
 		return -FI_EINVAL;
 	if (pep->listening)
 		return -FI_EOPBADSTATE;
-	if (sin->sin_addr.s_addr != htonl(INADDR_ANY) &&
-	    ntohl(sin->sin_addr.s_addr) != pep->dev->cfg.ip4) {
+	if (!dr_sa_is_local(&sa, &pep->dev->cfg)) {
 		DR_WARN(FI_LOG_EP_CTRL, "fi_setname: address is not the device's\n");
 		return -FI_EADDRNOTAVAIL;
 	}
-	pep->addr.sin_port = sin->sin_port;
+	dr_sa_set_port(&pep->addr, dr_sa_port(&sa));
 	return 0;
 }
 
 static int pep_getname(fid_t fid, void *addr, size_t *addrlen)
 {
-	struct dr_pep *pep = pep_of_fid(fid);
-	size_t len = *addrlen;
-
-	*addrlen = sizeof(pep->addr);
-	if (len < sizeof(pep->addr))
-		return -FI_ETOOSMALL;
-	memcpy(addr, &pep->addr, sizeof(pep->addr));
-	return 0;
+	return dr_copy_addr(&pep_of_fid(fid)->addr, addr, addrlen);
 }
 
 static int pep_listen(struct fid_pep *fpep)
 {
 	struct dr_pep *pep = dr_pep_of(fpep);
 	struct dr_dev *dev = pep->dev;
-	uint16_t port = ntohs(pep->addr.sin_port), p = port;
+	uint16_t port = dr_sa_port(&pep->addr), p = port;
 	int ret;
 
 	if (!pep->eq) {
@@ -125,7 +117,7 @@ static int pep_listen(struct fid_pep *fpep)
 	/* port 0: an ephemeral one, as rdma_cm picks one */
 	ret = dr_dev_listen(dev, &p, (unsigned)pep->backlog, pep, &pep->lsn);
 	if (!ret) {
-		pep->addr.sin_port = htons(p);
+		dr_sa_set_port(&pep->addr, p);
 		pep->listening = true;
 		pep->next = dev->peps;
 		dev->peps = pep;
@@ -219,7 +211,8 @@ void dr_pep_cm_gone(const struct dr_cm_event *ev)
 		return;
 	cr->id = NULL; /* the CM frees it when this returns */
 	cr->err = ev->err == -ETIMEDOUT ? -FI_ETIMEDOUT : -FI_ECONNABORTED;
-	DR_DBG(FI_LOG_EP_CTRL, "connection request from %08x %s\n", ev->peer->ip4,
+	DR_DBG(FI_LOG_EP_CTRL, "connection request from %02x%02x..%02x%02x %s\n",
+	       ev->peer->gid[0], ev->peer->gid[1], ev->peer->gid[14], ev->peer->gid[15],
 	       ev->err == -ETIMEDOUT ? "timed out unanswered" : "withdrawn by the peer");
 	/* unread: the application never learns of it; read: fi_accept fails */
 	if (cr->pep && dr_eq_withdraw(cr->eq, cr))
@@ -251,7 +244,7 @@ void dr_pep_cm_connreq(struct dr_pep *pep, const struct dr_cm_event *ev)
 		struct fi_eq_cm_entry e;
 		uint8_t data[DR_CM_DATA_SIZE];
 	} ent;
-	struct sockaddr_in *src = NULL, *dst = NULL;
+	union dr_sockaddr *src = NULL, *dst = NULL;
 	struct dr_connreq *cr = NULL;
 	struct fi_info *info = NULL;
 	size_t len = 0;
@@ -266,15 +259,12 @@ void dr_pep_cm_connreq(struct dr_pep *pep, const struct dr_cm_event *ev)
 		goto out_reject;
 	free(info->src_addr);
 	free(info->dest_addr);
-	*src = pep->addr;
-	src->sin_addr.s_addr = htonl(pep->dev->cfg.ip4);
-	dst->sin_family = AF_INET;
-	dst->sin_addr.s_addr = htonl(ev->peer->ip4);
-	dst->sin_port = htons(ev->peer->port);
+	dr_sa_local(src, &pep->dev->cfg, dr_sa_port(&pep->addr));
+	dr_sa_from_gid(dst, &pep->dev->cfg, ev->peer->gid, ev->peer->port);
 	info->src_addr = src;
-	info->src_addrlen = sizeof(*src);
+	info->src_addrlen = dr_sa_len(src);
 	info->dest_addr = dst;
-	info->dest_addrlen = sizeof(*dst);
+	info->dest_addrlen = dr_sa_len(dst);
 	src = dst = NULL;
 	cr->fid.fclass = FI_CLASS_CONNREQ;
 	cr->dev = pep->dev;
@@ -424,10 +414,13 @@ int dr_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep 
 		goto out_free;
 	pep->fab = fab;
 	pep->backlog = dr_settings_get()->cm_backlog;
-	pep->addr.sin_family = AF_INET;
-	pep->addr.sin_addr.s_addr = htonl(pep->dev->cfg.ip4);
-	if (info->src_addr && info->src_addrlen >= sizeof(struct sockaddr_in))
-		pep->addr.sin_port = ((struct sockaddr_in *)info->src_addr)->sin_port;
+	dr_sa_local(&pep->addr, &pep->dev->cfg, 0);
+	if (info->src_addr) {
+		union dr_sockaddr sa;
+
+		if (dr_sa_take(info->src_addr, info->src_addrlen, &pep->dev->cfg, &sa))
+			dr_sa_set_port(&pep->addr, dr_sa_port(&sa));
+	}
 	pep->pep.fid.fclass = FI_CLASS_PEP;
 	pep->pep.fid.context = context;
 	pep->pep.fid.ops = &pep_fi_ops;

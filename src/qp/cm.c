@@ -39,6 +39,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+
 #include "dr_cm.h"
 #include "dr_qp.h" /* dr_udp_sport */
 
@@ -361,10 +363,54 @@ static void set_state(struct dr_cm_id *id, enum dr_cm_state st)
 	id->state = st;
 }
 
-static void drop(struct dr_cm *cm, enum dr_cm_drop why, const char *what, uint32_t ip4)
+/* ---- addresses: GIDs, IPv4 ones mapped (::ffff:a.b.c.d) ------------------- */
+
+static const uint8_t v4_mapped[12] = {[10] = 0xff, [11] = 0xff};
+
+static bool gid_is4(const uint8_t *gid)
+{
+	return !memcmp(gid, v4_mapped, 12);
+}
+
+static uint32_t gid_ip4(const uint8_t *gid)
+{
+	return (uint32_t)gid[12] << 24 | (uint32_t)gid[13] << 16 | (uint32_t)gid[14] << 8 | gid[15];
+}
+
+/* 32 bits that stand for an address in the hash keys: the IPv4 address
+ * itself; for IPv6 a fold under the tables' secret (a match on the key is
+ * confirmed on the whole address, id_by_remote) */
+static uint32_t gid_key(const struct dr_cm *cm, const uint8_t *gid)
+{
+	uint64_t a, b;
+
+	if (gid_is4(gid))
+		return gid_ip4(gid);
+	memcpy(&a, gid, 8);
+	memcpy(&b, gid + 8, 8);
+	a = cm_mix(cm_mix(a ^ cm->hkey[1]) ^ b);
+	return (uint32_t)(a ^ (a >> 32));
+}
+
+/* for the log: %08x for IPv4, as the IPv4 CM always said */
+struct cm_addr_str {
+	char s[INET6_ADDRSTRLEN];
+};
+static struct cm_addr_str addr_str(const uint8_t *gid)
+{
+	struct cm_addr_str r;
+
+	if (gid_is4(gid))
+		snprintf(r.s, sizeof(r.s), "%08x", gid_ip4(gid));
+	else
+		inet_ntop(AF_INET6, gid, r.s, sizeof(r.s));
+	return r;
+}
+
+static void drop(struct dr_cm *cm, enum dr_cm_drop why, const char *what, const uint8_t *ip)
 {
 	cm->stats.drop[why]++;
-	cm_log(cm, "cm: %s from %08x dropped: %s", what, ip4, dr_cm_drop_names[why]);
+	cm_log(cm, "cm: %s from %s dropped: %s", what, addr_str(ip).s, dr_cm_drop_names[why]);
 }
 
 /* ---- other CMs on the interface (ops->whose) -------------------------------
@@ -381,34 +427,36 @@ static void drop(struct dr_cm *cm, enum dr_cm_drop why, const char *what, uint32
 /* Does this CM answer a MAD that names nothing it has?  Dropped and
  * counted if not. */
 static bool unowned_mine(struct dr_cm *cm, enum dr_cm_key key, uint32_t v, const char *what,
-			 uint32_t ip4)
+			 const uint8_t *ip)
 {
 	enum dr_cm_whose w = cm->ops->whose ? cm->ops->whose(cm->ctx, key, v) : DR_CM_WHOSE_MINE;
 
 	if (w == DR_CM_WHOSE_OTHER)
-		drop(cm, DR_CM_DROP_OTHER_CM, what, ip4);
+		drop(cm, DR_CM_DROP_OTHER_CM, what, ip);
 	else if (w == DR_CM_WHOSE_NOBODY)
-		drop(cm, DR_CM_DROP_RESPONDER, what, ip4);
+		drop(cm, DR_CM_DROP_RESPONDER, what, ip);
 	return w == DR_CM_WHOSE_MINE;
 }
 
 /* Drop a MAD nobody answers: one that names another CM's comm ID is that
  * CM's business, not a MAD for nobody, and is counted apart. */
 static void drop_named(struct dr_cm *cm, enum dr_cm_drop why, uint32_t comm_id, const char *what,
-		       uint32_t ip4)
+		       const uint8_t *ip)
 {
 	if (why == DR_CM_DROP_NO_ID && comm_id && cm->ops->whose &&
 	    cm->ops->whose(cm->ctx, DR_CM_KEY_COMM_ID, comm_id) == DR_CM_WHOSE_OTHER)
 		why = DR_CM_DROP_OTHER_CM;
-	drop(cm, why, what, ip4);
+	drop(cm, why, what, ip);
 }
 
 /* ---- sending ------------------------------------------------------------- */
 
-static int send_raw(struct dr_cm *cm, uint32_t ip4, const uint8_t *mad)
+static int send_raw(struct dr_cm *cm, const uint8_t *ip, const uint8_t *mad)
 {
 	cm->stats.tx_mads++;
-	return cm->ops->send_mad(cm->ctx, ip4, mad);
+	if (cm->cfg.ipv6)
+		return cm->ops->send_mad6(cm->ctx, ip, mad);
+	return cm->ops->send_mad(cm->ctx, gid_ip4(ip), mad);
 }
 
 /* Send a MAD on behalf of id and keep it for resends/duplicates; with
@@ -427,7 +475,7 @@ static int send_kept(struct dr_cm_id *id, const struct dr_mad *mad, bool retried
 	} else {
 		set_deadline(id, UINT64_MAX);
 	}
-	return send_raw(cm, id->peer_ip4, id->last_mad);
+	return send_raw(cm, id->peer_gid, id->last_mad);
 }
 
 static void copy_priv(uint8_t *dst, size_t room, const void *src, size_t len)
@@ -440,7 +488,8 @@ static void copy_priv(uint8_t *dst, size_t room, const void *src, size_t len)
 static int send_req(struct dr_cm_id *id, const struct dr_cm_conn_param *p)
 {
 	struct dr_cm *cm = id->cm;
-	struct dr_cma_hdr cma = {.cma_version = 0, .ip_version = 4, .src_port = id->local_port};
+	struct dr_cma_hdr cma = {
+	    .cma_version = 0, .ip_version = cm->cfg.ipv6 ? 6 : 4, .src_port = id->local_port};
 	struct dr_cm_req req;
 	struct dr_mad mad;
 
@@ -460,11 +509,12 @@ static int send_req(struct dr_cm_id *id, const struct dr_cm_conn_param *p)
 	req.path_mtu = p->path_mtu;
 	req.rnr_retry_count = p->rnr_retry_count;
 	req.max_cm_retries = cm->cfg.max_cm_retries;
-	/* RoCE paths: permissive LIDs when routed (cma.c), IPv4-mapped GIDs */
+	/* RoCE paths: permissive LIDs when routed (cma.c); GIDs are the IPv6
+	 * addresses, or IPv4-mapped */
 	req.primary.local_lid = 0xffff;
 	req.primary.remote_lid = 0xffff;
-	dr_gid_from_ipv4(req.primary.local_gid, cm->cfg.local_ip4);
-	dr_gid_from_ipv4(req.primary.remote_gid, id->peer_ip4);
+	memcpy(req.primary.local_gid, cm->local_gid, 16);
+	memcpy(req.primary.remote_gid, id->peer_gid, 16);
 	/* cma_get_roce_udp_flow_label(): the passive side derives the QP's
 	 * UDP source port from it (A.3) */
 	req.primary.flow_label = ((uint32_t)id->local_port * 31 + id->remote_port) & 0xfffff;
@@ -472,10 +522,13 @@ static int send_req(struct dr_cm_id *id, const struct dr_cm_conn_param *p)
 	req.primary.local_ack_timeout = p->ack_timeout;
 	/* the alternate path stays zero: a non-zero LID means "has one" */
 
-	dr_gid_from_ipv4(cma.src_addr, cm->cfg.local_ip4);
-	memset(cma.src_addr, 0, 12); /* cma_hdr: 12 zero bytes, then IPv4 */
-	dr_gid_from_ipv4(cma.dst_addr, id->peer_ip4);
-	memset(cma.dst_addr, 0, 12);
+	memcpy(cma.src_addr, cm->local_gid, 16);
+	memcpy(cma.dst_addr, id->peer_gid, 16);
+	if (!cm->cfg.ipv6) {
+		/* cma_hdr: 12 zero bytes, then IPv4 */
+		memset(cma.src_addr, 0, 12);
+		memset(cma.dst_addr, 0, 12);
+	}
 	dr_cma_hdr_pack(&cma, req.private_data);
 	if (p->private_len)
 		memcpy(req.private_data + DR_CMA_HDR_LEN, p->private_data, p->private_len);
@@ -497,7 +550,7 @@ static int send_rtu(struct dr_cm_id *id)
 }
 
 /* A REJ for a MAD that matches no id (IBA 12.6.7; cm.c cm_issue_rej). */
-static void issue_rej(struct dr_cm *cm, uint32_t ip4, uint64_t tid, uint32_t remote_comm_id,
+static void issue_rej(struct dr_cm *cm, const uint8_t *ip, uint64_t tid, uint32_t remote_comm_id,
 		      uint8_t msg_rejected, uint16_t reason)
 {
 	struct dr_cm_rej rej;
@@ -511,7 +564,7 @@ static void issue_rej(struct dr_cm *cm, uint32_t ip4, uint64_t tid, uint32_t rem
 	dr_mad_init_cm(&mad, DR_CM_ATTR_REJ, tid);
 	dr_cm_rej_pack(&rej, mad.body);
 	dr_mad_build(&mad, buf);
-	send_raw(cm, ip4, buf);
+	send_raw(cm, ip, buf);
 }
 
 static void send_rej(struct dr_cm_id *id, uint8_t msg_rejected, uint16_t reason, const void *priv,
@@ -531,7 +584,7 @@ static void send_rej(struct dr_cm_id *id, uint8_t msg_rejected, uint16_t reason,
 	send_kept(id, &mad, false);
 }
 
-static void send_drep(struct dr_cm *cm, uint32_t ip4, uint64_t tid, uint32_t local_comm_id,
+static void send_drep(struct dr_cm *cm, const uint8_t *ip, uint64_t tid, uint32_t local_comm_id,
 		      uint32_t remote_comm_id)
 {
 	struct dr_cm_drep drep;
@@ -544,7 +597,7 @@ static void send_drep(struct dr_cm *cm, uint32_t ip4, uint64_t tid, uint32_t loc
 	dr_mad_init_cm(&mad, DR_CM_ATTR_DREP, tid);
 	dr_cm_drep_pack(&drep, mad.body);
 	dr_mad_build(&mad, buf);
-	send_raw(cm, ip4, buf);
+	send_raw(cm, ip, buf);
 }
 
 /* ---- ids ----------------------------------------------------------------- */
@@ -556,22 +609,23 @@ static struct dr_cm_id *id_by_local(struct dr_cm *cm, uint32_t local_comm_id)
 	return n ? CM_OF(n, struct dr_cm_id, hn_local) : NULL;
 }
 
-static uint64_t remote_key(uint32_t ip4, uint32_t remote_comm_id)
+static uint64_t remote_key(const struct dr_cm *cm, const uint8_t *ip, uint32_t remote_comm_id)
 {
-	return (uint64_t)ip4 << 32 | remote_comm_id;
+	return (uint64_t)gid_key(cm, ip) << 32 | remote_comm_id;
 }
 
 /* A passive id by what its REQ said: duplicates of a REQ find it. */
-static struct dr_cm_id *id_by_remote(struct dr_cm *cm, uint32_t ip4, uint32_t remote_comm_id)
+static struct dr_cm_id *id_by_remote(struct dr_cm *cm, const uint8_t *ip, uint32_t remote_comm_id)
 {
-	struct dr_cm_hnode *n = htab_find(cm, &cm->by_remote, remote_key(ip4, remote_comm_id));
+	struct dr_cm_hnode *n = htab_find(cm, &cm->by_remote, remote_key(cm, ip, remote_comm_id));
+	struct dr_cm_id *id = n ? CM_OF(n, struct dr_cm_id, hn_remote) : NULL;
 
-	return n ? CM_OF(n, struct dr_cm_id, hn_remote) : NULL;
+	return id && !memcmp(id->peer_gid, ip, 16) ? id : NULL;
 }
 
 /* A new id with a fresh comm ID: random, not 0, unlike every live one.
  * NULL: no memory, or no random bits (logged). */
-static struct dr_cm_id *id_new(struct dr_cm *cm, uint32_t peer_ip4)
+static struct dr_cm_id *id_new(struct dr_cm *cm, const uint8_t *peer_ip)
 {
 	struct dr_cm_id *id;
 
@@ -590,7 +644,8 @@ static struct dr_cm_id *id_new(struct dr_cm *cm, uint32_t peer_ip4)
 		 (cm->ops->comm_id_claim &&
 		  cm->ops->comm_id_claim(cm->ctx, id->local_comm_id) == -EBUSY));
 	id->cm = cm;
-	id->peer_ip4 = peer_ip4;
+	memcpy(id->peer_gid, peer_ip, 16);
+	id->peer_ip4 = cm->cfg.ipv6 ? 0 : gid_ip4(peer_ip);
 	id->deadline_ns = UINT64_MAX;
 	id->hn_local.key = id->local_comm_id;
 	htab_add(cm, &cm->by_local, &id->hn_local);
@@ -623,14 +678,16 @@ static void id_free(struct dr_cm_id *id)
 
 /* ---- the backlog ------------------------------------------------------------- */
 
-static uint64_t src_key(uint16_t port, uint32_t ip4)
+/* per address: an IPv6 one by its fold, so two sources that fold alike
+ * share one count (never more generous than a count each) */
+static uint64_t src_key(const struct dr_cm *cm, uint16_t port, const uint8_t *ip)
 {
-	return (uint64_t)port << 32 | ip4;
+	return (uint64_t)port << 32 | gid_key(cm, ip);
 }
 
-static struct cm_src *src_of(struct dr_cm *cm, uint16_t port, uint32_t ip4)
+static struct cm_src *src_of(struct dr_cm *cm, uint16_t port, const uint8_t *ip)
 {
-	struct dr_cm_hnode *n = htab_find(cm, &cm->src_count, src_key(port, ip4));
+	struct dr_cm_hnode *n = htab_find(cm, &cm->src_count, src_key(cm, port, ip));
 
 	return n ? CM_OF(n, struct cm_src, hn) : NULL;
 }
@@ -639,13 +696,13 @@ static struct cm_src *src_of(struct dr_cm *cm, uint16_t port, uint32_t ip4)
 static int pending_add(struct dr_cm_listener *l, struct dr_cm_id *id)
 {
 	struct dr_cm *cm = l->cm;
-	struct cm_src *src = src_of(cm, l->port, id->peer_ip4);
+	struct cm_src *src = src_of(cm, l->port, id->peer_gid);
 
 	if (!src) {
 		src = calloc(1, sizeof(*src));
 		if (!src)
 			return -ENOMEM;
-		src->hn.key = src_key(l->port, id->peer_ip4);
+		src->hn.key = src_key(cm, l->port, id->peer_gid);
 		htab_add(cm, &cm->src_count, &src->hn);
 	}
 	src->n++;
@@ -666,7 +723,7 @@ static void pending_leave(struct dr_cm_id *id)
 
 	if (!l)
 		return;
-	src = src_of(id->cm, l->port, id->peer_ip4);
+	src = src_of(id->cm, l->port, id->peer_gid);
 	if (src && !--src->n) {
 		htab_del(id->cm, &id->cm->src_count, &src->hn);
 		free(src);
@@ -738,10 +795,14 @@ int dr_cm_init(struct dr_cm *cm, const struct dr_cm_config *cfg, const struct dr
 {
 	int ret;
 
-	if (!ops || !ops->send_mad || !ops->now_ns || !ops->event)
+	if (!ops || (cfg->ipv6 ? !ops->send_mad6 : !ops->send_mad) || !ops->now_ns || !ops->event)
 		return -EINVAL;
 	memset(cm, 0, sizeof(*cm));
 	cm->cfg = *cfg;
+	if (cfg->ipv6)
+		memcpy(cm->local_gid, cfg->local_ip6, 16);
+	else
+		dr_gid_from_ipv4(cm->local_gid, cfg->local_ip4);
 	if (!cm->cfg.cm_resp_timeout)
 		cm->cfg.cm_resp_timeout = CM_DEF_RESP_TIMEOUT;
 	if (cm->cfg.cm_resp_timeout > 31 || cm->cfg.max_cm_retries > 15)
@@ -837,15 +898,15 @@ static bool param_ok(const struct dr_cm_conn_param *p, size_t max_priv)
 	       p->retry_count <= 7 && p->rnr_retry_count <= 7 && p->ack_timeout <= 31;
 }
 
-int dr_cm_connect(struct dr_cm *cm, uint32_t dst_ip4, uint16_t dst_port, uint16_t src_port,
-		  const struct dr_cm_conn_param *p, void *ctx, struct dr_cm_id **out)
+static int cm_connect(struct dr_cm *cm, const uint8_t *dst, uint16_t dst_port, uint16_t src_port,
+		      const struct dr_cm_conn_param *p, void *ctx, struct dr_cm_id **out)
 {
 	struct dr_cm_id *id;
 	int ret;
 
 	if (!param_ok(p, DR_CM_MAX_USER_DATA) || !dr_ib_mtu_bytes(p->path_mtu))
 		return -EINVAL;
-	id = id_new(cm, dst_ip4);
+	id = id_new(cm, dst);
 	if (!id)
 		return -ENOMEM;
 	/* a random TID rather than cm.c's agent half and comm ID: peers echo
@@ -987,6 +1048,7 @@ static void fill_peer_from_req(struct dr_cm_id *id, const struct dr_cm_req *req,
 	struct dr_cm_peer *pe = &id->peer;
 
 	pe->ip4 = id->peer_ip4;
+	memcpy(pe->gid, id->peer_gid, 16);
 	pe->port = cma->src_port;
 	pe->dst_port = (uint16_t)(req->service_id & 0xffff);
 	pe->qpn = req->local_qpn;
@@ -1015,7 +1077,7 @@ static uint64_t req_wait_ns(const struct dr_cm *cm, const struct dr_cm_req *req)
 	return theirs < ours ? theirs : ours;
 }
 
-static void recv_req(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
+static void recv_req(struct dr_cm *cm, const uint8_t *ip, const struct dr_mad *mad)
 {
 	struct dr_cm_listener *l;
 	struct dr_cma_hdr cma;
@@ -1025,7 +1087,7 @@ static void recv_req(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 	uint16_t port;
 
 	dr_cm_req_unpack(mad->body, &req);
-	id = id_by_remote(cm, ip4, req.local_comm_id);
+	id = id_by_remote(cm, ip, req.local_comm_id);
 	if (id) {
 		/* duplicate REQ (cm.c cm_dup_req_handler): answer from what we
 		 * sent; still deciding: nothing to say yet */
@@ -1035,9 +1097,9 @@ static void recv_req(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 		if ((id->state == DR_CMS_TIMEWAIT || id->state == DR_CMS_CLOSED) &&
 		    id->last_attr != DR_CM_ATTR_REJ)
 			/* that connection is over (cm.c: REJ stale) */
-			issue_rej(cm, ip4, mad->tid, req.local_comm_id, 0, DR_CM_REJ_STALE_CONN);
+			issue_rej(cm, ip, mad->tid, req.local_comm_id, 0, DR_CM_REJ_STALE_CONN);
 		else
-			send_raw(cm, ip4, id->last_mad);
+			send_raw(cm, ip, id->last_mad);
 		return;
 	}
 
@@ -1050,46 +1112,46 @@ static void recv_req(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 	if (!l && !unowned_mine(cm,
 				(req.service_id & ~0xffffull) == DR_CM_SID_TCP_PS ? DR_CM_KEY_PORT
 										  : DR_CM_KEY_NONE,
-				port, "REQ", ip4))
+				port, "REQ", ip))
 		return; /* another CM's listener, or another CM answers it */
 	if ((req.service_id & ~0xffffull) != DR_CM_SID_TCP_PS || !l || req.transport_type != 0 ||
-	    cma.cma_version != 0 || cma.ip_version != 4) {
-		/* no listener, not RC, or not an rdma_cm IPv4 header */
+	    cma.cma_version != 0 || cma.ip_version != (cm->cfg.ipv6 ? 6 : 4)) {
+		/* no listener, not RC, or not an rdma_cm header of our family */
 		cm->stats.rej_no_listener++;
-		cm_log(cm, "cm: REQ for service 0x%016llx from %08x: no listener, REJ",
-		       (unsigned long long)req.service_id, ip4);
-		issue_rej(cm, ip4, mad->tid, req.local_comm_id, 0, DR_CM_REJ_INVALID_SERVICE_ID);
+		cm_log(cm, "cm: REQ for service 0x%016llx from %s: no listener, REJ",
+		       (unsigned long long)req.service_id, addr_str(ip).s);
+		issue_rej(cm, ip, mad->tid, req.local_comm_id, 0, DR_CM_REJ_INVALID_SERVICE_ID);
 		return;
 	}
 	if (!dr_ib_mtu_bytes(req.path_mtu)) {
 		cm->stats.rx_bad++;
-		issue_rej(cm, ip4, mad->tid, req.local_comm_id, 0, DR_CM_REJ_CONSUMER_DEFINED);
+		issue_rej(cm, ip, mad->tid, req.local_comm_id, 0, DR_CM_REJ_CONSUMER_DEFINED);
 		return;
 	}
 	/* the backlog, and this address's share of it: beyond, silence (see
 	 * dr_cm_listen) */
 	if (l->pending >= l->backlog) {
-		drop(cm, DR_CM_DROP_BACKLOG, "REQ", ip4);
+		drop(cm, DR_CM_DROP_BACKLOG, "REQ", ip);
 		return;
 	}
-	src = src_of(cm, port, ip4);
+	src = src_of(cm, port, ip);
 	if (src && src->n >= DR_CM_SRC_SHARE(l->backlog)) {
-		drop(cm, DR_CM_DROP_SRC_SHARE, "REQ", ip4);
+		drop(cm, DR_CM_DROP_SRC_SHARE, "REQ", ip);
 		return;
 	}
 
-	id = id_new(cm, ip4);
+	id = id_new(cm, ip);
 	if (!id) {
-		drop(cm, DR_CM_DROP_NOMEM, "REQ", ip4); /* the peer resends */
+		drop(cm, DR_CM_DROP_NOMEM, "REQ", ip); /* the peer resends */
 		return;
 	}
 	if (pending_add(l, id)) {
 		id_free(id);
-		drop(cm, DR_CM_DROP_NOMEM, "REQ", ip4);
+		drop(cm, DR_CM_DROP_NOMEM, "REQ", ip);
 		return;
 	}
 	id->remote_comm_id = req.local_comm_id;
-	id->hn_remote.key = remote_key(ip4, req.local_comm_id);
+	id->hn_remote.key = remote_key(cm, ip, req.local_comm_id);
 	htab_add(cm, &cm->by_remote, &id->hn_remote);
 	id->in_by_remote = true;
 	id->tid = mad->tid;
@@ -1104,7 +1166,7 @@ static void recv_req(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 
 /* The id a MAD names by our comm ID, if the MAD comes from its peer: NULL
  * with *why set otherwise. */
-static struct dr_cm_id *id_named(struct dr_cm *cm, uint32_t ip4, uint32_t our_comm_id,
+static struct dr_cm_id *id_named(struct dr_cm *cm, const uint8_t *ip, uint32_t our_comm_id,
 				 enum dr_cm_drop *why)
 {
 	struct dr_cm_id *id = our_comm_id ? id_by_local(cm, our_comm_id) : NULL;
@@ -1113,14 +1175,14 @@ static struct dr_cm_id *id_named(struct dr_cm *cm, uint32_t ip4, uint32_t our_co
 		*why = DR_CM_DROP_NO_ID;
 		return NULL;
 	}
-	if (id->peer_ip4 != ip4) {
+	if (memcmp(id->peer_gid, ip, 16)) {
 		*why = DR_CM_DROP_ADDR;
 		return NULL;
 	}
 	return id;
 }
 
-static void recv_rep(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
+static void recv_rep(struct dr_cm *cm, const uint8_t *ip, const struct dr_mad *mad)
 {
 	enum dr_cm_drop why = DR_CM_DROP_NO_ID;
 	struct dr_cm_rep rep;
@@ -1128,26 +1190,26 @@ static void recv_rep(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 	struct dr_cm_peer *pe;
 
 	dr_cm_rep_unpack(mad->body, &rep);
-	id = id_named(cm, ip4, rep.remote_comm_id, &why);
+	id = id_named(cm, ip, rep.remote_comm_id, &why);
 	if (!id || !id->active) {
 		/* cm.c: a REP for nobody is refused as stale -- and so is one
 		 * that names an id it does not come from, alike, so that the
 		 * answer does not tell a forger our comm ID was right */
 		if (!id && why == DR_CM_DROP_NO_ID &&
-		    !unowned_mine(cm, DR_CM_KEY_COMM_ID, rep.remote_comm_id, "REP", ip4))
+		    !unowned_mine(cm, DR_CM_KEY_COMM_ID, rep.remote_comm_id, "REP", ip))
 			return;
-		drop(cm, why, "REP", ip4);
-		issue_rej(cm, ip4, mad->tid, rep.local_comm_id, 1, DR_CM_REJ_STALE_CONN);
+		drop(cm, why, "REP", ip);
+		issue_rej(cm, ip, mad->tid, rep.local_comm_id, 1, DR_CM_REJ_STALE_CONN);
 		return;
 	}
 	if (id->state != DR_CMS_REQ_SENT) {
 		/* our RTU was lost: send it again, to the very REP only */
 		if (rep.local_comm_id != id->remote_comm_id)
-			drop(cm, DR_CM_DROP_COMM_ID, "REP", ip4);
+			drop(cm, DR_CM_DROP_COMM_ID, "REP", ip);
 		else if (rep.local_qpn != id->peer.qpn)
-			drop(cm, DR_CM_DROP_QPN, "REP", ip4);
+			drop(cm, DR_CM_DROP_QPN, "REP", ip);
 		else if (id->state != DR_CMS_ESTABLISHED)
-			drop(cm, DR_CM_DROP_STATE, "REP", ip4);
+			drop(cm, DR_CM_DROP_STATE, "REP", ip);
 		else {
 			cm->stats.dup_reps++;
 			send_rtu(id);
@@ -1156,7 +1218,8 @@ static void recv_rep(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 	}
 	id->remote_comm_id = rep.local_comm_id;
 	pe = &id->peer;
-	pe->ip4 = ip4;
+	pe->ip4 = id->peer_ip4;
+	memcpy(pe->gid, id->peer_gid, 16);
 	pe->port = id->remote_port;
 	pe->dst_port = id->remote_port;
 	pe->qpn = rep.local_qpn;
@@ -1177,14 +1240,14 @@ static void recv_rep(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 		dr_cm_disconnect(id);
 }
 
-static void recv_rtu(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
+static void recv_rtu(struct dr_cm *cm, const uint8_t *ip, const struct dr_mad *mad)
 {
 	enum dr_cm_drop why = DR_CM_DROP_NO_ID;
 	struct dr_cm_rtu rtu;
 	struct dr_cm_id *id;
 
 	dr_cm_rtu_unpack(mad->body, &rtu);
-	id = id_named(cm, ip4, rtu.remote_comm_id, &why);
+	id = id_named(cm, ip, rtu.remote_comm_id, &why);
 	if (id && id->active)
 		why = DR_CM_DROP_NO_ID, id = NULL;
 	else if (id && rtu.local_comm_id != id->remote_comm_id)
@@ -1192,13 +1255,13 @@ static void recv_rtu(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 	else if (id && id->state != DR_CMS_REP_SENT)
 		why = DR_CM_DROP_STATE, id = NULL; /* also a duplicate RTU */
 	if (!id) {
-		drop_named(cm, why, rtu.remote_comm_id, "RTU", ip4);
+		drop_named(cm, why, rtu.remote_comm_id, "RTU", ip);
 		return;
 	}
 	dr_cm_established(id);
 }
 
-static void recv_rej(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
+static void recv_rej(struct dr_cm *cm, const uint8_t *ip, const struct dr_mad *mad)
 {
 	enum dr_cm_drop why = DR_CM_DROP_NO_ID;
 	struct dr_cm_rej rej;
@@ -1209,23 +1272,23 @@ static void recv_rej(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 		/* a REJ of our REQ_RCVD's REQ names only its sender (it never
 		 * heard our comm ID): the active side gave up (REJ timeout) or
 		 * changed its mind -- the request is withdrawn */
-		id = id_by_remote(cm, ip4, rej.local_comm_id);
+		id = id_by_remote(cm, ip, rej.local_comm_id);
 		if (!id)
-			drop(cm, DR_CM_DROP_NO_ID, "REJ", ip4);
+			drop(cm, DR_CM_DROP_NO_ID, "REJ", ip);
 		else if (id->state != DR_CMS_REQ_RCVD)
-			drop(cm, DR_CM_DROP_STATE, "REJ", ip4);
+			drop(cm, DR_CM_DROP_STATE, "REJ", ip);
 		else
 			req_gone(id, -ECONNABORTED);
 		return;
 	}
-	id = id_named(cm, ip4, rej.remote_comm_id, &why);
+	id = id_named(cm, ip, rej.remote_comm_id, &why);
 	if (!id) {
-		drop_named(cm, why, rej.remote_comm_id, "REJ", ip4);
+		drop_named(cm, why, rej.remote_comm_id, "REJ", ip);
 		return;
 	}
 	/* the sender's comm ID: the REJ of our REQ comes before we know it */
 	if (id->state != DR_CMS_REQ_SENT && rej.local_comm_id != id->remote_comm_id) {
-		drop(cm, DR_CM_DROP_COMM_ID, "REJ", ip4);
+		drop(cm, DR_CM_DROP_COMM_ID, "REJ", ip);
 		return;
 	}
 	switch (id->state) {
@@ -1240,19 +1303,19 @@ static void recv_rej(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 		req_gone(id, -ECONNABORTED);
 		break;
 	default:
-		drop(cm, DR_CM_DROP_STATE, "REJ", ip4);
+		drop(cm, DR_CM_DROP_STATE, "REJ", ip);
 		break;
 	}
 }
 
-static void recv_dreq(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
+static void recv_dreq(struct dr_cm *cm, const uint8_t *ip, const struct dr_mad *mad)
 {
 	enum dr_cm_drop why = DR_CM_DROP_NO_ID;
 	struct dr_cm_dreq dreq;
 	struct dr_cm_id *id;
 
 	dr_cm_dreq_unpack(mad->body, &dreq);
-	id = id_named(cm, ip4, dreq.remote_comm_id, &why);
+	id = id_named(cm, ip, dreq.remote_comm_id, &why);
 	if (id && dreq.local_comm_id != id->remote_comm_id)
 		why = DR_CM_DROP_COMM_ID, id = NULL;
 	else if (id && dreq.remote_qpn != id->local.qpn)
@@ -1263,13 +1326,13 @@ static void recv_dreq(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 		 * answer must not tell which half of a forger's guess was
 		 * right.  The DREP only echoes the DREQ's IDs. */
 		if (why == DR_CM_DROP_NO_ID &&
-		    !unowned_mine(cm, DR_CM_KEY_COMM_ID, dreq.remote_comm_id, "DREQ", ip4))
+		    !unowned_mine(cm, DR_CM_KEY_COMM_ID, dreq.remote_comm_id, "DREQ", ip))
 			return;
-		drop(cm, why, "DREQ", ip4);
-		send_drep(cm, ip4, mad->tid, dreq.remote_comm_id, dreq.local_comm_id);
+		drop(cm, why, "DREQ", ip);
+		send_drep(cm, ip, mad->tid, dreq.remote_comm_id, dreq.local_comm_id);
 		return;
 	}
-	send_drep(cm, ip4, mad->tid, id->local_comm_id, id->remote_comm_id);
+	send_drep(cm, ip, mad->tid, id->local_comm_id, id->remote_comm_id);
 	switch (id->state) {
 	case DR_CMS_REP_SENT:
 	case DR_CMS_ESTABLISHED:
@@ -1283,21 +1346,21 @@ static void recv_dreq(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 	}
 }
 
-static void recv_drep(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
+static void recv_drep(struct dr_cm *cm, const uint8_t *ip, const struct dr_mad *mad)
 {
 	enum dr_cm_drop why = DR_CM_DROP_NO_ID;
 	struct dr_cm_drep drep;
 	struct dr_cm_id *id;
 
 	dr_cm_drep_unpack(mad->body, &drep);
-	id = id_named(cm, ip4, drep.remote_comm_id, &why);
+	id = id_named(cm, ip, drep.remote_comm_id, &why);
 	if (id && drep.local_comm_id != id->remote_comm_id)
 		why = DR_CM_DROP_COMM_ID, id = NULL;
 	else if (id && id->state != DR_CMS_DREQ_SENT &&
 		 !(id->state == DR_CMS_TIMEWAIT && id->drep_awaited))
 		why = DR_CM_DROP_STATE, id = NULL;
 	if (!id) {
-		drop_named(cm, why, drep.remote_comm_id, "DREP", ip4);
+		drop_named(cm, why, drep.remote_comm_id, "DREP", ip);
 		return;
 	}
 	id->drep_awaited = false;
@@ -1307,14 +1370,14 @@ static void recv_drep(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 	emit(id, DR_CM_EV_DISCONNECTED, 0, drep.private_data, DR_CM_DREP_PRIV_LEN, NULL);
 }
 
-static void recv_mra(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
+static void recv_mra(struct dr_cm *cm, const uint8_t *ip, const struct dr_mad *mad)
 {
 	enum dr_cm_drop why = DR_CM_DROP_NO_ID;
 	struct dr_cm_mra mra;
 	struct dr_cm_id *id;
 
 	dr_cm_mra_unpack(mad->body, &mra);
-	id = id_named(cm, ip4, mra.remote_comm_id, &why);
+	id = id_named(cm, ip, mra.remote_comm_id, &why);
 	/* an MRA of our REQ carries the sender's new comm ID, one of our REP
 	 * the one we know; each extends the wait once (cm.c moves to
 	 * MRA_REQ_RCVD / MRA_REP_RCVD and takes no second) */
@@ -1326,7 +1389,7 @@ static void recv_mra(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 	else if (id && (id->mra_seen || id->deadline_ns == UINT64_MAX))
 		why = DR_CM_DROP_STATE, id = NULL;
 	if (!id) {
-		drop_named(cm, why, mra.remote_comm_id, "MRA", ip4);
+		drop_named(cm, why, mra.remote_comm_id, "MRA", ip);
 		return;
 	}
 	/* the peer needs more time: wait its service timeout (IBA 12.6.6) */
@@ -1335,7 +1398,7 @@ static void recv_mra(struct dr_cm *cm, uint32_t ip4, const struct dr_mad *mad)
 			     (4096ull << (mra.service_timeout & 31)));
 }
 
-void dr_cm_recv(struct dr_cm *cm, uint32_t src_ip4, const void *buf, size_t len)
+static void cm_recv(struct dr_cm *cm, const uint8_t *src_ip, const void *buf, size_t len)
 {
 	struct dr_mad mad;
 
@@ -1347,25 +1410,25 @@ void dr_cm_recv(struct dr_cm *cm, uint32_t src_ip4, const void *buf, size_t len)
 	}
 	switch (mad.attr_id) {
 	case DR_CM_ATTR_REQ:
-		recv_req(cm, src_ip4, &mad);
+		recv_req(cm, src_ip, &mad);
 		break;
 	case DR_CM_ATTR_REP:
-		recv_rep(cm, src_ip4, &mad);
+		recv_rep(cm, src_ip, &mad);
 		break;
 	case DR_CM_ATTR_RTU:
-		recv_rtu(cm, src_ip4, &mad);
+		recv_rtu(cm, src_ip, &mad);
 		break;
 	case DR_CM_ATTR_REJ:
-		recv_rej(cm, src_ip4, &mad);
+		recv_rej(cm, src_ip, &mad);
 		break;
 	case DR_CM_ATTR_DREQ:
-		recv_dreq(cm, src_ip4, &mad);
+		recv_dreq(cm, src_ip, &mad);
 		break;
 	case DR_CM_ATTR_DREP:
-		recv_drep(cm, src_ip4, &mad);
+		recv_drep(cm, src_ip, &mad);
 		break;
 	case DR_CM_ATTR_MRA:
-		recv_mra(cm, src_ip4, &mad);
+		recv_mra(cm, src_ip, &mad);
 		break;
 	default:
 		cm->stats.rx_bad++; /* LAP/APR/SIDR: not spoken */
@@ -1394,7 +1457,7 @@ static void id_timeout(struct dr_cm_id *id)
 		id->retries_left--;
 		cm->stats.resent++;
 		set_deadline(id, cm->ops->now_ns(cm->ctx) + mad_timeout_ns(cm));
-		send_raw(cm, id->peer_ip4, id->last_mad);
+		send_raw(cm, id->peer_gid, id->last_mad);
 		return;
 	}
 	switch (id->state) {
@@ -1419,14 +1482,20 @@ static void id_timeout(struct dr_cm_id *id)
 		id_free(id);
 }
 
-int dr_cm_mad_frame(struct dr_cm *cm, uint32_t dst_ip4, const uint8_t *mad, void *buf,
-		    size_t cap)
+static int mad_frame(struct dr_cm *cm, const uint8_t *dst, const uint8_t *mad, void *buf,
+		     size_t cap)
 {
 	struct dr_pkt_desc d;
 
 	dr_pkt_desc_init(&d);
-	d.src_ip4 = cm->cfg.local_ip4;
-	d.dst_ip4 = dst_ip4;
+	if (cm->cfg.ipv6) {
+		d.ip_version = 6;
+		memcpy(d.src_ip6, cm->local_gid, 16);
+		memcpy(d.dst_ip6, dst, 16);
+	} else {
+		d.src_ip4 = cm->cfg.local_ip4;
+		d.dst_ip4 = gid_ip4(dst);
+	}
 	d.sport = dr_udp_sport(0, DR_GSI_QPN, DR_GSI_QPN);
 	d.opcode = DR_OP_UD_SEND_ONLY;
 	d.dqpn = DR_GSI_QPN;
@@ -1451,13 +1520,13 @@ bool dr_cm_disconnecting(const struct dr_cm *cm)
 	return false;
 }
 
-/* Called when ARP gives up on ip4: rare, so a walk over the ids. */
-void dr_cm_peer_unreachable(struct dr_cm *cm, uint32_t ip4)
+/* Called when ARP (ND) gives up on ip: rare, so a walk over the ids. */
+static void peer_unreachable(struct dr_cm *cm, const uint8_t *ip)
 {
 	uint64_t now = cm->ops->now_ns(cm->ctx);
 
 	for (struct dr_cm_id *id = cm->ids; id; id = id->next)
-		if (id->peer_ip4 == ip4 && id->deadline_ns != UINT64_MAX &&
+		if (!memcmp(id->peer_gid, ip, 16) && id->deadline_ns != UINT64_MAX &&
 		    (id->state == DR_CMS_REQ_SENT || id->state == DR_CMS_REP_SENT ||
 		     id->state == DR_CMS_DREQ_SENT)) {
 			id->retries_left = 0;
@@ -1465,6 +1534,85 @@ void dr_cm_peer_unreachable(struct dr_cm *cm, uint32_t ip4)
 			set_deadline(id, now);
 		}
 	dr_cm_tick(cm);
+}
+
+/* ---- the two families' entry points ------------------------------------------ */
+
+int dr_cm_connect(struct dr_cm *cm, uint32_t dst_ip4, uint16_t dst_port, uint16_t src_port,
+		  const struct dr_cm_conn_param *p, void *ctx, struct dr_cm_id **out)
+{
+	uint8_t gid[16];
+
+	if (cm->cfg.ipv6)
+		return -EAFNOSUPPORT;
+	dr_gid_from_ipv4(gid, dst_ip4);
+	return cm_connect(cm, gid, dst_port, src_port, p, ctx, out);
+}
+
+int dr_cm_connect6(struct dr_cm *cm, const uint8_t dst_ip6[16], uint16_t dst_port,
+		   uint16_t src_port, const struct dr_cm_conn_param *p, void *ctx,
+		   struct dr_cm_id **out)
+{
+	if (!cm->cfg.ipv6 || gid_is4(dst_ip6))
+		return -EAFNOSUPPORT;
+	return cm_connect(cm, dst_ip6, dst_port, src_port, p, ctx, out);
+}
+
+void dr_cm_recv(struct dr_cm *cm, uint32_t src_ip4, const void *mad, size_t len)
+{
+	uint8_t gid[16];
+
+	if (cm->cfg.ipv6) {
+		cm->stats.rx_mads++;
+		cm->stats.rx_bad++;
+		return;
+	}
+	dr_gid_from_ipv4(gid, src_ip4);
+	cm_recv(cm, gid, mad, len);
+}
+
+void dr_cm_recv6(struct dr_cm *cm, const uint8_t src_ip6[16], const void *mad, size_t len)
+{
+	if (!cm->cfg.ipv6 || gid_is4(src_ip6)) {
+		cm->stats.rx_mads++;
+		cm->stats.rx_bad++;
+		return;
+	}
+	cm_recv(cm, src_ip6, mad, len);
+}
+
+void dr_cm_peer_unreachable(struct dr_cm *cm, uint32_t ip4)
+{
+	uint8_t gid[16];
+
+	dr_gid_from_ipv4(gid, ip4);
+	if (!cm->cfg.ipv6)
+		peer_unreachable(cm, gid);
+}
+
+void dr_cm_peer_unreachable6(struct dr_cm *cm, const uint8_t ip6[16])
+{
+	if (cm->cfg.ipv6)
+		peer_unreachable(cm, ip6);
+}
+
+int dr_cm_mad_frame(struct dr_cm *cm, uint32_t dst_ip4, const uint8_t *mad, void *buf,
+		    size_t cap)
+{
+	uint8_t gid[16];
+
+	if (cm->cfg.ipv6)
+		return -EAFNOSUPPORT;
+	dr_gid_from_ipv4(gid, dst_ip4);
+	return mad_frame(cm, gid, mad, buf, cap);
+}
+
+int dr_cm_mad_frame6(struct dr_cm *cm, const uint8_t dst_ip6[16], const uint8_t *mad, void *buf,
+		     size_t cap)
+{
+	if (!cm->cfg.ipv6)
+		return -EAFNOSUPPORT;
+	return mad_frame(cm, dst_ip6, mad, buf, cap);
 }
 
 void dr_cm_tick(struct dr_cm *cm)

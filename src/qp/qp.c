@@ -622,9 +622,15 @@ static int dr_qp_to_rtr(struct dr_qp *qp)
 	dr_pkt_desc_init(d);
 	memcpy(d->src_mac, p->src_mac, 6);
 	memcpy(d->dst_mac, p->dst_mac, 6);
-	d->ip_version = 4;
-	d->src_ip4 = p->src_ip4;
-	d->dst_ip4 = p->dst_ip4;
+	if (p->ipv6) {
+		d->ip_version = 6;
+		memcpy(d->src_ip6, p->src_ip6, 16);
+		memcpy(d->dst_ip6, p->dst_ip6, 16);
+	} else {
+		d->ip_version = 4;
+		d->src_ip4 = p->src_ip4;
+		d->dst_ip4 = p->dst_ip4;
+	}
 	d->tos = p->tos;
 	d->ttl = p->ttl ? p->ttl : 64;
 	d->sport = p->sport ? p->sport : dr_udp_sport(0, qp->qpn, qp->attr.dest_qpn);
@@ -803,10 +809,17 @@ enum dr_rx_drop dr_qp_rx_check(const struct dr_qp *qp, const struct dr_pkt *pkt)
 	if (qp->state == DR_QPS_RESET || qp->state == DR_QPS_INIT)
 		return DR_RX_DROP_STATE;
 	/* the connection's addresses, both ways (rxe check_addr) */
-	if (!pkt->ip4 || ntohl(pkt->ip4->saddr) != qp->attr.path.dst_ip4)
-		return DR_RX_DROP_SRC_ADDR;
-	if (ntohl(pkt->ip4->daddr) != qp->attr.path.src_ip4)
-		return DR_RX_DROP_DST_ADDR;
+	if (qp->attr.path.ipv6) {
+		if (!pkt->ip6 || memcmp(pkt->ip6->saddr, qp->attr.path.dst_ip6, 16))
+			return DR_RX_DROP_SRC_ADDR;
+		if (memcmp(pkt->ip6->daddr, qp->attr.path.src_ip6, 16))
+			return DR_RX_DROP_DST_ADDR;
+	} else {
+		if (!pkt->ip4 || ntohl(pkt->ip4->saddr) != qp->attr.path.dst_ip4)
+			return DR_RX_DROP_SRC_ADDR;
+		if (ntohl(pkt->ip4->daddr) != qp->attr.path.src_ip4)
+			return DR_RX_DROP_DST_ADDR;
+	}
 	/* rxe check_keys: P_Key against the QP's (0xFFFF, full member) */
 	if (!dr_pkey_match(dr_bth_pkey(pkt->bth), qp->tmpl.pkey))
 		return DR_RX_DROP_PKEY;

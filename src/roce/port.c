@@ -16,6 +16,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <ifaddrs.h>
+#include <arpa/inet.h>
 #include <linux/filter.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -431,6 +432,7 @@ static void kernel_hold(struct dr_port *p, const char *spec)
 	    .sin_port = htons(DR_ROCE_UDP_PORT),
 	    .sin_addr.s_addr = htonl(p->ip),
 	};
+	struct sockaddr_in6 sin6 = {.sin6_family = AF_INET6, .sin6_port = htons(DR_ROCE_UDP_PORT)};
 	struct ifaddrs *ifa, *i;
 	const char *s = strstr(spec, ",iface=");
 	char iface[64];
@@ -443,19 +445,23 @@ static void kernel_hold(struct dr_port *p, const char *spec)
 	snprintf(iface, sizeof(iface), "%.*s", (int)strcspn(s, ","), s);
 	if (getifaddrs(&ifa) < 0)
 		return;
+	memcpy(&sin6.sin6_addr, p->ip6, 16);
 	for (i = ifa; i; i = i->ifa_next)
-		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+		if (i->ifa_addr && i->ifa_addr->sa_family == (p->ipv6 ? AF_INET6 : AF_INET) &&
 		    !strcmp(i->ifa_name, iface) &&
-		    ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr == htonl(p->ip))
+		    (p->ipv6
+			 ? !memcmp(&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, p->ip6, 16)
+			 : ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr == htonl(p->ip)))
 			held = true;
 	freeifaddrs(ifa);
 	if (!held)
 		return;
 
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	fd = socket(p->ipv6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0 ||
 	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
-	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
+	    (p->ipv6 ? bind(fd, (struct sockaddr *)&sin6, sizeof(sin6))
+		     : bind(fd, (struct sockaddr *)&sin, sizeof(sin))) < 0) {
 		dr_port_log(DR_PORT_LOG_WARN,
 			    "%s: cannot hold UDP port %u on %s in the kernel (%s%s): the kernel "
 			    "will answer RoCE traffic to this address itself",
@@ -477,7 +483,14 @@ static int check_config(const struct dr_port_config *cfg, struct dr_port_err *er
 {
 	uint32_t mask, ip = cfg->ip4;
 	unsigned mtu = cfg->mtu ? cfg->mtu : DR_PORT_DEF_MTU;
+	int ret;
 
+	if (cfg->ipv6) {
+		ret = dr_port6_check_config(cfg, err);
+		if (ret < 0)
+			return ret;
+		goto mtu;
+	}
 	if (cfg->prefix_len < 1 || cfg->prefix_len > 32)
 		return dr_port_fail(err, -EINVAL, DR_PORT_PARAM_ADDR,
 				    "prefix length %u: must be 1 to 32", cfg->prefix_len);
@@ -490,6 +503,7 @@ static int check_config(const struct dr_port_config *cfg, struct dr_port_err *er
 	if (cfg->gateway4 && (cfg->gateway4 & mask) != (ip & mask))
 		return dr_port_fail(err, -EINVAL, DR_PORT_PARAM_ADDR,
 				    "gateway is not in the port's subnet");
+mtu:
 	if (mtu < DR_PORT_MIN_MTU || mtu > DR_PORT_MAX_MTU)
 		return dr_port_fail(err, -EINVAL, DR_PORT_PARAM_MTU, "MTU %u: must be %u to %u",
 				    mtu, DR_PORT_MIN_MTU, DR_PORT_MAX_MTU);
@@ -625,6 +639,17 @@ static int configure_device(struct dr_port *p, const struct rte_eth_dev_info *in
 	if (ret < 0 && ret != -ENOTSUP)
 		dr_port_log(DR_PORT_LOG_INFO, "%s: cannot turn promiscuous mode off: %s", p->name,
 			    strerror(-ret));
+	/* IPv6: solicitations come to our solicited-node group.  Where the
+	 * device cannot (net_af_packet in DPDK 22.11 has no such operation)
+	 * they arrive if the interface has joined the group: the kernel
+	 * does for the addresses it holds */
+	ret = p->ipv6 ? rte_eth_allmulticast_enable(p->port_id) : 0;
+	if (ret < 0)
+		dr_port_log(DR_PORT_LOG_INFO,
+			    "%s: cannot turn all-multicast mode on (%s): neighbour "
+			    "solicitations reach this port only through a multicast group the "
+			    "interface has joined",
+			    p->name, strerror(-ret));
 	return 0;
 out_dev_err: /* teardown() undoes what was done */
 	return dr_port_fail(err, ret, DR_PORT_PARAM_DEVICE, "%s: cannot set up the device: %s",
@@ -709,6 +734,8 @@ static void teardown(struct dr_port *p)
 	}
 	if (p->kernel_fd >= 0)
 		close(p->kernel_fd);
+	if (p->group_fd >= 0)
+		close(p->group_fd);
 	if (p->port_id < RTE_MAX_ETHPORTS && port_by_id[p->port_id] == p) {
 		dr_port_intr_barrier();
 		if (p->started)
@@ -749,7 +776,7 @@ static int open_locked(const struct dr_port_config *cfg, struct dr_port **out,
 {
 	struct dr_port *p;
 	struct rte_eth_link link;
-	char name[RTE_RING_NAMESIZE];
+	char name[RTE_RING_NAMESIZE], addr[INET6_ADDRSTRLEN];
 	unsigned nb_mbufs;
 	int ret;
 
@@ -759,11 +786,18 @@ static int open_locked(const struct dr_port_config *cfg, struct dr_port **out,
 	p->serial = port_serial++;
 	p->port_id = RTE_MAX_ETHPORTS;
 	p->kernel_fd = -1;
+	p->group_fd = -1;
 	p->link_fd = -1;
-	p->ip = cfg->ip4;
+	if (cfg->ipv6) {
+		p->ipv6 = true;
+		memcpy(p->ip6, cfg->ip6, 16);
+		memcpy(p->gateway6, cfg->gateway6, 16);
+	} else {
+		p->ip = cfg->ip4;
+		p->netmask = cfg->prefix_len == 32 ? ~0u : ~(~0u >> cfg->prefix_len);
+		p->gateway = cfg->gateway4;
+	}
 	p->prefix_len = cfg->prefix_len;
-	p->netmask = cfg->prefix_len == 32 ? ~0u : ~(~0u >> cfg->prefix_len);
-	p->gateway = cfg->gateway4;
 	p->mtu = cfg->mtu ? cfg->mtu : DR_PORT_DEF_MTU;
 	p->qdisc_bypass = cfg->qdisc_bypass;
 	p->max_frame = p->mtu + sizeof(struct dr_eth_hdr) + sizeof(struct dr_vlan_hdr);
@@ -821,6 +855,8 @@ static int open_locked(const struct dr_port_config *cfg, struct dr_port **out,
 			goto out_teardown;
 	}
 	kernel_hold(p, cfg->device);
+	if (p->ipv6)
+		dr_neigh_join_group(p, cfg->device);
 	dr_neigh_announce(p);
 	/* after the last send under the global lock: a send that finds the
 	 * link back up re-creates the device, which takes that lock */
@@ -828,11 +864,16 @@ static int open_locked(const struct dr_port_config *cfg, struct dr_port **out,
 
 	if (rte_eth_link_get_nowait(p->port_id, &link) < 0)
 		memset(&link, 0, sizeof(link));
+	if (p->ipv6)
+		inet_ntop(AF_INET6, p->ip6, addr, sizeof(addr));
+	else
+		snprintf(addr, sizeof(addr), "%u.%u.%u.%u", p->ip >> 24, (p->ip >> 16) & 255,
+			 (p->ip >> 8) & 255, p->ip & 255);
 	dr_port_log(DR_PORT_LOG_INFO,
-		    "%s: port %u, MAC %02x:%02x:%02x:%02x:%02x:%02x, IPv4 %u.%u.%u.%u/%u, MTU %u, "
+		    "%s: port %u, MAC %02x:%02x:%02x:%02x:%02x:%02x, %s %s/%u, MTU %u, "
 		    "link %s, %s",
 		    p->name, p->port_id, p->mac[0], p->mac[1], p->mac[2], p->mac[3], p->mac[4],
-		    p->mac[5], p->ip >> 24, (p->ip >> 16) & 255, (p->ip >> 8) & 255, p->ip & 255,
+		    p->mac[5], p->ipv6 ? "IPv6" : "IPv4", addr,
 		    p->prefix_len, p->mtu, link.link_status ? "up" : "down",
 		    p->zero_copy ? "zero-copy sends" : "copied sends");
 	*out = p;
@@ -923,6 +964,13 @@ uint32_t dr_port_ip4(const struct dr_port *p)
 	return p->ip;
 }
 
+bool dr_port_ip6(const struct dr_port *p, uint8_t ip6[16])
+{
+	if (p->ipv6)
+		memcpy(ip6, p->ip6, 16);
+	return p->ipv6;
+}
+
 unsigned dr_port_prefix_len(const struct dr_port *p)
 {
 	return p->prefix_len;
@@ -974,6 +1022,12 @@ void dr_port_set_neigh_cb(struct dr_port *p, dr_port_neigh_fn fn, void *ctx)
 {
 	p->neigh_fn = fn;
 	p->neigh_ctx = ctx;
+}
+
+void dr_port_set_neigh6_cb(struct dr_port *p, dr_port_neigh6_fn fn, void *ctx)
+{
+	p->neigh6_fn = fn;
+	p->neigh6_ctx = ctx;
 }
 
 /* ---- clock and timers --------------------------------------------------------------- */
@@ -1751,7 +1805,18 @@ static int send_mbuf(struct dr_port *p, struct rte_mbuf *m)
 		type = ntohs(rte_pktmbuf_mtod_offset(m, struct dr_vlan_hdr *, l3)->type);
 		l3 += sizeof(struct dr_vlan_hdr);
 	}
-	if (type != DR_ETH_P_IPV4 || m->data_len < l3 + sizeof(*ip)) {
+	if (p->ipv6 && type == DR_ETH_P_IPV6 && m->data_len >= l3 + sizeof(struct dr_ipv6_hdr)) {
+		const uint8_t *d6 = rte_pktmbuf_mtod_offset(m, struct dr_ipv6_hdr *, l3)->daddr;
+
+		/* never under 60 bytes: 14 + 40 + UDP + BTH + ICRC */
+		memcpy(eth->src, p->mac, 6);
+		if (!memcmp(d6, p->ip6, 16)) {
+			memcpy(eth->dst, p->mac, 6);
+			return p->local_fn ? local_xmit(p, m) : loop_xmit(p, m);
+		}
+		return dr_neigh_output6(p, d6, m);
+	}
+	if (p->ipv6 || type != DR_ETH_P_IPV4 || m->data_len < l3 + sizeof(*ip)) {
 		rte_pktmbuf_free(m);
 		return -EINVAL;
 	}
@@ -1920,6 +1985,8 @@ int dr_port_resolve(struct dr_port *p, uint32_t ip, uint8_t mac[6])
 {
 	uint32_t nexthop;
 
+	if (p->ipv6)
+		return -EINVAL;
 	if (ip == p->ip) {
 		memcpy(mac, p->mac, 6);
 		return 0;
@@ -1971,6 +2038,10 @@ static void rx_one(struct dr_port *p, struct rte_mbuf *m, bool looped)
 		rte_pktmbuf_free(m);
 		return;
 	}
+	if (p->ipv6 && eth->type == htons(DR_ETH_P_IPV6) && dr_neigh_nd_input(p, data, len)) {
+		rte_pktmbuf_free(m);
+		return;
+	}
 	if (memcmp(eth->dst, p->mac, 6)) {
 		p->stats.rx_not_ours++;
 		goto drop;
@@ -1980,7 +2051,8 @@ static void rx_one(struct dr_port *p, struct rte_mbuf *m, bool looped)
 		p->stats.rx_verdict[v]++;
 		goto drop;
 	}
-	if (!pkt.ip4 || ntohl(pkt.ip4->daddr) != p->ip) {
+	if (p->ipv6 ? !pkt.ip6 || memcmp(pkt.ip6->daddr, p->ip6, 16)
+		    : !pkt.ip4 || ntohl(pkt.ip4->daddr) != p->ip) {
 		p->stats.rx_not_ours++;
 		goto drop;
 	}

@@ -42,14 +42,29 @@
  * from the QP's retransmit path): a valid entry is probed at once, so a
  * peer whose MAC changed is found within probe_ms plus a round trip.
  *
+ * On an IPv6 port neighbour discovery (RFC 4861) stands in for ARP under
+ * the same rules (dr_neigh_nd_input): a solicitation takes the place of a
+ * request, a Solicited advertisement unicast to us that of a reply, and
+ * only such an advertisement for an address we asked about sets a MAC.
+ * Linux's ndisc_recv_na() would take an unsolicited advertisement with
+ * the Override flag; here, as for ARP, it can only make a REACHABLE entry
+ * STALE.
+ *
  * Entries live in an array indexed by the position rte_hash gives the key
- * (the IPv4 address, host order); each has one rte_timer (a dr_port_timer)
+ * (the IPv6 address, IPv4 ones mapped, ::ffff:a.b.c.d); each has one
+ * rte_timer (a dr_port_timer)
  * for retries and expiry.  Everything runs in the port owner's context
  * (dr_port_poll, sends): no locking.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <rte_errno.h>
 #include <rte_hash.h>
@@ -80,7 +95,7 @@ static const char *const state_name[DR_NEIGH_STATE_NUM] = {
 
 struct dr_neigh {
 	struct dr_port_timer timer;
-	uint32_t ip; /* host order: the hash key */
+	uint8_t ip[16]; /* the hash key: IPv6, or IPv4-mapped */
 	uint8_t mac[6];
 	uint8_t state; /* enum dr_neigh_state */
 	uint8_t tries; /* requests sent in this round */
@@ -94,11 +109,46 @@ struct dr_neigh {
 #define IP4_ARGS(ip) (ip) >> 24, ((ip) >> 16) & 255, ((ip) >> 8) & 255, (ip)&255
 
 static const uint8_t mac_bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+static const uint8_t v4_mapped[12] = {[10] = 0xff, [11] = 0xff};
+
+static void key4(uint8_t k[16], uint32_t ip)
+{
+	memcpy(k, v4_mapped, 12);
+	k[12] = ip >> 24;
+	k[13] = ip >> 16;
+	k[14] = ip >> 8;
+	k[15] = ip;
+}
+
+static bool key_is4(const uint8_t k[16])
+{
+	return !memcmp(k, v4_mapped, 12);
+}
+
+static uint32_t key_ip4(const uint8_t k[16])
+{
+	return (uint32_t)k[12] << 24 | (uint32_t)k[13] << 16 | (uint32_t)k[14] << 8 | k[15];
+}
+
+/* an address for the log: dotted for IPv4, as the IPv4 port always said */
+struct ipstr {
+	char s[INET6_ADDRSTRLEN];
+};
+static struct ipstr ipstr(const uint8_t k[16])
+{
+	struct ipstr r;
+
+	if (key_is4(k))
+		snprintf(r.s, sizeof(r.s), IP4_FMT, IP4_ARGS(key_ip4(k)));
+	else
+		inet_ntop(AF_INET6, k, r.s, sizeof(r.s));
+	return r;
+}
 
 static void set_state(struct dr_port *p, struct dr_neigh *n, enum dr_neigh_state s)
 {
-	dr_port_log(DR_PORT_LOG_DEBUG, "%s: neighbour " IP4_FMT " %s -> %s", p->name,
-		    IP4_ARGS(n->ip), state_name[n->state], state_name[s]);
+	dr_port_log(DR_PORT_LOG_DEBUG, "%s: neighbour %s %s -> %s", p->name, ipstr(n->ip).s,
+		    state_name[n->state], state_name[s]);
 	n->state = s;
 	n->changed_ns = dr_port_now_ns();
 }
@@ -126,20 +176,51 @@ static int arp_send(struct dr_port *p, const struct dr_arp_msg *a)
 	return ret;
 }
 
+static int nd_send(struct dr_port *p, const struct dr_nd_msg *nd)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(p->pool);
+	void *data;
+	int ret;
+
+	if (!m) {
+		p->stats.tx_nombuf++;
+		return -ENOBUFS;
+	}
+	data = rte_pktmbuf_append(m, DR_ND_LEN);
+	ret = dr_nd_build(nd, data, DR_ND_LEN);
+	if (ret < 0) {
+		rte_pktmbuf_free(m);
+		return ret;
+	}
+	rte_pktmbuf_trim(m, (uint16_t)(DR_ND_LEN - ret));
+	ret = dr_port_xmit(p, m);
+	if (ret == 0)
+		p->stats.tx_nd++;
+	return ret;
+}
+
 /* One request for n, and the timer for the next step.  PROBE asks the MAC
  * it has first, by unicast (target hardware address set, as Linux's
- * arp_solicit() does), then everyone. */
+ * arp_solicit() does; on IPv6 a solicitation to the address itself at
+ * that MAC, RFC 4861 7.3.3), then everyone. */
 static void solicit(struct dr_port *p, struct dr_neigh *n)
 {
-	struct dr_arp_msg a;
-
 	n->ucast = n->state == DR_NEIGH_PROBE && n->tries == 0;
-	dr_arp_request(&a, p->mac, p->ip, n->ip);
-	if (n->ucast) {
-		memcpy(a.eth_dst, n->mac, 6);
-		memcpy(a.tha, n->mac, 6);
+	if (p->ipv6) {
+		struct dr_nd_msg ns;
+
+		dr_nd_solicit(&ns, p->mac, p->ip6, n->ip, n->ucast ? n->mac : NULL);
+		nd_send(p, &ns);
+	} else {
+		struct dr_arp_msg a;
+
+		dr_arp_request(&a, p->mac, p->ip, key_ip4(n->ip));
+		if (n->ucast) {
+			memcpy(a.eth_dst, n->mac, 6);
+			memcpy(a.tha, n->mac, 6);
+		}
+		arp_send(p, &a);
 	}
-	arp_send(p, &a);
 	n->tries++;
 	arm_ms(n, n->ucast ? p->arp.probe_ms : p->arp.retry_ms);
 }
@@ -197,32 +278,37 @@ static void queue_add(struct dr_port *p, struct dr_neigh *n, struct rte_mbuf *m)
 	p->stats.arp_queued++;
 }
 
-static void notify(struct dr_port *p, uint32_t ip, int status)
+static void notify(struct dr_port *p, const uint8_t ip[16], int status)
 {
-	if (p->neigh_fn)
-		p->neigh_fn(p->neigh_ctx, ip, status);
+	if (key_is4(ip)) {
+		if (p->neigh_fn)
+			p->neigh_fn(p->neigh_ctx, key_ip4(ip), status);
+	} else if (p->neigh6_fn) {
+		p->neigh6_fn(p->neigh6_ctx, ip, status);
+	}
 }
 
 static void neigh_delete(struct dr_port *p, struct dr_neigh *n)
 {
-	uint32_t key = n->ip;
+	uint8_t key[16];
 
+	memcpy(key, n->ip, 16);
 	dr_port_timer_cancel(&n->timer);
 	queue_drop_all(p, n);
 	set_state(p, n, DR_NEIGH_FREE);
-	rte_hash_del_key(p->neigh_hash, &key);
+	rte_hash_del_key(p->neigh_hash, key);
 }
 
 /* The last entry found is tried first: a port mostly sends to one peer
  * (a freed slot is FREE, a reused one has another address). */
-static struct dr_neigh *neigh_lookup(struct dr_port *p, uint32_t ip)
+static struct dr_neigh *neigh_lookup(struct dr_port *p, const uint8_t ip[16])
 {
 	struct dr_neigh *n = p->neigh_last;
 	int32_t i;
 
-	if (n && n->ip == ip && n->state != DR_NEIGH_FREE)
+	if (n && !memcmp(n->ip, ip, 16) && n->state != DR_NEIGH_FREE)
 		return n;
-	i = rte_hash_lookup(p->neigh_hash, &ip);
+	i = rte_hash_lookup(p->neigh_hash, ip);
 	n = i >= 0 && (unsigned)i < p->arp.entries ? &p->neigh[i] : NULL;
 	if (n)
 		p->neigh_last = n;
@@ -249,21 +335,21 @@ static bool evict(struct dr_port *p)
 	return victim;
 }
 
-static struct dr_neigh *neigh_create(struct dr_port *p, uint32_t ip)
+static struct dr_neigh *neigh_create(struct dr_port *p, const uint8_t ip[16])
 {
 	struct dr_neigh *n;
 	int32_t i;
 
-	i = rte_hash_add_key(p->neigh_hash, &ip);
+	i = rte_hash_add_key(p->neigh_hash, ip);
 	if (i == -ENOSPC && evict(p))
-		i = rte_hash_add_key(p->neigh_hash, &ip);
+		i = rte_hash_add_key(p->neigh_hash, ip);
 	if (i < 0 || (unsigned)i >= p->arp.entries) {
 		if (i >= 0)
-			rte_hash_del_key(p->neigh_hash, &ip);
+			rte_hash_del_key(p->neigh_hash, ip);
 		return NULL;
 	}
 	n = &p->neigh[i];
-	n->ip = ip;
+	memcpy(n->ip, ip, 16);
 	n->tries = 0;
 	n->qhead = n->qlen = 0;
 	set_state(p, n, DR_NEIGH_INCOMPLETE);
@@ -277,9 +363,8 @@ static void confirm(struct dr_port *p, struct dr_neigh *n, const uint8_t mac[6])
 
 	if (n->state == DR_NEIGH_PROBE && memcmp(n->mac, mac, 6)) {
 		dr_port_log(DR_PORT_LOG_INFO,
-			    "%s: neighbour " IP4_FMT " moved to %02x:%02x:%02x:%02x:%02x:%02x",
-			    p->name, IP4_ARGS(n->ip), mac[0], mac[1], mac[2], mac[3], mac[4],
-			    mac[5]);
+			    "%s: neighbour %s moved to %02x:%02x:%02x:%02x:%02x:%02x", p->name,
+			    ipstr(n->ip).s, mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
 		p->stats.arp_moved++;
 	}
 	memcpy(n->mac, mac, 6);
@@ -316,8 +401,8 @@ static void learn_stale(struct dr_port *p, struct dr_neigh *n, const uint8_t mac
 
 static void fail(struct dr_port *p, struct dr_neigh *n)
 {
-	dr_port_log(DR_PORT_LOG_INFO, "%s: no ARP reply from " IP4_FMT " after %u requests",
-		    p->name, IP4_ARGS(n->ip), n->tries);
+	dr_port_log(DR_PORT_LOG_INFO, "%s: no %s from %s after %u requests", p->name,
+		    p->ipv6 ? "ND advertisement" : "ARP reply", ipstr(n->ip).s, n->tries);
 	queue_drop_all(p, n);
 	set_state(p, n, DR_NEIGH_FAILED);
 	p->stats.arp_failed++;
@@ -360,7 +445,7 @@ static void neigh_timer(void *arg)
 
 /* Look ip up, starting resolution if it is unknown or stale.  NULL: the
  * table is full. */
-static struct dr_neigh *neigh_use(struct dr_port *p, uint32_t ip)
+static struct dr_neigh *neigh_use(struct dr_port *p, const uint8_t ip[16])
 {
 	struct dr_neigh *n = neigh_lookup(p, ip);
 
@@ -374,7 +459,7 @@ static struct dr_neigh *neigh_use(struct dr_port *p, uint32_t ip)
 	return n;
 }
 
-int dr_neigh_output(struct dr_port *p, uint32_t nexthop, struct rte_mbuf *m)
+static int neigh_output(struct dr_port *p, const uint8_t nexthop[16], struct rte_mbuf *m)
 {
 	struct dr_neigh *n = neigh_use(p, nexthop);
 
@@ -397,7 +482,15 @@ int dr_neigh_output(struct dr_port *p, uint32_t nexthop, struct rte_mbuf *m)
 	}
 }
 
-int dr_neigh_resolve(struct dr_port *p, uint32_t ip, uint8_t mac[6])
+int dr_neigh_output(struct dr_port *p, uint32_t nexthop, struct rte_mbuf *m)
+{
+	uint8_t k[16];
+
+	key4(k, nexthop);
+	return neigh_output(p, k, m);
+}
+
+static int neigh_resolve(struct dr_port *p, const uint8_t ip[16], uint8_t mac[6])
 {
 	struct dr_neigh *n = neigh_use(p, ip);
 
@@ -416,40 +509,176 @@ int dr_neigh_resolve(struct dr_port *p, uint32_t ip, uint8_t mac[6])
 	}
 }
 
-int dr_port_neigh_suspect(struct dr_port *p, uint32_t ip)
+int dr_neigh_resolve(struct dr_port *p, uint32_t ip, uint8_t mac[6])
 {
-	/* the next hop, as send_mbuf() in port.c chooses it */
-	uint32_t nexthop = (ip & p->netmask) == (p->ip & p->netmask) ? ip : p->gateway;
-	struct dr_neigh *n;
+	uint8_t k[16];
 
-	if (ip == p->ip)
-		return 0;
-	if (!nexthop)
-		return -ENETUNREACH;
-	n = neigh_lookup(p, nexthop);
+	key4(k, ip);
+	return neigh_resolve(p, k, mac);
+}
+
+static int neigh_suspect(struct dr_port *p, const uint8_t nexthop[16])
+{
+	struct dr_neigh *n = neigh_lookup(p, nexthop);
+
 	/* nothing known, or a question already out: nothing to add */
 	if (!n || (n->state != DR_NEIGH_REACHABLE && n->state != DR_NEIGH_STALE))
 		return 0;
-	dr_port_log(DR_PORT_LOG_DEBUG, "%s: neighbour " IP4_FMT " suspected: probing", p->name,
-		    IP4_ARGS(nexthop));
+	dr_port_log(DR_PORT_LOG_DEBUG, "%s: neighbour %s suspected: probing", p->name,
+		    ipstr(nexthop).s);
 	p->stats.arp_suspected++;
 	probe(p, n);
 	return 1;
 }
 
-/* An ARP message that answers no question of ours, about n (NULL: no
- * entry).  It may create an entry or demote one, never move one. */
-static void learn_unsolicited(struct dr_port *p, struct dr_neigh *n, const struct dr_arp_msg *a,
-			      bool for_us)
+int dr_port_neigh_suspect(struct dr_port *p, uint32_t ip)
 {
-	bool request_for_us = for_us && a->op == DR_ARP_OP_REQUEST;
+	/* the next hop, as send_mbuf() in port.c chooses it */
+	uint32_t nexthop = (ip & p->netmask) == (p->ip & p->netmask) ? ip : p->gateway;
+	uint8_t k[16];
 
+	if (p->ipv6)
+		return -EINVAL;
+	if (ip == p->ip)
+		return 0;
+	if (!nexthop)
+		return -ENETUNREACH;
+	key4(k, nexthop);
+	return neigh_suspect(p, k);
+}
+
+/* ---- IPv6 ----------------------------------------------------------------------------- */
+
+static bool on_link6(const struct dr_port *p, const uint8_t a[16])
+{
+	unsigned bytes = p->prefix_len / 8, bits = p->prefix_len % 8;
+
+	/* link-local peers are always on the link */
+	if (dr_ipv6_is_link_local(a))
+		return true;
+	if (memcmp(a, p->ip6, bytes))
+		return false;
+	return !bits || !((a[bytes] ^ p->ip6[bytes]) & (0xff00 >> bits));
+}
+
+/* The next hop towards dst: dst on the link, else the gateway; NULL if
+ * there is none. */
+static const uint8_t *nexthop6(const struct dr_port *p, const uint8_t dst[16])
+{
+	if (on_link6(p, dst))
+		return dst;
+	return dr_ipv6_is_unspecified(p->gateway6) ? NULL : p->gateway6;
+}
+
+int dr_neigh_output6(struct dr_port *p, const uint8_t dst[16], struct rte_mbuf *m)
+{
+	const uint8_t *nh = nexthop6(p, dst);
+
+	if (!nh) {
+		rte_pktmbuf_free(m);
+		return -ENETUNREACH;
+	}
+	return neigh_output(p, nh, m);
+}
+
+int dr_port_resolve6(struct dr_port *p, const uint8_t ip6[16], uint8_t mac[6])
+{
+	const uint8_t *nh;
+
+	if (!p->ipv6)
+		return -EINVAL;
+	if (!memcmp(ip6, p->ip6, 16)) {
+		memcpy(mac, p->mac, 6);
+		return 0;
+	}
+	nh = nexthop6(p, ip6);
+	if (!nh)
+		return -ENETUNREACH;
+	return neigh_resolve(p, nh, mac);
+}
+
+int dr_port_neigh_suspect6(struct dr_port *p, const uint8_t ip6[16])
+{
+	const uint8_t *nh;
+
+	if (!p->ipv6)
+		return -EINVAL;
+	if (!memcmp(ip6, p->ip6, 16))
+		return 0;
+	nh = nexthop6(p, ip6);
+	if (!nh)
+		return -ENETUNREACH;
+	return neigh_suspect(p, nh);
+}
+
+int dr_port6_check_config(const struct dr_port_config *cfg, struct dr_port_err *err)
+{
+	char s[INET6_ADDRSTRLEN];
+	const uint8_t *a = cfg->ip6;
+
+	inet_ntop(AF_INET6, a, s, sizeof(s));
+	if (cfg->prefix_len < 1 || cfg->prefix_len > 128)
+		return dr_port_fail(err, -EINVAL, DR_PORT_PARAM_ADDR,
+				    "prefix length %u: must be 1 to 128", cfg->prefix_len);
+	/* ::, ::1, multicast, IPv4-mapped (a GID droce reads as IPv4) and
+	 * link-local (a GID needs a scope nobody carries in a CM REQ) */
+	if (dr_ipv6_is_unspecified(a) || dr_ipv6_is_multicast(a) || dr_ipv6_is_link_local(a) ||
+	    key_is4(a) || (!memcmp(a, (const uint8_t[16]){0}, 15) && a[15] == 1))
+		return dr_port_fail(err, -EINVAL, DR_PORT_PARAM_ADDR,
+				    "%s/%u is not a usable unicast (global or unique-local) IPv6 "
+				    "address",
+				    s, cfg->prefix_len);
+	if (dr_ipv6_is_multicast(cfg->gateway6) || key_is4(cfg->gateway6))
+		return dr_port_fail(err, -EINVAL, DR_PORT_PARAM_ADDR,
+				    "the IPv6 gateway is not a unicast address");
+	return 0;
+}
+
+void dr_neigh_join_group(struct dr_port *p, const char *spec)
+{
+	const char *s = strstr(spec, ",iface=");
+	struct ipv6_mreq mr;
+	char iface[IF_NAMESIZE];
+	int fd;
+
+	if (strncmp(spec, "net_af_packet", strlen("net_af_packet")) || !s)
+		return;
+	s += strlen(",iface=");
+	snprintf(iface, sizeof(iface), "%.*s", (int)strcspn(s, ","), s);
+	memset(&mr, 0, sizeof(mr));
+	dr_ipv6_solicited_node(mr.ipv6mr_multiaddr.s6_addr, p->ip6);
+	mr.ipv6mr_interface = if_nametoindex(iface);
+	fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	/* the kernel programs the NIC's filter for the group (33:33:ff:..)
+	 * and drops the membership when the socket closes (at exit too);
+	 * net_af_packet has no all-multicast mode to do it instead */
+	if (!mr.ipv6mr_interface || fd < 0 ||
+	    setsockopt(fd, IPPROTO_IPV6, IPV6_JOIN_GROUP, &mr, sizeof(mr)) < 0) {
+		dr_port_log(DR_PORT_LOG_INFO,
+			    "%s: cannot join the solicited-node group on %s (%s): solicitations "
+			    "arrive only if the interface has joined it",
+			    p->name, iface, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	p->group_fd = fd;
+}
+
+/* A message that answers no question of ours, about n (NULL: no entry),
+ * from ip at sha; request_for_us: an ARP request or ND solicitation for
+ * our address, on_link: from a host on our link.  It may create an entry
+ * or demote one, never move one. */
+static void learn_unsolicited(struct dr_port *p, struct dr_neigh *n, const uint8_t ip[16],
+			      const uint8_t sha[6], bool request_for_us, bool on_link,
+			      const char *what)
+{
 	if (!n || n->state == DR_NEIGH_FAILED) {
-		if (request_for_us && (a->spa & p->netmask) == (p->ip & p->netmask)) {
+		if (request_for_us && on_link) {
 			if (!n)
-				n = neigh_create(p, a->spa);
+				n = neigh_create(p, ip);
 			if (n)
-				learn_stale(p, n, a->sha);
+				learn_stale(p, n, sha);
 		} else if (n) {
 			p->stats.rx_arp_unsolicited++;
 		} else if (!request_for_us) {
@@ -457,18 +686,18 @@ static void learn_unsolicited(struct dr_port *p, struct dr_neigh *n, const struc
 		}
 		return;
 	}
-	if (n->state == DR_NEIGH_INCOMPLETE || !memcmp(a->sha, n->mac, 6)) {
+	if (n->state == DR_NEIGH_INCOMPLETE || !memcmp(sha, n->mac, 6)) {
 		/* the reply to our request will come; the same MAC again,
 		 * unasked, proves nothing (a copy of an old frame would do) */
 		p->stats.rx_arp_unsolicited++;
 		return;
 	}
 	dr_port_log(DR_PORT_LOG_DEBUG,
-		    "%s: ARP %s names %02x:%02x:%02x:%02x:%02x:%02x for " IP4_FMT
+		    "%s: %s names %02x:%02x:%02x:%02x:%02x:%02x for %s"
 		    " (%s at %02x:%02x:%02x:%02x:%02x:%02x): not taken",
-		    p->name, a->op == DR_ARP_OP_REQUEST ? "request" : "reply", a->sha[0], a->sha[1],
-		    a->sha[2], a->sha[3], a->sha[4], a->sha[5], IP4_ARGS(n->ip), state_name[n->state],
-		    n->mac[0], n->mac[1], n->mac[2], n->mac[3], n->mac[4], n->mac[5]);
+		    p->name, what, sha[0], sha[1], sha[2], sha[3], sha[4], sha[5], ipstr(n->ip).s,
+		    state_name[n->state], n->mac[0], n->mac[1], n->mac[2], n->mac[3], n->mac[4],
+		    n->mac[5]);
 	p->stats.arp_conflicts++;
 	if (n->state == DR_NEIGH_REACHABLE) {
 		/* NEIGH_UPDATE_F_WEAK_OVERRIDE: the old MAC stays, unconfirmed */
@@ -482,8 +711,15 @@ void dr_neigh_arp_input(struct dr_port *p, const void *frame, size_t len)
 	struct dr_arp_msg a, r;
 	enum dr_arp_verdict v;
 	struct dr_neigh *n;
+	const char *what;
+	uint8_t k[16];
 	bool for_us;
 
+	if (p->ipv6) {
+		/* an IPv6 port has no IPv4 address to resolve or answer for */
+		p->stats.rx_arp_ignored++;
+		return;
+	}
 	v = dr_arp_parse(frame, len, &a);
 	if (v != DR_ARP_OK) {
 		p->stats.rx_arp_bad++;
@@ -506,21 +742,24 @@ void dr_neigh_arp_input(struct dr_port *p, const void *frame, size_t len)
 		return;
 	}
 	for_us = a.tpa == p->ip;
+	what = a.op == DR_ARP_OP_REQUEST ? "ARP request" : "ARP reply";
+	key4(k, a.spa);
 	if (!a.spa) {
 		/* 0.0.0.0: an RFC 5227 probe, nothing to learn */
 		if (!for_us)
 			p->stats.rx_arp_ignored++;
-	} else if ((n = neigh_lookup(p, a.spa)) && a.op == DR_ARP_OP_REPLY && for_us &&
+	} else if ((n = neigh_lookup(p, k)) && a.op == DR_ARP_OP_REPLY && for_us &&
 		   !memcmp(a.eth_dst, p->mac, 6) &&
 		   (n->state == DR_NEIGH_INCOMPLETE || n->state == DR_NEIGH_PROBE)) {
 		/* an answer to our question -- unless we asked one MAC and
 		 * another answers */
 		if (n->state == DR_NEIGH_PROBE && n->ucast && memcmp(a.sha, n->mac, 6))
-			learn_unsolicited(p, n, &a, for_us);
+			learn_unsolicited(p, n, k, a.sha, false, false, what);
 		else
 			confirm(p, n, a.sha);
 	} else {
-		learn_unsolicited(p, n, &a, for_us);
+		learn_unsolicited(p, n, k, a.sha, for_us && a.op == DR_ARP_OP_REQUEST,
+				  (a.spa & p->netmask) == (p->ip & p->netmask), what);
 	}
 	if (for_us && a.op == DR_ARP_OP_REQUEST) {
 		dr_arp_reply(&r, &a, p->mac);
@@ -528,9 +767,90 @@ void dr_neigh_arp_input(struct dr_port *p, const void *frame, size_t len)
 	}
 }
 
+bool dr_neigh_nd_input(struct dr_port *p, const void *frame, size_t len)
+{
+	const struct dr_eth_hdr *eth = frame;
+	struct dr_nd_msg m, r;
+	enum dr_nd_verdict v;
+	struct dr_neigh *n;
+	bool for_us;
+
+	v = dr_nd_parse(frame, len, &m);
+	if (v == DR_ND_NOT_ND)
+		return false;
+	p->stats.rx_nd++;
+	if (v != DR_ND_OK) {
+		p->stats.rx_nd_bad++;
+		dr_port_log(DR_PORT_LOG_DEBUG, "%s: ND frame dropped: %s", p->name,
+			    dr_nd_verdict_str(v));
+		return true;
+	}
+	/* to our MAC or a group; a solicitation for us comes to our
+	 * solicited-node group (multicast) or our address (a re-probe) */
+	if (memcmp(eth->dst, p->mac, 6) && !(eth->dst[0] & 1)) {
+		p->stats.rx_arp_ignored++;
+		return true;
+	}
+	if (!memcmp(m.ip_src, p->ip6, 16)) {
+		dr_port_log(DR_PORT_LOG_WARN,
+			    "%s: address conflict: %s is also claimed by "
+			    "%02x:%02x:%02x:%02x:%02x:%02x",
+			    p->name, ipstr(m.ip_src).s, m.eth_src[0], m.eth_src[1], m.eth_src[2],
+			    m.eth_src[3], m.eth_src[4], m.eth_src[5]);
+		p->stats.rx_arp_ignored++;
+		return true;
+	}
+	for_us = !memcmp(m.target, p->ip6, 16);
+	if (m.type == DR_ICMP6_NS) {
+		if (!for_us) {
+			p->stats.rx_arp_ignored++;
+			return true;
+		}
+		/* 7.2.3: a solicitor that gave its MAC is about to talk to
+		 * us; :: (DAD) has nothing to learn */
+		if (m.has_lla && !dr_ipv6_is_unspecified(m.ip_src))
+			learn_unsolicited(p, neigh_lookup(p, m.ip_src), m.ip_src, m.lla, true,
+					  on_link6(p, m.ip_src), "ND solicitation");
+		dr_nd_advert(&r, &m, p->mac);
+		nd_send(p, &r);
+		return true;
+	}
+	/* an advertisement: about its target */
+	n = neigh_lookup(p, m.target);
+	if (n && (m.na_flags & DR_ND_NA_SOLICITED) && m.has_lla && !memcmp(eth->dst, p->mac, 6) &&
+	    !memcmp(m.ip_dst, p->ip6, 16) &&
+	    (n->state == DR_NEIGH_INCOMPLETE || n->state == DR_NEIGH_PROBE)) {
+		if (n->state == DR_NEIGH_PROBE && n->ucast && memcmp(m.lla, n->mac, 6))
+			learn_unsolicited(p, n, m.target, m.lla, false, false, "ND advertisement");
+		else
+			confirm(p, n, m.lla);
+	} else if (m.has_lla) {
+		learn_unsolicited(p, n, m.target, m.lla, false, false, "ND advertisement");
+	} else {
+		p->stats.rx_arp_ignored++;
+	}
+	return true;
+}
+
 int dr_neigh_announce(struct dr_port *p)
 {
 	struct dr_arp_msg a;
+
+	if (p->ipv6) {
+		/* RFC 4861 7.2.6: an unsolicited advertisement to all-nodes
+		 * with Override, for peers holding an old MAC for us */
+		static const uint8_t all_nodes[16] = {0xff, 0x02, [15] = 1};
+		struct dr_nd_msg na = {
+		    .type = DR_ICMP6_NA, .na_flags = DR_ND_NA_OVERRIDE, .has_lla = true};
+
+		memcpy(na.eth_src, p->mac, 6);
+		dr_ipv6_mcast_mac(na.eth_dst, all_nodes);
+		memcpy(na.ip_src, p->ip6, 16);
+		memcpy(na.ip_dst, all_nodes, 16);
+		memcpy(na.target, p->ip6, 16);
+		memcpy(na.lla, p->mac, 6);
+		return nd_send(p, &na);
+	}
 
 	/* RFC 5227 2.3: peers holding an old MAC for us update it now */
 	dr_arp_request(&a, p->mac, p->ip, p->ip);
@@ -543,7 +863,7 @@ int dr_neigh_init(struct dr_port *p)
 	char name[RTE_HASH_NAMESIZE];
 	struct rte_hash_parameters hp = {
 	    .name = name,
-	    .key_len = sizeof(uint32_t),
+	    .key_len = 16,
 	    .hash_func = rte_jhash,
 	    .socket_id = p->socket_id,
 	};

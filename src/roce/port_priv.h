@@ -91,6 +91,9 @@ struct dr_port {
 	uint32_t ip;	  /* host order */
 	uint32_t netmask; /* host order */
 	uint32_t gateway; /* host order, 0: none */
+	bool ipv6;	  /* an IPv6 port: ip, netmask and gateway are 0 */
+	uint8_t ip6[16];
+	uint8_t gateway6[16]; /* ::: none */
 	unsigned prefix_len;
 	unsigned mtu;
 	size_t max_frame; /* mtu + Ethernet + 802.1Q */
@@ -122,12 +125,15 @@ struct dr_port {
 	char *pcap_path;
 
 	int kernel_fd; /* UDP socket held on ip:4791 (af_packet), or -1 */
+	int group_fd;  /* IPv6 af_packet: socket holding our solicited-node group, or -1 */
 
 	dr_port_rx_fn rx_fn;
 	void *rx_ctx;
 	dr_port_frame_fn frame_fn;
 	void *frame_ctx;
 	dr_port_neigh_fn neigh_fn;
+	dr_port_neigh6_fn neigh6_fn;
+	void *neigh6_ctx;
 	void *neigh_ctx;
 	dr_port_local_fn local_fn; /* frames to our own address, or NULL: p->loop */
 	void *local_ctx;
@@ -181,6 +187,16 @@ int dr_neigh_output(struct dr_port *p, uint32_t nexthop, struct rte_mbuf *m); /*
 int dr_neigh_resolve(struct dr_port *p, uint32_t ip, uint8_t mac[6]);
 void dr_neigh_arp_input(struct dr_port *p, const void *frame, size_t len);
 int dr_neigh_announce(struct dr_port *p);
+/* IPv6 ports (port_neigh.c) */
+int dr_neigh_output6(struct dr_port *p, const uint8_t dst[16], struct rte_mbuf *m);
+/* An ND frame (Ethernet/IPv6/ICMPv6): true if it was one and was taken
+ * (answered, learnt or counted). */
+bool dr_neigh_nd_input(struct dr_port *p, const void *frame, size_t len);
+int dr_port6_check_config(const struct dr_port_config *cfg, struct dr_port_err *err);
+/* IPv6 on a kernel interface (net_af_packet,iface=): join our
+ * solicited-node group there (p->group_fd), so that the interface passes
+ * solicitations for an address the kernel does not hold. */
+void dr_neigh_join_group(struct dr_port *p, const char *spec);
 
 /* port_capture.c */
 int dr_capture_open(struct dr_port *p, const char *path, struct dr_port_err *err);

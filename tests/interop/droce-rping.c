@@ -322,7 +322,8 @@ static struct fi_info *hints_new(void)
 	h->ep_attr->type = FI_EP_MSG;
 	h->caps = FI_MSG | FI_RMA;
 	h->mode = FI_CONTEXT;
-	h->addr_format = FI_SOCKADDR_IN;
+	/* rping's own choice: the family of the address it is given */
+	h->addr_format = opt.addr && strchr(opt.addr, ':') ? FI_SOCKADDR_IN6 : FI_SOCKADDR_IN;
 	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 	h->fabric_attr->prov_name = strdup(opt.prov);
 	return h;

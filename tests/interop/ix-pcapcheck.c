@@ -5,13 +5,13 @@
  *
  *   ix-pcapcheck [-v] FILE.pcapng...
  *
- * For every IPv4/UDP frame to port 4791: dr_pkt_parse() with every check,
+ * For every IPv4 or IPv6 UDP frame to port 4791: dr_pkt_parse() with every check,
  * the ICRC included; a refused frame is printed with its number, sender,
  * opcode, verdict and (when the headers parse) the ICRC it carries against
  * the one computed.  A RoCEv2 frame cut short by the capture is an error too.
- * Also counted: ICMP destination-unreachable messages quoting a UDP 4791
- * datagram (a kernel answering RoCEv2 traffic that belongs to someone else).
- * Per sender (IPv4 source) the BTH opcodes seen are listed with -v.
+ * Also counted: ICMP (ICMPv6) destination-unreachable messages quoting a UDP
+ * 4791 datagram (a kernel answering RoCEv2 traffic that belongs to someone
+ * else).  Per sender (IP source) the BTH opcodes seen are listed with -v.
  *
  * Last line per file, for scripts:
  *   FILE: roce=N ok=N bad=N truncated=N icmp4791=N
@@ -29,7 +29,7 @@
 #define MAX_SENDERS 8
 
 struct sender {
-	uint32_t ip4;
+	char ip[INET6_ADDRSTRLEN];
 	unsigned long ops[256];
 };
 
@@ -39,62 +39,83 @@ struct stats {
 	int nsnd;
 };
 
-static void ip_str(uint32_t ip4, char *buf, size_t n)
-{
-	snprintf(buf, n, "%u.%u.%u.%u", ip4 >> 24, (ip4 >> 16) & 0xff, (ip4 >> 8) & 0xff, ip4 & 0xff);
-}
-
-static struct sender *sender_of(struct stats *st, uint32_t ip4)
+static struct sender *sender_of(struct stats *st, const char *ip)
 {
 	for (int i = 0; i < st->nsnd; i++)
-		if (st->snd[i].ip4 == ip4)
+		if (!strcmp(st->snd[i].ip, ip))
 			return &st->snd[i];
 	if (st->nsnd == MAX_SENDERS)
 		return NULL;
-	st->snd[st->nsnd].ip4 = ip4;
+	snprintf(st->snd[st->nsnd].ip, sizeof(st->snd[0].ip), "%s", ip);
 	return &st->snd[st->nsnd++];
 }
 
-/* Ethernet (optionally one VLAN tag) -> the IPv4 header, or NULL. */
-static const struct dr_ipv4_hdr *ipv4_of(const uint8_t *f, size_t len, size_t *l3off)
+/* Ethernet (optionally one VLAN tag) -> the IP header's offset and
+ * version (4 or 6), or 0. */
+static int ip_of(const uint8_t *f, size_t len, size_t *l3off)
 {
 	size_t off = sizeof(struct dr_eth_hdr);
 	uint16_t type;
 
 	if (len < off + sizeof(struct dr_ipv4_hdr))
-		return NULL;
+		return 0;
 	type = (uint16_t)(f[12] << 8 | f[13]);
 	if (type == DR_ETH_P_VLAN) {
 		if (len < off + 4 + sizeof(struct dr_ipv4_hdr))
-			return NULL;
+			return 0;
 		type = (uint16_t)(f[16] << 8 | f[17]);
 		off += 4;
 	}
-	if (type != DR_ETH_P_IPV4 || (f[off] >> 4) != 4)
-		return NULL;
 	*l3off = off;
-	return (const struct dr_ipv4_hdr *)(f + off);
+	if (type == DR_ETH_P_IPV4 && (f[off] >> 4) == 4)
+		return 4;
+	if (type == DR_ETH_P_IPV6 && len >= off + sizeof(struct dr_ipv6_hdr) && (f[off] >> 4) == 6)
+		return 6;
+	return 0;
 }
 
 static void frame(struct stats *st, const struct dr_pcapng_pkt *p, const char *path, int verbose)
 {
 	const uint8_t *f = p->data;
 	size_t l3off, ihl;
-	const struct dr_ipv4_hdr *ip = ipv4_of(f, p->caplen, &l3off);
+	int ver = ip_of(f, p->caplen, &l3off);
+	const struct dr_ipv4_hdr *ip = (const struct dr_ipv4_hdr *)(f + l3off);
+	const struct dr_ipv6_hdr *ip6 = (const struct dr_ipv6_hdr *)(f + l3off);
 	const uint8_t *l4;
-	char src[16], dst[16];
+	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
+	uint8_t proto;
 
 	st->frames++;
-	if (!ip)
+	if (!ver)
 		return;
-	ihl = (size_t)dr_ipv4_ihl(ip) * 4;
+	if (ver == 6) {
+		ihl = sizeof(*ip6);
+		proto = ip6->nexthdr;
+		inet_ntop(AF_INET6, ip6->saddr, src, sizeof(src));
+		inet_ntop(AF_INET6, ip6->daddr, dst, sizeof(dst));
+	} else {
+		ihl = (size_t)dr_ipv4_ihl(ip) * 4;
+		proto = ip->proto;
+		inet_ntop(AF_INET, &ip->saddr, src, sizeof(src));
+		inet_ntop(AF_INET, &ip->daddr, dst, sizeof(dst));
+	}
 	if (ihl < 20 || l3off + ihl + 8 > p->caplen)
 		return;
 	l4 = f + l3off + ihl;
-	ip_str(ntohl(ip->saddr), src, sizeof(src));
-	ip_str(ntohl(ip->daddr), dst, sizeof(dst));
 
-	if (ip->proto == 1) { /* ICMP: type 3 quoting IPv4 + UDP to 4791? */
+	if (ver == 6 && proto == 58) { /* ICMPv6 type 1 quoting IPv6 + UDP to 4791? */
+		const uint8_t *q = l4 + 8;
+
+		if (l4[0] == 1 && l3off + ihl + 8 + 48 <= p->caplen && (q[0] >> 4) == 6 &&
+		    q[6] == 17 && ((q[40 + 2] << 8) | q[40 + 3]) == DR_ROCE_UDP_PORT) {
+			st->icmp++;
+			printf("%s: frame %llu: ICMPv6 unreachable code %u from %s to %s quoting UDP %u -> 4791\n",
+			       path, (unsigned long long)p->number, l4[1], src, dst,
+			       (unsigned)(q[40] << 8 | q[41]));
+		}
+		return;
+	}
+	if (ver == 4 && proto == 1) { /* ICMP: type 3 quoting IPv4 + UDP to 4791? */
 		const uint8_t *q = l4 + 8;
 
 		if (l4[0] == 3 && l3off + ihl + 8 + 28 <= p->caplen && (q[0] >> 4) == 4 && q[9] == 17) {
@@ -109,7 +130,7 @@ static void frame(struct stats *st, const struct dr_pcapng_pkt *p, const char *p
 		}
 		return;
 	}
-	if (ip->proto != DR_IPPROTO_UDP || (l4[2] << 8 | l4[3]) != DR_ROCE_UDP_PORT)
+	if (proto != DR_IPPROTO_UDP || (l4[2] << 8 | l4[3]) != DR_ROCE_UDP_PORT)
 		return;
 
 	st->roce++;
@@ -124,7 +145,7 @@ static void frame(struct stats *st, const struct dr_pcapng_pkt *p, const char *p
 	enum dr_pkt_verdict v = dr_pkt_parse(f, p->caplen, 0, &pkt);
 
 	if (v == DR_PKT_OK) {
-		struct sender *s = sender_of(st, ntohl(ip->saddr));
+		struct sender *s = sender_of(st, src);
 
 		st->ok++;
 		if (s)
@@ -171,10 +192,7 @@ static int check_file(const char *path, int verbose)
 
 	if (verbose) {
 		for (int i = 0; i < st->nsnd; i++) {
-			char ip[16];
-
-			ip_str(st->snd[i].ip4, ip, sizeof(ip));
-			printf("%s: from %s:", path, ip);
+			printf("%s: from %s:", path, st->snd[i].ip);
 			for (int op = 0; op < 256; op++)
 				if (st->snd[i].ops[op])
 					printf(" %s=%lu", dr_opcode_name((uint8_t)op), st->snd[i].ops[op]);

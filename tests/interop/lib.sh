@@ -20,6 +20,12 @@ IX_HNS=${IX_HNS:-droce-ixh}
 IX_NET=192.168.77
 IX_GUEST_IP=$IX_NET.11
 IX_HOST_IP=$IX_NET.100
+# the ipv6 scenario (IX_IPV6=1): the host side has only this IPv6 address
+# (droce's zero configuration on an IPv6-only interface), the guest this
+# one beside its IPv4 address
+IX_NET6=fd77::
+IX_GUEST_IP6=${IX_NET6}11
+IX_HOST_IP6=${IX_NET6}100
 IX_HOST_MAC=02:00:00:77:00:64
 IX_GUEST_MAC=52:54:00:77:00:0b
 
@@ -48,8 +54,16 @@ ix_net_up() {
 	ix_hx sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
 	ix_nsx ip link add vbr0 type veth peer name vhost0 netns "$IX_HNS"
 	ix_nsx ip link set vbr0 master br0 mtu "$mtu" up
-	ix_hx ip link set vhost0 address "$IX_HOST_MAC" mtu "$mtu" up
-	ix_hx ip addr add "$IX_HOST_IP/24" dev vhost0
+	if [ "${IX_IPV6:-0}" = 1 ]; then
+		ix_hx sysctl -qw net.ipv6.conf.vhost0.accept_dad=0 \
+			net.ipv6.conf.vhost0.router_solicitations=0 net.ipv6.conf.vhost0.accept_ra=0 \
+			net.ipv6.conf.vhost0.addr_gen_mode=1 net.ipv6.conf.vhost0.disable_ipv6=0
+		ix_hx ip link set vhost0 address "$IX_HOST_MAC" mtu "$mtu" up
+		ix_hx ip addr add "$IX_HOST_IP6/64" dev vhost0 nodad
+	else
+		ix_hx ip link set vhost0 address "$IX_HOST_MAC" mtu "$mtu" up
+		ix_hx ip addr add "$IX_HOST_IP/24" dev vhost0
+	fi
 	# wire-like frames only on the veth (no GSO super-frames, no partial
 	# checksums) for net_af_packet; RoCEv2 frames are unaffected either way
 	ix_nsx ethtool -K vbr0 gro off gso off tso off tx off rx off >/dev/null 2>&1
@@ -123,7 +137,7 @@ ix_guest_boot() {
 	ip netns exec "$IX_NS" qemu-system-x86_64 -accel tcg -machine pc -cpu max -smp 1 -m "${IX_GUEST_MB:-768}" \
 		-nodefaults -display none -no-reboot \
 		-kernel "$IX_CACHE/vmlinuz" -initrd "$IX_CACHE/initrd.gz" \
-		-append "console=ttyS0,115200 loglevel=5 panic=-1 mitigations=off ix_ip=$IX_GUEST_IP/24 ix_mtu=$mtu" \
+		-append "console=ttyS0,115200 loglevel=5 panic=-1 mitigations=off ix_ip=$IX_GUEST_IP/24 ix_mtu=$mtu$([ "${IX_IPV6:-0}" = 1 ] && echo " ix_ip6=$IX_GUEST_IP6/64")" \
 		-netdev tap,id=n0,ifname=tap1,script=no,downscript=no \
 		-device virtio-net-pci,netdev=n0,mac=$IX_GUEST_MAC \
 		-chardev file,id=s0,path="$IX_GLOG" -serial chardev:s0 \
