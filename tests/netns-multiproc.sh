@@ -36,9 +36,10 @@
 #     refused "invalid service ID" (reason 8); the
 #     QPNs the REQs and REPs announce are all distinct; no ICMP port
 #     unreachable (the survivors still hold UDP 4791 in the kernel);
-#  5. the survivors' logs (FI_LOG_LEVEL=info) show frames left to other
-#     processes' QPs (each server sees the other servers' traffic) and no
-#     warning of frames a correct peer does not send;
+#  5. the survivors' logs (FI_LOG_LEVEL=info) show no warning of frames a
+#     correct peer does not send, and server 5's shows frames left to other
+#     processes' QPs (it was up all the while clients 2-4 ran: it sees the
+#     other servers' traffic);
 #  6. the registry file exists while the processes run and is gone once
 #     the last process of the namespace has closed.
 # Exit: 0 pass, 1 fail, 77 skip (not root, no ip netns / tshark), 99 hard
@@ -218,12 +219,15 @@ for f in s2 s3 s4 s5 c2 c3 c4 c5; do
 		grep 'a correct peer does not send' "$tmp/$f.log"
 	fi
 done
-for f in s2 s3 s4; do
+# server 5 is up before clients 2-4 start and stays until after they end:
+# it must have seen their traffic.  Servers 2-4 live only as long as their
+# own client, which under load may run before the others send anything
+# (seen: s3 0 frames, s2 and s4 ~20,000 each), so theirs are printed.
+for f in s2 s3 s4 s5; do
 	n=$(sed -n 's/.* left \([0-9]*\) frames to the other processes.*/\1/p' "$tmp/$f.log")
-	if [ -z "$n" ] || [ "$n" -eq 0 ]; then
-		bad "$f: no frame left to the other servers' QPs (it sees their traffic)"
-	else
-		echo "$f: left $n frames to other processes' QPs"
+	echo "$f: left ${n:-0} frames to other processes' QPs"
+	if [ $f = s5 ] && { [ -z "$n" ] || [ "$n" -eq 0 ]; }; then
+		bad "$f: no frame left to the other servers' QPs (it was up while clients 2-4 ran)"
 	fi
 done
 # one at a time (a byte lock); a survivor that took it over and finished
