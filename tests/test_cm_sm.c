@@ -533,7 +533,8 @@ END_TEST
  * given to droce's CM: a listener on the port accepts it with the REQ's
  * values; without a listener it is refused with reason 8 and the TID and
  * comm ID echoed (cm.c cm_issue_rej) */
-static int load_rping_req(uint8_t *mad)
+/* The CM MAD of frame `number` of tests/golden/<file>, into mad. */
+static int load_golden_mad(const char *file, uint32_t number, bool ipv6, uint8_t *mad)
 {
 	char path[4200], err[256];
 	const char *top = getenv("top_srcdir");
@@ -541,21 +542,28 @@ static int load_rping_req(uint8_t *mad)
 	struct dr_pcapng *r;
 	int found = 0;
 
-	snprintf(path, sizeof(path), "%s/tests/golden/rxe-rping.pcapng", top ? top : ".");
+	snprintf(path, sizeof(path), "%s/tests/golden/%s", top ? top : ".", file);
 	r = dr_pcapng_open(path, err, sizeof(err));
 	ck_assert_msg(r, "%s", err);
 	while (dr_pcapng_next(r, &cp) == 1) {
 		struct dr_pkt pkt;
 
-		if (cp.number != 21)
+		if (cp.number != number)
 			continue;
 		ck_assert_int_eq(dr_pkt_parse(cp.data, cp.caplen, 0, &pkt), DR_PKT_OK);
+		if (ipv6)
+			ck_assert_ptr_nonnull(pkt.ip6);
 		ck_assert_uint_eq(pkt.payload_len, DR_MAD_LEN);
 		memcpy(mad, pkt.payload, DR_MAD_LEN);
 		found = 1;
 	}
 	dr_pcapng_close(r);
 	return found;
+}
+
+static int load_rping_req(uint8_t *mad)
+{
+	return load_golden_mad("rxe-rping.pcapng", 21, false, mad);
 }
 
 START_TEST(test_rxe_req)
@@ -809,28 +817,7 @@ END_TEST
  * frame 31, fd77::12 -> fd77::11) */
 static int load_rping6_req(uint8_t *mad)
 {
-	char path[4200], err[256];
-	const char *top = getenv("top_srcdir");
-	struct dr_pcapng_pkt cp;
-	struct dr_pcapng *r;
-	int found = 0;
-
-	snprintf(path, sizeof(path), "%s/tests/golden/rxe-ipv6-rping.pcapng", top ? top : ".");
-	r = dr_pcapng_open(path, err, sizeof(err));
-	ck_assert_msg(r, "%s", err);
-	while (dr_pcapng_next(r, &cp) == 1) {
-		struct dr_pkt pkt;
-
-		if (cp.number != 31)
-			continue;
-		ck_assert_int_eq(dr_pkt_parse(cp.data, cp.caplen, 0, &pkt), DR_PKT_OK);
-		ck_assert_ptr_nonnull(pkt.ip6);
-		ck_assert_uint_eq(pkt.payload_len, DR_MAD_LEN);
-		memcpy(mad, pkt.payload, DR_MAD_LEN);
-		found = 1;
-	}
-	dr_pcapng_close(r);
-	return found;
+	return load_golden_mad("rxe-ipv6-rping.pcapng", 31, true, mad);
 }
 
 START_TEST(test_ipv6_rxe_req)

@@ -158,17 +158,27 @@ static void arm_ms(struct dr_neigh *n, unsigned ms)
 	dr_port_timer_arm(&n->timer, (uint64_t)ms * 1000000u);
 }
 
-static int arp_send(struct dr_port *p, const struct dr_arp_msg *a)
+/* An mbuf of len bytes for an ARP or ND message, or NULL (counted). */
+static struct rte_mbuf *neigh_frame(struct dr_port *p, uint16_t len, void **data)
 {
 	struct rte_mbuf *m = rte_pktmbuf_alloc(p->pool);
-	void *data;
-	int ret;
 
 	if (!m) {
 		p->stats.tx_nombuf++;
-		return -ENOBUFS;
+		return NULL;
 	}
-	data = rte_pktmbuf_append(m, DR_ETH_ZLEN);
+	*data = rte_pktmbuf_append(m, len);
+	return m;
+}
+
+static int arp_send(struct dr_port *p, const struct dr_arp_msg *a)
+{
+	void *data;
+	struct rte_mbuf *m = neigh_frame(p, DR_ETH_ZLEN, &data);
+	int ret;
+
+	if (!m)
+		return -ENOBUFS;
 	dr_arp_build(a, data, DR_ETH_ZLEN);
 	ret = dr_port_xmit(p, m);
 	if (ret == 0)
@@ -178,15 +188,12 @@ static int arp_send(struct dr_port *p, const struct dr_arp_msg *a)
 
 static int nd_send(struct dr_port *p, const struct dr_nd_msg *nd)
 {
-	struct rte_mbuf *m = rte_pktmbuf_alloc(p->pool);
 	void *data;
+	struct rte_mbuf *m = neigh_frame(p, DR_ND_LEN, &data);
 	int ret;
 
-	if (!m) {
-		p->stats.tx_nombuf++;
+	if (!m)
 		return -ENOBUFS;
-	}
-	data = rte_pktmbuf_append(m, DR_ND_LEN);
 	ret = dr_nd_build(nd, data, DR_ND_LEN);
 	if (ret < 0) {
 		rte_pktmbuf_free(m);
