@@ -140,8 +140,8 @@ print(f'Two ranks, one in each of two namespaces joined by a veth pair{pinned}; 
       f'of {secs} s per test, droce and tcp alternated; median [min–max]; ratio = droce/tcp of the medians '
       '(latency: lower is better; bandwidth: higher is better). '
       'droce (rndv write) sets FI_OFI_RXM_USE_RNDV_WRITE=1: ofi_rxm moves messages over its 128 KiB '
-      'SAR limit by RDMA write instead of one RDMA read of the whole message, which droce answers '
-      'with an unpaced burst (fi_droce(7), MPI JOBS).\n')
+      'SAR limit by RDMA write instead of its default, one RDMA read of the whole message (which '
+      'droce asks for in READ requests of at most 64 response packets; fi_droce(7), MPI JOBS).\n')
 print('| test | droce;ofi_rxm | droce;ofi_rxm (rndv write) | tcp;ofi_rxm | ratio | ratio (rndv write) |')
 print('|---|---:|---:|---:|---:|---:|')
 for k, name, unit in (('lat', '8 B half round trip', 'us'), ('bw', '1 MiB bandwidth, window 16', 'MB/s')):

@@ -382,12 +382,21 @@ sc_pingpong() {
 }
 
 # rping exits 0 whenever its connection ended in DISCONNECTED, pings done or
-# not: count the ping lines it prints with -v instead (5 = -C 5)
+# not: count the ping lines it prints with -v instead (5 = -C 5).
+# Exit 255 with "rdma_get_cm_event: Bad file descriptor" after the pings is
+# the guest rping's own teardown race, not the peer's doing: its main
+# thread destroys the CM event channel while cm_thread, having just handled
+# the last event (DISCONNECTED, whenever the peer's DREP comes), calls
+# rdma_get_cm_event on it again and exit()s on the error (rdma-core 44,
+# Debian 12; later rping stops cm_thread through an eventfd first).  Seen
+# once in CI after 5 verified pings over IPv6.
 rping_checked() { # PREFIX CMD...
 	local pfx=$1
 	shift
 	echo "$* >/tmp/rping.out 2>&1; rc=\$?; cat /tmp/rping.out;" \
 		"n=\$(grep -c '^$pfx' /tmp/rping.out); echo \"rping rc=\$rc, \$n pings\";" \
+		"if [ \$rc = 255 ] && grep -q 'rdma_get_cm_event: Bad file descriptor\$' /tmp/rping.out; then" \
+		"echo 'rping: its teardown race (cm_thread read the destroyed event channel), after the pings'; rc=0; fi;" \
 		"[ \$rc = 0 ] && [ \$n = 5 ]"
 }
 
