@@ -71,6 +71,53 @@ teardown_ns() { # "pids to interrupt" ns...
 	done
 }
 
+# A test's failure: said, remembered in $fail, the test goes on.
+bad() {
+	echo "FAIL: $*"
+	fail=1
+}
+
+# The usual frame of a two-namespace test: a scratch directory $tmp (kept
+# when DROCE_KEEP is set), fail=0, cap_pids="" (capture PIDs that cleanup
+# interrupts first), the namespaces and their veth pair, and a cleanup on
+# any exit that ends every process in them by PID and removes them.
+ns_pair_up() { # tag nsa va ipa nsb vb ipb
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX") || hard "mktemp failed"
+	cap_pids="" fail=0 pair_ns="$2 $5"
+	trap ns_pair_cleanup EXIT
+	trap 'echo "interrupted"; exit 1' INT TERM HUP
+	setup_ns "$2"
+	setup_ns "$5"
+	veth_pair "$2" "$3" "$4" "$5" "$6" "$7"
+}
+
+ns_pair_cleanup() {
+	trap - EXIT INT TERM HUP
+	# shellcheck disable=SC2086 # the two namespace names
+	teardown_ns "$cap_pids" $pair_ns
+	if [ -n "${DROCE_KEEP:-}" ]; then echo "kept: $tmp"; else rm -rf "$tmp"; fi
+}
+
+# droce-xfer processes that must each pass every operation: for the i-th
+# PID (i from FIRST), exit 0 and "0 failed" in $tmp/PREFIX<i>.log, else
+# bad with the log's tail; a client's result line is printed.
+xfer_wait() { # prefix first pids...
+	xw_pfx=$1 xw_i=$2
+	shift 2
+	for xw_p in "$@"; do
+		xw_rc=0
+		wait "$xw_p" || xw_rc=$?
+		xw_log=$tmp/$xw_pfx$xw_i.log
+		if [ $xw_rc -ne 0 ] || ! grep -q 'droce-xfer: [0-9]* passed, 0 failed' "$xw_log"; then
+			bad "$xw_pfx$xw_i: exit $xw_rc:"
+			grep -v '^PASS' "$xw_log" | tail -n 20
+		elif [ "$xw_pfx" = c ]; then
+			echo "client $xw_i: $(tail -n 1 "$xw_log")"
+		fi
+		xw_i=$((xw_i + 1))
+	done
+}
+
 # A veth pair created inside the namespaces (nothing is ever added to the
 # host's), MTU 1500, an address on each end, and up.
 veth_pair() { # nsa va ipa nsb vb ipb

@@ -61,28 +61,9 @@ IPA=$net.1
 IPB=$net.2
 CPORT=$((47700 + $$ % 100 * 10))
 PLAN="-S 0,1,1023,4096,65536,1m -I 3"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/netns-multiproc.XXXXXX") || hard "mktemp failed"
-cap_pids=""
-fail=0
-
-cleanup() {
-	trap - EXIT INT TERM HUP
-	teardown_ns "$cap_pids" "$NSA" "$NSB"
-	if [ -n "${DROCE_KEEP:-}" ]; then echo "kept: $tmp"; else rm -rf "$tmp"; fi
-}
-trap cleanup EXIT
-trap 'echo "interrupted"; exit 1' INT TERM HUP
-
-bad() {
-	echo "FAIL: $*"
-	fail=1
-}
-
 # ---- topology ---------------------------------------------------------------------
 
-setup_ns "$NSA"
-setup_ns "$NSB"
-veth_pair "$NSA" "$VA" "$IPA" "$NSB" "$VB" "$IPB"
+ns_pair_up netns-multiproc "$NSA" "$VA" "$IPA" "$NSB" "$VB" "$IPB"
 echo "topology: $NSA/$VA $IPA <-> $NSB/$VB $IPB"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -187,28 +168,10 @@ if [ $rc -ne 1 ] || ! grep -q 'FAIL\|abort\|control connection' "$tmp/c1.log"; t
 	bad "client 1 (server killed) should fail cleanly (exit 1, a reason), got exit $rc:"
 	tail -n 20 "$tmp/c1.log"
 fi
-i=2
-for p in $cpids; do
-	rc=0
-	wait $p || rc=$?
-	if [ $rc -ne 0 ] || ! grep -q 'droce-xfer: [0-9]* passed, 0 failed' "$tmp/c$i.log"; then
-		bad "client $i: exit $rc:"
-		grep -v '^PASS' "$tmp/c$i.log" | tail -n 20
-	else
-		echo "client $i: $(tail -n 1 "$tmp/c$i.log")"
-	fi
-	i=$((i + 1))
-done
-i=2
-for p in $spids; do
-	rc=0
-	wait $p || rc=$?
-	if [ $rc -ne 0 ] || ! grep -q 'droce-xfer: [0-9]* passed, 0 failed' "$tmp/s$i.log"; then
-		bad "server $i: exit $rc:"
-		grep -v '^PASS' "$tmp/s$i.log" | tail -n 20
-	fi
-	i=$((i + 1))
-done
+# shellcheck disable=SC2086 # the PID lists
+xfer_wait c 2 $cpids
+# shellcheck disable=SC2086
+xfer_wait s 2 $spids
 echo "all done after $(($(date +%s) - t_start)) s"
 
 # ---- the logs ---------------------------------------------------------------------------

@@ -49,25 +49,7 @@ net=10.76.$(($$ % 200 + 20))
 IPA=$net.1
 IPB=$net.2
 CPORT=$((45700 + $$ % 100 * 10))
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/netns-samehost-pp.XXXXXX") || hard "mktemp failed"
-fail=0
-
-cleanup() {
-	trap - EXIT INT TERM HUP
-	teardown_ns "" "$NSA" "$NSB"
-	if [ -n "${DROCE_KEEP:-}" ]; then echo "kept: $tmp"; else rm -rf "$tmp"; fi
-}
-trap cleanup EXIT
-trap 'echo "interrupted"; exit 1' INT TERM HUP
-
-bad() {
-	echo "FAIL: $*"
-	fail=1
-}
-
-setup_ns "$NSA"
-setup_ns "$NSB"
-veth_pair "$NSA" "$VA" "$IPA" "$NSB" "$VB" "$IPB"
+ns_pair_up netns-samehost-pp "$NSA" "$VA" "$IPA" "$NSB" "$VB" "$IPB"
 MAC=$(ip netns exec "$NSA" cat "/sys/class/net/$VA/address")
 echo "topology: $NSA/$VA $IPA ($MAC) <-> $NSB/$VB $IPB; both fi_pingpong in $NSA"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
