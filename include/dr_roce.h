@@ -566,6 +566,10 @@ enum dr_parse_flags {
 	DR_PARSE_NO_ICRC = 1u << 0, /* skip the ICRC check (caller does it) */
 };
 
+/* The DestQP of a RoCEv2 frame (Ethernet, optional 802.1Q, IPv4 or IPv6,
+ * UDP 4791), or -1 for a MAD (QP1) or anything else. */
+int64_t dr_frame_dqpn(const void *frame, size_t len);
+
 /* Validate and parse one Ethernet frame.  Never reads outside
  * frame[0..len).  On DR_PKT_OK *pkt is filled; otherwise *pkt holds what was
  * parsed before the fault (at least eth/ethertype once past layer 2). */

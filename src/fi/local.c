@@ -306,49 +306,6 @@ unsigned dr_local_slot(const struct dr_local *l)
 	return l->slot;
 }
 
-/* The DestQP of a RoCEv2 frame (Ethernet, 802.1Q, IPv4 or IPv6, UDP 4791),
- * or -1: a MAD, or not RoCEv2, which everyone gets. */
-static int64_t frame_dqpn(const uint8_t *f, size_t len)
-{
-	size_t off = sizeof(struct dr_eth_hdr);
-	const struct dr_udp_hdr *udp;
-	const struct dr_bth *bth;
-	uint16_t type;
-	uint32_t qpn;
-
-	if (len < off)
-		return -1;
-	type = ntohs(((const struct dr_eth_hdr *)f)->type);
-	if (type == DR_ETH_P_VLAN) {
-		if (len < off + sizeof(struct dr_vlan_hdr))
-			return -1;
-		type = ntohs(((const struct dr_vlan_hdr *)(f + off))->type);
-		off += sizeof(struct dr_vlan_hdr);
-	}
-	if (type == DR_ETH_P_IPV4 && len >= off + sizeof(struct dr_ipv4_hdr)) {
-		const struct dr_ipv4_hdr *ip = (const void *)(f + off);
-
-		if (ip->proto != 17)
-			return -1;
-		off += (size_t)dr_ipv4_ihl(ip) * 4;
-	} else if (type == DR_ETH_P_IPV6 && len >= off + sizeof(struct dr_ipv6_hdr)) {
-		/* UDP right after the header: RoCEv2 sends no extension */
-		if (((const struct dr_ipv6_hdr *)(f + off))->nexthdr != 17)
-			return -1;
-		off += sizeof(struct dr_ipv6_hdr);
-	} else {
-		return -1;
-	}
-	if (len < off + sizeof(*udp) + sizeof(*bth))
-		return -1;
-	udp = (const void *)(f + off);
-	if (ntohs(udp->dport) != DR_ROCE_UDP_PORT)
-		return -1;
-	bth = (const void *)(f + off + sizeof(*udp));
-	qpn = dr_bth_qpn(bth);
-	return qpn == DR_GSI_QPN ? -1 : (int64_t)qpn;
-}
-
 /* Bytes [0, end) of our ring to receiver `to` have memory (see
  * dr_local_open), allocated LW_ALLOC_STEP at a time: a ring that only
  * ever carries MADs costs one step, not LW_RING.  False when the file
@@ -496,7 +453,7 @@ static void backlog_add(struct dr_local *l, unsigned s, const void *frame, size_
 int dr_local_send(void *arg, const void *frame, size_t len)
 {
 	struct dr_local *l = arg;
-	int64_t qpn = frame_dqpn(frame, len);
+	int64_t qpn = dr_frame_dqpn(frame, len);
 	unsigned hwm = __atomic_load_n(&lw_hdr(l)->hwm, __ATOMIC_ACQUIRE), s, wanted = 0;
 
 	if (rec_size(len) > LW_RING / 4)

@@ -321,6 +321,51 @@ static enum dr_pkt_verdict parse_l3(const uint8_t *f, size_t len, size_t off,
 	return DR_PKT_OK;
 }
 
+/* The DestQP of a RoCEv2 frame (Ethernet, 802.1Q, IPv4 or IPv6, UDP 4791),
+ * or -1: not RoCEv2, or a MAD (QP1).  Only as much parsing as routing a
+ * frame to its QP's owner needs: no ICRC, no checks beyond the lengths. */
+int64_t dr_frame_dqpn(const void *frame, size_t len)
+{
+	const uint8_t *f = frame;
+	size_t off = sizeof(struct dr_eth_hdr);
+	const struct dr_udp_hdr *udp;
+	const struct dr_bth *bth;
+	uint16_t type;
+	uint32_t qpn;
+
+	if (len < off)
+		return -1;
+	type = ntohs(((const struct dr_eth_hdr *)f)->type);
+	if (type == DR_ETH_P_VLAN) {
+		if (len < off + sizeof(struct dr_vlan_hdr))
+			return -1;
+		type = ntohs(((const struct dr_vlan_hdr *)(f + off))->type);
+		off += sizeof(struct dr_vlan_hdr);
+	}
+	if (type == DR_ETH_P_IPV4 && len >= off + sizeof(struct dr_ipv4_hdr)) {
+		const struct dr_ipv4_hdr *ip = (const void *)(f + off);
+
+		if (ip->proto != 17)
+			return -1;
+		off += (size_t)dr_ipv4_ihl(ip) * 4;
+	} else if (type == DR_ETH_P_IPV6 && len >= off + sizeof(struct dr_ipv6_hdr)) {
+		/* UDP right after the header: RoCEv2 sends no extension */
+		if (((const struct dr_ipv6_hdr *)(f + off))->nexthdr != 17)
+			return -1;
+		off += sizeof(struct dr_ipv6_hdr);
+	} else {
+		return -1;
+	}
+	if (len < off + sizeof(*udp) + sizeof(*bth))
+		return -1;
+	udp = (const void *)(f + off);
+	if (ntohs(udp->dport) != DR_ROCE_UDP_PORT)
+		return -1;
+	bth = (const void *)(f + off + sizeof(*udp));
+	qpn = dr_bth_qpn(bth);
+	return qpn == DR_GSI_QPN ? -1 : (int64_t)qpn;
+}
+
 enum dr_pkt_verdict dr_pkt_parse(const void *frame, size_t len, unsigned flags,
 				 struct dr_pkt *pkt)
 {
