@@ -57,7 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dr_qp.h"
+#include "qp_priv.h"
 #include "simlink.h"
 #define FUZZ_NAME "fuzz_qp"
 #include "fuzz_common.h"

@@ -6,10 +6,12 @@
  * The engine knows neither DPDK nor libfabric.  It talks to the outside
  * through struct dr_qp_ops only: a frame-transmit function, a clock, a
  * timer request, a completion sink and an optional responder event sink.
- * Users outside src/qp read a QP only through the accessors below
- * (dr_qp_state(), dr_qp_sq_free(), ...), never its fields.  Frames are built and parsed only
- * with the wire codec (dr_roce.h).  Behaviour follows IBA vol. 1 ch. 9.7
- * (RC reliability) and ../shared/ROCE-REFERENCE.md section B (rdma_rxe).
+ * Users outside src/qp hold a QP as an opaque struct dr_qp and read it
+ * through the accessors below (dr_qp_state(), dr_qp_sq_free(), ...): its
+ * fields, the WQEs and the engines' calls into each other are in
+ * src/qp/qp_priv.h, which src/fi cannot include.  Frames are built and
+ * parsed only with the wire codec (dr_roce.h).  Behaviour follows IBA vol. 1 ch. 9.7
+ * (RC reliability) and docs/protocol.md section B (rdma_rxe).
  *
  * Concurrency: a QP is single-threaded.  The caller (src/fi: the domain
  * lock) serialises every call into one QP and its MR table.  Callbacks in
@@ -53,17 +55,6 @@ enum dr_mr_verdict {
 	DR_MR_NO_ACCESS,  /* region lacks the access right */
 };
 
-/* Keys are 32 random bits (never 0, unique among live keys), found through
- * a dr_idmap: nothing in one key says anything about another, and a
- * deregistered key is dead (a new draw repeats it with probability
- * 2^-32).  Slot 0 of the array is unused; key 0 (DR_LKEY_NONE) never
- * names a region.  The provider always chooses the key (FI_MR_PROV_KEY). */
-struct dr_mr_slot {
-	struct dr_mr mr;
-	uint32_t next_free;
-	bool used;
-};
-
 /* ==== Identifiers (ids.c) ================================================= */
 
 /* Bytes from the kernel's CSPRNG (getrandom(2)), buffered.  0, or -errno
@@ -99,6 +90,8 @@ void *dr_idmap_remove(struct dr_idmap *m, uint32_t id);
  * error. */
 int dr_idmap_alloc(struct dr_idmap *m, uint32_t mask, uint32_t lo, void *val, uint32_t *id);
 
+struct dr_mr_slot; /* mr.c */
+
 struct dr_mr_table {
 	struct dr_mr_slot *slot; /* [1, size): slot 0 unused */
 	uint32_t size;
@@ -123,7 +116,6 @@ struct dr_mr *dr_mr_lookup(const struct dr_mr_table *t, uint32_t key);
  * yields *ptr = NULL (IBA 9.4.4: no R_Key check for zero-length RDMA). */
 enum dr_mr_verdict dr_mr_check(const struct dr_mr_table *t, uint32_t key, uint64_t iova,
 			       uint64_t len, unsigned access, uint8_t **ptr);
-const char *dr_mr_verdict_str(enum dr_mr_verdict v);
 
 /* ==== Work requests and completions ==================================== */
 
@@ -134,28 +126,8 @@ const char *dr_mr_verdict_str(enum dr_mr_verdict v);
  * responder we accept RETH lengths up to 2^31 like rxe (DR_QP_MAX_RETH). */
 #define DR_QP_MAX_MSG  (1u << 30)
 #define DR_QP_MAX_RETH (1u << 31)
-/* Requester pacing (B.1, B.2): at most this many PSNs unacknowledged, and
- * AckReq at least every DR_QP_MAX_PKT_PER_ACK packets. */
-#ifndef DR_QP_MAX_UNACKED_PSNS
-#define DR_QP_MAX_UNACKED_PSNS 128
-#endif
-#define DR_QP_MAX_PKT_PER_ACK 64
 /* Payloads this long go to ops->xmit_split, not copied into the frame. */
 #define DR_QP_SPLIT_MIN 1024
-/* Go-back-N resends what is in flight after a loss, so the window in
- * flight shrinks on loss: halved on each retry (not below DR_QP_MIN_CWND),
- * one PSN more per ACK that makes progress, up to DR_QP_MAX_UNACKED_PSNS;
- * AckReq at least every cwnd/2 packets so that ACKs keep it open. */
-#define DR_QP_MIN_CWND 16
-/* An RDMA READ is asked for in requests of at most this many response
- * packets, on a grid fixed from the READ's first PSN (a resend from the
- * middle of one asks for the rest of that request only, which the
- * responder's resource then covers, B.7), at most two requests of a READ
- * outstanding, each holding one of max_rd_atomic.  The window then bounds
- * READ responses in flight as it bounds requests: a READ of 4 MiB no longer
- * arrives as 4,096 back-to-back frames that overrun the receiver's ring. */
-#define DR_QP_READ_CHUNK (DR_QP_MAX_UNACKED_PSNS / 2)
-#define DR_QP_READ_REQS	 2
 
 struct dr_sge {
 	uint64_t addr; /* iova within the MR named by lkey (or a pointer) */
@@ -458,155 +430,6 @@ struct dr_qp_stats {
 	uint64_t atomics_executed;
 };
 
-/* ---- requester / completer / responder states (one enum each) ---------- */
-
-/* Requester (req.c): what stops the next packet. */
-enum dr_req_state {
-	DR_REQ_IDLE,	    /* nothing to send */
-	DR_REQ_SEND,	    /* sending packets */
-	DR_REQ_WAIT_WINDOW, /* 128 PSNs unacknowledged (B.1, rxe) */
-	DR_REQ_WAIT_ORD,    /* max_rd_atomic READ/atomics outstanding or a fence */
-	DR_REQ_WAIT_RNR,    /* RNR NAK: waiting for the RNR timer (B.5) */
-	DR_REQ_ERROR,	    /* QP in error: nothing more is sent */
-	DR_REQ_NUM
-};
-extern const char *const dr_req_state_names[DR_REQ_NUM];
-
-enum dr_wqe_state {
-	DR_WQE_POSTED,	/* not yet transmitted */
-	DR_WQE_PENDING, /* PSNs assigned, (partly) sent, not acknowledged */
-	DR_WQE_DONE,	/* acknowledged / answered; completion due */
-};
-
-struct dr_send_wqe {
-	struct dr_send_wr wr; /* wr.sg_list points to sge[] below */
-	struct dr_sge sge[DR_QP_MAX_SGE];
-	uint8_t inline_data[DR_QP_MAX_INLINE];
-	uint64_t length;
-	enum dr_wqe_state state;
-	uint32_t first_psn;
-	uint32_t npsn;	   /* PSNs the message occupies (READ: one per response) */
-	uint32_t rsp_psns; /* READ: response packets placed so far */
-	bool ord_token;	   /* an atomic: holds one of max_rd_atomic */
-	uint8_t rd_tokens; /* a READ: requests outstanding, one of max_rd_atomic each */
-};
-
-struct dr_recv_wqe {
-	struct dr_recv_wr wr;
-	struct dr_sge sge[DR_QP_MAX_SGE];
-	uint64_t length;
-};
-
-/* One responder resource (IBA 9.7.5.1 "responder resources"): a READ or
- * an atomic already executed, kept for replay of duplicates (B.7). */
-struct dr_rd_res {
-	bool valid;
-	bool atomic;
-	uint32_t first_psn, last_psn;
-	uint64_t va;
-	uint32_t rkey;
-	uint32_t length;
-	uint64_t orig; /* atomic: the original value returned */
-};
-
-struct dr_qp {
-	uint32_t qpn;
-	enum dr_qp_state state;
-	unsigned flags; /* enum dr_qp_flags */
-	struct dr_qp_attr attr;
-	const struct dr_qp_ops *ops;
-	void *ctx;
-	struct dr_mr_table *mrt;
-	uint64_t *port_drops; /* struct dr_qp_init_attr.port_drops */
-
-	struct dr_pkt_desc tmpl; /* addressing for every frame */
-	uint16_t ip_id;
-	uint8_t *frame;	 /* scratch for one frame */
-	uint8_t *gather; /* scratch for one packet's payload */
-
-	struct {
-		struct dr_send_wqe *ring;
-		uint32_t mask;
-		uint32_t head; /* next free slot (posts), free-running */
-		uint32_t tail; /* oldest not completed, free-running */
-	} sq;
-	struct {
-		struct dr_recv_wqe *ring;
-		uint32_t mask;
-		uint32_t head, tail;
-	} rq;
-
-	struct {
-		enum dr_req_state state;
-		uint32_t wqe;	     /* SQ index of the WQE being sent */
-		uint32_t psn;	     /* next PSN to send */
-		uint32_t noack_pkts; /* packets since the last AckReq (B.2) */
-		uint32_t ord_used;   /* READ requests and atomics holding a token */
-		uint32_t cwnd;	     /* PSNs allowed unacknowledged */
-		/* an early timeout (DR_QP_ADAPTIVE_RTO) resends one packet,
-		 * with AckReq, and nothing more until an answer makes progress:
-		 * a timeout that was spurious costs one duplicate, not a window */
-		bool probe;
-		/* where the last rewind took the requester from; the answer
-		 * to a probe that shows the packets in flight arrived resumes
-		 * there instead of resending them (unless the rewind gave
-		 * READ requests' tokens back: those are asked again) */
-		bool undo_ok;
-		uint32_t undo_psn, undo_wqe;
-	} req;
-
-	struct {
-		uint32_t psn;	  /* first PSN not yet acknowledged */
-		uint32_t max_psn; /* one past the highest PSN ever sent */
-		uint8_t retry_left;
-		uint8_t rnr_left;
-		bool retry_started; /* go-back-N begun, no progress since */
-		uint8_t backoff;    /* timeouts since the last progress */
-		uint64_t rto_armed_ns; /* the timeout the deadline was set with */
-		/* DR_QP_ADAPTIVE_RTO: one round trip timed at a time (Karn:
-		 * never across a resend) */
-		bool rtt_on;
-		uint32_t rtt_psn;
-		uint64_t rtt_start_ns;
-		uint64_t srtt_ns, rttvar_ns, rto_base_ns;
-		/* spurious timeouts (comp.c dr_comp_spurious): the timeout
-		 * never goes below rto_floor_ns, which halves every
-		 * DR_RTO_FLOOR_DECAY samples without another */
-		bool spur_check; /* a timeout resent; duplicates would show it spurious */
-		uint32_t spur_psn; /* the first PSN it resent */
-		uint64_t spur_rto_ns;
-		uint64_t rto_floor_ns;
-		uint32_t floor_samples;
-		uint64_t rto_deadline_ns;
-		uint64_t rnr_deadline_ns;
-	} comp;
-
-	struct {
-		uint32_t psn;  /* expected PSN */
-		uint32_t msn;  /* messages completed (IBA 9.7.5.1) */
-		bool nak_sent; /* one NAK per gap (B.6) */
-		bool ack_due;  /* DR_QP_DEFER_ACK: an ACK for ack_psn is held */
-		uint32_t ack_psn, ack_msn;
-		/* the multi-packet SEND or WRITE in progress */
-		enum { DR_RESP_IN_NONE, DR_RESP_IN_SEND, DR_RESP_IN_WRITE } in;
-		bool rwqe;	   /* a receive WQE has been taken (rq.tail) */
-		uint64_t rcv_off;  /* bytes placed into it */
-		uint8_t *wr_ptr;   /* WRITE: next byte to write */
-		uint64_t wr_resid; /* WRITE: bytes still due */
-		uint64_t wr_len;   /* WRITE: RETH length, for WRITE_WITH_IMM */
-		struct dr_rd_res *res;
-		uint32_t nres, res_next;
-		/* the READ request that would continue the last one on
-		 * DR_QP_READ_CHUNK's grid (req.c): PSN, address, key */
-		uint32_t rd_cont_psn, rd_cont_rkey;
-		uint64_t rd_cont_va;
-		bool rd_cont;
-	} resp;
-
-	uint64_t deadline_ns; /* last value given to timer_set */
-	struct dr_qp_stats stats;
-};
-
 struct dr_qp *dr_qp_create(const struct dr_qp_init_attr *ia);
 void dr_qp_destroy(struct dr_qp *qp);
 /* Verbs-style modify (IBA 11.2.4, Modify QP): mask says which attr fields apply and
@@ -624,8 +447,6 @@ void dr_qp_input(struct dr_qp *qp, const struct dr_pkt *pkt);
 /* The QP's own receive checks, without side effects: DR_RX_OK or the
  * reason dr_qp_input would drop the frame before the engines see it. */
 enum dr_rx_drop dr_qp_rx_check(const struct dr_qp *qp, const struct dr_pkt *pkt);
-/* Count one dropped frame (QP and port). */
-void dr_qp_drop(struct dr_qp *qp, enum dr_rx_drop why);
 const struct dr_qp_stats *dr_qp_stats(const struct dr_qp *qp);
 /* DR_QP_DEFER_ACK: send the held acknowledgement, if any. */
 void dr_qp_flush(struct dr_qp *qp);
@@ -651,67 +472,5 @@ uint32_t dr_qp_rq_free(const struct dr_qp *qp);
 uint16_t dr_udp_sport(uint32_t flow_label, uint32_t lqpn, uint32_t rqpn);
 /* 4.096 us * 2^exp (IBA 9.7.6); 0 for exp 0 (no timer). */
 uint64_t dr_qp_timeout_ns(unsigned exp);
-/* RNR NAK timer code -> delay (IBA table 45). */
-uint64_t dr_rnr_timer_ns(unsigned code);
-
-/* ==== Engine internals (qp.c, req.c, resp.c, comp.c) ==================== */
-
-static inline struct dr_send_wqe *dr_sq_wqe(struct dr_qp *qp, uint32_t idx)
-{
-	return &qp->sq.ring[idx & qp->sq.mask];
-}
-static inline struct dr_recv_wqe *dr_rq_wqe(struct dr_qp *qp, uint32_t idx)
-{
-	return &qp->rq.ring[idx & qp->rq.mask];
-}
-static inline bool dr_wr_is_rd_atomic(enum dr_wr_opcode op)
-{
-	return op == DR_WR_READ || op == DR_WR_FETCH_ADD || op == DR_WR_CMP_SWAP;
-}
-static inline bool dr_wr_is_atomic(enum dr_wr_opcode op)
-{
-	return op == DR_WR_FETCH_ADD || op == DR_WR_CMP_SWAP;
-}
-/* Packets (= PSNs) a message of len bytes takes at this path MTU. */
-static inline uint32_t dr_qp_npkts(const struct dr_qp *qp, uint64_t len)
-{
-	return len ? (uint32_t)((len + qp->attr.path_mtu - 1) / qp->attr.path_mtu) : 1;
-}
-
-/* qp.c */
-void dr_qp_log(struct dr_qp *qp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-uint64_t dr_qp_now(struct dr_qp *qp);
-void dr_qp_timer_update(struct dr_qp *qp);
-/* Fill d with this QP's addressing and the BTH basics. */
-void dr_qp_desc(struct dr_qp *qp, struct dr_pkt_desc *d, uint8_t opcode, uint32_t psn);
-void dr_qp_send_frame(struct dr_qp *qp, const struct dr_pkt_desc *d);
-void dr_qp_error(struct dr_qp *qp);
-void dr_qp_complete(struct dr_qp *qp, const struct dr_wc *wc);
-/* The completion status an error NAK's AETH syndrome stands for (B.9). */
-enum dr_wc_status dr_qp_nak_status(uint8_t syndrome);
-/* Copy between an SGE list and a flat buffer, starting at byte off of the
- * list.  The SGEs were checked and turned into local pointers at post time
- * (their lkey is then DR_LKEY_NONE). */
-void dr_sge_copy_out(const struct dr_sge *sge, unsigned n, uint64_t off, void *dst, uint64_t len);
-void dr_sge_copy_in(const struct dr_sge *sge, unsigned n, uint64_t off, const void *src,
-		    uint64_t len);
-/* A pointer to [off, off+len) of the list if it lies in one SGE, else NULL. */
-const uint8_t *dr_sge_span(const struct dr_sge *sge, unsigned n, uint64_t off, uint64_t len);
-
-/* req.c */
-void dr_req_run(struct dr_qp *qp);
-void dr_req_rewind(struct dr_qp *qp);
-void dr_req_set_state(struct dr_qp *qp, enum dr_req_state s);
-
-/* comp.c */
-void dr_comp_input(struct dr_qp *qp, const struct dr_pkt *pkt);
-void dr_comp_timeout(struct dr_qp *qp);
-void dr_comp_rnr_expired(struct dr_qp *qp);
-void dr_comp_arm(struct dr_qp *qp);
-void dr_comp_rtt_start(struct dr_qp *qp, uint32_t psn);
-
-/* resp.c */
-void dr_resp_input(struct dr_qp *qp, const struct dr_pkt *pkt);
-void dr_resp_flush_ack(struct dr_qp *qp);
 
 #endif /* DR_QP_H */

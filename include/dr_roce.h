@@ -7,7 +7,7 @@
  * Header structs are literal wire images (packed, big-endian fields, no
  * bitfields); sub-byte and 24-bit fields are reached only through the
  * masking accessors below.  Sources: IBA vol. 1 rel. 1.4 ch. 9, RoCEv2
- * annex A17, and ../shared/ROCE-REFERENCE.md section A (rdma_rxe).
+ * annex A17, and docs/protocol.md section A (rdma_rxe).
  */
 #ifndef DR_ROCE_H
 #define DR_ROCE_H
@@ -277,7 +277,8 @@ enum dr_hdr {
 	DR_HDR_NUM
 };
 
-/* What the receiver of a request owes the sender. */
+/* What the receiver of a request owes the sender: the responder answers
+ * by this column (resp.c). */
 enum dr_op_ack {
 	DR_ACK_NONE,	 /* a response, or unreliable: nothing is owed */
 	DR_ACK_IF_REQ,	 /* SEND/WRITE: ACKNOWLEDGE when AckReq is set */
@@ -285,7 +286,13 @@ enum dr_op_ack {
 	DR_ACK_ATOMIC,	 /* FETCH_ADD/CMP_SWAP: ATOMIC ACKNOWLEDGE */
 };
 
+/*
+ * What an opcode is, one fact per flag; the engines (src/qp) decide by
+ * these flags, never by comparing opcodes, and test_wire checks every
+ * entry against the spec and test_qp the engines' decisions against them.
+ */
 enum dr_opf {
+	/* the packet carries this extension header after the BTH */
 	DR_OPF_DETH = 1u << DR_HDR_DETH,
 	DR_OPF_RETH = 1u << DR_HDR_RETH,
 	DR_OPF_ATMETH = 1u << DR_HDR_ATMETH,
@@ -294,21 +301,44 @@ enum dr_opf {
 	DR_OPF_IMMDT = 1u << DR_HDR_IMMDT,
 	DR_OPF_IETH = 1u << DR_HDR_IETH,
 	DR_OPF_HDRS = (1u << DR_HDR_NUM) - 1,
+	/* an opcode droce knows (a table entry); the parser refuses others */
 	DR_OPF_VALID = 1u << 8,
-	DR_OPF_PAYLOAD = 1u << 9, /* carries payload bytes */
+	/* may carry payload bytes; the parser refuses payload on the others */
+	DR_OPF_PAYLOAD = 1u << 9,
+	/* where the packet sits in its message: exactly one of the four.
+	 * Packets that are a message of their own (READ request, atomics,
+	 * acknowledgements, UD) are ONLY */
 	DR_OPF_FIRST = 1u << 10,
 	DR_OPF_MIDDLE = 1u << 11,
 	DR_OPF_LAST = 1u << 12,
 	DR_OPF_ONLY = 1u << 13,
-	DR_OPF_REQ = 1u << 14, /* sent by a requester */
-	DR_OPF_RSP = 1u << 15, /* sent by a responder */
+	/* RC, sent by a requester: the receiving QP's responder takes it */
+	DR_OPF_REQ = 1u << 14,
+	/* RC, sent by a responder: the receiving QP's completer takes it */
+	DR_OPF_RSP = 1u << 15,
+	/* the operation the packet belongs to, requests and responses alike:
+	 * SEND (RC or UD, with immediate or invalidate or not); RDMA WRITE
+	 * (with immediate or not); RDMA READ (request and responses); atomic
+	 * (FETCH_ADD, CMP_SWAP and the ATOMIC ACKNOWLEDGE) */
 	DR_OPF_SEND = 1u << 16,
 	DR_OPF_WRITE = 1u << 17,
 	DR_OPF_READ = 1u << 18,
 	DR_OPF_ATOMIC = 1u << 19,
-	DR_OPF_ACK = 1u << 20,	  /* ACKNOWLEDGE / ATOMIC ACKNOWLEDGE */
-	DR_OPF_RWQE = 1u << 21,	  /* consumes a receive WQE at the target */
-	DR_OPF_UD = 1u << 22,	  /* unreliable datagram (DETH) */
+	/* a response that acknowledges by its AETH: ACKNOWLEDGE, ATOMIC
+	 * ACKNOWLEDGE (READ responses acknowledge by their PSN) */
+	DR_OPF_ACK = 1u << 20,
+	/* the responder takes a receive WQE at this packet, and answers RNR
+	 * if none is posted: the first packet of a SEND (FIRST, ONLY) and
+	 * the packet of a WRITE with immediate that carries the ImmDt (IBA
+	 * 9.4.3, 9.7.4; rxe RXE_RWR_MASK) */
+	DR_OPF_RWQE = 1u << 21,
+	/* the packet completes a receive at the responder: the last packet
+	 * of a SEND (LAST, ONLY) and the ImmDt packet of a WRITE with
+	 * immediate (rxe RXE_COMP_MASK); the only packets whose BTH SE means
+	 * something (A.4) */
+	DR_OPF_RECV_DONE = 1u << 22,
+	/* unreliable datagram (DETH), QP1's MADs: no RC QP takes it */
+	DR_OPF_UD = 1u << 23,
 	DR_OPF_END = DR_OPF_LAST | DR_OPF_ONLY,
 };
 
@@ -362,7 +392,7 @@ static inline const char *dr_opcode_name(uint8_t op)
 	return dr_opcode_tab[op].name ? dr_opcode_tab[op].name : "UNKNOWN";
 }
 
-/* ---- CRC-32 and the ICRC (ROCE-REFERENCE.md A.9) ------------------------ */
+/* ---- CRC-32 and the ICRC (docs/protocol.md A.9) ------------------------ */
 
 /* zlib-compatible CRC-32 (reflected 0x04C11DB7): dr_crc32(0, p, n) is the
  * CRC of p; dr_crc32(dr_crc32(0, a, n), b, m) the CRC of a||b. */

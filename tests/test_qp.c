@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "dr_port.h" /* DR_PORT_ARP_PROBE_MS */
-#include "dr_qp.h"
+#include "qp_priv.h"
 #include "simlink.h"
 
 #define QPN_A	 0x000011

@@ -124,8 +124,8 @@ static struct run run_writes(uint32_t pmtu, uint32_t msg_len, unsigned nmsg, dou
 	r.bytes = (uint64_t)msg_len * nmsg;
 	r.req_frames = sim.end[0].tx_frames;
 	r.rsp_frames = sim.end[1].tx_frames;
-	r.timeouts = qp[0]->stats.timeouts;
-	r.seq_naks = qp[1]->stats.tx_seq_naks;
+	r.timeouts = dr_qp_stats(qp[0])->timeouts;
+	r.seq_naks = dr_qp_stats(qp[1])->tx_seq_naks;
 	for (i = 0; i < 2; i++)
 		dr_qp_destroy(qp[i]);
 	dr_mr_table_fini(&mrt);

@@ -5,7 +5,7 @@
  *
  * Expected values are written out here as the spec, not derived from the
  * code under test: IBA vol. 1 table 38 and 9.2-9.3 (opcodes and headers),
- * ../shared/ROCE-REFERENCE.md section A (what rdma_rxe puts on the wire,
+ * docs/protocol.md section A (what rdma_rxe puts on the wire,
  * A.9 the ICRC and its worked vector), and the check order documented in
  * include/dr_roce.h (enum dr_pkt_verdict: the first fault in wire order).
  *
@@ -158,7 +158,7 @@ static size_t l3_off(const uint8_t *f)
 }
 
 /*
- * The ICRC as ROCE-REFERENCE.md A.9 spells it out: CRC-32 of
+ * The ICRC as docs/protocol.md A.9 spells it out: CRC-32 of
  * FF x 8 || IP/UDP/BTH with TOS, TTL, IP checksum (IPv6: traffic class,
  * flow label, hop limit), UDP checksum and BTH byte 4 set to ones || the
  * rest of the IP datagram up to the ICRC.  The datagram's end is taken from
@@ -199,25 +199,30 @@ static uint32_t icrc_ref(const uint8_t *f)
 
 /* ---- the opcode table, written out as the spec ------------------------------ */
 
-/* Extension header sizes, IBA 9.3 / ROCE-REFERENCE.md A.5, in enum dr_hdr
+/* Extension header sizes, IBA 9.3 / docs/protocol.md A.5, in enum dr_hdr
  * order, which is the order they follow the BTH (IBA 9.2 figure 36). */
 static const unsigned ext_size[DR_HDR_NUM] = {
 	[DR_HDR_DETH] = 8, [DR_HDR_RETH] = 16, [DR_HDR_ATMETH] = 28, [DR_HDR_AETH] = 4,
 	[DR_HDR_ATMACK] = 8, [DR_HDR_IMMDT] = 4, [DR_HDR_IETH] = 4,
 };
 
-/* Message classes: who sends it, what it is, whether it takes a receive WQE
- * at the target (a SEND, a WRITE with immediate: IBA 9.4.3). */
-#define K_SEND (DR_OPF_REQ | DR_OPF_SEND | DR_OPF_RWQE)
+/* Message classes: who sends it, what it is.  A receive WQE at the target
+ * (IBA 9.4.3, 9.7.4; rxe_opcode.c RXE_RWR_MASK and RXE_COMP_MASK): a SEND
+ * takes it at its first packet (R_TAKE) and completes it at its last
+ * (R_DONE); a WRITE with immediate does both at the packet with the
+ * ImmDt. */
+#define R_TAKE DR_OPF_RWQE
+#define R_DONE DR_OPF_RECV_DONE
+#define K_SEND (DR_OPF_REQ | DR_OPF_SEND)
 #define K_WRITE (DR_OPF_REQ | DR_OPF_WRITE)
-#define K_WRITE_IMM (DR_OPF_REQ | DR_OPF_WRITE | DR_OPF_RWQE)
+#define K_WRITE_IMM (DR_OPF_REQ | DR_OPF_WRITE | R_TAKE | R_DONE)
 #define K_READ_REQ (DR_OPF_REQ | DR_OPF_READ)
 #define K_READ_RSP (DR_OPF_RSP | DR_OPF_READ)
 #define K_ACK (DR_OPF_RSP | DR_OPF_ACK)
 #define K_ATOMIC_ACK (DR_OPF_RSP | DR_OPF_ACK | DR_OPF_ATOMIC)
 #define K_ATOMIC (DR_OPF_REQ | DR_OPF_ATOMIC)
 /* droce classes a UD send as UD, not as an RC request (rxe adds REQ_MASK) */
-#define K_UD (DR_OPF_UD | DR_OPF_SEND | DR_OPF_RWQE)
+#define K_UD (DR_OPF_UD | DR_OPF_SEND | R_TAKE | R_DONE)
 
 #define P_FIRST DR_OPF_FIRST
 #define P_MIDDLE DR_OPF_MIDDLE
@@ -237,7 +242,7 @@ struct op_spec {
 
 /*
  * IBA vol. 1 table 38 (values, ib_pack.h), rxe_opcode.c (header
- * composition, first/middle/last/only), ROCE-REFERENCE.md A.6 (payload
+ * composition, first/middle/last/only), docs/protocol.md A.6 (payload
  * column and the header-length sanity values: SEND_ONLY 12, WRITE_ONLY 28,
  * WRITE_ONLY_IMM 32, READ_REQ 28, READ_RESP_FIRST/LAST/ONLY 16,
  * READ_RESP_MIDDLE 12, ACK 16, ATOMIC_ACK 24, CMP_SWAP/FETCH_ADD 40,
@@ -247,14 +252,14 @@ struct op_spec {
  * responses and UD owe nothing).
  */
 static const struct op_spec op_spec[] = {
-	{ 0x00, "RC_SEND_FIRST", 0, P_FIRST, true, DR_ACK_IF_REQ, K_SEND, 12 },
+	{ 0x00, "RC_SEND_FIRST", 0, P_FIRST, true, DR_ACK_IF_REQ, K_SEND | R_TAKE, 12 },
 	{ 0x01, "RC_SEND_MIDDLE", 0, P_MIDDLE, true, DR_ACK_IF_REQ, K_SEND, 12 },
-	{ 0x02, "RC_SEND_LAST", 0, P_LAST, true, DR_ACK_IF_REQ, K_SEND, 12 },
+	{ 0x02, "RC_SEND_LAST", 0, P_LAST, true, DR_ACK_IF_REQ, K_SEND | R_DONE, 12 },
 	{ 0x03, "RC_SEND_LAST_WITH_IMMEDIATE", DR_OPF_IMMDT, P_LAST, true, DR_ACK_IF_REQ,
-	  K_SEND, 16 },
-	{ 0x04, "RC_SEND_ONLY", 0, P_ONLY, true, DR_ACK_IF_REQ, K_SEND, 12 },
+	  K_SEND | R_DONE, 16 },
+	{ 0x04, "RC_SEND_ONLY", 0, P_ONLY, true, DR_ACK_IF_REQ, K_SEND | R_TAKE | R_DONE, 12 },
 	{ 0x05, "RC_SEND_ONLY_WITH_IMMEDIATE", DR_OPF_IMMDT, P_ONLY, true, DR_ACK_IF_REQ,
-	  K_SEND, 16 },
+	  K_SEND | R_TAKE | R_DONE, 16 },
 	{ 0x06, "RC_RDMA_WRITE_FIRST", DR_OPF_RETH, P_FIRST, true, DR_ACK_IF_REQ, K_WRITE, 28 },
 	{ 0x07, "RC_RDMA_WRITE_MIDDLE", 0, P_MIDDLE, true, DR_ACK_IF_REQ, K_WRITE, 12 },
 	{ 0x08, "RC_RDMA_WRITE_LAST", 0, P_LAST, true, DR_ACK_IF_REQ, K_WRITE, 12 },
@@ -277,10 +282,10 @@ static const struct op_spec op_spec[] = {
 	  K_ATOMIC_ACK, 24 },
 	{ 0x13, "RC_COMPARE_SWAP", DR_OPF_ATMETH, P_ONLY, false, DR_ACK_ATOMIC, K_ATOMIC, 40 },
 	{ 0x14, "RC_FETCH_ADD", DR_OPF_ATMETH, P_ONLY, false, DR_ACK_ATOMIC, K_ATOMIC, 40 },
-	{ 0x16, "RC_SEND_LAST_WITH_INVALIDATE", DR_OPF_IETH, P_LAST, true, DR_ACK_IF_REQ, K_SEND,
-	  16 },
-	{ 0x17, "RC_SEND_ONLY_WITH_INVALIDATE", DR_OPF_IETH, P_ONLY, true, DR_ACK_IF_REQ, K_SEND,
-	  16 },
+	{ 0x16, "RC_SEND_LAST_WITH_INVALIDATE", DR_OPF_IETH, P_LAST, true, DR_ACK_IF_REQ,
+	  K_SEND | R_DONE, 16 },
+	{ 0x17, "RC_SEND_ONLY_WITH_INVALIDATE", DR_OPF_IETH, P_ONLY, true, DR_ACK_IF_REQ,
+	  K_SEND | R_TAKE | R_DONE, 16 },
 	{ 0x64, "UD_SEND_ONLY", DR_OPF_DETH, P_ONLY, true, DR_ACK_NONE, K_UD, 20 },
 	{ 0x65, "UD_SEND_ONLY_WITH_IMMEDIATE", DR_OPF_DETH | DR_OPF_IMMDT, P_ONLY, true,
 	  DR_ACK_NONE, K_UD, 24 },
@@ -1604,7 +1609,7 @@ struct mal {
 
 /*
  * One fault per row; want is the verdict naming it (enum dr_pkt_verdict,
- * first fault in wire order).  Provenance: ROCE-REFERENCE.md A.1-A.5 and
+ * first fault in wire order).  Provenance: docs/protocol.md A.1-A.5 and
  * A.9 (what is checked and what the ICRC masks), RFC 791 (IPv4 header),
  * RFC 8200 (IPv6), RFC 768 (UDP), IBA 9.2-9.3 (BTH, PadCnt, TVer).
  */

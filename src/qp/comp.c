@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * comp.c - the completer: consumes ACKs, NAKs, READ responses and atomic
- * acknowledgements (IBA 9.7.5.2, ROCE-REFERENCE.md B.3-B.6, B.9), completes
+ * acknowledgements (IBA 9.7.5.2, docs/protocol.md B.3-B.6, B.9), completes
  * send WQEs strictly in posting order, runs the retransmit and RNR timers
  * and starts go-back-N.
  *
@@ -11,7 +11,7 @@
  */
 #include <string.h>
 
-#include "dr_qp.h"
+#include "qp_priv.h"
 
 enum dr_comp_state {
 	DR_COMP_CHECK_PSN, /* is the PSN one we are waiting for? */
@@ -204,24 +204,6 @@ static void dr_comp_cwnd_cut(struct dr_qp *qp)
 
 /* ---- completing WQEs ---------------------------------------------------------- */
 
-static enum dr_wc_opcode dr_comp_wc_opcode(enum dr_wr_opcode op)
-{
-	switch (op) {
-	case DR_WR_SEND:
-	case DR_WR_SEND_IMM:
-		return DR_WC_SEND;
-	case DR_WR_WRITE:
-	case DR_WR_WRITE_IMM:
-		return DR_WC_WRITE;
-	case DR_WR_READ:
-		return DR_WC_READ;
-	case DR_WR_FETCH_ADD:
-		return DR_WC_FETCH_ADD;
-	default:
-		return DR_WC_CMP_SWAP;
-	}
-}
-
 /* Complete the WQE at the SQ head.  Unsignaled WQEs report only errors
  * (IBA 10.8, 11.4.1.1). */
 static void dr_comp_wqe(struct dr_qp *qp, enum dr_wc_status status, uint8_t syndrome)
@@ -230,7 +212,7 @@ static void dr_comp_wqe(struct dr_qp *qp, enum dr_wc_status status, uint8_t synd
 	struct dr_wc wc = {
 	    .wr_id = w->wr.wr_id,
 	    .status = status,
-	    .opcode = dr_comp_wc_opcode(w->wr.opcode),
+	    .opcode = dr_wr_tab[w->wr.opcode].wc,
 	    .syndrome = syndrome,
 	};
 
@@ -362,19 +344,12 @@ static enum dr_comp_state dr_comp_check_psn(struct dr_qp *qp, struct dr_comp_ctx
 	c->syndrome = aeth ? dr_aeth_syndrome(aeth) : DR_AETH_ACK_UNLIMITED;
 	if ((c->syndrome & DR_AETH_TYPE_MASK) != DR_AETH_ACK)
 		return DR_COMP_NAK;
-	switch (pkt->opcode) {
-	case DR_OP_ACK:
-		return DR_COMP_ACK;
-	case DR_OP_ATOMIC_ACK:
-		return DR_COMP_ATOMIC;
-	case DR_OP_READ_RSP_FIRST:
-	case DR_OP_READ_RSP_MIDDLE:
-	case DR_OP_READ_RSP_LAST:
-	case DR_OP_READ_RSP_ONLY:
+	/* the responses (dr_qp_input): acknowledgements, READ responses */
+	if (pkt->op->flags & DR_OPF_ACK)
+		return pkt->op->flags & DR_OPF_ATOMIC ? DR_COMP_ATOMIC : DR_COMP_ACK;
+	if (pkt->op->flags & DR_OPF_READ)
 		return DR_COMP_READ;
-	default:
-		return DR_COMP_DROP;
-	}
+	return DR_COMP_DROP;
 }
 
 static enum dr_comp_state dr_comp_ack(struct dr_qp *qp, struct dr_comp_ctx *c)

@@ -7,7 +7,7 @@
  * peer that wants to write into memory must guess a live key: with n
  * regions registered one guess in 2^32 / n succeeds, and knowing other
  * keys (its own connection's, a deregistered one) does not help -- the
- * "not guessable" rule of DESIGN.md.  (The key used to be a 15-bit tag
+ * "not guessable" rule of docs/design.md.  (The key used to be a 15-bit tag
  * beside a 17-bit slot index: 2^15 guesses for a known slot.)  The slots
  * themselves are storage only; freed ones go to the tail of a FIFO.
  */
@@ -16,6 +16,17 @@
 #include <string.h>
 
 #include "dr_qp.h"
+
+/* Keys are 32 random bits (never 0, unique among live keys), found through
+ * a dr_idmap: nothing in one key says anything about another, and a
+ * deregistered key is dead (a new draw repeats it with probability
+ * 2^-32).  Slot 0 of the array is unused; key 0 (DR_LKEY_NONE) never
+ * names a region.  The provider always chooses the key (FI_MR_PROV_KEY). */
+struct dr_mr_slot {
+	struct dr_mr mr;
+	uint32_t next_free;
+	bool used;
+};
 
 int dr_mr_table_init(struct dr_mr_table *t, uint32_t max_mr)
 {
@@ -135,16 +146,4 @@ enum dr_mr_verdict dr_mr_check(const struct dr_mr_table *t, uint32_t key, uint64
 		return DR_MR_NO_ACCESS;
 	*ptr = mr->addr + (iova - mr->iova);
 	return DR_MR_OK;
-}
-
-const char *dr_mr_verdict_str(enum dr_mr_verdict v)
-{
-	static const char *const names[] = {
-	    [DR_MR_OK] = "ok",
-	    [DR_MR_BAD_KEY] = "bad key",
-	    [DR_MR_BAD_BOUNDS] = "out of bounds",
-	    [DR_MR_NO_ACCESS] = "missing permission",
-	};
-
-	return (unsigned)v < sizeof(names) / sizeof(names[0]) ? names[v] : "?";
 }

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dr_qp.h"
+#include "qp_priv.h"
 
 #define DR_QP_FRAME_CAP (DR_MAX_PMTU + 256)
 
@@ -28,6 +28,27 @@ const char *const dr_wr_opcode_names[DR_WR_NUM] = {
     [DR_WR_READ] = "RDMA_READ",
     [DR_WR_FETCH_ADD] = "ATOMIC_FETCH_ADD",
     [DR_WR_CMP_SWAP] = "ATOMIC_CMP_SWAP",
+};
+
+/* IBA table 38: a SEND or WRITE is as many packets as its length needs at
+ * the path MTU; a READ request asks for (part of) the READ's responses; an
+ * atomic is one packet. */
+const struct dr_wr_info dr_wr_tab[DR_WR_NUM] = {
+    [DR_WR_SEND] = {{DR_OP_SEND_ONLY, DR_OP_SEND_FIRST, DR_OP_SEND_MIDDLE, DR_OP_SEND_LAST},
+		    DR_WC_SEND},
+    [DR_WR_SEND_IMM] = {{DR_OP_SEND_ONLY_IMM, DR_OP_SEND_FIRST, DR_OP_SEND_MIDDLE,
+			 DR_OP_SEND_LAST_IMM},
+			DR_WC_SEND},
+    [DR_WR_WRITE] = {{DR_OP_WRITE_ONLY, DR_OP_WRITE_FIRST, DR_OP_WRITE_MIDDLE, DR_OP_WRITE_LAST},
+		     DR_WC_WRITE},
+    [DR_WR_WRITE_IMM] = {{DR_OP_WRITE_ONLY_IMM, DR_OP_WRITE_FIRST, DR_OP_WRITE_MIDDLE,
+			  DR_OP_WRITE_LAST_IMM},
+			 DR_WC_WRITE},
+    [DR_WR_READ] = {{DR_OP_READ_REQ, DR_OP_READ_REQ, DR_OP_READ_REQ, DR_OP_READ_REQ}, DR_WC_READ},
+    [DR_WR_FETCH_ADD] = {{DR_OP_FETCH_ADD, DR_OP_FETCH_ADD, DR_OP_FETCH_ADD, DR_OP_FETCH_ADD},
+			 DR_WC_FETCH_ADD},
+    [DR_WR_CMP_SWAP] = {{DR_OP_CMP_SWAP, DR_OP_CMP_SWAP, DR_OP_CMP_SWAP, DR_OP_CMP_SWAP},
+			DR_WC_CMP_SWAP},
 };
 
 const char *const dr_wc_status_names[DR_WC_STATUS_NUM] = {
@@ -387,24 +408,12 @@ enum dr_wc_status dr_qp_nak_status(uint8_t syndrome)
 	}
 }
 
-static enum dr_wc_opcode dr_wc_opcode_of(enum dr_wr_opcode op)
-{
-	static const enum dr_wc_opcode map[DR_WR_NUM] = {
-	    [DR_WR_SEND] = DR_WC_SEND,	       [DR_WR_SEND_IMM] = DR_WC_SEND,
-	    [DR_WR_WRITE] = DR_WC_WRITE,       [DR_WR_WRITE_IMM] = DR_WC_WRITE,
-	    [DR_WR_READ] = DR_WC_READ,	       [DR_WR_FETCH_ADD] = DR_WC_FETCH_ADD,
-	    [DR_WR_CMP_SWAP] = DR_WC_CMP_SWAP,
-	};
-
-	return map[op];
-}
-
 static void dr_qp_flush_send(struct dr_qp *qp, struct dr_send_wqe *w)
 {
 	struct dr_wc wc = {
 	    .wr_id = w->wr.wr_id,
 	    .status = DR_WC_WR_FLUSH_ERR,
-	    .opcode = dr_wc_opcode_of(w->wr.opcode),
+	    .opcode = dr_wr_tab[w->wr.opcode].wc,
 	};
 
 	dr_qp_complete(qp, &wc);
@@ -447,7 +456,7 @@ void dr_qp_error(struct dr_qp *qp)
 	while (qp->rq.tail != qp->rq.head)
 		dr_qp_flush_recv(qp, dr_rq_wqe(qp, qp->rq.tail++));
 	qp->resp.rwqe = false;
-	qp->resp.in = DR_RESP_IN_NONE;
+	qp->resp.in = 0;
 }
 
 /* ---- create / destroy ------------------------------------------------------ */
@@ -615,7 +624,7 @@ static int dr_qp_to_rtr(struct dr_qp *qp)
 	qp->resp.psn = qp->attr.rq_psn;
 	qp->resp.msn = 0;
 	qp->resp.nak_sent = false;
-	qp->resp.in = DR_RESP_IN_NONE;
+	qp->resp.in = 0;
 	qp->resp.rwqe = false;
 	qp->resp.rd_cont = false;
 
@@ -802,8 +811,9 @@ enum dr_rx_drop dr_qp_rx_check(const struct dr_qp *qp, const struct dr_pkt *pkt)
 
 	if (pkt->dqpn != qp->qpn)
 		return DR_RX_DROP_DST_QPN;
-	/* IBA 9.2.1: the transport bits say RC; UD (QP1's) is not for us */
-	if (pkt->opcode >= 0x20 || (f & DR_OPF_UD) || !(f & (DR_OPF_REQ | DR_OPF_RSP)))
+	/* IBA 9.2.1: the transport bits say RC (a request or a response);
+	 * UD (QP1's) is not for us */
+	if (!(f & (DR_OPF_REQ | DR_OPF_RSP)))
 		return DR_RX_DROP_TYPE;
 	/* before RTR the QP has no peer to compare with */
 	if (qp->state == DR_QPS_RESET || qp->state == DR_QPS_INIT)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * req.c - the requester: turns send WQEs into request packets (IBA 9.7.3
- * and ROCE-REFERENCE.md B.1/B.2), paced by the PSN window and ORD, and
+ * and docs/protocol.md B.1/B.2), paced by the PSN window and ORD, and
  * rewinds for go-back-N (B.6).
  *
  * Every WQE owns a fixed PSN range [first_psn, first_psn + npsn) assigned
@@ -11,7 +11,7 @@
  */
 #include <string.h>
 
-#include "dr_qp.h"
+#include "qp_priv.h"
 
 const char *const dr_req_state_names[DR_REQ_NUM] = {
     [DR_REQ_IDLE] = "IDLE",
@@ -30,32 +30,6 @@ void dr_req_set_state(struct dr_qp *qp, enum dr_req_state s)
 		dr_qp_log(qp, "qp %u req: %s -> %s", qp->qpn, dr_req_state_names[qp->req.state],
 			  dr_req_state_names[s]);
 	qp->req.state = s;
-}
-
-/* Opcode of packet k of n of a SEND or WRITE (IBA 9.7.3.1, table 38). */
-static uint8_t dr_req_opcode(const struct dr_send_wqe *w, uint32_t k)
-{
-	static const uint8_t tab[4][4] = {
-	    /*		     ONLY		   FIRST	      MIDDLE		   LAST */
-	    [DR_WR_SEND] = {DR_OP_SEND_ONLY, DR_OP_SEND_FIRST, DR_OP_SEND_MIDDLE, DR_OP_SEND_LAST},
-	    [DR_WR_SEND_IMM] = {DR_OP_SEND_ONLY_IMM, DR_OP_SEND_FIRST, DR_OP_SEND_MIDDLE,
-				DR_OP_SEND_LAST_IMM},
-	    [DR_WR_WRITE] = {DR_OP_WRITE_ONLY, DR_OP_WRITE_FIRST, DR_OP_WRITE_MIDDLE,
-			     DR_OP_WRITE_LAST},
-	    [DR_WR_WRITE_IMM] = {DR_OP_WRITE_ONLY_IMM, DR_OP_WRITE_FIRST, DR_OP_WRITE_MIDDLE,
-				 DR_OP_WRITE_LAST_IMM},
-	};
-	unsigned pos;
-
-	if (w->npsn == 1)
-		pos = 0;
-	else if (k == 0)
-		pos = 1;
-	else if (k + 1 < w->npsn)
-		pos = 2;
-	else
-		pos = 3;
-	return tab[w->wr.opcode][pos];
 }
 
 /* Response packets the READ request for packet k of w asks for: to the
@@ -82,51 +56,23 @@ static enum dr_req_state dr_req_read_gate(struct dr_qp *qp, const struct dr_send
 	return DR_REQ_SEND;
 }
 
-/* Build and send packet k of w.  Returns the PSNs it consumes. */
+/* Build and send packet k of w.  Returns the PSNs it consumes.  What
+ * the packet carries follows from its opcode's entry in the table. */
 static uint32_t dr_req_send_pkt(struct dr_qp *qp, struct dr_send_wqe *w, uint32_t k)
 {
 	uint32_t pmtu = qp->attr.path_mtu, psn = dr_psn_add(w->first_psn, (int32_t)k), used = 1;
+	uint8_t op = dr_wr_opcode(w->wr.opcode, k, w->npsn);
+	uint32_t f = dr_opcode(op)->flags;
 	uint64_t off = (uint64_t)k * pmtu;
 	struct dr_pkt_desc d;
-	bool end = true;
+	bool end = f & DR_OPF_END;
 
-	switch (w->wr.opcode) {
-	case DR_WR_SEND:
-	case DR_WR_SEND_IMM:
-	case DR_WR_WRITE:
-	case DR_WR_WRITE_IMM: {
-		uint32_t plen = w->length - off < pmtu ? (uint32_t)(w->length - off) : pmtu;
-		const uint8_t *p;
-
-		dr_qp_desc(qp, &d, dr_req_opcode(w, k), psn);
-		end = k + 1 == w->npsn;
-		if (d.opcode == DR_OP_WRITE_FIRST || d.opcode == DR_OP_WRITE_ONLY ||
-		    d.opcode == DR_OP_WRITE_ONLY_IMM) {
-			/* RETH carries the whole message length (A.5) */
-			d.reth.va = w->wr.remote_addr;
-			d.reth.rkey = w->wr.rkey;
-			d.reth.len = (uint32_t)w->length;
-		}
-		if (end && (w->wr.opcode == DR_WR_SEND_IMM || w->wr.opcode == DR_WR_WRITE_IMM))
-			d.imm = w->wr.imm;
-		/* SE only on the last packet of a SEND or WRITE_WITH_IMM (A.4) */
-		if (end && (w->wr.flags & DR_WR_SOLICITED) && w->wr.opcode != DR_WR_WRITE)
-			d.se = true;
-		p = dr_sge_span(w->sge, w->wr.num_sge, off, plen);
-		if (!p && plen) {
-			dr_sge_copy_out(w->sge, w->wr.num_sge, off, qp->gather, plen);
-			p = qp->gather;
-		}
-		d.payload = p;
-		d.payload_len = plen;
-		break;
-	}
-	case DR_WR_READ:
+	dr_qp_desc(qp, &d, op, psn);
+	if (f & DR_OPF_READ) {
 		/* one request for the rest of k's request on the grid
 		 * (DR_QP_READ_CHUNK); it reserves one PSN per response packet
 		 * (B.1); a resend asks only for what is missing */
 		used = dr_req_read_span(w, k);
-		dr_qp_desc(qp, &d, DR_OP_READ_REQ, psn);
 		d.reth.va = w->wr.remote_addr + off;
 		d.reth.rkey = w->wr.rkey;
 		if (k + used == w->npsn)
@@ -135,11 +81,13 @@ static uint32_t dr_req_send_pkt(struct dr_qp *qp, struct dr_send_wqe *w, uint32_
 			d.reth.len = used * pmtu;
 		w->rd_tokens++;
 		qp->req.ord_used++;
-		break;
-	case DR_WR_FETCH_ADD:
-	case DR_WR_CMP_SWAP:
-		dr_qp_desc(qp, &d,
-			   w->wr.opcode == DR_WR_FETCH_ADD ? DR_OP_FETCH_ADD : DR_OP_CMP_SWAP, psn);
+	} else if (f & DR_OPF_RETH) {
+		/* a WRITE's RETH carries the whole message length (A.5) */
+		d.reth.va = w->wr.remote_addr;
+		d.reth.rkey = w->wr.rkey;
+		d.reth.len = (uint32_t)w->length;
+	}
+	if (f & DR_OPF_ATMETH) {
 		d.atmeth.va = w->wr.remote_addr;
 		d.atmeth.rkey = w->wr.rkey;
 		if (w->wr.opcode == DR_WR_FETCH_ADD) {
@@ -148,9 +96,22 @@ static uint32_t dr_req_send_pkt(struct dr_qp *qp, struct dr_send_wqe *w, uint32_
 			d.atmeth.swap_add = w->wr.swap;
 			d.atmeth.cmp = w->wr.compare_add;
 		}
-		break;
-	default:
-		return 1;
+	}
+	if (f & DR_OPF_IMMDT)
+		d.imm = w->wr.imm;
+	/* SE only where the receive completes (A.4) */
+	if ((f & DR_OPF_RECV_DONE) && (w->wr.flags & DR_WR_SOLICITED))
+		d.se = true;
+	if (f & DR_OPF_PAYLOAD) {
+		uint32_t plen = w->length - off < pmtu ? (uint32_t)(w->length - off) : pmtu;
+		const uint8_t *p = dr_sge_span(w->sge, w->wr.num_sge, off, plen);
+
+		if (!p && plen) {
+			dr_sge_copy_out(w->sge, w->wr.num_sge, off, qp->gather, plen);
+			p = qp->gather;
+		}
+		d.payload = p;
+		d.payload_len = plen;
 	}
 
 	/* AckReq on the last packet of a message and at least every

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * resp.c - the responder: checks and executes incoming requests and
- * answers them (IBA 9.7.4, 9.7.5.1; ROCE-REFERENCE.md B.3, B.5-B.9).
+ * answers them (IBA 9.7.4, 9.7.5.1; docs/protocol.md B.3, B.5-B.9).
  *
  * One request packet walks the state machine below, checks first in the
  * order IBA 9.7.5.1 lists them (PSN, opcode sequence, length, resources,
@@ -16,7 +16,7 @@
  */
 #include <string.h>
 
-#include "dr_qp.h"
+#include "qp_priv.h"
 
 enum dr_resp_state {
 	DR_RESP_CHECK_PSN,
@@ -53,7 +53,9 @@ static const char *const dr_resp_state_names[DR_RESP_NUM] = {
 
 struct dr_resp_ctx {
 	const struct dr_pkt *pkt;
-	uint8_t op;
+	uint32_t f;		   /* the opcode's flags as the responder acts on them */
+	uint8_t ack;		   /* what the request is owed (enum dr_op_ack) */
+	bool remote;		   /* an RDMA or atomic request: reported (ops->remote_op) */
 	uint8_t nak;		   /* ERROR: the NAK syndrome */
 	enum dr_wc_status rstatus; /* ERROR: for a receive WQE in progress */
 	uint8_t *ptr;		   /* CHECK_RKEY: the local target */
@@ -64,65 +66,46 @@ struct dr_resp_ctx {
 	struct dr_remote_op rop;
 };
 
-/* ---- opcode classes ------------------------------------------------------- */
+/* ---- the request's class ------------------------------------------------------ */
 
-static bool dr_op_is_send(uint8_t op)
+/* The responder decides by the opcode table's flags (dr_roce.h enum
+ * dr_opf).  droce offers no SEND with invalidate (it has no memory windows
+ * or remote invalidation): such a request belongs to no class the
+ * responder executes and is owed nothing, so it is refused in sequence
+ * (CHECK_OP_SEQ: invalid request) and dropped as a duplicate. */
+static void dr_resp_classify(struct dr_resp_ctx *c)
 {
-	return op <= DR_OP_SEND_ONLY_IMM;
-}
-static bool dr_op_is_write(uint8_t op)
-{
-	return op >= DR_OP_WRITE_FIRST && op <= DR_OP_WRITE_ONLY_IMM;
-}
-static bool dr_op_is_atomic(uint8_t op)
-{
-	return op == DR_OP_CMP_SWAP || op == DR_OP_FETCH_ADD;
-}
-static bool dr_op_has_reth_write(uint8_t op)
-{
-	return op == DR_OP_WRITE_FIRST || op == DR_OP_WRITE_ONLY || op == DR_OP_WRITE_ONLY_IMM;
-}
-static bool dr_op_first_or_middle(uint8_t op)
-{
-	return op == DR_OP_SEND_FIRST || op == DR_OP_SEND_MIDDLE || op == DR_OP_WRITE_FIRST ||
-	       op == DR_OP_WRITE_MIDDLE;
-}
-static bool dr_op_only(uint8_t op)
-{
-	return op == DR_OP_SEND_ONLY || op == DR_OP_SEND_ONLY_IMM || op == DR_OP_WRITE_ONLY ||
-	       op == DR_OP_WRITE_ONLY_IMM;
-}
-static bool dr_op_ends(uint8_t op)
-{
-	return dr_op_only(op) || op == DR_OP_SEND_LAST || op == DR_OP_SEND_LAST_IMM ||
-	       op == DR_OP_WRITE_LAST || op == DR_OP_WRITE_LAST_IMM;
-}
-static bool dr_op_is_write_imm(uint8_t op)
-{
-	return op == DR_OP_WRITE_LAST_IMM || op == DR_OP_WRITE_ONLY_IMM;
-}
-/* consumes a receive WQE with this packet (IBA 9.4.3, 9.7.4), unless the
- * QP keeps WRITE_WITH_IMMEDIATE off its receive queue */
-static bool dr_resp_takes_rwqe(const struct dr_qp *qp, uint8_t op)
-{
-	if (dr_op_is_write_imm(op))
-		return !(qp->flags & DR_QP_WRITE_IMM_NO_WQE);
-	return op == DR_OP_SEND_FIRST || op == DR_OP_SEND_ONLY || op == DR_OP_SEND_ONLY_IMM;
-}
-/* the remote operation an opcode belongs to; false for SENDs */
-static bool dr_op_remote_kind(uint8_t op, enum dr_remote_op_kind *kind)
-{
-	if (dr_op_is_write(op))
-		*kind = DR_REMOTE_WRITE;
-	else if (op == DR_OP_READ_REQ)
-		*kind = DR_REMOTE_READ;
-	else if (op == DR_OP_FETCH_ADD)
-		*kind = DR_REMOTE_FETCH_ADD;
-	else if (op == DR_OP_CMP_SWAP)
-		*kind = DR_REMOTE_CMP_SWAP;
+	const struct dr_opcode_info *o = c->pkt->op;
+
+	c->f = o->flags;
+	c->ack = o->ack;
+	if (c->f & DR_OPF_IETH) {
+		c->f &= ~DR_OPF_SEND;
+		c->ack = DR_ACK_NONE;
+	}
+	c->remote = true;
+	if (c->f & DR_OPF_WRITE)
+		c->rop.kind = DR_REMOTE_WRITE;
+	else if (c->f & DR_OPF_READ)
+		c->rop.kind = DR_REMOTE_READ;
+	else if (c->f & DR_OPF_ATOMIC) /* the table's class stops at "atomic" */
+		c->rop.kind = c->pkt->opcode == DR_OP_CMP_SWAP ? DR_REMOTE_CMP_SWAP
+							       : DR_REMOTE_FETCH_ADD;
 	else
+		c->remote = false;
+}
+
+/* a WRITE with immediate: completes as a receive; takes a receive WQE
+ * unless the QP keeps it off its receive queue (DR_QP_WRITE_IMM_NO_WQE) */
+static bool dr_resp_write_imm(const struct dr_resp_ctx *c)
+{
+	return (c->f & DR_OPF_WRITE) && (c->f & DR_OPF_IMMDT);
+}
+static bool dr_resp_takes_rwqe(const struct dr_qp *qp, const struct dr_resp_ctx *c)
+{
+	if (!(c->f & DR_OPF_RWQE))
 		return false;
-	return true;
+	return !dr_resp_write_imm(c) || !(qp->flags & DR_QP_WRITE_IMM_NO_WQE);
 }
 
 /* ---- answers ------------------------------------------------------------------ */
@@ -162,6 +145,14 @@ static void dr_resp_ack(struct dr_qp *qp, uint32_t psn)
 	dr_resp_send_aeth(qp, DR_OP_ACK, psn, DR_AETH_ACK_UNLIMITED);
 }
 
+/* The READ RESPONSE opcodes by position (IBA table 38). */
+static const uint8_t dr_read_rsp_opcode[DR_POS_NUM] = {
+    [DR_POS_ONLY] = DR_OP_READ_RSP_ONLY,
+    [DR_POS_FIRST] = DR_OP_READ_RSP_FIRST,
+    [DR_POS_MIDDLE] = DR_OP_READ_RSP_MIDDLE,
+    [DR_POS_LAST] = DR_OP_READ_RSP_LAST,
+};
+
 /* READ RESPONSE packets for [ptr, ptr+len) starting at psn (IBA 9.7.4;
  * AETH on FIRST/LAST/ONLY only). */
 static void dr_resp_read_reply(struct dr_qp *qp, uint32_t psn, const uint8_t *ptr, uint32_t len)
@@ -172,17 +163,8 @@ static void dr_resp_read_reply(struct dr_qp *qp, uint32_t psn, const uint8_t *pt
 	for (i = 0; i < n; i++) {
 		uint32_t off = i * pmtu, plen = len - off < pmtu ? len - off : pmtu;
 		struct dr_pkt_desc d;
-		uint8_t op;
 
-		if (n == 1)
-			op = DR_OP_READ_RSP_ONLY;
-		else if (i == 0)
-			op = DR_OP_READ_RSP_FIRST;
-		else if (i + 1 == n)
-			op = DR_OP_READ_RSP_LAST;
-		else
-			op = DR_OP_READ_RSP_MIDDLE;
-		dr_qp_desc(qp, &d, op, dr_psn_add(psn, (int32_t)i));
+		dr_qp_desc(qp, &d, dr_read_rsp_opcode[dr_pos_of(i, n)], dr_psn_add(psn, (int32_t)i));
 		d.aeth.syndrome = DR_AETH_ACK_UNLIMITED;
 		d.aeth.msn = qp->resp.msn;
 		d.payload = plen ? ptr + off : NULL;
@@ -224,7 +206,7 @@ static void dr_resp_note_remote_op(struct dr_qp *qp, struct dr_resp_ctx *c,
 	const struct dr_reth *reth = dr_pkt_reth(c->pkt);
 	struct dr_remote_op *r = &c->rop;
 
-	if (!dr_op_remote_kind(c->op, &r->kind))
+	if (!c->remote)
 		return;
 	c->rop_due = true;
 	r->status = status;
@@ -233,7 +215,7 @@ static void dr_resp_note_remote_op(struct dr_qp *qp, struct dr_resp_ctx *c,
 	if (reth)
 		r->length = ntohl(reth->len);
 	else if (r->kind == DR_REMOTE_WRITE &&
-		 (status == DR_WC_SUCCESS || qp->resp.in == DR_RESP_IN_WRITE))
+		 (status == DR_WC_SUCCESS || qp->resp.in == DR_OPF_WRITE))
 		r->length = qp->resp.wr_len; /* a WRITE's MIDDLE or LAST */
 	if (r->kind == DR_REMOTE_FETCH_ADD || r->kind == DR_REMOTE_CMP_SWAP) {
 		const struct dr_atmeth *a = dr_pkt_atmeth(c->pkt);
@@ -260,24 +242,16 @@ static enum dr_resp_state dr_resp_check_psn(struct dr_qp *qp, struct dr_resp_ctx
 
 static enum dr_resp_state dr_resp_check_op_seq(struct dr_qp *qp, struct dr_resp_ctx *c)
 {
-	uint8_t op = c->op;
+	uint32_t f = c->f;
 	bool ok;
 
 	/* IBA 9.7.5.1 (opcode sequence check): a message continues with MIDDLE/LAST of
 	 * its own kind; nothing else may start until it ends */
-	switch (qp->resp.in) {
-	case DR_RESP_IN_SEND:
-		ok = op == DR_OP_SEND_MIDDLE || op == DR_OP_SEND_LAST || op == DR_OP_SEND_LAST_IMM;
-		break;
-	case DR_RESP_IN_WRITE:
-		ok = op == DR_OP_WRITE_MIDDLE || op == DR_OP_WRITE_LAST ||
-		     op == DR_OP_WRITE_LAST_IMM;
-		break;
-	default:
-		ok = op == DR_OP_SEND_FIRST || op == DR_OP_WRITE_FIRST || dr_op_only(op) ||
-		     op == DR_OP_READ_REQ || dr_op_is_atomic(op);
-		break;
-	}
+	if (qp->resp.in)
+		ok = (f & qp->resp.in) && (f & (DR_OPF_MIDDLE | DR_OPF_LAST));
+	else
+		ok = (f & (DR_OPF_SEND | DR_OPF_WRITE | DR_OPF_READ | DR_OPF_ATOMIC)) &&
+		     (f & (DR_OPF_FIRST | DR_OPF_ONLY));
 	if (!ok) {
 		/* also SEND_*_WITH_INVALIDATE, which droce does not offer */
 		c->nak = DR_AETH_NAK_INV_REQ;
@@ -290,31 +264,30 @@ static enum dr_resp_state dr_resp_check_length(struct dr_qp *qp, struct dr_resp_
 {
 	uint32_t pmtu = qp->attr.path_mtu, plen = c->pkt->payload_len;
 	const struct dr_reth *reth = dr_pkt_reth(c->pkt);
-	uint8_t op = c->op;
+	uint32_t f = c->f;
 	bool ok = true;
 
 	/* B.9 / IBA 9.7.5.1 (length check): FIRST and MIDDLE exactly PMTU, LAST
 	 * 1..PMTU, ONLY up to PMTU; a WRITE's packets add up to its RETH */
-	if (dr_op_first_or_middle(op))
+	if (f & (DR_OPF_FIRST | DR_OPF_MIDDLE))
 		ok = plen == pmtu;
-	else if (dr_op_ends(op))
-		ok = plen <= pmtu && (dr_op_only(op) || plen > 0);
+	else if (f & DR_OPF_END)
+		ok = plen <= pmtu && ((f & DR_OPF_ONLY) || plen > 0);
 	if (ok && reth) {
 		c->va = be64toh(reth->va);
 		c->rkey = ntohl(reth->rkey);
 		c->len = ntohl(reth->len);
 		if (c->len > DR_QP_MAX_RETH)
 			ok = false;
-		else if (dr_op_only(op))
+		else if ((f & DR_OPF_WRITE) && (f & DR_OPF_ONLY))
 			ok = plen == c->len;
-		else if (op == DR_OP_WRITE_FIRST)
+		else if ((f & DR_OPF_WRITE) && (f & DR_OPF_FIRST))
 			ok = c->len > pmtu;
-	} else if (ok && dr_op_is_write(op)) {
+	} else if (ok && (f & DR_OPF_WRITE)) {
 		/* MIDDLE leaves something for LAST; LAST ends it exactly */
-		ok =
-		    op == DR_OP_WRITE_MIDDLE ? plen < qp->resp.wr_resid : plen == qp->resp.wr_resid;
+		ok = f & DR_OPF_MIDDLE ? plen < qp->resp.wr_resid : plen == qp->resp.wr_resid;
 	}
-	if (ok && dr_op_is_atomic(op)) {
+	if (ok && (f & DR_OPF_ATOMIC)) {
 		const struct dr_atmeth *a = dr_pkt_atmeth(c->pkt);
 
 		c->va = be64toh(a->va);
@@ -330,11 +303,9 @@ static enum dr_resp_state dr_resp_check_length(struct dr_qp *qp, struct dr_resp_
 
 static enum dr_resp_state dr_resp_check_resource(struct dr_qp *qp, struct dr_resp_ctx *c)
 {
-	uint8_t op = c->op;
-
-	if (dr_resp_takes_rwqe(qp, op) && qp->rq.tail == qp->rq.head)
+	if (dr_resp_takes_rwqe(qp, c) && qp->rq.tail == qp->rq.head)
 		return DR_RESP_RNR;
-	if ((op == DR_OP_READ_REQ || dr_op_is_atomic(op)) && qp->resp.nres == 0) {
+	if ((c->f & (DR_OPF_READ | DR_OPF_ATOMIC)) && qp->resp.nres == 0) {
 		/* B.7: max_dest_rd_atomic == 0 -> invalid request */
 		c->nak = DR_AETH_NAK_INV_REQ;
 		return DR_RESP_ERROR;
@@ -344,14 +315,14 @@ static enum dr_resp_state dr_resp_check_resource(struct dr_qp *qp, struct dr_res
 
 static enum dr_resp_state dr_resp_check_rkey(struct dr_qp *qp, struct dr_resp_ctx *c)
 {
-	uint8_t op = c->op;
 	unsigned access;
 
-	if (dr_op_has_reth_write(op))
+	/* the packets that name the target: a RETH or an AtomicETH */
+	if ((c->f & DR_OPF_WRITE) && (c->f & DR_OPF_RETH))
 		access = DR_ACCESS_REMOTE_WRITE;
-	else if (op == DR_OP_READ_REQ)
+	else if (c->f & DR_OPF_READ)
 		access = DR_ACCESS_REMOTE_READ;
-	else if (dr_op_is_atomic(op))
+	else if (c->f & DR_OPF_ATOMIC)
 		access = DR_ACCESS_REMOTE_ATOMIC;
 	else
 		return DR_RESP_EXECUTE;
@@ -411,7 +382,7 @@ static enum dr_resp_state dr_resp_execute_atomic(struct dr_qp *qp, struct dr_res
 
 	/* IBA 9.4.5: 64-bit read-modify-write, original value returned */
 	memcpy(&orig, c->ptr, 8);
-	if (c->op == DR_OP_FETCH_ADD)
+	if (c->rop.kind == DR_REMOTE_FETCH_ADD)
 		val = orig + be64toh(a->swap_add);
 	else
 		val = orig == be64toh(a->cmp) ? be64toh(a->swap_add) : orig;
@@ -434,13 +405,14 @@ static enum dr_resp_state dr_resp_execute_atomic(struct dr_qp *qp, struct dr_res
 static enum dr_resp_state dr_resp_execute(struct dr_qp *qp, struct dr_resp_ctx *c)
 {
 	const struct dr_pkt *pkt = c->pkt;
-	uint8_t op = c->op;
+	uint32_t f = c->f;
 
-	if (op == DR_OP_READ_REQ)
+	/* what the request is owed says how it executes */
+	if (c->ack == DR_ACK_READ_RSP)
 		return dr_resp_execute_read(qp, c);
-	if (dr_op_is_atomic(op))
+	if (c->ack == DR_ACK_ATOMIC)
 		return dr_resp_execute_atomic(qp, c);
-	if (dr_op_is_send(op)) {
+	if (f & DR_OPF_SEND) {
 		struct dr_recv_wqe *rw;
 
 		if (!qp->resp.rwqe) {
@@ -458,11 +430,11 @@ static enum dr_resp_state dr_resp_execute(struct dr_qp *qp, struct dr_resp_ctx *
 		dr_sge_copy_in(rw->sge, rw->wr.num_sge, qp->resp.rcv_off, pkt->payload,
 			       pkt->payload_len);
 		qp->resp.rcv_off += pkt->payload_len;
-		qp->resp.in = dr_op_ends(op) ? DR_RESP_IN_NONE : DR_RESP_IN_SEND;
+		qp->resp.in = f & DR_OPF_END ? 0 : DR_OPF_SEND;
 		return DR_RESP_COMPLETE;
 	}
 	/* WRITE */
-	if (dr_op_has_reth_write(op)) {
+	if (f & DR_OPF_RETH) {
 		qp->resp.wr_ptr = c->ptr;
 		qp->resp.wr_resid = c->len;
 		qp->resp.wr_len = c->len;
@@ -472,27 +444,27 @@ static enum dr_resp_state dr_resp_execute(struct dr_qp *qp, struct dr_resp_ctx *
 		qp->resp.wr_ptr += pkt->payload_len;
 		qp->resp.wr_resid -= pkt->payload_len;
 	}
-	qp->resp.in = dr_op_ends(op) ? DR_RESP_IN_NONE : DR_RESP_IN_WRITE;
-	if (dr_resp_takes_rwqe(qp, op))
+	qp->resp.in = f & DR_OPF_END ? 0 : DR_OPF_WRITE;
+	if (dr_resp_takes_rwqe(qp, c))
 		qp->resp.rwqe = true; /* it takes the immediate, no data */
 	return DR_RESP_COMPLETE;
 }
 
 static enum dr_resp_state dr_resp_complete(struct dr_qp *qp, struct dr_resp_ctx *c)
 {
-	uint8_t op = c->op;
+	uint32_t f = c->f;
 
 	qp->resp.psn = dr_psn_add(qp->resp.psn, 1);
-	if (!dr_op_ends(op))
+	if (!(f & DR_OPF_END))
 		return DR_RESP_ACKNOWLEDGE;
 	qp->resp.msn = (qp->resp.msn + 1) & 0xffffff;
-	if (qp->resp.rwqe || dr_op_is_write_imm(op)) {
+	if (f & DR_OPF_RECV_DONE) {
 		const struct dr_immdt *imm = dr_pkt_immdt(c->pkt);
 		struct dr_wc wc = {
 		    .status = DR_WC_SUCCESS,
-		    .opcode = dr_op_is_send(op) ? DR_WC_RECV : DR_WC_RECV_WRITE_IMM,
+		    .opcode = f & DR_OPF_SEND ? DR_WC_RECV : DR_WC_RECV_WRITE_IMM,
 		    /* WRITE_WITH_IMM: the DMA length, though its WQE took nothing */
-		    .byte_len = (uint32_t)(dr_op_is_send(op) ? qp->resp.rcv_off : qp->resp.wr_len),
+		    .byte_len = (uint32_t)(f & DR_OPF_SEND ? qp->resp.rcv_off : qp->resp.wr_len),
 		    .has_imm = imm != NULL,
 		    .imm = imm ? ntohl(imm->imm) : 0,
 		    .solicited = dr_bth_se(c->pkt->bth),
@@ -508,7 +480,7 @@ static enum dr_resp_state dr_resp_complete(struct dr_qp *qp, struct dr_resp_ctx 
 		}
 		dr_qp_complete(qp, &wc);
 	}
-	if (dr_op_is_write(op))
+	if (f & DR_OPF_WRITE)
 		dr_resp_note_remote_op(qp, c, DR_WC_SUCCESS);
 	return DR_RESP_ACKNOWLEDGE;
 }
@@ -538,8 +510,9 @@ static enum dr_resp_state dr_resp_duplicate(struct dr_qp *qp, struct dr_resp_ctx
 
 	qp->stats.rx_dup_reqs++;
 	c->replay = true;
-	if (dr_op_is_send(c->op) || dr_op_is_write(c->op)) {
-		/* B.7 (C9-105): not executed again; ACK the last in-order PSN */
+	/* B.7: a duplicate gets again what it was owed, from what is kept */
+	if (c->ack == DR_ACK_IF_REQ) {
+		/* (C9-105): not executed again; ACK the last in-order PSN */
 		dr_resp_ack(qp, dr_psn_add(qp->resp.psn, -1));
 		return DR_RESP_DONE;
 	}
@@ -549,14 +522,14 @@ static enum dr_resp_state dr_resp_duplicate(struct dr_qp *qp, struct dr_resp_ctx
 		if (!r->valid || dr_psn_diff(pkt->psn, r->first_psn) < 0 ||
 		    dr_psn_diff(pkt->psn, r->last_psn) > 0)
 			continue;
-		if (dr_op_is_atomic(c->op)) {
+		if (c->ack == DR_ACK_ATOMIC) {
 			/* answered from the replay cache, never executed twice */
 			if (!r->atomic || r->first_psn != pkt->psn)
 				break;
 			dr_resp_atomic_reply(qp, pkt->psn, r->orig);
 			return DR_RESP_DONE;
 		}
-		if (c->op == DR_OP_READ_REQ && !r->atomic) {
+		if (c->ack == DR_ACK_READ_RSP && !r->atomic) {
 			const struct dr_reth *reth = dr_pkt_reth(pkt);
 			uint64_t va = be64toh(reth->va), skip;
 			uint32_t len = ntohl(reth->len), rkey = ntohl(reth->rkey);
@@ -615,7 +588,7 @@ static enum dr_resp_state dr_resp_error(struct dr_qp *qp, struct dr_resp_ctx *c)
 	 * QP moves to ERROR and flushes the rest */
 	qp->stats.tx_err_naks++;
 	dr_qp_log(qp, "qp %u resp: NAK 0x%02x psn %u opcode %s", qp->qpn, c->nak, c->pkt->psn,
-		  dr_opcode_name(c->op));
+		  c->pkt->op->name);
 	dr_resp_send_aeth(qp, DR_OP_ACK, c->pkt->psn, c->nak);
 	if (qp->resp.rwqe || c->rstatus != DR_WC_SUCCESS) {
 		if (qp->rq.tail != qp->rq.head) {
@@ -658,9 +631,10 @@ static const dr_resp_fn dr_resp_tab[DR_RESP_NUM] = {
 
 void dr_resp_input(struct dr_qp *qp, const struct dr_pkt *pkt)
 {
-	struct dr_resp_ctx c = {.pkt = pkt, .op = pkt->opcode, .rstatus = DR_WC_SUCCESS};
+	struct dr_resp_ctx c = {.pkt = pkt, .rstatus = DR_WC_SUCCESS};
 	enum dr_resp_state s = DR_RESP_CHECK_PSN;
 
+	dr_resp_classify(&c);
 	while (s != DR_RESP_DONE) {
 		enum dr_resp_state next = dr_resp_tab[s](qp, &c);
 

@@ -250,7 +250,7 @@ bool dr_sim_run(struct dr_sim *s, uint64_t limit_ns, bool (*stop)(void *arg), vo
 			struct dr_pkt pkt;
 
 			if (to && dr_pkt_parse(ev->data, ev->len, 0, &pkt) == DR_PKT_OK &&
-			    pkt.dqpn == to->qpn)
+			    pkt.dqpn == dr_qp_num(to))
 				dr_qp_input(to, &pkt);
 			free(ev);
 		} else {

@@ -3,7 +3,7 @@
  * The one opcode table: every BTH opcode droce speaks, what follows the BTH,
  * where the packet sits in its message and what it asks of the receiver.
  * Sources: IBA vol. 1 table 38 (opcodes) and 9.2 (header order); rdma_rxe
- * rxe_opcode.c (ROCE-REFERENCE.md A.6).  Header offsets are derived from the
+ * rxe_opcode.c (docs/protocol.md A.6).  Header offsets are derived from the
  * header sizes and the fixed order of enum dr_hdr, never typed by hand.
  */
 #include "dr_roce.h"
@@ -35,36 +35,40 @@ _Static_assert(DR_HDR_NUM == 7, "LEN_BEFORE lists every header");
 			 OFF(f, 4), OFF(f, 5), OFF(f, 6) },              \
 	}
 
-/* requests from the requester of an RC QP */
-#define SEND (DR_OPF_REQ | DR_OPF_SEND | DR_OPF_PAYLOAD | DR_OPF_RWQE)
+/* requests from the requester of an RC QP; a SEND takes its receive WQE
+ * at its first packet and completes it at its last, a WRITE with
+ * immediate does both at the packet with the ImmDt */
+#define SEND (DR_OPF_REQ | DR_OPF_SEND | DR_OPF_PAYLOAD)
 #define WRITE (DR_OPF_REQ | DR_OPF_WRITE | DR_OPF_PAYLOAD)
+#define TAKE DR_OPF_RWQE
+#define DONE DR_OPF_RECV_DONE
 #define ATOMIC (DR_OPF_REQ | DR_OPF_ATOMIC | DR_OPF_ATMETH | DR_OPF_ONLY)
 /* READ responses from the responder */
 #define RRSP (DR_OPF_RSP | DR_OPF_READ | DR_OPF_PAYLOAD)
-#define UD (DR_OPF_UD | DR_OPF_SEND | DR_OPF_PAYLOAD | DR_OPF_RWQE | DR_OPF_DETH | DR_OPF_ONLY)
+#define UD (DR_OPF_UD | DR_OPF_SEND | DR_OPF_PAYLOAD | TAKE | DONE | DR_OPF_DETH | DR_OPF_ONLY)
 
 const struct dr_opcode_info dr_opcode_tab[256] = {
-	[DR_OP_SEND_FIRST] = OP("RC_SEND_FIRST", SEND | DR_OPF_FIRST, DR_ACK_IF_REQ),
+	[DR_OP_SEND_FIRST] = OP("RC_SEND_FIRST", SEND | TAKE | DR_OPF_FIRST, DR_ACK_IF_REQ),
 	[DR_OP_SEND_MIDDLE] = OP("RC_SEND_MIDDLE", SEND | DR_OPF_MIDDLE, DR_ACK_IF_REQ),
-	[DR_OP_SEND_LAST] = OP("RC_SEND_LAST", SEND | DR_OPF_LAST, DR_ACK_IF_REQ),
+	[DR_OP_SEND_LAST] = OP("RC_SEND_LAST", SEND | DONE | DR_OPF_LAST, DR_ACK_IF_REQ),
 	[DR_OP_SEND_LAST_IMM] = OP("RC_SEND_LAST_WITH_IMMEDIATE",
-				   SEND | DR_OPF_LAST | DR_OPF_IMMDT, DR_ACK_IF_REQ),
-	[DR_OP_SEND_ONLY] = OP("RC_SEND_ONLY", SEND | DR_OPF_ONLY, DR_ACK_IF_REQ),
+				   SEND | DONE | DR_OPF_LAST | DR_OPF_IMMDT, DR_ACK_IF_REQ),
+	[DR_OP_SEND_ONLY] = OP("RC_SEND_ONLY", SEND | TAKE | DONE | DR_OPF_ONLY, DR_ACK_IF_REQ),
 	[DR_OP_SEND_ONLY_IMM] = OP("RC_SEND_ONLY_WITH_IMMEDIATE",
-				   SEND | DR_OPF_ONLY | DR_OPF_IMMDT, DR_ACK_IF_REQ),
+				   SEND | TAKE | DONE | DR_OPF_ONLY | DR_OPF_IMMDT, DR_ACK_IF_REQ),
 	[DR_OP_WRITE_FIRST] = OP("RC_RDMA_WRITE_FIRST", WRITE | DR_OPF_FIRST | DR_OPF_RETH,
 				 DR_ACK_IF_REQ),
 	[DR_OP_WRITE_MIDDLE] = OP("RC_RDMA_WRITE_MIDDLE", WRITE | DR_OPF_MIDDLE, DR_ACK_IF_REQ),
 	[DR_OP_WRITE_LAST] = OP("RC_RDMA_WRITE_LAST", WRITE | DR_OPF_LAST, DR_ACK_IF_REQ),
 	/* WRITE with immediate consumes a receive WQE (IBA 9.4.3) */
 	[DR_OP_WRITE_LAST_IMM] = OP("RC_RDMA_WRITE_LAST_WITH_IMMEDIATE",
-				    WRITE | DR_OPF_LAST | DR_OPF_IMMDT | DR_OPF_RWQE,
+				    WRITE | TAKE | DONE | DR_OPF_LAST | DR_OPF_IMMDT,
 				    DR_ACK_IF_REQ),
 	[DR_OP_WRITE_ONLY] = OP("RC_RDMA_WRITE_ONLY", WRITE | DR_OPF_ONLY | DR_OPF_RETH,
 				DR_ACK_IF_REQ),
 	[DR_OP_WRITE_ONLY_IMM] = OP("RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE",
-				    WRITE | DR_OPF_ONLY | DR_OPF_RETH | DR_OPF_IMMDT |
-					    DR_OPF_RWQE,
+				    WRITE | TAKE | DONE | DR_OPF_ONLY | DR_OPF_RETH |
+					    DR_OPF_IMMDT,
 				    DR_ACK_IF_REQ),
 	[DR_OP_READ_REQ] = OP("RC_RDMA_READ_REQUEST",
 			      DR_OPF_REQ | DR_OPF_READ | DR_OPF_RETH | DR_OPF_ONLY,
@@ -86,9 +90,9 @@ const struct dr_opcode_info dr_opcode_tab[256] = {
 	[DR_OP_CMP_SWAP] = OP("RC_COMPARE_SWAP", ATOMIC, DR_ACK_ATOMIC),
 	[DR_OP_FETCH_ADD] = OP("RC_FETCH_ADD", ATOMIC, DR_ACK_ATOMIC),
 	[DR_OP_SEND_LAST_INV] = OP("RC_SEND_LAST_WITH_INVALIDATE",
-				   SEND | DR_OPF_LAST | DR_OPF_IETH, DR_ACK_IF_REQ),
+				   SEND | DONE | DR_OPF_LAST | DR_OPF_IETH, DR_ACK_IF_REQ),
 	[DR_OP_SEND_ONLY_INV] = OP("RC_SEND_ONLY_WITH_INVALIDATE",
-				   SEND | DR_OPF_ONLY | DR_OPF_IETH, DR_ACK_IF_REQ),
+				   SEND | TAKE | DONE | DR_OPF_ONLY | DR_OPF_IETH, DR_ACK_IF_REQ),
 	[DR_OP_UD_SEND_ONLY] = OP("UD_SEND_ONLY", UD, DR_ACK_NONE),
 	[DR_OP_UD_SEND_ONLY_IMM] = OP("UD_SEND_ONLY_WITH_IMMEDIATE", UD | DR_OPF_IMMDT,
 				      DR_ACK_NONE),
