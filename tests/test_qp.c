@@ -3645,6 +3645,183 @@ START_TEST(test_rx_blind_sweep)
 }
 END_TEST
 
+/* ---- the opcode table drives the engines ----------------------------------- */
+
+/* Each WR kind's request opcodes by position and its completion's opcode,
+ * written out from IBA table 38 (ONLY, FIRST, MIDDLE, LAST). */
+static const struct {
+	enum dr_wr_opcode wr;
+	uint8_t op[4];
+	enum dr_wc_opcode wc;
+	bool rd_atomic, atomic;
+} wr_spec[] = {
+    {DR_WR_SEND, {0x04, 0x00, 0x01, 0x02}, DR_WC_SEND, false, false},
+    {DR_WR_SEND_IMM, {0x05, 0x00, 0x01, 0x03}, DR_WC_SEND, false, false},
+    {DR_WR_WRITE, {0x0a, 0x06, 0x07, 0x08}, DR_WC_WRITE, false, false},
+    {DR_WR_WRITE_IMM, {0x0b, 0x06, 0x07, 0x09}, DR_WC_WRITE, false, false},
+    {DR_WR_READ, {0x0c, 0x0c, 0x0c, 0x0c}, DR_WC_READ, true, false},
+    {DR_WR_FETCH_ADD, {0x14, 0x14, 0x14, 0x14}, DR_WC_FETCH_ADD, true, true},
+    {DR_WR_CMP_SWAP, {0x13, 0x13, 0x13, 0x13}, DR_WC_CMP_SWAP, true, true},
+};
+
+/* dr_wr_tab and dr_pos_of: packet k of n of every WR kind, n = 1..5 */
+START_TEST(test_wr_table)
+{
+	ck_assert_uint_eq(sizeof(wr_spec) / sizeof(wr_spec[0]), DR_WR_NUM);
+	for (unsigned i = 0; i < DR_WR_NUM; i++) {
+		enum dr_wr_opcode wr = wr_spec[i].wr;
+
+		ck_assert_int_eq(dr_wr_tab[wr].wc, wr_spec[i].wc);
+		ck_assert_int_eq(dr_wr_is_rd_atomic(wr), wr_spec[i].rd_atomic);
+		ck_assert_int_eq(dr_wr_is_atomic(wr), wr_spec[i].atomic);
+		for (uint32_t n = 1; n <= 5; n++)
+			for (uint32_t k = 0; k < n; k++) {
+				unsigned pos = n == 1 ? 0 : k == 0 ? 1 : k + 1 == n ? 3 : 2;
+
+				ck_assert_msg(dr_wr_opcode(wr, k, n) == wr_spec[i].op[pos],
+					      "%s packet %u of %u", dr_wr_opcode_names[wr], k, n);
+			}
+	}
+}
+END_TEST
+
+/* What B's responder and completer do with one packet of each opcode, at
+ * the expected PSN and one behind it (a duplicate): B is fresh, in RTS,
+ * with one receive posted and nothing sent.  Written out from IBA 9.7.4,
+ * 9.7.5.1 (sequence: a message starts with FIRST or ONLY; B.7 duplicates:
+ * SEND/WRITE re-ACKed, a READ or atomic no resource covers dropped) and
+ * droce's choices (no SEND with invalidate; responses for nothing sent and
+ * UD frames dropped). */
+enum { ANS_NONE = -1 };
+enum { RWC_NONE, RWC_OK, RWC_FLUSH };
+static const struct {
+	uint8_t op;
+	int answer;	     /* opcode of B's one answer, ANS_NONE */
+	uint8_t syndrome;    /* its AETH syndrome */
+	enum dr_rx_drop why; /* or the frame's drop */
+	bool error;	     /* B goes to ERROR */
+	int rwc;	     /* B's receive completion */
+	enum dr_wc_opcode rwc_op;
+	int dup_answer; /* as a duplicate: ACK (0x11) or ANS_NONE */
+	enum dr_rx_drop dup_why;
+} op_spec[] = {
+    {0x00, 0x11, 0x1f, DR_RX_OK, false, RWC_NONE, 0, 0x11, DR_RX_OK},
+    {0x01, 0x11, 0x61, DR_RX_OK, true, RWC_FLUSH, DR_WC_RECV, 0x11, DR_RX_OK},
+    {0x02, 0x11, 0x61, DR_RX_OK, true, RWC_FLUSH, DR_WC_RECV, 0x11, DR_RX_OK},
+    {0x03, 0x11, 0x61, DR_RX_OK, true, RWC_FLUSH, DR_WC_RECV, 0x11, DR_RX_OK},
+    {0x04, 0x11, 0x1f, DR_RX_OK, false, RWC_OK, DR_WC_RECV, 0x11, DR_RX_OK},
+    {0x05, 0x11, 0x1f, DR_RX_OK, false, RWC_OK, DR_WC_RECV, 0x11, DR_RX_OK},
+    {0x06, 0x11, 0x1f, DR_RX_OK, false, RWC_NONE, 0, 0x11, DR_RX_OK},
+    {0x07, 0x11, 0x61, DR_RX_OK, true, RWC_FLUSH, DR_WC_RECV, 0x11, DR_RX_OK},
+    {0x08, 0x11, 0x61, DR_RX_OK, true, RWC_FLUSH, DR_WC_RECV, 0x11, DR_RX_OK},
+    {0x09, 0x11, 0x61, DR_RX_OK, true, RWC_FLUSH, DR_WC_RECV, 0x11, DR_RX_OK},
+    {0x0a, 0x11, 0x1f, DR_RX_OK, false, RWC_NONE, 0, 0x11, DR_RX_OK},
+    {0x0b, 0x11, 0x1f, DR_RX_OK, false, RWC_OK, DR_WC_RECV_WRITE_IMM, 0x11, DR_RX_OK},
+    {0x0c, 0x10, 0x1f, DR_RX_OK, false, RWC_NONE, 0, ANS_NONE, DR_RX_DROP_PSN_STALE},
+    {0x0d, ANS_NONE, 0, DR_RX_DROP_RSP, false, RWC_NONE, 0, ANS_NONE, DR_RX_DROP_RSP},
+    {0x0e, ANS_NONE, 0, DR_RX_DROP_RSP, false, RWC_NONE, 0, ANS_NONE, DR_RX_DROP_RSP},
+    {0x0f, ANS_NONE, 0, DR_RX_DROP_RSP, false, RWC_NONE, 0, ANS_NONE, DR_RX_DROP_RSP},
+    {0x10, ANS_NONE, 0, DR_RX_DROP_RSP, false, RWC_NONE, 0, ANS_NONE, DR_RX_DROP_RSP},
+    {0x11, ANS_NONE, 0, DR_RX_DROP_RSP, false, RWC_NONE, 0, ANS_NONE, DR_RX_DROP_RSP},
+    {0x12, ANS_NONE, 0, DR_RX_DROP_RSP, false, RWC_NONE, 0, ANS_NONE, DR_RX_DROP_RSP},
+    {0x13, 0x12, 0x1f, DR_RX_OK, false, RWC_NONE, 0, ANS_NONE, DR_RX_DROP_PSN_STALE},
+    {0x14, 0x12, 0x1f, DR_RX_OK, false, RWC_NONE, 0, ANS_NONE, DR_RX_DROP_PSN_STALE},
+    {0x16, 0x11, 0x61, DR_RX_OK, true, RWC_FLUSH, DR_WC_RECV, ANS_NONE, DR_RX_DROP_PSN_STALE},
+    {0x17, 0x11, 0x61, DR_RX_OK, true, RWC_FLUSH, DR_WC_RECV, ANS_NONE, DR_RX_DROP_PSN_STALE},
+    {0x64, ANS_NONE, 0, DR_RX_DROP_TYPE, false, RWC_NONE, 0, ANS_NONE, DR_RX_DROP_TYPE},
+    {0x65, ANS_NONE, 0, DR_RX_DROP_TYPE, false, RWC_NONE, 0, ANS_NONE, DR_RX_DROP_TYPE},
+};
+
+struct answers {
+	unsigned n;
+	uint8_t op, syndrome;
+};
+
+/* B's frames: noted and kept from A */
+static enum dr_sim_action answers_note(void *arg, unsigned dir, uint64_t frame_no,
+				       const struct dr_pkt *pkt)
+{
+	struct answers *a = arg;
+
+	if (dir == 0)
+		return DR_SIM_PASS;
+	if (a->n++ == 0) {
+		a->op = pkt->opcode;
+		a->syndrome = dr_pkt_aeth(pkt) ? dr_aeth_syndrome(dr_pkt_aeth(pkt)) : 0;
+	}
+	return DR_SIM_DROP;
+}
+
+START_TEST(test_opcode_decisions)
+{
+	unsigned row = (unsigned)_i / 2;
+	bool dup = _i & 1;
+	uint8_t op = op_spec[row].op;
+	uint32_t f = dr_opcode(op)->flags;
+	struct answers ans = {0};
+	struct pair_cfg c = pair_defaults();
+	static uint8_t payload[256], rbuf[4096];
+	static struct rx_target t;
+	enum dr_rx_drop why = dup ? op_spec[row].dup_why : op_spec[row].why;
+	int answer = dup ? op_spec[row].dup_answer : op_spec[row].answer;
+	struct dr_pkt_desc d;
+	struct pair p;
+	uint32_t epsn;
+
+	ck_assert_uint_eq(sizeof(op_spec) / sizeof(op_spec[0]), 25);
+	c.pmtu = 256; /* a FIRST or MIDDLE packet fits rx_inject's frame */
+	c.sim.fault = answers_note;
+	c.sim.fault_arg = &ans;
+	pair_up(&p, &c);
+	rx_target_init(&p, &t);
+	post_recv(&p, 1, 77, rbuf, sizeof(rbuf));
+	epsn = p.qp[1]->resp.psn;
+
+	/* a well-formed packet of this opcode from A */
+	dr_qp_desc(p.qp[0], &d, op, dup ? dr_psn_add(epsn, -1) : epsn);
+	d.ackreq = true;
+	if (f & DR_OPF_PAYLOAD) {
+		d.payload = payload;
+		d.payload_len = f & (DR_OPF_FIRST | DR_OPF_MIDDLE) ? c.pmtu : 8;
+	}
+	d.reth.va = (uintptr_t)t.buf;
+	d.reth.rkey = t.mr->key;
+	d.reth.len = f & DR_OPF_FIRST ? 2 * c.pmtu : 8;
+	d.atmeth.va = (uintptr_t)t.buf;
+	d.atmeth.rkey = t.mr->key;
+	d.aeth.syndrome = DR_AETH_ACK_UNLIMITED;
+	d.deth.sqpn = 1;
+	if (f & DR_OPF_UD)
+		d.deth.qkey = 0x80010000;
+	rx_inject(&p, &d);
+	ck_assert(pair_run(&p));
+
+	ck_assert_msg(ans.n == (answer == ANS_NONE ? 0u : 1u), "%s%s: %u answers",
+		      dr_opcode_name(op), dup ? " (dup)" : "", ans.n);
+	if (answer != ANS_NONE) {
+		ck_assert_msg(ans.op == answer, "%s%s: answer %s", dr_opcode_name(op),
+			      dup ? " (dup)" : "", dr_opcode_name(ans.op));
+		ck_assert_uint_eq(ans.syndrome,
+				  dup ? DR_AETH_ACK_UNLIMITED : op_spec[row].syndrome);
+	}
+	for (unsigned k = 0; k < DR_RX_DROP_NUM; k++)
+		ck_assert_msg(p.qp[1]->stats.rx_drop[k] == (k == why && why != DR_RX_OK),
+			      "%s%s: %s drops %llu", dr_opcode_name(op), dup ? " (dup)" : "",
+			      dr_rx_drop_names[k], (unsigned long long)p.qp[1]->stats.rx_drop[k]);
+	ck_assert_int_eq(p.qp[1]->state, !dup && op_spec[row].error ? DR_QPS_ERROR : DR_QPS_RTS);
+	if (dup || op_spec[row].rwc == RWC_NONE) {
+		ck_assert_uint_eq(p.sim.end[1].nwc, 0);
+	} else {
+		ck_assert_uint_eq(p.sim.end[1].nwc, 1);
+		ck_assert_uint_eq(p.sim.end[1].wc[0].wr_id, 77);
+		ck_assert_int_eq(p.sim.end[1].wc[0].opcode, op_spec[row].rwc_op);
+		ck_assert_int_eq(p.sim.end[1].wc[0].status,
+				 op_spec[row].rwc == RWC_OK ? DR_WC_SUCCESS : DR_WC_WR_FLUSH_ERR);
+	}
+	pair_down(&p);
+}
+END_TEST
+
 /* P_Key matching (rxe pkey_match) against the QP's 0xFFFF and a limited
  * member's 0x7FFF. */
 START_TEST(test_pkey_match)
@@ -3710,6 +3887,12 @@ static Suite *qp_suite(void)
 	tcase_add_test(tc, test_pkey_match);
 	tcase_add_loop_test(tc, test_rx_checks, 0, (int)(sizeof(rx_cases) / sizeof(rx_cases[0])));
 	tcase_add_loop_test(tc, test_rx_blind_sweep, 0, 2);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("opcode_table");
+	tcase_add_test(tc, test_wr_table);
+	tcase_add_loop_test(tc, test_opcode_decisions, 0,
+			    (int)(2 * sizeof(op_spec) / sizeof(op_spec[0])));
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("write_imm");

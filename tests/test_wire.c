@@ -416,6 +416,66 @@ START_TEST(test_opcode_invalid_entries)
 }
 END_TEST
 
+/*
+ * The rules the engines (src/qp) decide by, for every valid opcode: they
+ * ask the flags, so the flags must say what IBA says of the opcode.
+ *   qp.c dr_qp_rx_check: RC (transport bits 000, IBA 9.2.1) is a request
+ *     or a response, never both; UD is neither.
+ *   resp.c / comp.c: a request is of exactly one class; a response is a
+ *     READ response or an acknowledgement (atomic or not).
+ *   resp.c executes and replays by the ack column: SEND/WRITE -> ACK,
+ *     READ -> READ responses, atomic -> ATOMIC ACKNOWLEDGE (IBA 9.7.4).
+ *   resp.c takes a receive WQE at RWQE packets and completes a receive at
+ *     RECV_DONE ones; req.c sets SE only there (IBA 9.4.3, 9.7.4).
+ *   req.c writes ImmDt on the last packet only, a WRITE's RETH on its
+ *     first, and payload on SENDs, WRITEs and READ responses.
+ */
+START_TEST(test_opcode_engine_rules)
+{
+	const uint32_t cls = DR_OPF_SEND | DR_OPF_WRITE | DR_OPF_READ | DR_OPF_ATOMIC;
+
+	for (unsigned op = 0; op < 256; op++) {
+		uint32_t f = dr_opcode((uint8_t)op)->flags;
+		bool rc = (op >> 5) == 0, ud = (op >> 5) == 3;
+		bool req = f & DR_OPF_REQ, rsp = f & DR_OPF_RSP;
+		bool send = f & DR_OPF_SEND, write = f & DR_OPF_WRITE, imm = f & DR_OPF_IMMDT;
+		unsigned want_ack = DR_ACK_NONE;
+
+		if (!(f & DR_OPF_VALID))
+			continue;
+		ck_assert_msg(rc || ud, "0x%02x: RC or UD", op);
+		ck_assert_msg(rc == (req != rsp) && !(req && rsp), "0x%02x: RC is REQ xor RSP", op);
+		ck_assert_msg(ud == !!(f & DR_OPF_UD), "0x%02x: UD", op);
+		if (req)
+			ck_assert_msg(__builtin_popcount(f & cls) == 1, "0x%02x: one class", op);
+		if (rsp)
+			ck_assert_msg(!!(f & DR_OPF_READ) != !!(f & DR_OPF_ACK) &&
+					  !(f & (DR_OPF_SEND | DR_OPF_WRITE)),
+				      "0x%02x: READ response or acknowledgement", op);
+		if (req && (send || write))
+			want_ack = DR_ACK_IF_REQ;
+		else if (req && (f & DR_OPF_READ))
+			want_ack = DR_ACK_READ_RSP;
+		else if (req && (f & DR_OPF_ATOMIC))
+			want_ack = DR_ACK_ATOMIC;
+		ck_assert_msg(dr_opcode((uint8_t)op)->ack == want_ack, "0x%02x: ack", op);
+		ck_assert_msg(!!(f & DR_OPF_RWQE) ==
+				  ((send && (f & (DR_OPF_FIRST | DR_OPF_ONLY))) || (write && imm)),
+			      "0x%02x: takes a receive WQE", op);
+		ck_assert_msg(!!(f & DR_OPF_RECV_DONE) ==
+				  ((send && (f & DR_OPF_END)) || (write && imm)),
+			      "0x%02x: completes a receive", op);
+		ck_assert_msg(!imm || (f & DR_OPF_END), "0x%02x: ImmDt on the last packet", op);
+		if (write)
+			ck_assert_msg(!!(f & DR_OPF_RETH) == !!(f & (DR_OPF_FIRST | DR_OPF_ONLY)),
+				      "0x%02x: a WRITE's RETH starts it", op);
+		ck_assert_msg(!!(f & DR_OPF_PAYLOAD) ==
+				  (send || write || (rsp && (f & DR_OPF_READ))),
+			      "0x%02x: payload", op);
+	}
+}
+END_TEST
+
 START_TEST(test_opcode_names_distinct)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(op_spec); i++)
@@ -2266,6 +2326,7 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, test_opcode_offsets_literal);
 	tcase_add_test(tc, test_opcode_invalid_entries);
 	tcase_add_test(tc, test_opcode_names_distinct);
+	tcase_add_test(tc, test_opcode_engine_rules);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("crc");
