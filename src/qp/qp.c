@@ -316,49 +316,42 @@ const uint8_t *dr_sge_span(const struct dr_sge *sge, unsigned n, uint64_t off, u
 	return NULL;
 }
 
-void dr_sge_copy_out(const struct dr_sge *sge, unsigned n, uint64_t off, void *dst, uint64_t len)
+/* Copy len bytes between buf and the list from byte off: into the list
+ * (to_sge) or out of it. */
+static void dr_sge_copy(const struct dr_sge *sge, unsigned n, uint64_t off, uint8_t *buf,
+			uint64_t len, bool to_sge)
 {
-	uint8_t *d = dst;
 	unsigned i;
 
 	for (i = 0; i < n && len; i++) {
 		uint64_t chunk;
+		uint8_t *p;
 
 		if (off >= sge[i].length) {
 			off -= sge[i].length;
 			continue;
 		}
+		p = (uint8_t *)(uintptr_t)sge[i].addr + off;
 		chunk = sge[i].length - off;
 		if (chunk > len)
 			chunk = len;
-		memcpy(d, (const uint8_t *)(uintptr_t)sge[i].addr + off, chunk);
-		d += chunk;
+		memcpy(to_sge ? p : buf, to_sge ? buf : p, chunk);
+		buf += chunk;
 		len -= chunk;
 		off = 0;
 	}
 }
 
+void dr_sge_copy_out(const struct dr_sge *sge, unsigned n, uint64_t off, void *dst, uint64_t len)
+{
+	dr_sge_copy(sge, n, off, dst, len, false);
+}
+
 void dr_sge_copy_in(const struct dr_sge *sge, unsigned n, uint64_t off, const void *src,
 		    uint64_t len)
 {
-	const uint8_t *s = src;
-	unsigned i;
-
-	for (i = 0; i < n && len; i++) {
-		uint64_t chunk;
-
-		if (off >= sge[i].length) {
-			off -= sge[i].length;
-			continue;
-		}
-		chunk = sge[i].length - off;
-		if (chunk > len)
-			chunk = len;
-		memcpy((uint8_t *)(uintptr_t)sge[i].addr + off, s, chunk);
-		s += chunk;
-		len -= chunk;
-		off = 0;
-	}
+	/* only read: the list is the destination */
+	dr_sge_copy(sge, n, off, (uint8_t *)(uintptr_t)src, len, true);
 }
 
 /* Check each SGE against the MR table and turn it into a local pointer.
