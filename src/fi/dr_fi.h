@@ -761,6 +761,11 @@ static inline struct dr_ep *dr_ep_of(struct fid_ep *f)
 	return container_of(f, struct dr_ep, ep);
 }
 
+static inline struct dr_ep *dr_ep_of_fid(struct fid *fid)
+{
+	return container_of(fid, struct dr_ep, ep.fid);
+}
+
 /* Transmit flags each kind of call accepts (the *msg calls, and default
  * op_flags for the others).  FI_MORE is accepted and has no effect: the
  * engine transmits at post time. */
@@ -799,5 +804,27 @@ void dr_pep_cm_gone(const struct dr_cm_event *ev);
 /* Finish the graceful disconnects that are due (dev->lock held); returns
  * how many are still draining. */
 unsigned dr_ep_drain(struct dr_dev *dev, bool now);
+
+/* Between the endpoint's files: ep.c (the fid, bind, open, close), ep_cm.c
+ * (connect, accept, shutdown, drain, CM events), ep_msg.c (the posting
+ * path) and ep_qp.c (the QP engine's callbacks, frames in).  dev->lock
+ * held for each but the ops tables. */
+extern struct fi_ops_cm dr_ep_cm_ops;
+extern struct fi_ops_msg dr_ep_msg_ops;
+extern const struct dr_qp_ops dr_ep_qp_ops;
+void dr_ep_qp_xmit_split(void *ctx, struct dr_qp *qp, const void *hdr, size_t hdr_len,
+			 const void *payload, size_t payload_len, const void *trailer,
+			 size_t trailer_len);
+void dr_ep_qp_timer_fire(void *arg);
+/* FI_ENABLE: the QP to INIT once an EQ and both CQs are bound. */
+int dr_ep_enable_locked(struct dr_ep *ep);
+/* Everything but the QP's connection (the QP no longer reachable). */
+void dr_ep_free(struct dr_ep *ep);
+/* Its held ACK goes now; off the device's list. */
+void dr_ep_flush_ack(struct dr_ep *ep);
+/* Start the graceful disconnect (ep_cm.c): the DREQ once the peer has been
+ * quiet for dr_ep_drain_quiet_ns. */
+void dr_ep_drain_start(struct dr_ep *ep);
+uint64_t dr_ep_drain_quiet_ns(const struct dr_ep *ep);
 
 #endif /* DR_FI_H */
