@@ -408,7 +408,7 @@ struct dr_dev {
 	struct dr_cm cm;
 	struct dr_port_timer *cm_timer;
 	struct dr_mr_table mrt;
-	struct dr_idmap qps;	/* QPN -> endpoint (dr_dev_qpn_alloc) */
+	struct dr_idmap qps;	/* QPN -> endpoint (dr_dev_qp_create) */
 	uint16_t port_next;	/* ephemeral rdma_cm ports (dr_dev_port_alloc) */
 	/* the processes on one kernel interface (registry.c); NULL for
 	 * other devices, or when no registry could be opened */
@@ -479,14 +479,19 @@ void dr_dev_progress(struct dr_dev *dev);
 /* Send the ACKs the device's QPs hold (DR_QP_DEFER_ACK); dev->lock held. */
 void dr_dev_flush_acks(struct dr_dev *dev);
 void dr_dev_progress_fn(void *dev);
-/* A QPN for ep, drawn from the kernel's CSPRNG over the 24-bit space (never
- * 0 or 1, never one in use on this port), and ep entered under it in the
- * receive dispatch.  The one place QPNs come from: a registry shared by
- * the processes on one interface plugs in here.  dev->lock held.  0,
- * -FI_ENOSPC (DR_MAX_EP in use) or -FI_EIO (no random bytes; FI_WARN). */
-int dr_dev_qpn_alloc(struct dr_dev *dev, struct dr_ep *ep, uint32_t *qpn);
-/* The QPN leaves the dispatch (ep closed).  dev->lock held. */
-void dr_dev_qpn_free(struct dr_dev *dev, uint32_t qpn);
+/* ep's QP on this device: a QPN drawn from the kernel's CSPRNG over the
+ * 24-bit space (never 0 or 1, never one in use on this port or, through
+ * the registry, by another process on the interface), ep entered under it
+ * in the receive dispatch, and the QP created with ia (the caller's queue
+ * sizes, ops and flags; the QPN, MR table and drop counters are the
+ * device's).  The one place QPNs come from.  dev->lock held.  0,
+ * -FI_ENOSPC (DR_MAX_EP in use), -FI_EIO (no random bytes; FI_WARN) or
+ * -FI_ENOMEM. */
+int dr_dev_qp_create(struct dr_dev *dev, struct dr_ep *ep, struct dr_qp_init_attr *ia,
+		     struct dr_qp **qp);
+/* The QP destroyed and its QPN out of the dispatch (ep closed).  dev->lock
+ * held. */
+void dr_dev_qp_destroy(struct dr_dev *dev, struct dr_qp *qp, struct dr_ep *ep);
 /* An ephemeral rdma_cm port (0xc000..0xffff) for a connect, claimed on the
  * host when the interface is shared (registry.c).  dev->lock held.  0 or
  * -FI_EADDRINUSE (every one taken). */

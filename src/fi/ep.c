@@ -67,14 +67,12 @@ void dr_ep_free(struct dr_ep *ep)
 		}
 		dr_connreq_free(ep->connreq);
 	}
-	if (dr_idmap_find(&dev->qps, dr_qp_num(ep->qp)) == ep)
-		dr_dev_qpn_free(dev, dr_qp_num(ep->qp));
 	if (ep->src_port_claimed)
 		dr_dev_port_free(dev, dr_sa_port(&ep->src));
 	snprintf(who, sizeof(who), "qp 0x%06x", dr_qp_num(ep->qp));
 	dr_rx_drops_log(who, dr_qp_stats(ep->qp)->rx_drop);
 	dr_ep_flush_ack(ep);
-	dr_qp_destroy(ep->qp);
+	dr_dev_qp_destroy(dev, ep->qp, ep);
 	if (ep->qp_timer)
 		dr_port_timer_free(ep->qp_timer);
 	fi_freeinfo(ep->info);
@@ -405,17 +403,10 @@ int dr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **
 		goto out_free;
 	}
 	ep->start_psn &= DR_PSN_MASK;
-	ret = dr_dev_qpn_alloc(dev, ep, &ia.qpn);
-	if (ret) {
-		dr_dev_unlock(dev);
-		goto out_free;
-	}
 	ia.max_send_wr = info->tx_attr && info->tx_attr->size ? (uint32_t)info->tx_attr->size :
 								DR_MAX_TX_SIZE;
 	ia.max_recv_wr = info->rx_attr && info->rx_attr->size ? (uint32_t)info->rx_attr->size :
 								DR_MAX_RX_SIZE;
-	ia.mrt = &dev->mrt;
-	ia.port_drops = dev->rx_drops;
 	/* payloads attached, not copied, on ports that allow it */
 	ep->qp_ops = dr_ep_qp_ops;
 	if (dr_port_zero_copy_sync(ep->dev->port))
@@ -424,21 +415,23 @@ int dr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **
 	ia.ctx = ep;
 	/* without FI_RX_CQ_DATA, writes with CQ data leave the receives alone */
 	ia.flags = DR_QP_DEFER_ACK | DR_QP_ADAPTIVE_RTO | (ep->rx_cq_data ? 0 : DR_QP_WRITE_IMM_NO_WQE);
-	ep->qp = dr_qp_create(&ia);
-	ep->qp_timer = ep->qp ? dr_port_timer_new(dev->port, dr_ep_qp_timer_fire, ep) : NULL;
-	if (ep->qp) {
+	ret = dr_dev_qp_create(dev, ep, &ia, &ep->qp);
+	if (ret) {
+		dr_dev_unlock(dev);
+		goto out_free;
+	}
+	ep->qp_timer = dr_port_timer_new(dev->port, dr_ep_qp_timer_fire, ep);
+	if (ep->qp_timer) {
 		/* nothing posted yet: the free slots are the queue depths */
 		ep->tx_depth = dr_qp_sq_free(ep->qp);
 		ep->rx_depth = dr_qp_rq_free(ep->qp);
 		ep->txq = calloc(ep->tx_depth, sizeof(*ep->txq));
 		ep->rxq = calloc(ep->rx_depth, sizeof(*ep->rxq));
 	}
-	if (!ep->qp || !ep->qp_timer || !ep->txq || !ep->rxq) {
+	if (!ep->qp_timer || !ep->txq || !ep->rxq) {
 		if (ep->qp_timer)
 			dr_port_timer_free(ep->qp_timer);
-		if (ep->qp)
-			dr_qp_destroy(ep->qp);
-		dr_dev_qpn_free(dev, ia.qpn);
+		dr_dev_qp_destroy(dev, ep->qp, ep);
 		dr_dev_unlock(dev);
 		ret = -FI_ENOMEM;
 		goto out_free;
