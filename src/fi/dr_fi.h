@@ -816,11 +816,10 @@ unsigned dr_ep_drain(struct dr_dev *dev, bool now);
  * held for each but the ops tables. */
 extern struct fi_ops_cm dr_ep_cm_ops;
 extern struct fi_ops_msg dr_ep_msg_ops;
-extern const struct dr_qp_ops dr_ep_qp_ops;
-void dr_ep_qp_xmit_split(void *ctx, struct dr_qp *qp, const void *hdr, size_t hdr_len,
-			 const void *payload, size_t payload_len, const void *trailer,
-			 size_t trailer_len);
-void dr_ep_qp_timer_fire(void *arg);
+/* ep->qp_ops: the engine's callbacks into ep (ep_qp.c), with zero-copy
+ * transmit where the port allows it; the QP's retransmit timer. */
+void dr_ep_qp_ops_init(struct dr_ep *ep);
+struct dr_port_timer *dr_ep_qp_timer_new(struct dr_ep *ep);
 /* FI_ENABLE: the QP to INIT once an EQ and both CQs are bound. */
 int dr_ep_enable_locked(struct dr_ep *ep);
 /* Everything but the QP's connection (the QP no longer reachable). */
@@ -828,8 +827,10 @@ void dr_ep_free(struct dr_ep *ep);
 /* Its held ACK goes now; off the device's list. */
 void dr_ep_flush_ack(struct dr_ep *ep);
 /* Start the graceful disconnect (ep_cm.c): the DREQ once the peer has been
- * quiet for dr_ep_drain_quiet_ns. */
+ * quiet for a few retransmit timeouts. */
 void dr_ep_drain_start(struct dr_ep *ep);
-uint64_t dr_ep_drain_quiet_ns(const struct dr_ep *ep);
+/* A frame that passed the QP's checks came from the peer (ep_cm.c): it
+ * establishes an accepting connection, and a draining one waits on. */
+void dr_ep_peer_heard(struct dr_ep *ep);
 
 #endif /* DR_FI_H */

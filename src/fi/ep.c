@@ -19,12 +19,9 @@
  * This file: the endpoint fid -- open, bind, enable, control, close.
  * Every call that touches the QP, the CM or the port holds dev->lock.
  */
-#include <arpa/inet.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 
 #include "dr_fi.h"
 
@@ -407,10 +404,7 @@ int dr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **
 								DR_MAX_TX_SIZE;
 	ia.max_recv_wr = info->rx_attr && info->rx_attr->size ? (uint32_t)info->rx_attr->size :
 								DR_MAX_RX_SIZE;
-	/* payloads attached, not copied, on ports that allow it */
-	ep->qp_ops = dr_ep_qp_ops;
-	if (dr_port_zero_copy_sync(ep->dev->port))
-		ep->qp_ops.xmit_split = dr_ep_qp_xmit_split;
+	dr_ep_qp_ops_init(ep);
 	ia.ops = &ep->qp_ops;
 	ia.ctx = ep;
 	/* without FI_RX_CQ_DATA, writes with CQ data leave the receives alone */
@@ -420,7 +414,7 @@ int dr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **
 		dr_dev_unlock(dev);
 		goto out_free;
 	}
-	ep->qp_timer = dr_port_timer_new(dev->port, dr_ep_qp_timer_fire, ep);
+	ep->qp_timer = dr_ep_qp_timer_new(ep);
 	if (ep->qp_timer) {
 		/* nothing posted yet: the free slots are the queue depths */
 		ep->tx_depth = dr_qp_sq_free(ep->qp);

@@ -6,10 +6,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 
 #include "dr_fi.h"
 
@@ -212,7 +209,7 @@ void dr_ep_cm_event(struct dr_ep *ep, const struct dr_cm_event *ev)
 #define DR_DRAIN_MIN_NS 100000000ull  /* 100 ms */
 #define DR_DRAIN_MAX_NS 1000000000ull /* 1 s */
 
-uint64_t dr_ep_drain_quiet_ns(const struct dr_ep *ep)
+static uint64_t drain_quiet_ns(const struct dr_ep *ep)
 {
 	uint64_t t = 4 * dr_qp_timeout_ns((unsigned)dr_settings_get()->timeout);
 
@@ -222,9 +219,18 @@ uint64_t dr_ep_drain_quiet_ns(const struct dr_ep *ep)
 void dr_ep_drain_start(struct dr_ep *ep)
 {
 	ep->draining = true;
-	ep->drain_until_ns = dr_port_now_ns() + dr_ep_drain_quiet_ns(ep);
+	ep->drain_until_ns = dr_port_now_ns() + drain_quiet_ns(ep);
 	ep->drain_next = ep->dev->draining;
 	ep->dev->draining = ep;
+}
+
+void dr_ep_peer_heard(struct dr_ep *ep)
+{
+	/* IBA 12.9.6: data before the RTU establishes the connection */
+	if (ep->state == DR_EP_ACCEPTING)
+		dr_cm_established(ep->cm_id);
+	if (ep->draining)
+		ep->drain_until_ns = dr_port_now_ns() + drain_quiet_ns(ep);
 }
 
 unsigned dr_ep_drain(struct dr_dev *dev, bool all)

@@ -3,10 +3,7 @@
  * The posting path of an FI_EP_MSG endpoint: fi_send/fi_recv and friends,
  * and dr_ep_post_send, which rma.c and atomic.c post through too.
  */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 

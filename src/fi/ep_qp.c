@@ -6,11 +6,6 @@
  * receive dispatch (dr_ep_input).  dev->lock held throughout.
  */
 #include <arpa/inet.h>
-#include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/uio.h>
 
 #include "dr_fi.h"
 
@@ -49,9 +44,9 @@ static void zc_done(void *arg)
 /* Payloads attached, not copied (only on ports whose device has copied
  * them out when the transmit batch ends, dr_port_zero_copy_sync: every
  * engine call runs under dev->lock inside such a batch or sends at once). */
-void dr_ep_qp_xmit_split(void *ctx, struct dr_qp *qp, const void *hdr, size_t hdr_len,
-			 const void *payload, size_t payload_len, const void *trailer,
-			 size_t trailer_len)
+static void qp_xmit_split(void *ctx, struct dr_qp *qp, const void *hdr, size_t hdr_len,
+			  const void *payload, size_t payload_len, const void *trailer,
+			  size_t trailer_len)
 {
 	struct dr_ep *ep = ctx;
 
@@ -83,7 +78,7 @@ static void qp_timer_set(void *ctx, struct dr_qp *qp, uint64_t deadline_ns)
 	dr_port_timer_arm(ep->qp_timer, deadline_ns > now ? deadline_ns - now : 0);
 }
 
-void dr_ep_qp_timer_fire(void *arg)
+static void qp_timer_fire(void *arg)
 {
 	struct dr_ep *ep = arg;
 	uint64_t d;
@@ -260,7 +255,7 @@ static void qp_path_suspect(void *ctx, struct dr_qp *qp)
 		dr_port_neigh_suspect(ep->dev->port, ntohl(ep->dst.sin.sin_addr.s_addr));
 }
 
-const struct dr_qp_ops dr_ep_qp_ops = {
+static const struct dr_qp_ops ep_qp_ops = {
 	.xmit = qp_xmit,
 	.frame_alloc = qp_frame_alloc,
 	.frame_done = qp_frame_done,
@@ -272,19 +267,27 @@ const struct dr_qp_ops dr_ep_qp_ops = {
 	.path_suspect = qp_path_suspect,
 };
 
+void dr_ep_qp_ops_init(struct dr_ep *ep)
+{
+	ep->qp_ops = ep_qp_ops;
+	/* payloads attached, not copied, on ports that allow it */
+	if (dr_port_zero_copy_sync(ep->dev->port))
+		ep->qp_ops.xmit_split = qp_xmit_split;
+}
+
+struct dr_port_timer *dr_ep_qp_timer_new(struct dr_ep *ep)
+{
+	return dr_port_timer_new(ep->dev->port, qp_timer_fire, ep);
+}
+
 void dr_ep_input(struct dr_ep *ep, const struct dr_pkt *pkt)
 {
 	/* only a frame that passes the QP's checks (the peer's address, the
 	 * P_Key: dr_qp_rx_check) speaks for the peer; dr_qp_input drops and
 	 * counts the others */
 	if ((ep->state == DR_EP_ACCEPTING || ep->draining) &&
-	    dr_qp_rx_check(ep->qp, pkt) == DR_RX_OK) {
-		/* IBA 12.9.6: data before the RTU establishes the connection */
-		if (ep->state == DR_EP_ACCEPTING)
-			dr_cm_established(ep->cm_id);
-		if (ep->draining)
-			ep->drain_until_ns = dr_port_now_ns() + dr_ep_drain_quiet_ns(ep);
-	}
+	    dr_qp_rx_check(ep->qp, pkt) == DR_RX_OK)
+		dr_ep_peer_heard(ep);
 	dr_qp_input(ep->qp, pkt);
 	if (!ep->ack_listed && dr_qp_ack_due(ep->qp)) {
 		ep->ack_listed = true;
