@@ -497,7 +497,7 @@ static ssize_t at_compwritemsg(struct fid_ep *fep, const struct fi_msg_atomic *m
 	return atomic_post(dr_ep_of(fep), &r);
 }
 
-struct fi_ops_atomic dr_atomic_ops = {
+const struct fi_ops_atomic dr_atomic_ops = {
     .size = sizeof(struct fi_ops_atomic),
     .write = at_write,
     .writev = at_writev,

@@ -220,8 +220,8 @@ int dr_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *uattr, struct f
 	c->cntr.fid.fclass = FI_CLASS_CNTR;
 	c->cntr.fid.context = context;
 	/* libfabric's fids hold non-const ops pointers, never written through */
-	c->cntr.fid.ops = (struct fi_ops *)&cntr_fi_ops;
-	c->cntr.ops = (struct fi_ops_cntr *)&cntr_ops;
+	c->cntr.fid.ops = DR_OPS(&cntr_fi_ops);
+	c->cntr.ops = DR_OPS(&cntr_ops);
 	c->progress = dr_domain_progress_hook(domain);
 	c->dom = dom;
 	dr_dev_lock(dom->dev);

@@ -468,8 +468,8 @@ int dr_cq_open(struct fid_domain *domain, struct fi_cq_attr *uattr, struct fid_c
 	cq->cq.fid.fclass = FI_CLASS_CQ;
 	cq->cq.fid.context = context;
 	/* libfabric's fids hold non-const ops pointers, never written through */
-	cq->cq.fid.ops = (struct fi_ops *)&cq_fi_ops;
-	cq->cq.ops = (struct fi_ops_cq *)&cq_ops;
+	cq->cq.fid.ops = DR_OPS(&cq_fi_ops);
+	cq->cq.ops = DR_OPS(&cq_ops);
 	cq->progress = dr_domain_progress_hook(domain);
 	cq->api_version = dom->fab->fab.api_version;
 	cq->dom = dom;

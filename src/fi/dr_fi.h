@@ -2,8 +2,8 @@
 /*
  * dr_fi.h - the libfabric layer of droce: provider, settings, objects.
  * Only src/fi includes libfabric headers; it turns fi_* calls into qp and
- * port calls (DESIGN.md).  One file per object: fabric.c domain.c pep.c
- * ep.c cq.c eq.c cntr.c mr.c attr.c init.c, stubs.c for the dr_no_* ops.
+ * port calls (docs/design.md).  One file per object: fabric.c domain.c
+ * pep.c ep*.c cq.c eq.c cntr.c mr.c attr.c init.c, stubs.c for the dr_no_* ops.
  *
  * Progress is manual: every read or wait on a CQ, EQ or counter, and every
  * posting call, drives the device behind it (rx burst, dispatch, timers,
@@ -343,16 +343,57 @@ static inline struct dr_cntr *dr_cntr_of(struct fid_cntr *f)
 	return container_of(f, struct dr_cntr, cntr);
 }
 
-/* ---- dr_no_* stubs (stubs.c): the system libfabric exports none -------- */
+/* ---- ops tables and the dr_no_* stubs (stubs.c) -------------------------- */
 
-int dr_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
-int dr_no_control(struct fid *fid, int command, void *arg);
+/*
+ * Every ops table of droce is a static const: nothing writes to one.  The
+ * fid structures of libfabric's headers (fi.h, fi_endpoint.h, ...) point
+ * to non-const tables, though no libfabric code writes through them; this
+ * is the one place their const is cast away, when a table is installed.
+ */
+#define DR_OPS(table) ((void *)(uintptr_t)(table))
+
 /* fi_open_ops on a domain or an endpoint: FI_DROCE_OPS_1 (ext.c). */
 int dr_ext_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context);
+
+/* What droce does not offer: each answers -FI_ENOSYS (the system libfabric
+ * exports no fi_no_* stubs).  struct fi_ops: */
+int dr_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
+int dr_no_control(struct fid *fid, int command, void *arg);
 int dr_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,
 		   void *context);
 int dr_no_tostr(const struct fid *fid, char *buf, size_t len);
 int dr_no_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops, void *context);
+/* struct fi_ops_fabric, fi_ops_domain: */
+int dr_no_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
+		    struct fid_wait **waitset);
+int dr_no_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av,
+		  void *context);
+int dr_no_scalable_ep(struct fid_domain *domain, struct fi_info *info, struct fid_ep **sep,
+		      void *context);
+int dr_no_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
+		    struct fid_poll **pollset);
+int dr_no_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr, struct fid_stx **stx,
+		  void *context);
+int dr_no_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr, struct fid_ep **rx_ep,
+		  void *context);
+int dr_no_query_collective(struct fid_domain *domain, enum fi_collective_op coll,
+			   struct fi_collective_attr *attr, uint64_t flags);
+/* struct fi_ops_cm, fi_ops_ep: */
+int dr_no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen);
+int dr_no_connect(struct fid_ep *ep, const void *addr, const void *param, size_t paramlen);
+int dr_no_listen(struct fid_pep *pep);
+int dr_no_accept(struct fid_ep *ep, const void *param, size_t paramlen);
+int dr_no_reject(struct fid_pep *pep, fid_t handle, const void *param, size_t paramlen);
+int dr_no_shutdown(struct fid_ep *ep, uint64_t flags);
+int dr_no_join(struct fid_ep *ep, const void *addr, uint64_t flags, struct fid_mc **mc,
+	       void *context);
+ssize_t dr_no_cancel(fid_t fid, void *context);
+int dr_no_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr, struct fid_ep **tx_ep,
+		 void *context);
+int dr_no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr, struct fid_ep **rx_ep,
+		 void *context);
+ssize_t dr_no_size_left(struct fid_ep *ep);
 
 /* ---- fabric, devices, domains (fabric.c, dev.c, domain.c) --------------- */
 
@@ -617,20 +658,20 @@ struct dr_mr_fid {
 
 int dr_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
 		  struct fid_mr **mr);
-extern struct fi_ops_mr dr_mr_ops;
+extern const struct fi_ops_mr dr_mr_ops;
 
-/* ---- passive and active endpoints (pep.c, ep.c, rma.c, atomic.c, nosys.c) */
+/* ---- passive and active endpoints (pep.c, ep*.c, rma.c, atomic.c, stubs.c) */
 
 /* For endpoints opened without FI_RMA / FI_ATOMIC, and what droce never
  * offers (tagged, collectives): every call -FI_ENOSYS. */
-extern struct fi_ops_rma dr_no_rma_ops;
-extern struct fi_ops_tagged dr_no_tagged_ops;
-extern struct fi_ops_atomic dr_no_atomic_ops;
-extern struct fi_ops_collective dr_no_collective_ops;
+extern const struct fi_ops_rma dr_no_rma_ops;
+extern const struct fi_ops_tagged dr_no_tagged_ops;
+extern const struct fi_ops_atomic dr_no_atomic_ops;
+extern const struct fi_ops_collective dr_no_collective_ops;
 /* RDMA WRITE (with immediate) and READ (rma.c); 64-bit FETCH_ADD and
  * CMP_SWAP behind the fi_atomic calls (atomic.c). */
-extern struct fi_ops_rma dr_rma_ops;
-extern struct fi_ops_atomic dr_atomic_ops;
+extern const struct fi_ops_rma dr_rma_ops;
+extern const struct fi_ops_atomic dr_atomic_ops;
 /* fi_query_atomic: 0 with attr {count 1, size 8} for a pair droce executes,
  * -FI_EOPNOTSUPP for every other (op, datatype), -FI_EINVAL for bad flags. */
 int dr_atomic_query(enum fi_datatype datatype, enum fi_op op, struct fi_atomic_attr *attr,
@@ -814,8 +855,8 @@ unsigned dr_ep_drain(struct dr_dev *dev, bool now);
  * (connect, accept, shutdown, drain, CM events), ep_msg.c (the posting
  * path) and ep_qp.c (the QP engine's callbacks, frames in).  dev->lock
  * held for each but the ops tables. */
-extern struct fi_ops_cm dr_ep_cm_ops;
-extern struct fi_ops_msg dr_ep_msg_ops;
+extern const struct fi_ops_cm dr_ep_cm_ops;
+extern const struct fi_ops_msg dr_ep_msg_ops;
 /* ep->qp_ops: the engine's callbacks into ep (ep_qp.c), with zero-copy
  * transmit where the port allows it; the QP's retransmit timer. */
 void dr_ep_qp_ops_init(struct dr_ep *ep);

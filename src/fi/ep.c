@@ -293,18 +293,6 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 	return -FI_ENOENT; /* posted work cannot be taken back from the QP */
 }
 
-static int ep_no_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
-			struct fid_ep **tx_ep, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static int ep_no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
-			struct fid_ep **rx_ep, void *context)
-{
-	return -FI_ENOSYS;
-}
-
 static ssize_t ep_tx_size_left(struct fid_ep *fep)
 {
 	struct dr_ep *ep = dr_ep_of(fep);
@@ -327,7 +315,7 @@ static ssize_t ep_rx_size_left(struct fid_ep *fep)
 	return n;
 }
 
-static struct fi_ops ep_fi_ops = {
+static const struct fi_ops ep_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = ep_close,
 	.bind = ep_bind,
@@ -337,13 +325,13 @@ static struct fi_ops ep_fi_ops = {
 	.ops_set = dr_no_ops_set,
 };
 
-static struct fi_ops_ep ep_ops = {
+static const struct fi_ops_ep ep_ops = {
 	.size = sizeof(struct fi_ops_ep),
 	.cancel = ep_cancel,
 	.getopt = ep_getopt,
 	.setopt = ep_setopt,
-	.tx_ctx = ep_no_tx_ctx,
-	.rx_ctx = ep_no_rx_ctx,
+	.tx_ctx = dr_no_tx_ctx,
+	.rx_ctx = dr_no_rx_ctx,
 	.rx_size_left = ep_rx_size_left,
 	.tx_size_left = ep_tx_size_left,
 };
@@ -436,15 +424,15 @@ int dr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **
 		ep->connreq = container_of(info->handle, struct dr_connreq, fid);
 	ep->ep.fid.fclass = FI_CLASS_EP;
 	ep->ep.fid.context = context;
-	ep->ep.fid.ops = &ep_fi_ops;
-	ep->ep.ops = &ep_ops;
-	ep->ep.cm = &dr_ep_cm_ops;
-	ep->ep.msg = &dr_ep_msg_ops;
+	ep->ep.fid.ops = DR_OPS(&ep_fi_ops);
+	ep->ep.ops = DR_OPS(&ep_ops);
+	ep->ep.cm = DR_OPS(&dr_ep_cm_ops);
+	ep->ep.msg = DR_OPS(&dr_ep_msg_ops);
 	/* chosen once: an endpoint without the capability answers -FI_ENOSYS */
-	ep->ep.rma = (caps & FI_RMA) ? &dr_rma_ops : &dr_no_rma_ops;
-	ep->ep.tagged = &dr_no_tagged_ops;
-	ep->ep.atomic = (caps & FI_ATOMIC) ? &dr_atomic_ops : &dr_no_atomic_ops;
-	ep->ep.collective = &dr_no_collective_ops;
+	ep->ep.rma = DR_OPS((caps & FI_RMA) ? &dr_rma_ops : &dr_no_rma_ops);
+	ep->ep.tagged = DR_OPS(&dr_no_tagged_ops);
+	ep->ep.atomic = DR_OPS((caps & FI_ATOMIC) ? &dr_atomic_ops : &dr_no_atomic_ops);
+	ep->ep.collective = DR_OPS(&dr_no_collective_ops);
 	__atomic_add_fetch(&dom->ref, 1, __ATOMIC_RELEASE);
 	*out = &ep->ep;
 	return 0;

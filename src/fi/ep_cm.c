@@ -487,31 +487,15 @@ static int ep_getpeer(struct fid_ep *fep, void *addr, size_t *addrlen)
 	return dr_copy_addr(&ep->dst, addr, addrlen);
 }
 
-static int ep_no_listen(struct fid_pep *pep)
-{
-	return -FI_ENOSYS;
-}
-
-static int ep_no_reject(struct fid_pep *pep, fid_t handle, const void *param, size_t paramlen)
-{
-	return -FI_ENOSYS;
-}
-
-static int ep_no_join(struct fid_ep *ep, const void *addr, uint64_t flags, struct fid_mc **mc,
-		      void *context)
-{
-	return -FI_ENOSYS;
-}
-
-struct fi_ops_cm dr_ep_cm_ops = {
+const struct fi_ops_cm dr_ep_cm_ops = {
 	.size = sizeof(struct fi_ops_cm),
 	.setname = ep_setname,
 	.getname = ep_getname,
 	.getpeer = ep_getpeer,
 	.connect = ep_connect,
-	.listen = ep_no_listen,
+	.listen = dr_no_listen,
 	.accept = ep_accept,
-	.reject = ep_no_reject,
+	.reject = dr_no_reject,
 	.shutdown = ep_shutdown,
-	.join = ep_no_join,
+	.join = dr_no_join,
 };

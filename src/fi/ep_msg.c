@@ -264,7 +264,7 @@ static ssize_t ep_injectdata(struct fid_ep *fep, const void *buf, size_t len, ui
 			    true);
 }
 
-struct fi_ops_msg dr_ep_msg_ops = {
+const struct fi_ops_msg dr_ep_msg_ops = {
 	.size = sizeof(struct fi_ops_msg),
 	.recv = ep_recv,
 	.recvv = ep_recvv,

@@ -456,8 +456,8 @@ int dr_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *uattr, struct fid_e
 	eq->eq.fid.fclass = FI_CLASS_EQ;
 	eq->eq.fid.context = context;
 	/* libfabric's fids hold non-const ops pointers, never written through */
-	eq->eq.fid.ops = (struct fi_ops *)&eq_fi_ops;
-	eq->eq.ops = (struct fi_ops_eq *)&eq_ops;
+	eq->eq.fid.ops = DR_OPS(&eq_fi_ops);
+	eq->eq.ops = DR_OPS(&eq_ops);
 	eq->progress = dr_fabric_progress_hook(fabric);
 	eq->api_version = fabric->api_version;
 	eq->writable = attr->flags & FI_WRITE;

@@ -280,7 +280,7 @@ static int ext_send_raw(struct fid_domain *domain, const void *frame, size_t len
 	return ret;
 }
 
-static struct fi_droce_ops ext_ops = {
+static const struct fi_droce_ops ext_ops = {
     .size = sizeof(struct fi_droce_ops),
     .qp_info = ext_qp_info,
     .counters = ext_counters,
@@ -296,6 +296,6 @@ int dr_ext_ops_open(struct fid *fid, const char *name, uint64_t flags, void **op
 		return -FI_EINVAL;
 	if (strcmp(name, FI_DROCE_OPS_1))
 		return -FI_ENOSYS;
-	*ops = &ext_ops;
+	*ops = DR_OPS(&ext_ops);
 	return 0;
 }

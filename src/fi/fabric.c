@@ -134,13 +134,7 @@ static int fabric_domain2(struct fid_fabric *fabric, struct fi_info *info,
 	return dr_domain_open(fabric, info, dom, context);
 }
 
-static int fabric_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
-			    struct fid_wait **waitset)
-{
-	return -FI_ENOSYS; /* wait sets: not supported, objects have their own */
-}
-
-static struct fi_ops fabric_fi_ops = {
+static const struct fi_ops fabric_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = fabric_close,
 	.bind = dr_no_bind,
@@ -150,12 +144,12 @@ static struct fi_ops fabric_fi_ops = {
 	.ops_set = dr_no_ops_set,
 };
 
-static struct fi_ops_fabric fabric_ops = {
+static const struct fi_ops_fabric fabric_ops = {
 	.size = sizeof(struct fi_ops_fabric),
 	.domain = dr_domain_open,
 	.passive_ep = dr_pep_open,
 	.eq_open = dr_eq_open,
-	.wait_open = fabric_wait_open,
+	.wait_open = dr_no_wait_open,
 	.trywait = fabric_trywait,
 	.domain2 = fabric_domain2,
 };
@@ -178,8 +172,8 @@ int dr_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void
 	pthread_mutex_init(&fab->lock, NULL);
 	fab->fab.fid.fclass = FI_CLASS_FABRIC;
 	fab->fab.fid.context = context;
-	fab->fab.fid.ops = &fabric_fi_ops;
-	fab->fab.ops = &fabric_ops;
+	fab->fab.fid.ops = DR_OPS(&fabric_fi_ops);
+	fab->fab.ops = DR_OPS(&fabric_ops);
 	fab->fab.api_version = attr ? attr->api_version : DR_FI_VERSION;
 	fab->api_version = fab->fab.api_version;
 	pthread_mutex_lock(&fabrics_lock);

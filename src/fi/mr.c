@@ -43,7 +43,7 @@ static int mr_close(struct fid *fid)
 	return 0;
 }
 
-static struct fi_ops mr_fi_ops = {
+static const struct fi_ops mr_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = mr_close,
 	.bind = dr_no_bind,
@@ -112,7 +112,7 @@ int dr_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags
 	m->dom = dom;
 	m->mr.fid.fclass = FI_CLASS_MR;
 	m->mr.fid.context = attr->context;
-	m->mr.fid.ops = &mr_fi_ops;
+	m->mr.fid.ops = DR_OPS(&mr_fi_ops);
 	m->mr.mem_desc = m;
 	m->mr.key = m->mr_eng->key;
 	__atomic_add_fetch(&dom->ref, 1, __ATOMIC_RELEASE);
@@ -146,7 +146,7 @@ static int mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
 	return mr_regv(fid, &iov, 1, access, offset, requested_key, flags, mr, context);
 }
 
-struct fi_ops_mr dr_mr_ops = {
+const struct fi_ops_mr dr_mr_ops = {
 	.size = sizeof(struct fi_ops_mr),
 	.reg = mr_reg,
 	.regv = mr_regv,

@@ -307,7 +307,7 @@ out_reject:
 	dr_cm_release(ev->id);
 }
 
-static struct fi_ops pep_fi_ops = {
+static const struct fi_ops pep_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = pep_close,
 	.bind = pep_bind,
@@ -317,77 +317,28 @@ static struct fi_ops pep_fi_ops = {
 	.ops_set = dr_no_ops_set,
 };
 
-static int pep_no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
-{
-	return -FI_ENOSYS;
-}
-
-static int pep_no_connect(struct fid_ep *ep, const void *addr, const void *param,
-			  size_t paramlen)
-{
-	return -FI_ENOSYS;
-}
-
-static int pep_no_accept(struct fid_ep *ep, const void *param, size_t paramlen)
-{
-	return -FI_ENOSYS;
-}
-
-static int pep_no_shutdown(struct fid_ep *ep, uint64_t flags)
-{
-	return -FI_ENOSYS;
-}
-
-static int pep_no_join(struct fid_ep *ep, const void *addr, uint64_t flags, struct fid_mc **mc,
-		       void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static struct fi_ops_cm pep_cm_ops = {
+static const struct fi_ops_cm pep_cm_ops = {
 	.size = sizeof(struct fi_ops_cm),
 	.setname = pep_setname,
 	.getname = pep_getname,
-	.getpeer = pep_no_getpeer,
-	.connect = pep_no_connect,
+	.getpeer = dr_no_getpeer,
+	.connect = dr_no_connect,
 	.listen = pep_listen,
-	.accept = pep_no_accept,
+	.accept = dr_no_accept,
 	.reject = pep_reject,
-	.shutdown = pep_no_shutdown,
-	.join = pep_no_join,
+	.shutdown = dr_no_shutdown,
+	.join = dr_no_join,
 };
 
-static ssize_t pep_no_cancel(fid_t fid, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static int pep_no_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
-			 struct fid_ep **tx_ep, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static int pep_no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
-			 struct fid_ep **rx_ep, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t pep_no_size_left(struct fid_ep *ep)
-{
-	return -FI_ENOSYS;
-}
-
-static struct fi_ops_ep pep_ep_ops = {
+static const struct fi_ops_ep pep_ep_ops = {
 	.size = sizeof(struct fi_ops_ep),
-	.cancel = pep_no_cancel,
+	.cancel = dr_no_cancel,
 	.getopt = pep_getopt,
 	.setopt = pep_setopt,
-	.tx_ctx = pep_no_tx_ctx,
-	.rx_ctx = pep_no_rx_ctx,
-	.rx_size_left = pep_no_size_left,
-	.tx_size_left = pep_no_size_left,
+	.tx_ctx = dr_no_tx_ctx,
+	.rx_ctx = dr_no_rx_ctx,
+	.rx_size_left = dr_no_size_left,
+	.tx_size_left = dr_no_size_left,
 };
 
 int dr_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **out,
@@ -423,9 +374,9 @@ int dr_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep 
 	}
 	pep->pep.fid.fclass = FI_CLASS_PEP;
 	pep->pep.fid.context = context;
-	pep->pep.fid.ops = &pep_fi_ops;
-	pep->pep.ops = &pep_ep_ops;
-	pep->pep.cm = &pep_cm_ops;
+	pep->pep.fid.ops = DR_OPS(&pep_fi_ops);
+	pep->pep.ops = DR_OPS(&pep_ep_ops);
+	pep->pep.cm = DR_OPS(&pep_cm_ops);
 	__atomic_add_fetch(&fab->ref, 1, __ATOMIC_RELEASE);
 	*out = &pep->pep;
 	return 0;

@@ -183,7 +183,7 @@ static ssize_t rma_injectdata(struct fid_ep *fep, const void *buf, size_t len, u
 	return rma_post(dr_ep_of(fep), DR_WR_WRITE_IMM, &iov, 1, &rma, NULL, data, FI_INJECT, true);
 }
 
-struct fi_ops_rma dr_rma_ops = {
+const struct fi_ops_rma dr_rma_ops = {
     .size = sizeof(struct fi_ops_rma),
     .read = rma_read,
     .readv = rma_readv,
