@@ -127,21 +127,9 @@ static int cntr_wait(struct fid_cntr *fid, uint64_t threshold, int timeout)
 
 /* ---- the fid -------------------------------------------------------------------- */
 
-static int cntr_control(struct fid *fid, int command, void *arg)
-{
-	struct dr_cntr *c = container_of(fid, struct dr_cntr, cntr.fid);
-	int ret;
-
-	ret = dr_wait_control(&c->wait, command, arg);
-	/* blocking on the fd: nobody reads, so progress must run alone */
-	if (!ret && command == FI_GETWAIT)
-		dr_progress_background(&c->progress);
-	return ret;
-}
-
 static int cntr_close(struct fid *fid)
 {
-	struct dr_cntr *c = container_of(fid, struct dr_cntr, cntr.fid);
+	struct dr_cntr *c = dr_cntr_of_fid(fid);
 	struct dr_domain *dom = c->dom;
 
 	pthread_mutex_lock(&c->lock);
@@ -164,7 +152,7 @@ static const struct fi_ops cntr_fi_ops = {
     .size = sizeof(struct fi_ops),
     .close = cntr_close,
     .bind = dr_no_bind,
-    .control = cntr_control,
+    .control = dr_wait_fid_control,
     .ops_open = dr_no_ops_open,
     .tostr = dr_no_tostr,
     .ops_set = dr_no_ops_set,

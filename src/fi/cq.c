@@ -56,6 +56,17 @@ const char *dr_prov_strerror(int prov_errno)
 	return "unknown provider error";
 }
 
+const char *dr_strerror(int prov_errno, char *buf, size_t len)
+{
+	const char *s = dr_prov_strerror(prov_errno);
+
+	if (buf && len) {
+		snprintf(buf, len, "%s", s);
+		return buf;
+	}
+	return s;
+}
+
 /* err_data of an error completion into buf: its length with the NUL, or 0
  * when there is none. */
 static size_t cq_err_string(int prov_errno, char *buf, size_t len)
@@ -323,32 +334,14 @@ static int cq_signal(struct fid_cq *fid)
 static const char *cq_strerror(struct fid_cq *fid, int prov_errno, const void *err_data, char *buf,
 			       size_t len)
 {
-	const char *s = dr_prov_strerror(prov_errno);
-
-	if (buf && len) {
-		snprintf(buf, len, "%s", s);
-		return buf;
-	}
-	return s;
+	return dr_strerror(prov_errno, buf, len);
 }
 
 /* ---- the fid ------------------------------------------------------------------- */
 
-static int cq_control(struct fid *fid, int command, void *arg)
-{
-	struct dr_cq *cq = container_of(fid, struct dr_cq, cq.fid);
-	int ret;
-
-	ret = dr_wait_control(&cq->wait, command, arg);
-	/* blocking on the fd: nobody reads, so progress must run alone */
-	if (!ret && command == FI_GETWAIT)
-		dr_progress_background(&cq->progress);
-	return ret;
-}
-
 static int cq_close(struct fid *fid)
 {
-	struct dr_cq *cq = container_of(fid, struct dr_cq, cq.fid);
+	struct dr_cq *cq = dr_cq_of_fid(fid);
 	struct dr_domain *dom = cq->dom;
 
 	dr_spin_lock(&cq->lock);
@@ -372,7 +365,7 @@ static const struct fi_ops cq_fi_ops = {
     .size = sizeof(struct fi_ops),
     .close = cq_close,
     .bind = dr_no_bind,
-    .control = cq_control,
+    .control = dr_wait_fid_control,
     .ops_open = dr_no_ops_open,
     .tostr = dr_no_tostr,
     .ops_set = dr_no_ops_set,

@@ -17,7 +17,7 @@ struct dr_progress dr_domain_progress_hook(struct fid_domain *domain)
 
 static int domain_close(struct fid *fid)
 {
-	struct dr_domain *dom = container_of(fid, struct dr_domain, dom.fid);
+	struct dr_domain *dom = dr_domain_of_fid(fid);
 	struct dr_fabric *fab = dom->fab;
 
 	if (__atomic_load_n(&dom->ref, __ATOMIC_ACQUIRE)) {

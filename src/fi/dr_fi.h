@@ -216,10 +216,12 @@ void dr_wait_clear(struct dr_wait *w);
 /* Block up to timeout_ms (-1: forever, 0: not at all) or until signalled;
  * the caller loops, driving progress in between.  FI_WAIT_NONE: sleeps. */
 void dr_wait_block(struct dr_wait *w, int timeout_ms);
-/* fi_control on a CQ, EQ or counter: FI_GETWAIT (int *fd) and
- * FI_GETWAITOBJ (FI_WAIT_FD); -FI_ENODATA with FI_WAIT_NONE; -FI_ENOSYS
- * for any other command. */
-int dr_wait_control(struct dr_wait *w, int command, void *arg);
+/* The fi_control of a CQ, EQ or counter (their fi_ops.control):
+ * FI_GETWAIT (int *fd; the object's progress then runs in the background,
+ * as the waiter blocks on the fd instead of reading) and FI_GETWAITOBJ
+ * (FI_WAIT_FD); -FI_ENODATA with FI_WAIT_NONE; -FI_ENOSYS for any other
+ * command or object. */
+int dr_wait_fid_control(struct fid *fid, int command, void *arg);
 
 /* CLOCK_MONOTONIC in nanoseconds */
 uint64_t dr_now_ns(void);
@@ -279,6 +281,11 @@ static inline struct dr_eq *dr_eq_of(struct fid_eq *f)
 	return container_of(f, struct dr_eq, eq);
 }
 
+static inline struct dr_eq *dr_eq_of_fid(struct fid *fid)
+{
+	return container_of(fid, struct dr_eq, eq.fid);
+}
+
 /* ---- CQ (cq.c) ---------------------------------------------------------- */
 
 /* One completion as the engine reports it; the CQ formats it. */
@@ -315,10 +322,17 @@ int dr_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq
 int dr_cq_push(struct dr_cq *cq, const struct dr_cq_ent *e);
 /* IB status names for fi_cq_strerror/fi_eq_strerror (prov_errno). */
 const char *dr_prov_strerror(int prov_errno);
+/* fi_cq_strerror and fi_eq_strerror: that name, copied into buf if given. */
+const char *dr_strerror(int prov_errno, char *buf, size_t len);
 
 static inline struct dr_cq *dr_cq_of(struct fid_cq *f)
 {
 	return container_of(f, struct dr_cq, cq);
+}
+
+static inline struct dr_cq *dr_cq_of_fid(struct fid *fid)
+{
+	return container_of(fid, struct dr_cq, cq.fid);
 }
 
 /* ---- counters (cntr.c) -------------------------------------------------- */
@@ -341,6 +355,11 @@ void dr_cntr_inc_err(struct dr_cntr *c);
 static inline struct dr_cntr *dr_cntr_of(struct fid_cntr *f)
 {
 	return container_of(f, struct dr_cntr, cntr);
+}
+
+static inline struct dr_cntr *dr_cntr_of_fid(struct fid *fid)
+{
+	return container_of(fid, struct dr_cntr, cntr.fid);
 }
 
 /* ---- ops tables and the dr_no_* stubs (stubs.c) -------------------------- */
@@ -413,6 +432,11 @@ struct dr_fabric {
 static inline struct dr_fabric *dr_fabric_of(struct fid_fabric *f)
 {
 	return container_of(f, struct dr_fabric, fab);
+}
+
+static inline struct dr_fabric *dr_fabric_of_fid(struct fid *fid)
+{
+	return container_of(fid, struct dr_fabric, fab.fid);
 }
 
 int dr_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
@@ -645,6 +669,11 @@ static inline struct dr_domain *dr_domain_of(struct fid_domain *f)
 	return container_of(f, struct dr_domain, dom);
 }
 
+static inline struct dr_domain *dr_domain_of_fid(struct fid *fid)
+{
+	return container_of(fid, struct dr_domain, dom.fid);
+}
+
 int dr_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **dom,
 		   void *context);
 
@@ -655,6 +684,11 @@ struct dr_mr_fid {
 	struct dr_domain *dom;
 	struct dr_mr *mr_eng; /* the engine's entry (key, bounds, access) */
 };
+
+static inline struct dr_mr_fid *dr_mr_of_fid(struct fid *fid)
+{
+	return container_of(fid, struct dr_mr_fid, mr.fid);
+}
 
 int dr_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
 		  struct fid_mr **mr);
@@ -696,6 +730,11 @@ static inline struct dr_pep *dr_pep_of(struct fid_pep *f)
 	return container_of(f, struct dr_pep, pep);
 }
 
+static inline struct dr_pep *dr_pep_of_fid(struct fid *fid)
+{
+	return container_of(fid, struct dr_pep, pep.fid);
+}
+
 int dr_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep,
 		void *context);
 
@@ -719,6 +758,11 @@ struct dr_connreq {
 	struct dr_connreq *next, *prev; /* on pep->crs */
 	struct dr_eq_ev *ev;		/* its event while unread (eq->lock) */
 };
+
+static inline struct dr_connreq *dr_connreq_of_fid(struct fid *fid)
+{
+	return container_of(fid, struct dr_connreq, fid);
+}
 
 /* dev->lock held: the request is answered or abandoned; cr is freed. */
 void dr_connreq_free(struct dr_connreq *cr);

@@ -191,11 +191,11 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	case FI_CLASS_EQ:
 		if (ep->eq)
 			return -FI_EINVAL;
-		ep->eq = container_of(bfid, struct dr_eq, eq.fid);
+		ep->eq = dr_eq_of_fid(bfid);
 		__atomic_add_fetch(&ep->eq->ref, 1, __ATOMIC_RELEASE);
 		return 0;
 	case FI_CLASS_CQ: {
-		struct dr_cq *cq = container_of(bfid, struct dr_cq, cq.fid);
+		struct dr_cq *cq = dr_cq_of_fid(bfid);
 
 		if (flags & ~(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION) ||
 		    !(flags & (FI_TRANSMIT | FI_RECV)))
@@ -215,7 +215,7 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		return 0;
 	}
 	case FI_CLASS_CNTR:
-		return ep_bind_cntr(ep, container_of(bfid, struct dr_cntr, cntr.fid), flags);
+		return ep_bind_cntr(ep, dr_cntr_of_fid(bfid), flags);
 	default:
 		DR_WARN(FI_LOG_EP_CTRL, "fi_ep_bind: class %zu not supported\n", bfid->fclass);
 		return -FI_EINVAL;
@@ -421,7 +421,7 @@ int dr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **
 	dr_dev_unlock(dev);
 
 	if (info->handle)
-		ep->connreq = container_of(info->handle, struct dr_connreq, fid);
+		ep->connreq = dr_connreq_of_fid(info->handle);
 	ep->ep.fid.fclass = FI_CLASS_EP;
 	ep->ep.fid.context = context;
 	ep->ep.fid.ops = DR_OPS(&ep_fi_ops);

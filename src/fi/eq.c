@@ -343,32 +343,14 @@ out_unlock:
 static const char *eq_strerror(struct fid_eq *fid, int prov_errno, const void *err_data, char *buf,
 			       size_t len)
 {
-	const char *s = dr_prov_strerror(prov_errno);
-
-	if (buf && len) {
-		snprintf(buf, len, "%s", s);
-		return buf;
-	}
-	return s;
+	return dr_strerror(prov_errno, buf, len);
 }
 
 /* ---- the fid ------------------------------------------------------------------ */
 
-static int eq_control(struct fid *fid, int command, void *arg)
-{
-	struct dr_eq *eq = container_of(fid, struct dr_eq, eq.fid);
-	int ret;
-
-	ret = dr_wait_control(&eq->wait, command, arg);
-	/* blocking on the fd: nobody reads, so progress must run alone */
-	if (!ret && command == FI_GETWAIT)
-		dr_progress_background(&eq->progress);
-	return ret;
-}
-
 static int eq_close(struct fid *fid)
 {
-	struct dr_eq *eq = container_of(fid, struct dr_eq, eq.fid);
+	struct dr_eq *eq = dr_eq_of_fid(fid);
 	struct dr_eq_ev *ev, *next;
 
 	pthread_mutex_lock(&eq->lock);
@@ -406,7 +388,7 @@ static const struct fi_ops eq_fi_ops = {
     .size = sizeof(struct fi_ops),
     .close = eq_close,
     .bind = dr_no_bind,
-    .control = eq_control,
+    .control = dr_wait_fid_control,
     .ops_open = dr_no_ops_open,
     .tostr = dr_no_tostr,
     .ops_set = dr_no_ops_set,

@@ -181,10 +181,10 @@ static int ext_counters(struct fid *fid, struct fi_droce_counter *c, size_t *cou
 		return -FI_EINVAL;
 	switch (fid->fclass) {
 	case FI_CLASS_DOMAIN:
-		dev_counters(dr_domain_of(container_of(fid, struct fid_domain, fid))->dev, &o);
+		dev_counters(dr_domain_of_fid(fid)->dev, &o);
 		break;
 	case FI_CLASS_EP:
-		ret = ep_counters(dr_ep_of(container_of(fid, struct fid_ep, fid)), &o);
+		ret = ep_counters(dr_ep_of_fid(fid), &o);
 		break;
 	default:
 		return -FI_EINVAL;
@@ -232,9 +232,9 @@ static int ext_drops(struct fid *fid, uint64_t *counts, size_t n)
 	if (!fid || (n && !counts))
 		return -FI_EINVAL;
 	if (fid->fclass == FI_CLASS_DOMAIN) {
-		dev = dr_domain_of(container_of(fid, struct fid_domain, fid))->dev;
+		dev = dr_domain_of_fid(fid)->dev;
 	} else if (fid->fclass == FI_CLASS_EP) {
-		ep = dr_ep_of(container_of(fid, struct fid_ep, fid));
+		ep = dr_ep_of_fid(fid);
 		dev = ep->dev;
 	} else {
 		return -FI_EINVAL;

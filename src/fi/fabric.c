@@ -66,7 +66,7 @@ struct dr_progress dr_fabric_progress_hook(struct fid_fabric *fabric)
 
 static int fabric_close(struct fid *fid)
 {
-	struct dr_fabric *fab = container_of(fid, struct dr_fabric, fab.fid);
+	struct dr_fabric *fab = dr_fabric_of_fid(fid);
 	struct dr_fabric **pp;
 
 	pthread_mutex_lock(&fabrics_lock);
@@ -96,7 +96,7 @@ static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids, int coun
 	for (int i = 0; i < count; i++) {
 		switch (fids[i]->fclass) {
 		case FI_CLASS_CQ: {
-			struct dr_cq *cq = container_of(fids[i], struct dr_cq, cq.fid);
+			struct dr_cq *cq = dr_cq_of_fid(fids[i]);
 			size_t n;
 
 			dr_spin_lock(&cq->lock);
@@ -107,7 +107,7 @@ static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids, int coun
 			break;
 		}
 		case FI_CLASS_EQ: {
-			struct dr_eq *eq = container_of(fids[i], struct dr_eq, eq.fid);
+			struct dr_eq *eq = dr_eq_of_fid(fids[i]);
 			size_t n;
 
 			pthread_mutex_lock(&eq->lock);

@@ -22,14 +22,9 @@
 
 #include "dr_fi.h"
 
-static struct dr_mr_fid *mr_of(struct fid *fid)
-{
-	return container_of(fid, struct dr_mr_fid, mr.fid);
-}
-
 static int mr_close(struct fid *fid)
 {
-	struct dr_mr_fid *m = mr_of(fid);
+	struct dr_mr_fid *m = dr_mr_of_fid(fid);
 	struct dr_dev *dev = m->dom->dev;
 	int ret;
 
@@ -65,7 +60,7 @@ int dr_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags
 
 	if (fid->fclass != FI_CLASS_DOMAIN)
 		return -FI_EINVAL;
-	dom = container_of(fid, struct dr_domain, dom.fid);
+	dom = dr_domain_of_fid(fid);
 	if (!attr || !mr || flags) {
 		DR_WARN(FI_LOG_MR, "fi_mr_reg: bad arguments (flags 0x%llx)\n",
 			(unsigned long long)flags);

@@ -16,14 +16,9 @@
 
 #include "dr_fi.h"
 
-static struct dr_pep *pep_of_fid(struct fid *fid)
-{
-	return container_of(fid, struct dr_pep, pep.fid);
-}
-
 static int pep_close(struct fid *fid)
 {
-	struct dr_pep *pep = pep_of_fid(fid);
+	struct dr_pep *pep = dr_pep_of_fid(fid);
 	struct dr_dev *dev = pep->dev;
 
 	dr_dev_lock(dev);
@@ -65,7 +60,7 @@ static int pep_close(struct fid *fid)
 
 static int pep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
-	struct dr_pep *pep = pep_of_fid(fid);
+	struct dr_pep *pep = dr_pep_of_fid(fid);
 
 	if (bfid->fclass != FI_CLASS_EQ) {
 		DR_WARN(FI_LOG_EP_CTRL, "a passive endpoint binds only an EQ\n");
@@ -73,14 +68,14 @@ static int pep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	}
 	if (pep->eq)
 		return -FI_EINVAL;
-	pep->eq = container_of(bfid, struct dr_eq, eq.fid);
+	pep->eq = dr_eq_of_fid(bfid);
 	__atomic_add_fetch(&pep->eq->ref, 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
 static int pep_setname(fid_t fid, void *addr, size_t addrlen)
 {
-	struct dr_pep *pep = pep_of_fid(fid);
+	struct dr_pep *pep = dr_pep_of_fid(fid);
 	union dr_sockaddr sa;
 
 	if (!dr_sa_take(addr, addrlen, &pep->dev->cfg, &sa))
@@ -97,7 +92,7 @@ static int pep_setname(fid_t fid, void *addr, size_t addrlen)
 
 static int pep_getname(fid_t fid, void *addr, size_t *addrlen)
 {
-	return dr_copy_addr(&pep_of_fid(fid)->addr, addr, addrlen);
+	return dr_copy_addr(&dr_pep_of_fid(fid)->addr, addr, addrlen);
 }
 
 static int pep_listen(struct fid_pep *fpep)
@@ -142,7 +137,7 @@ static int pep_reject(struct fid_pep *fpep, fid_t handle, const void *param, siz
 			DR_CM_DATA_SIZE);
 		return -FI_EINVAL;
 	}
-	cr = container_of(handle, struct dr_connreq, fid);
+	cr = dr_connreq_of_fid(handle);
 	priv[0] = (uint8_t)paramlen;
 	if (paramlen)
 		memcpy(priv + 1, param, paramlen);
@@ -168,7 +163,7 @@ static int pep_reject(struct fid_pep *fpep, fid_t handle, const void *param, siz
  * or while it listens; requests held beyond a smaller one stay. */
 static int pep_control(struct fid *fid, int command, void *arg)
 {
-	struct dr_pep *pep = pep_of_fid(fid);
+	struct dr_pep *pep = dr_pep_of_fid(fid);
 	int backlog;
 
 	if (command != FI_BACKLOG)
