@@ -8,7 +8,7 @@
  * man page calls that use invalid but names no error): it then polls
  * progress, sleeping at most 1 ms between rounds.
  *
- * Concurrency: c->lock guards value, err, ref and the wait fd's state.
+ * Concurrency: c->lock guards value, err and the wait fd's state.
  * dr_cntr_inc* are called with the device lock held (lock order: device,
  * then counter); readers drive progress first, without c->lock.
  */
@@ -132,18 +132,15 @@ static int cntr_close(struct fid *fid)
 	struct dr_cntr *c = dr_cntr_of_fid(fid);
 	struct dr_domain *dom = c->dom;
 
-	pthread_mutex_lock(&c->lock);
-	if (c->ref) {
-		pthread_mutex_unlock(&c->lock);
-		DR_WARN(FI_LOG_CNTR, "counter still bound to %d object(s)\n", c->ref);
+	if (dr_ref_held(&c->ref)) {
+		DR_WARN(FI_LOG_CNTR, "counter still bound to %d object(s)\n", dr_ref_held(&c->ref));
 		return -FI_EBUSY;
 	}
-	pthread_mutex_unlock(&c->lock);
 	dr_wait_fini(&c->wait);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 	dr_dev_lock(dom->dev);
-	__atomic_sub_fetch(&dom->ref, 1, __ATOMIC_RELEASE);
+	dr_ref_put(&dom->ref);
 	dr_dev_unlock(dom->dev);
 	return 0;
 }
@@ -213,7 +210,7 @@ int dr_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *uattr, struct f
 	c->progress = dr_domain_progress_hook(domain);
 	c->dom = dom;
 	dr_dev_lock(dom->dev);
-	__atomic_add_fetch(&dom->ref, 1, __ATOMIC_RELEASE);
+	dr_ref_get(&dom->ref);
 	dr_dev_unlock(dom->dev);
 	*cntrp = &c->cntr;
 	return 0;

@@ -18,8 +18,8 @@
  * libibverbs enum ibv_wc_status value of the same failure; none (NULL, 0)
  * when the status is not a failure droce knows.
  *
- * Concurrency: cq->lock guards the ring, signaled, ref, err_buf and the
- * wait fd's state.  dr_cq_push is called with the device lock held (lock
+ * Concurrency: cq->lock guards the ring, signaled, err_buf and the wait
+ * fd's state.  dr_cq_push is called with the device lock held (lock
  * order: device, then CQ) and never drives progress; readers drive
  * progress first, without cq->lock, then take it.
  */
@@ -344,19 +344,16 @@ static int cq_close(struct fid *fid)
 	struct dr_cq *cq = dr_cq_of_fid(fid);
 	struct dr_domain *dom = cq->dom;
 
-	dr_spin_lock(&cq->lock);
-	if (cq->ref) {
-		dr_spin_unlock(&cq->lock);
-		DR_WARN(FI_LOG_CQ, "CQ still bound to %d endpoint(s)\n", cq->ref);
+	if (dr_ref_held(&cq->ref)) {
+		DR_WARN(FI_LOG_CQ, "CQ still bound to %d endpoint(s)\n", dr_ref_held(&cq->ref));
 		return -FI_EBUSY;
 	}
-	dr_spin_unlock(&cq->lock);
 	/* completions never read are lost (fi_cq(3)) */
 	free(cq->ring);
 	dr_wait_fini(&cq->wait);
 	free(cq);
 	dr_dev_lock(dom->dev);
-	__atomic_sub_fetch(&dom->ref, 1, __ATOMIC_RELEASE);
+	dr_ref_put(&dom->ref);
 	dr_dev_unlock(dom->dev);
 	return 0;
 }
@@ -467,7 +464,7 @@ int dr_cq_open(struct fid_domain *domain, struct fi_cq_attr *uattr, struct fid_c
 	cq->api_version = dom->fab->fab.api_version;
 	cq->dom = dom;
 	dr_dev_lock(dom->dev);
-	__atomic_add_fetch(&dom->ref, 1, __ATOMIC_RELEASE);
+	dr_ref_get(&dom->ref);
 	dr_dev_unlock(dom->dev);
 	*cqp = &cq->cq;
 	return 0;

@@ -20,14 +20,14 @@ static int domain_close(struct fid *fid)
 	struct dr_domain *dom = dr_domain_of_fid(fid);
 	struct dr_fabric *fab = dom->fab;
 
-	if (__atomic_load_n(&dom->ref, __ATOMIC_ACQUIRE)) {
+	if (dr_ref_held(&dom->ref)) {
 		DR_WARN(FI_LOG_DOMAIN, "fi_close(domain): endpoints, CQs, counters or MRs are open\n");
 		return -FI_EBUSY;
 	}
 	dr_dev_put(dom->dev);
 	fi_freeinfo(dom->info);
 	free(dom);
-	__atomic_sub_fetch(&fab->ref, 1, __ATOMIC_RELEASE);
+	dr_ref_put(&fab->ref);
 	return 0;
 }
 
@@ -98,7 +98,7 @@ int dr_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_d
 	dom->dom.fid.ops = DR_OPS(&domain_fi_ops);
 	dom->dom.ops = DR_OPS(&domain_ops);
 	dom->dom.mr = DR_OPS(&dr_mr_ops);
-	__atomic_add_fetch(&fab->ref, 1, __ATOMIC_RELEASE);
+	dr_ref_get(&fab->ref);
 	*domain = &dom->dom;
 	return 0;
 

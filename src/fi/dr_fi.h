@@ -246,11 +246,11 @@ struct dr_eq {
 	struct fid_eq eq;
 	struct dr_progress progress;
 	struct dr_wait wait;
-	pthread_mutex_t lock; /* the ring, err_data, ref, wait's state */
+	pthread_mutex_t lock; /* the ring, err_data, wait's state */
 	struct dr_eq_ev *head, *tail; /* FIFO, doubly linked; no overrun (eq.c) */
 	size_t count;
 	void *err_data; /* of the last error read, until the next read */
-	int ref;	/* objects bound to this EQ: changed under lock */
+	int ref;	/* endpoints and peps bound (dr_ref_*) */
 	uint32_t api_version;
 	bool writable;	/* FI_WRITE: fi_eq_write allowed */
 	struct dr_fabric *fab; /* its fab->ref is held while open */
@@ -306,11 +306,11 @@ struct dr_cq {
 	struct dr_wait wait;
 	enum fi_cq_format format;
 	size_t entry_size;
-	int lock; /* dr_spin_lock: the ring, signaled, ref, err_buf, wait's state */
+	int lock; /* dr_spin_lock: the ring, signaled, err_buf, wait's state */
 	struct dr_cq_ent *ring; /* successes and errors in completion order */
 	size_t size, head, count; /* grows when full: nothing is lost */
 	bool signaled;	/* fi_cq_signal: wake one sread */
-	int ref;	/* endpoints bound: changed under lock */
+	int ref;	/* endpoints bound (dr_ref_*) */
 	uint32_t api_version;
 	struct dr_domain *dom; /* its dom->ref is held while open */
 	char err_buf[DR_MAX_ERR_DATA]; /* provider-owned err_data (cq.c) */
@@ -341,9 +341,9 @@ struct dr_cntr {
 	struct fid_cntr cntr;
 	struct dr_progress progress;
 	struct dr_wait wait;
-	pthread_mutex_t lock; /* value, err, ref, wait's state */
+	pthread_mutex_t lock; /* value, err, wait's state */
 	uint64_t value, err;
-	int ref; /* objects bound: changed under lock */
+	int ref; /* endpoints bound (dr_ref_*) */
 	struct dr_domain *dom; /* its dom->ref is held while open */
 };
 
@@ -360,6 +360,31 @@ static inline struct dr_cntr *dr_cntr_of(struct fid_cntr *f)
 static inline struct dr_cntr *dr_cntr_of_fid(struct fid *fid)
 {
 	return container_of(fid, struct dr_cntr, cntr.fid);
+}
+
+/*
+ * The ref of a fabric, domain, EQ, CQ or counter: how many objects hold it
+ * (opened on it, or bound to it).  Taken and dropped with atomic
+ * operations, because opens, binds and closes come from any application
+ * thread and the holder takes no lock of the held object; fi_close of the
+ * held object refuses (-FI_EBUSY) while it is non-zero.  A count, not a
+ * lifetime guard: a close racing an open on the same object is the
+ * application's race (fi_close(3)).  (A device's ref is another thing,
+ * under fabric->lock: struct dr_dev.)
+ */
+static inline void dr_ref_get(int *ref)
+{
+	__atomic_add_fetch(ref, 1, __ATOMIC_RELEASE);
+}
+
+static inline void dr_ref_put(int *ref)
+{
+	__atomic_sub_fetch(ref, 1, __ATOMIC_RELEASE);
+}
+
+static inline int dr_ref_held(int *ref)
+{
+	return __atomic_load_n(ref, __ATOMIC_ACQUIRE);
 }
 
 /* ---- ops tables and the dr_no_* stubs (stubs.c) -------------------------- */
@@ -422,7 +447,7 @@ struct dr_fabric {
 	struct fid_fabric fab;
 	pthread_mutex_t lock; /* devs */
 	struct dr_dev *devs;  /* every open device, a list */
-	int ref;	      /* domains, peps and EQs opened on it */
+	int ref;	      /* domains, peps and EQs opened on it (dr_ref_*) */
 	uint32_t api_version;
 	bool background;      /* an EQ waiter blocks on its fd: devices run
 			       * progress threads (under lock) */
@@ -661,7 +686,7 @@ struct dr_domain {
 	struct dr_fabric *fab;
 	struct dr_dev *dev;
 	struct fi_info *info;
-	int ref; /* endpoints, CQs, counters, MRs: under dev->lock */
+	int ref; /* endpoints, CQs, counters, MRs opened on it (dr_ref_*) */
 };
 
 static inline struct dr_domain *dr_domain_of(struct fid_domain *f)

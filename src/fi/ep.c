@@ -82,24 +82,22 @@ void dr_ep_free(struct dr_ep *ep)
 static void ep_unbind_all(struct dr_ep *ep)
 {
 	if (ep->eq)
-		__atomic_sub_fetch(&ep->eq->ref, 1, __ATOMIC_RELEASE);
+		dr_ref_put(&ep->eq->ref);
 	if (ep->tx_cq)
-		__atomic_sub_fetch(&ep->tx_cq->ref, 1, __ATOMIC_RELEASE);
+		dr_ref_put(&ep->tx_cq->ref);
 	if (ep->rx_cq)
-		__atomic_sub_fetch(&ep->rx_cq->ref, 1, __ATOMIC_RELEASE);
+		dr_ref_put(&ep->rx_cq->ref);
 	for (int i = 0; i < DR_CNTR_NUM; i++) {
 		struct dr_cntr *c = ep->cntr[i];
 
 		if (c) {
-			pthread_mutex_lock(&c->lock);
-			c->ref--;
-			pthread_mutex_unlock(&c->lock);
+			dr_ref_put(&c->ref);
 			ep->cntr[i] = NULL;
 		}
 	}
 	ep->eq = NULL;
 	ep->tx_cq = ep->rx_cq = NULL;
-	__atomic_sub_fetch(&ep->dom->ref, 1, __ATOMIC_RELEASE);
+	dr_ref_put(&ep->dom->ref);
 }
 
 static int ep_close(struct fid *fid)
@@ -174,9 +172,7 @@ static int ep_bind_cntr(struct dr_ep *ep, struct dr_cntr *c, uint64_t flags)
 		if (!(flags & kinds[i].flag))
 			continue;
 		ep->cntr[kinds[i].which] = c;
-		pthread_mutex_lock(&c->lock);
-		c->ref++;
-		pthread_mutex_unlock(&c->lock);
+		dr_ref_get(&c->ref);
 	}
 	return 0;
 }
@@ -192,7 +188,7 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		if (ep->eq)
 			return -FI_EINVAL;
 		ep->eq = dr_eq_of_fid(bfid);
-		__atomic_add_fetch(&ep->eq->ref, 1, __ATOMIC_RELEASE);
+		dr_ref_get(&ep->eq->ref);
 		return 0;
 	case FI_CLASS_CQ: {
 		struct dr_cq *cq = dr_cq_of_fid(bfid);
@@ -205,12 +201,12 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		if (flags & FI_TRANSMIT) {
 			ep->tx_cq = cq;
 			ep->tx_selective = flags & FI_SELECTIVE_COMPLETION;
-			__atomic_add_fetch(&cq->ref, 1, __ATOMIC_RELEASE);
+			dr_ref_get(&cq->ref);
 		}
 		if (flags & FI_RECV) {
 			ep->rx_cq = cq;
 			ep->rx_selective = flags & FI_SELECTIVE_COMPLETION;
-			__atomic_add_fetch(&cq->ref, 1, __ATOMIC_RELEASE);
+			dr_ref_get(&cq->ref);
 		}
 		return 0;
 	}
@@ -433,7 +429,7 @@ int dr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **
 	ep->ep.tagged = DR_OPS(&dr_no_tagged_ops);
 	ep->ep.atomic = DR_OPS((caps & FI_ATOMIC) ? &dr_atomic_ops : &dr_no_atomic_ops);
 	ep->ep.collective = DR_OPS(&dr_no_collective_ops);
-	__atomic_add_fetch(&dom->ref, 1, __ATOMIC_RELEASE);
+	dr_ref_get(&dom->ref);
 	*out = &ep->ep;
 	return 0;
 

@@ -13,8 +13,8 @@
  * a success is.  The wait fd (FI_WAIT_UNSPEC, FI_WAIT_FD) is readable
  * exactly while events are queued.
  *
- * Concurrency: eq->lock guards the FIFO, count, err_data, ref and the wait
- * fd's state.  dr_eq_push* are called with the device lock held (lock
+ * Concurrency: eq->lock guards the FIFO, count, err_data and the wait fd's
+ * state.  dr_eq_push* are called with the device lock held (lock
  * order: device, then EQ) and never drive progress; readers drive progress
  * first, without eq->lock, then take it.
  */
@@ -354,9 +354,9 @@ static int eq_close(struct fid *fid)
 	struct dr_eq_ev *ev, *next;
 
 	pthread_mutex_lock(&eq->lock);
-	if (eq->ref) {
+	if (dr_ref_held(&eq->ref)) {
 		pthread_mutex_unlock(&eq->lock);
-		DR_WARN(FI_LOG_EQ, "EQ still bound to %d object(s)\n", eq->ref);
+		DR_WARN(FI_LOG_EQ, "EQ still bound to %d object(s)\n", dr_ref_held(&eq->ref));
 		return -FI_EBUSY;
 	}
 	ev = eq->head;
@@ -378,7 +378,7 @@ static int eq_close(struct fid *fid)
 	dr_wait_fini(&eq->wait);
 	pthread_mutex_destroy(&eq->lock);
 	pthread_mutex_lock(&eq->fab->lock);
-	__atomic_sub_fetch(&eq->fab->ref, 1, __ATOMIC_RELEASE);
+	dr_ref_put(&eq->fab->ref);
 	pthread_mutex_unlock(&eq->fab->lock);
 	free(eq);
 	return 0;
@@ -445,7 +445,7 @@ int dr_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *uattr, struct fid_e
 	eq->writable = attr->flags & FI_WRITE;
 	eq->fab = fab;
 	pthread_mutex_lock(&fab->lock);
-	__atomic_add_fetch(&fab->ref, 1, __ATOMIC_RELEASE);
+	dr_ref_get(&fab->ref);
 	pthread_mutex_unlock(&fab->lock);
 	*eqp = &eq->eq;
 	return 0;

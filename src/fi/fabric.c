@@ -71,7 +71,7 @@ static int fabric_close(struct fid *fid)
 
 	pthread_mutex_lock(&fabrics_lock);
 	pthread_mutex_lock(&fab->lock);
-	if (fab->ref || fab->devs) {
+	if (dr_ref_held(&fab->ref) || fab->devs) {
 		pthread_mutex_unlock(&fab->lock);
 		pthread_mutex_unlock(&fabrics_lock);
 		return -FI_EBUSY;

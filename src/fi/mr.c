@@ -33,7 +33,7 @@ static int mr_close(struct fid *fid)
 	dr_dev_unlock(dev);
 	if (ret)
 		return -FI_EINVAL;
-	__atomic_sub_fetch(&m->dom->ref, 1, __ATOMIC_RELEASE);
+	dr_ref_put(&m->dom->ref);
 	free(m);
 	return 0;
 }
@@ -110,7 +110,7 @@ int dr_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags
 	m->mr.fid.ops = DR_OPS(&mr_fi_ops);
 	m->mr.mem_desc = m;
 	m->mr.key = m->mr_eng->key;
-	__atomic_add_fetch(&dom->ref, 1, __ATOMIC_RELEASE);
+	dr_ref_get(&dom->ref);
 	*mr = &m->mr;
 	return 0;
 }

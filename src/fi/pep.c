@@ -50,10 +50,10 @@ static int pep_close(struct fid *fid)
 		}
 	dr_dev_unlock(dev);
 	if (pep->eq)
-		__atomic_sub_fetch(&pep->eq->ref, 1, __ATOMIC_RELEASE);
+		dr_ref_put(&pep->eq->ref);
 	dr_dev_put(dev);
 	fi_freeinfo(pep->info);
-	__atomic_sub_fetch(&pep->fab->ref, 1, __ATOMIC_RELEASE);
+	dr_ref_put(&pep->fab->ref);
 	free(pep);
 	return 0;
 }
@@ -69,7 +69,7 @@ static int pep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	if (pep->eq)
 		return -FI_EINVAL;
 	pep->eq = dr_eq_of_fid(bfid);
-	__atomic_add_fetch(&pep->eq->ref, 1, __ATOMIC_RELEASE);
+	dr_ref_get(&pep->eq->ref);
 	return 0;
 }
 
@@ -372,7 +372,7 @@ int dr_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep 
 	pep->pep.fid.ops = DR_OPS(&pep_fi_ops);
 	pep->pep.ops = DR_OPS(&pep_ep_ops);
 	pep->pep.cm = DR_OPS(&pep_cm_ops);
-	__atomic_add_fetch(&fab->ref, 1, __ATOMIC_RELEASE);
+	dr_ref_get(&fab->ref);
 	*out = &pep->pep;
 	return 0;
 
