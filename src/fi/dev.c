@@ -59,7 +59,7 @@ static void set_port_log(void)
 	dr_port_set_log(port_log, NULL);
 }
 
-/* ---- QP1: the CM's MADs as UD SEND_ONLY frames (ROCE-REFERENCE C.1) ----- */
+/* ---- QP1: the CM's MADs as UD SEND_ONLY frames (docs/protocol.md C.1) -- */
 
 static int cm_send_mad(void *ctx, uint32_t dst_ip4, const uint8_t *mad)
 {
@@ -778,7 +778,8 @@ void dr_dev_put(struct dr_dev *dev)
 	dev_free(dev);
 }
 
-void dr_dev_flush_acks(struct dr_dev *dev)
+/* Send the ACKs the device's QPs hold (DR_QP_DEFER_ACK); dev->lock held. */
+static void dr_dev_flush_acks(struct dr_dev *dev)
 {
 	while (dev->acks) {
 		struct dr_ep *ep = dev->acks;

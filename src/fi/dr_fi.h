@@ -112,16 +112,10 @@ struct dr_devcfg {
 	int mtu;	/* Ethernet MTU */
 };
 
-/* Resolve the settings and the getinfo nodes (either may be NULL) to one
- * device.  -FI_ENODATA, with FI_WARN naming the parameter, when none fits. */
-int dr_devcfg_resolve(const struct dr_settings *s, const char *src_node, const char *dst_node,
-		      struct dr_devcfg *cfg);
 /* Every device the settings name (FI_DROCE_DEVICE may list several). */
 int dr_devcfg_list(const struct dr_settings *s, const char *src_node, const char *dst_node,
 		   struct dr_devcfg *out, int max);
 #define DR_MAX_DEVS 8
-int dr_parse_ip4_prefix(const char *s, uint32_t *ip4, uint8_t *prefix);
-int dr_resolve_ip4(const char *node, uint32_t *ip4);
 
 /* An IP address of either family (addr.c). */
 struct dr_ipaddr {
@@ -129,8 +123,6 @@ struct dr_ipaddr {
 	uint32_t ip4; /* host order */
 	uint8_t ip6[16];
 };
-/* "a.b.c.d[/nn]" or "x::y[/nnn]"; prefix 0 if none.  0 or -FI_EINVAL. */
-int dr_parse_ip_prefix(const char *s, struct dr_ipaddr *a, uint8_t *prefix);
 /* A node name or numeric address; family 0: either (IPv4 first).  0 or
  * -FI_ENODATA. */
 int dr_resolve_ip(const char *node, int family, struct dr_ipaddr *a);
@@ -465,7 +457,6 @@ static inline struct dr_fabric *dr_fabric_of_fid(struct fid *fid)
 }
 
 int dr_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
-void dr_fabric_progress(struct dr_fabric *fab);
 /* The provider's cleanup (init.c): every device of every open fabric
  * quiesced, no new one opened from then on. */
 void dr_fabric_cleanup(void);
@@ -566,8 +557,6 @@ int dr_dev_get(struct dr_fabric *fab, const struct fi_info *info, struct dr_dev 
 void dr_dev_put(struct dr_dev *dev);
 /* One round of progress: rx burst, dispatch, timers.  Takes dev->lock. */
 void dr_dev_progress(struct dr_dev *dev);
-/* Send the ACKs the device's QPs hold (DR_QP_DEFER_ACK); dev->lock held. */
-void dr_dev_flush_acks(struct dr_dev *dev);
 void dr_dev_progress_fn(void *dev);
 /* ep's QP on this device: a QPN drawn from the kernel's CSPRNG over the
  * 24-bit space (never 0 or 1, never one in use on this port or, through
@@ -715,8 +704,6 @@ static inline struct dr_mr_fid *dr_mr_of_fid(struct fid *fid)
 	return container_of(fid, struct dr_mr_fid, mr.fid);
 }
 
-int dr_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
-		  struct fid_mr **mr);
 extern const struct fi_ops_mr dr_mr_ops;
 
 /* ---- passive and active endpoints (pep.c, ep*.c, rma.c, atomic.c, stubs.c) */

@@ -37,6 +37,19 @@ static void qp_frame_done(void *ctx, struct dr_qp *qp, void *handle, bool send)
 		dr_port_buf_free(handle);
 }
 
+/*
+ * The port's "done with the payload" callback (dr_port_send_zc), which
+ * has nothing to do.  The payload is never droce's to free or recycle: it
+ * is the application's posted buffer or registered memory (inline data,
+ * in the WQE, is below DR_QP_SPLIT_MIN and copied).  And nothing waits
+ * for it: only ports whose device has copied the payload out when the
+ * frame leaves (dr_port_zero_copy_sync) get qp_xmit_split, and a frame
+ * leaves before the application may touch its payload again -- progress
+ * ends its batches under dev->lock, and the batch a post leaves held
+ * (dr_ep_post_send) carries that post's own payload, which the
+ * application may reuse only on completion, after the peer's ACK of that
+ * very frame.
+ */
 static void zc_done(void *arg)
 {
 }

@@ -20,7 +20,7 @@ bool dr_fabric_unloading(void)
 	return __atomic_load_n(&unloading, __ATOMIC_ACQUIRE);
 }
 
-void dr_fabric_progress(struct dr_fabric *fab)
+static void dr_fabric_progress(struct dr_fabric *fab)
 {
 	struct dr_dev *devs[64];
 	int n = 0;

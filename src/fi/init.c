@@ -2,7 +2,7 @@
 /*
  * The provider's entry point and its parameters.  fi_prov_ini only defines
  * the parameters and hands libfabric the provider: no DPDK start-up here
- * (DESIGN.md); the EAL starts when a domain first needs a port.
+ * (docs/design.md); the EAL starts when a domain first needs a port.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -34,6 +34,9 @@
  * thread inside fi_cq_read, or an fi_close after this, jumps into unmapped
  * code (tests/exit-open.sh: 31 of 120 runs killed by SIGSEGV); without
  * the rest, captures are left unclosed or cut inside a frame.
+ *
+ * The work is dr_fabric_cleanup's (fabric.c), which owns the list of open
+ * fabrics and through them the devices; this is only libfabric's hook.
  */
 static void dr_cleanup(void)
 {

@@ -50,8 +50,8 @@ static const struct fi_ops mr_fi_ops = {
 
 #define DR_MR_ACCESS (FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
 
-int dr_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
-		  struct fid_mr **mr)
+static int dr_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
+			 struct fid_mr **mr)
 {
 	struct dr_domain *dom;
 	struct dr_mr_fid *m;
