@@ -11,9 +11,10 @@
  *
  * Data transfer: messages in ep_msg.c, RMA in rma.c and atomics in
  * atomic.c, all posted through dr_ep_post_send (ep_msg.c).  Completions of
- * every kind come back through qp_complete (ep_qp.c), which applies FI_SELECTIVE_COMPLETION and bumps the
- * bound counters; the responder's events come back through qp_remote_op,
- * which feeds the FI_RMA_EVENT counters.  Only dr_qp.h's public calls are
+ * every kind come back through qp_complete (ep_qp.c), which applies
+ * FI_SELECTIVE_COMPLETION and bumps the bound counters; the responder's
+ * events come back through qp_remote_op, which feeds the FI_RMA_EVENT
+ * counters.  Only dr_qp.h's public calls are
  * used on the QP: the engine's fields are its own.
  *
  * This file: the endpoint fid -- open, bind, enable, control, close.
@@ -289,26 +290,26 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 	return -FI_ENOENT; /* posted work cannot be taken back from the QP */
 }
 
-static ssize_t ep_tx_size_left(struct fid_ep *fep)
+/* fi_tx_size_left / fi_rx_size_left: the free entries of a QP queue. */
+static ssize_t size_left(struct fid_ep *fep, bool tx)
 {
 	struct dr_ep *ep = dr_ep_of(fep);
 	ssize_t n;
 
 	dr_dev_lock(ep->dev);
-	n = (ssize_t)dr_qp_sq_free(ep->qp);
+	n = (ssize_t)(tx ? dr_qp_sq_free(ep->qp) : dr_qp_rq_free(ep->qp));
 	dr_dev_unlock(ep->dev);
 	return n;
 }
 
+static ssize_t ep_tx_size_left(struct fid_ep *fep)
+{
+	return size_left(fep, true);
+}
+
 static ssize_t ep_rx_size_left(struct fid_ep *fep)
 {
-	struct dr_ep *ep = dr_ep_of(fep);
-	ssize_t n;
-
-	dr_dev_lock(ep->dev);
-	n = (ssize_t)dr_qp_rq_free(ep->qp);
-	dr_dev_unlock(ep->dev);
-	return n;
+	return size_left(fep, false);
 }
 
 static const struct fi_ops ep_fi_ops = {

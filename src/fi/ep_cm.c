@@ -263,6 +263,23 @@ unsigned dr_ep_drain(struct dr_dev *dev, bool all)
 	return left;
 }
 
+/* What the REQ and the REP both carry: our QPN, the PSN we expect first,
+ * the RNR retries we ask of the peer, and the application's CM data
+ * behind its one-byte length (cm_data_of) in priv. */
+static void conn_param_init(const struct dr_ep *ep, struct dr_cm_conn_param *cp, uint8_t *priv,
+			    const void *param, size_t paramlen)
+{
+	priv[0] = (uint8_t)paramlen;
+	if (paramlen)
+		memcpy(priv + 1, param, paramlen);
+	memset(cp, 0, sizeof(*cp));
+	cp->qpn = dr_qp_num(ep->qp);
+	cp->start_psn = ep->start_psn;
+	cp->rnr_retry_count = (uint8_t)dr_settings_get()->rnr_retry;
+	cp->private_data = priv;
+	cp->private_len = 1 + paramlen;
+}
+
 /* An ephemeral source port, unique among the processes on the interface
  * (dr_dev_port_alloc); released when the endpoint goes.  dev->lock held. */
 static int ep_connect_port(struct dr_ep *ep)
@@ -313,20 +330,12 @@ static int ep_connect(struct fid_ep *fep, const void *addr, const void *param, s
 		if (ret)
 			goto out_unlock;
 	}
-	priv[0] = (uint8_t)paramlen;
-	if (paramlen)
-		memcpy(priv + 1, param, paramlen);
-	memset(&cp, 0, sizeof(cp));
-	cp.qpn = dr_qp_num(ep->qp);
-	cp.start_psn = ep->start_psn;
+	conn_param_init(ep, &cp, priv, param, paramlen);
 	cp.responder_resources = DR_IRD;
 	cp.initiator_depth = DR_ORD;
 	cp.retry_count = (uint8_t)s->retry_cnt;
-	cp.rnr_retry_count = (uint8_t)s->rnr_retry;
 	cp.path_mtu = dr_ib_mtu_enum(dev->pmtu);
 	cp.ack_timeout = (uint8_t)s->timeout;
-	cp.private_data = priv;
-	cp.private_len = 1 + paramlen;
 	if (dev->cfg.ipv6)
 		ret = dr_cm_connect6(&dev->cm, sa.sin6.sin6_addr.s6_addr, dr_sa_port(&sa),
 				     dr_sa_port(&ep->src), &cp, ep, &ep->cm_id);
@@ -355,7 +364,6 @@ out_unlock:
 static int ep_accept(struct fid_ep *fep, const void *param, size_t paramlen)
 {
 	struct dr_ep *ep = dr_ep_of(fep);
-	const struct dr_settings *s = dr_settings_get();
 	struct dr_dev *dev = ep->dev;
 	const struct dr_cm_peer *peer;
 	struct dr_cm_conn_param cp;
@@ -400,19 +408,11 @@ static int ep_accept(struct fid_ep *fep, const void *param, size_t paramlen)
 		ret = -FI_EINVAL;
 		goto out_unlock;
 	}
-	priv[0] = (uint8_t)paramlen;
-	if (paramlen)
-		memcpy(priv + 1, param, paramlen);
-	memset(&cp, 0, sizeof(cp));
-	cp.qpn = dr_qp_num(ep->qp);
-	cp.start_psn = ep->start_psn;
+	conn_param_init(ep, &cp, priv, param, paramlen);
 	/* the passive side swaps the REQ's depths (cm.c cm_req_handler) */
 	cp.responder_resources = peer->initiator_depth < DR_IRD ? peer->initiator_depth : DR_IRD;
 	cp.initiator_depth = peer->responder_resources < DR_ORD ? peer->responder_resources : DR_ORD;
-	cp.rnr_retry_count = (uint8_t)s->rnr_retry;
 	cp.ack_timeout = DR_ACK_DELAY;
-	cp.private_data = priv;
-	cp.private_len = 1 + paramlen;
 	ep->cm_id = ep->connreq->id;
 	dr_cm_set_ctx(ep->cm_id, ep);
 	ret = dr_cm_accept(ep->cm_id, &cp);
