@@ -233,8 +233,9 @@ static ssize_t atomic_post(struct dr_ep *ep, const struct atomic_req *r)
  * elements at addr, the endpoint's op_flags. */
 static ssize_t atomic_one(struct fid_ep *fep, enum atomic_kind kind, const struct fi_ioc *src,
 			  size_t src_count, const struct fi_ioc *cmp, size_t cmp_count,
-			  const struct fi_ioc *res, size_t res_count, uint64_t addr, size_t rma_elems,
-			  uint64_t key, enum fi_datatype datatype, enum fi_op op, void *context)
+			  const struct fi_ioc *res, size_t res_count, uint64_t addr,
+			  size_t rma_elems, uint64_t key, enum fi_datatype datatype, enum fi_op op,
+			  void *context)
 {
 	struct dr_ep *ep = dr_ep_of(fep);
 	struct fi_rma_ioc rma = {.addr = addr, .count = rma_elems, .key = key};
@@ -400,19 +401,4 @@ static ssize_t at_compwritemsg(struct fid_ep *fep, const struct fi_msg_atomic *m
 			  flags, "fi_compare_atomicmsg");
 }
 
-const struct fi_ops_atomic dr_atomic_ops = {
-    .size = sizeof(struct fi_ops_atomic),
-    .write = at_write,
-    .writev = at_writev,
-    .writemsg = at_writemsg,
-    .inject = at_inject,
-    .readwrite = at_readwrite,
-    .readwritev = at_readwritev,
-    .readwritemsg = at_readwritemsg,
-    .compwrite = at_compwrite,
-    .compwritev = at_compwritev,
-    .compwritemsg = at_compwritemsg,
-    .writevalid = at_writevalid,
-    .readwritevalid = at_readwritevalid,
-    .compwritevalid = at_compwritevalid,
-};
+const struct fi_ops_atomic dr_atomic_ops = DR_ATOMIC_OPS(at_);

@@ -714,6 +714,26 @@ extern const struct fi_ops_rma dr_no_rma_ops;
 extern const struct fi_ops_tagged dr_no_tagged_ops;
 extern const struct fi_ops_atomic dr_no_atomic_ops;
 extern const struct fi_ops_collective dr_no_collective_ops;
+/* The slots of an RMA and an atomic table, each function named prefix and
+ * slot: listed once for the real tables (rma.c: rma_read, ...; atomic.c:
+ * at_write, ...) and the -FI_ENOSYS ones (stubs.c: no_rma_read, ...). */
+#define DR_RMA_OPS(p)                                                              \
+	{                                                                          \
+		.size = sizeof(struct fi_ops_rma), .read = p##read, .readv = p##readv, \
+		.readmsg = p##readmsg, .write = p##write, .writev = p##writev,     \
+		.writemsg = p##writemsg, .inject = p##inject,                      \
+		.writedata = p##writedata, .injectdata = p##injectdata,            \
+	}
+#define DR_ATOMIC_OPS(p)                                                           \
+	{                                                                          \
+		.size = sizeof(struct fi_ops_atomic), .write = p##write,           \
+		.writev = p##writev, .writemsg = p##writemsg, .inject = p##inject, \
+		.readwrite = p##readwrite, .readwritev = p##readwritev,            \
+		.readwritemsg = p##readwritemsg, .compwrite = p##compwrite,        \
+		.compwritev = p##compwritev, .compwritemsg = p##compwritemsg,      \
+		.writevalid = p##writevalid, .readwritevalid = p##readwritevalid,  \
+		.compwritevalid = p##compwritevalid,                               \
+	}
 /* RDMA WRITE (with immediate) and READ (rma.c); 64-bit FETCH_ADD and
  * CMP_SWAP behind the fi_atomic calls (atomic.c). */
 extern const struct fi_ops_rma dr_rma_ops;

@@ -154,35 +154,24 @@ ssize_t dr_no_size_left(struct fid_ep *ep)
 	}
 
 /* RMA */
-NOSYS(rma_read, struct fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t src_addr,
+NOSYS(no_rma_read, struct fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t src_addr,
       uint64_t addr, uint64_t key, void *context)
-NOSYS(rma_readv, struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
+NOSYS(no_rma_readv, struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
       fi_addr_t src_addr, uint64_t addr, uint64_t key, void *context)
-NOSYS(rma_readmsg, struct fid_ep *ep, const struct fi_msg_rma *msg, uint64_t flags)
-NOSYS(rma_write, struct fid_ep *ep, const void *buf, size_t len, void *desc, fi_addr_t dest_addr,
+NOSYS(no_rma_readmsg, struct fid_ep *ep, const struct fi_msg_rma *msg, uint64_t flags)
+NOSYS(no_rma_write, struct fid_ep *ep, const void *buf, size_t len, void *desc, fi_addr_t dest_addr,
       uint64_t addr, uint64_t key, void *context)
-NOSYS(rma_writev, struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
+NOSYS(no_rma_writev, struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
       fi_addr_t dest_addr, uint64_t addr, uint64_t key, void *context)
-NOSYS(rma_writemsg, struct fid_ep *ep, const struct fi_msg_rma *msg, uint64_t flags)
-NOSYS(rma_inject, struct fid_ep *ep, const void *buf, size_t len, fi_addr_t dest_addr,
+NOSYS(no_rma_writemsg, struct fid_ep *ep, const struct fi_msg_rma *msg, uint64_t flags)
+NOSYS(no_rma_inject, struct fid_ep *ep, const void *buf, size_t len, fi_addr_t dest_addr,
       uint64_t addr, uint64_t key)
-NOSYS(rma_writedata, struct fid_ep *ep, const void *buf, size_t len, void *desc, uint64_t data,
+NOSYS(no_rma_writedata, struct fid_ep *ep, const void *buf, size_t len, void *desc, uint64_t data,
       fi_addr_t dest_addr, uint64_t addr, uint64_t key, void *context)
-NOSYS(rma_injectdata, struct fid_ep *ep, const void *buf, size_t len, uint64_t data,
+NOSYS(no_rma_injectdata, struct fid_ep *ep, const void *buf, size_t len, uint64_t data,
       fi_addr_t dest_addr, uint64_t addr, uint64_t key)
 
-const struct fi_ops_rma dr_no_rma_ops = {
-	.size = sizeof(struct fi_ops_rma),
-	.read = rma_read,
-	.readv = rma_readv,
-	.readmsg = rma_readmsg,
-	.write = rma_write,
-	.writev = rma_writev,
-	.writemsg = rma_writemsg,
-	.inject = rma_inject,
-	.writedata = rma_writedata,
-	.injectdata = rma_injectdata,
-};
+const struct fi_ops_rma dr_no_rma_ops = DR_RMA_OPS(no_rma_);
 
 /* tagged */
 NOSYS(tg_recv, struct fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t src_addr,
@@ -215,55 +204,53 @@ const struct fi_ops_tagged dr_no_tagged_ops = {
 };
 
 /* atomics */
-NOSYS(at_write, struct fid_ep *ep, const void *buf, size_t count, void *desc, fi_addr_t dest_addr,
+NOSYS(no_at_write, struct fid_ep *ep, const void *buf, size_t count, void *desc, fi_addr_t dest_addr,
       uint64_t addr, uint64_t key, enum fi_datatype datatype, enum fi_op op, void *context)
-NOSYS(at_writev, struct fid_ep *ep, const struct fi_ioc *iov, void **desc, size_t count,
+NOSYS(no_at_writev, struct fid_ep *ep, const struct fi_ioc *iov, void **desc, size_t count,
       fi_addr_t dest_addr, uint64_t addr, uint64_t key, enum fi_datatype datatype,
       enum fi_op op, void *context)
-NOSYS(at_writemsg, struct fid_ep *ep, const struct fi_msg_atomic *msg, uint64_t flags)
-NOSYS(at_inject, struct fid_ep *ep, const void *buf, size_t count, fi_addr_t dest_addr,
+NOSYS(no_at_writemsg, struct fid_ep *ep, const struct fi_msg_atomic *msg, uint64_t flags)
+NOSYS(no_at_inject, struct fid_ep *ep, const void *buf, size_t count, fi_addr_t dest_addr,
       uint64_t addr, uint64_t key, enum fi_datatype datatype, enum fi_op op)
-NOSYS(at_readwrite, struct fid_ep *ep, const void *buf, size_t count, void *desc, void *result,
+NOSYS(no_at_readwrite, struct fid_ep *ep, const void *buf, size_t count, void *desc, void *result,
       void *result_desc, fi_addr_t dest_addr, uint64_t addr, uint64_t key,
       enum fi_datatype datatype, enum fi_op op, void *context)
-NOSYS(at_readwritev, struct fid_ep *ep, const struct fi_ioc *iov, void **desc, size_t count,
+NOSYS(no_at_readwritev, struct fid_ep *ep, const struct fi_ioc *iov, void **desc, size_t count,
       struct fi_ioc *resultv, void **result_desc, size_t result_count, fi_addr_t dest_addr,
       uint64_t addr, uint64_t key, enum fi_datatype datatype, enum fi_op op, void *context)
-NOSYS(at_readwritemsg, struct fid_ep *ep, const struct fi_msg_atomic *msg,
+NOSYS(no_at_readwritemsg, struct fid_ep *ep, const struct fi_msg_atomic *msg,
       struct fi_ioc *resultv, void **result_desc, size_t result_count, uint64_t flags)
-NOSYS(at_compwrite, struct fid_ep *ep, const void *buf, size_t count, void *desc,
+NOSYS(no_at_compwrite, struct fid_ep *ep, const void *buf, size_t count, void *desc,
       const void *compare, void *compare_desc, void *result, void *result_desc,
       fi_addr_t dest_addr, uint64_t addr, uint64_t key, enum fi_datatype datatype,
       enum fi_op op, void *context)
-NOSYS(at_compwritev, struct fid_ep *ep, const struct fi_ioc *iov, void **desc, size_t count,
+NOSYS(no_at_compwritev, struct fid_ep *ep, const struct fi_ioc *iov, void **desc, size_t count,
       const struct fi_ioc *comparev, void **compare_desc, size_t compare_count,
       struct fi_ioc *resultv, void **result_desc, size_t result_count, fi_addr_t dest_addr,
       uint64_t addr, uint64_t key, enum fi_datatype datatype, enum fi_op op, void *context)
-NOSYS(at_compwritemsg, struct fid_ep *ep, const struct fi_msg_atomic *msg,
+NOSYS(no_at_compwritemsg, struct fid_ep *ep, const struct fi_msg_atomic *msg,
       const struct fi_ioc *comparev, void **compare_desc, size_t compare_count,
       struct fi_ioc *resultv, void **result_desc, size_t result_count, uint64_t flags)
 
-static int at_valid(struct fid_ep *ep, enum fi_datatype datatype, enum fi_op op, size_t *count)
+static int no_at_writevalid(struct fid_ep *ep, enum fi_datatype datatype, enum fi_op op,
+			    size_t *count)
 {
 	return -FI_ENOSYS;
 }
 
-const struct fi_ops_atomic dr_no_atomic_ops = {
-	.size = sizeof(struct fi_ops_atomic),
-	.write = at_write,
-	.writev = at_writev,
-	.writemsg = at_writemsg,
-	.inject = at_inject,
-	.readwrite = at_readwrite,
-	.readwritev = at_readwritev,
-	.readwritemsg = at_readwritemsg,
-	.compwrite = at_compwrite,
-	.compwritev = at_compwritev,
-	.compwritemsg = at_compwritemsg,
-	.writevalid = at_valid,
-	.readwritevalid = at_valid,
-	.compwritevalid = at_valid,
-};
+static int no_at_readwritevalid(struct fid_ep *ep, enum fi_datatype datatype, enum fi_op op,
+				size_t *count)
+{
+	return -FI_ENOSYS;
+}
+
+static int no_at_compwritevalid(struct fid_ep *ep, enum fi_datatype datatype, enum fi_op op,
+				size_t *count)
+{
+	return -FI_ENOSYS;
+}
+
+const struct fi_ops_atomic dr_no_atomic_ops = DR_ATOMIC_OPS(no_at_);
 
 /* collectives */
 NOSYS(co_barrier, struct fid_ep *ep, fi_addr_t coll_addr, void *context)
