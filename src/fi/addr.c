@@ -337,6 +337,12 @@ static void set_addr(struct dr_devcfg *cfg, const struct dr_ipaddr *a)
 		memcpy(cfg->ip6, a->ip6, 16);
 }
 
+/* "v4", "v6" or "" (either) for a log line's "IP%s". */
+static const char *ip_version_str(int family)
+{
+	return family == AF_INET ? "v4" : family == AF_INET6 ? "v6" : "";
+}
+
 static bool same_addr(const struct dr_devcfg *cfg, const struct dr_ipaddr *a)
 {
 	return a->family == AF_INET6 ? cfg->ipv6 && !memcmp(cfg->ip6, a->ip6, 16)
@@ -378,18 +384,14 @@ static int dr_devcfg_resolve(const struct dr_settings *s, const char *src_node,
 		}
 	} else if (src_node && dr_resolve_ip(src_node, fam, &local)) {
 		DR_INFO(FI_LOG_CORE, "source node %s is not an IP%s address\n", src_node,
-			fam == AF_INET	  ? "v4"
-			: fam == AF_INET6 ? "v6"
-					  : "");
+			ip_version_str(fam));
 		return -FI_ENODATA;
 	}
 	if (local.family)
 		fam = local.family;
 	if (dst_node && dr_resolve_ip(dst_node, fam, &dst)) {
 		DR_INFO(FI_LOG_CORE, "node %s is not an IP%s address\n", dst_node,
-			fam == AF_INET	  ? "v4"
-			: fam == AF_INET6 ? "v6"
-					  : "");
+			ip_version_str(fam));
 		return -FI_ENODATA;
 	}
 	if (dst.family)
