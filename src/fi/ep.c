@@ -333,12 +333,57 @@ static const struct fi_ops_ep ep_ops = {
 	.tx_size_left = ep_tx_size_left,
 };
 
+/* The endpoint's QP, its retransmit timer and the rings beside its queues
+ * (dev->lock held).  0, or -FI_* with none of them left. */
+static int ep_qp_new(struct dr_ep *ep, const struct fi_info *info)
+{
+	struct dr_dev *dev = ep->dev;
+	struct dr_qp_init_attr ia = { 0 };
+	int ret;
+
+	/* the connection's identifiers, unpredictable from outside: the
+	 * QPN, and the first PSN we expect, announced in the REQ or REP */
+	ret = dr_rand_u32(&ep->start_psn);
+	if (ret) {
+		DR_WARN(FI_LOG_EP_CTRL, "fi_endpoint: no random PSN: getrandom: %s\n",
+			strerror(-ret));
+		return -FI_EIO;
+	}
+	ep->start_psn &= DR_PSN_MASK;
+	ia.max_send_wr = info->tx_attr && info->tx_attr->size ? (uint32_t)info->tx_attr->size :
+								DR_MAX_TX_SIZE;
+	ia.max_recv_wr = info->rx_attr && info->rx_attr->size ? (uint32_t)info->rx_attr->size :
+								DR_MAX_RX_SIZE;
+	dr_ep_qp_ops_init(ep);
+	ia.ops = &ep->qp_ops;
+	ia.ctx = ep;
+	/* without FI_RX_CQ_DATA, writes with CQ data leave the receives alone */
+	ia.flags = DR_QP_DEFER_ACK | DR_QP_ADAPTIVE_RTO | (ep->rx_cq_data ? 0 : DR_QP_WRITE_IMM_NO_WQE);
+	ret = dr_dev_qp_create(dev, ep, &ia, &ep->qp);
+	if (ret)
+		return ret;
+	ep->qp_timer = dr_ep_qp_timer_new(ep);
+	if (ep->qp_timer) {
+		/* nothing posted yet: the free slots are the queue depths */
+		ep->tx_depth = dr_qp_sq_free(ep->qp);
+		ep->rx_depth = dr_qp_rq_free(ep->qp);
+		ep->txq = calloc(ep->tx_depth, sizeof(*ep->txq));
+		ep->rxq = calloc(ep->rx_depth, sizeof(*ep->rxq));
+	}
+	if (!ep->qp_timer || !ep->txq || !ep->rxq) {
+		if (ep->qp_timer)
+			dr_port_timer_free(ep->qp_timer);
+		dr_dev_qp_destroy(dev, ep->qp, ep);
+		return -FI_ENOMEM;
+	}
+	return 0;
+}
+
 int dr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **out,
 	       void *context)
 {
 	struct dr_domain *dom = dr_domain_of(domain);
 	struct dr_dev *dev = dom->dev;
-	struct dr_qp_init_attr ia = { 0 };
 	struct dr_ep *ep;
 	uint64_t caps;
 	int ret;
@@ -374,48 +419,10 @@ int dr_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **
 	ep->rx_cq_data = (info->mode | (info->rx_attr ? info->rx_attr->mode : 0)) & FI_RX_CQ_DATA;
 
 	dr_dev_lock(dev);
-	/* the connection's identifiers, unpredictable from outside: the
-	 * QPN, and the first PSN we expect, announced in the REQ or REP */
-	ret = dr_rand_u32(&ep->start_psn);
-	if (ret) {
-		dr_dev_unlock(dev);
-		DR_WARN(FI_LOG_EP_CTRL, "fi_endpoint: no random PSN: getrandom: %s\n",
-			strerror(-ret));
-		ret = -FI_EIO;
-		goto out_free;
-	}
-	ep->start_psn &= DR_PSN_MASK;
-	ia.max_send_wr = info->tx_attr && info->tx_attr->size ? (uint32_t)info->tx_attr->size :
-								DR_MAX_TX_SIZE;
-	ia.max_recv_wr = info->rx_attr && info->rx_attr->size ? (uint32_t)info->rx_attr->size :
-								DR_MAX_RX_SIZE;
-	dr_ep_qp_ops_init(ep);
-	ia.ops = &ep->qp_ops;
-	ia.ctx = ep;
-	/* without FI_RX_CQ_DATA, writes with CQ data leave the receives alone */
-	ia.flags = DR_QP_DEFER_ACK | DR_QP_ADAPTIVE_RTO | (ep->rx_cq_data ? 0 : DR_QP_WRITE_IMM_NO_WQE);
-	ret = dr_dev_qp_create(dev, ep, &ia, &ep->qp);
-	if (ret) {
-		dr_dev_unlock(dev);
-		goto out_free;
-	}
-	ep->qp_timer = dr_ep_qp_timer_new(ep);
-	if (ep->qp_timer) {
-		/* nothing posted yet: the free slots are the queue depths */
-		ep->tx_depth = dr_qp_sq_free(ep->qp);
-		ep->rx_depth = dr_qp_rq_free(ep->qp);
-		ep->txq = calloc(ep->tx_depth, sizeof(*ep->txq));
-		ep->rxq = calloc(ep->rx_depth, sizeof(*ep->rxq));
-	}
-	if (!ep->qp_timer || !ep->txq || !ep->rxq) {
-		if (ep->qp_timer)
-			dr_port_timer_free(ep->qp_timer);
-		dr_dev_qp_destroy(dev, ep->qp, ep);
-		dr_dev_unlock(dev);
-		ret = -FI_ENOMEM;
-		goto out_free;
-	}
+	ret = ep_qp_new(ep, info);
 	dr_dev_unlock(dev);
+	if (ret)
+		goto out_free;
 
 	if (info->handle)
 		ep->connreq = dr_connreq_of_fid(info->handle);
