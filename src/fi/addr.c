@@ -33,19 +33,8 @@
 
 #include "dr_fi.h"
 
-/* "a.b.c.d" or "a.b.c.d/nn" -> host-order address and prefix (0 if none) */
-int dr_parse_ip4_prefix(const char *s, uint32_t *ip4, uint8_t *prefix)
-{
-	struct dr_ipaddr a;
-	int ret = dr_parse_ip_prefix(s, &a, prefix);
-
-	if (ret || a.family != AF_INET)
-		return -FI_EINVAL;
-	*ip4 = a.ip4;
-	return 0;
-}
-
-int dr_parse_ip_prefix(const char *s, struct dr_ipaddr *a, uint8_t *prefix)
+/* "a.b.c.d[/nn]" or "x::y[/nnn]"; prefix 0 if none.  0 or -FI_EINVAL. */
+static int dr_parse_ip_prefix(const char *s, struct dr_ipaddr *a, uint8_t *prefix)
 {
 	char buf[64];
 	const char *slash = strchr(s, '/');
@@ -77,17 +66,6 @@ int dr_parse_ip_prefix(const char *s, struct dr_ipaddr *a, uint8_t *prefix)
 			return -FI_EINVAL;
 		*prefix = (uint8_t)p;
 	}
-	return 0;
-}
-
-/* A node name or dotted quad to a host-order IPv4 address. */
-int dr_resolve_ip4(const char *node, uint32_t *ip4)
-{
-	struct dr_ipaddr a;
-
-	if (dr_resolve_ip(node, AF_INET, &a))
-		return -FI_ENODATA;
-	*ip4 = a.ip4;
 	return 0;
 }
 
@@ -359,14 +337,22 @@ static void set_addr(struct dr_devcfg *cfg, const struct dr_ipaddr *a)
 		memcpy(cfg->ip6, a->ip6, 16);
 }
 
+/* "v4", "v6" or "" (either) for a log line's "IP%s". */
+static const char *ip_version_str(int family)
+{
+	return family == AF_INET ? "v4" : family == AF_INET6 ? "v6" : "";
+}
+
 static bool same_addr(const struct dr_devcfg *cfg, const struct dr_ipaddr *a)
 {
 	return a->family == AF_INET6 ? cfg->ipv6 && !memcmp(cfg->ip6, a->ip6, 16)
 				     : !cfg->ipv6 && cfg->ip4 == a->ip4;
 }
 
-int dr_devcfg_resolve(const struct dr_settings *s, const char *src_node, const char *dst_node,
-		      struct dr_devcfg *cfg)
+/* Resolve the settings and the getinfo nodes (either may be NULL) to one
+ * device.  -FI_ENODATA, with FI_WARN naming the parameter, when none fits. */
+static int dr_devcfg_resolve(const struct dr_settings *s, const char *src_node,
+			     const char *dst_node, struct dr_devcfg *cfg)
 {
 	struct dr_ipaddr local = {0}, dst = {0};
 	char buf[INET6_ADDRSTRLEN];
@@ -398,18 +384,14 @@ int dr_devcfg_resolve(const struct dr_settings *s, const char *src_node, const c
 		}
 	} else if (src_node && dr_resolve_ip(src_node, fam, &local)) {
 		DR_INFO(FI_LOG_CORE, "source node %s is not an IP%s address\n", src_node,
-			fam == AF_INET	  ? "v4"
-			: fam == AF_INET6 ? "v6"
-					  : "");
+			ip_version_str(fam));
 		return -FI_ENODATA;
 	}
 	if (local.family)
 		fam = local.family;
 	if (dst_node && dr_resolve_ip(dst_node, fam, &dst)) {
 		DR_INFO(FI_LOG_CORE, "node %s is not an IP%s address\n", dst_node,
-			fam == AF_INET	  ? "v4"
-			: fam == AF_INET6 ? "v6"
-					  : "");
+			ip_version_str(fam));
 		return -FI_ENODATA;
 	}
 	if (dst.family)

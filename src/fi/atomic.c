@@ -229,15 +229,67 @@ static ssize_t atomic_post(struct dr_ep *ep, const struct atomic_req *r)
 	return dr_ep_post_send(ep, &wr, &op, r->flags);
 }
 
-static int atomic_msg_flags(uint64_t flags, const char *call)
+/* The calls with one target (fi_atomic, fi_atomicv, ...): rma_elems
+ * elements at addr, the endpoint's op_flags. */
+static ssize_t atomic_one(struct fid_ep *fep, enum atomic_kind kind, const struct fi_ioc *src,
+			  size_t src_count, const struct fi_ioc *cmp, size_t cmp_count,
+			  const struct fi_ioc *res, size_t res_count, uint64_t addr,
+			  size_t rma_elems, uint64_t key, enum fi_datatype datatype, enum fi_op op,
+			  void *context)
 {
+	struct dr_ep *ep = dr_ep_of(fep);
+	struct fi_rma_ioc rma = {.addr = addr, .count = rma_elems, .key = key};
+	struct atomic_req r = {
+	    .kind = kind,
+	    .datatype = datatype,
+	    .op = op,
+	    .src = src,
+	    .src_count = src_count,
+	    .cmp = cmp,
+	    .cmp_count = cmp_count,
+	    .res = res,
+	    .res_count = res_count,
+	    .rma = &rma,
+	    .rma_count = 1,
+	    .context = context,
+	    .flags = ep->tx_op_flags,
+	};
+
+	return atomic_post(ep, &r);
+}
+
+/* The *msg calls (call names it in the log). */
+static ssize_t atomic_msg(struct fid_ep *fep, enum atomic_kind kind,
+			  const struct fi_msg_atomic *msg, const struct fi_ioc *cmp,
+			  size_t cmp_count, const struct fi_ioc *res, size_t res_count,
+			  uint64_t flags, const char *call)
+{
+	struct atomic_req r;
+
+	if (!msg)
+		return -FI_EINVAL;
 	if (flags & ~DR_ATOMICMSG_FLAGS) {
 		/* also FI_REMOTE_CQ_DATA: RoCE atomics carry no immediate */
 		DR_WARN(FI_LOG_EP_DATA, "%s: flags 0x%llx not supported\n", call,
 			(unsigned long long)(flags & ~DR_ATOMICMSG_FLAGS));
 		return -FI_EBADFLAGS;
 	}
-	return 0;
+	r = (struct atomic_req){
+	    .kind = kind,
+	    .datatype = msg->datatype,
+	    .op = msg->op,
+	    .src = msg->msg_iov,
+	    .src_count = msg->iov_count,
+	    .cmp = cmp,
+	    .cmp_count = cmp_count,
+	    .res = res,
+	    .res_count = res_count,
+	    .rma = msg->rma_iov,
+	    .rma_count = msg->rma_iov_count,
+	    .context = msg->context,
+	    .flags = flags,
+	};
+	return atomic_post(dr_ep_of(fep), &r);
 }
 
 /* ---- base atomics --------------------------------------------------------------- */
@@ -246,67 +298,23 @@ static ssize_t at_write(struct fid_ep *fep, const void *buf, size_t count, void 
 			fi_addr_t dest, uint64_t addr, uint64_t key, enum fi_datatype datatype,
 			enum fi_op op, void *context)
 {
-	struct dr_ep *ep = dr_ep_of(fep);
 	struct fi_ioc src = {.addr = (void *)buf, .count = count};
-	struct fi_rma_ioc rma = {.addr = addr, .count = count, .key = key};
-	struct atomic_req r = {
-	    .kind = ATOMIC_BASE,
-	    .datatype = datatype,
-	    .op = op,
-	    .src = &src,
-	    .src_count = 1,
-	    .rma = &rma,
-	    .rma_count = 1,
-	    .context = context,
-	    .flags = ep->tx_op_flags,
-	};
 
-	return atomic_post(ep, &r);
+	return atomic_one(fep, ATOMIC_BASE, &src, 1, NULL, 0, NULL, 0, addr, count, key, datatype,
+			  op, context);
 }
 
 static ssize_t at_writev(struct fid_ep *fep, const struct fi_ioc *iov, void **desc, size_t count,
 			 fi_addr_t dest, uint64_t addr, uint64_t key, enum fi_datatype datatype,
 			 enum fi_op op, void *context)
 {
-	struct dr_ep *ep = dr_ep_of(fep);
-	struct fi_rma_ioc rma = {.addr = addr, .count = 1, .key = key};
-	struct atomic_req r = {
-	    .kind = ATOMIC_BASE,
-	    .datatype = datatype,
-	    .op = op,
-	    .src = iov,
-	    .src_count = count,
-	    .rma = &rma,
-	    .rma_count = 1,
-	    .context = context,
-	    .flags = ep->tx_op_flags,
-	};
-
-	return atomic_post(ep, &r);
+	return atomic_one(fep, ATOMIC_BASE, iov, count, NULL, 0, NULL, 0, addr, 1, key, datatype,
+			  op, context);
 }
 
 static ssize_t at_writemsg(struct fid_ep *fep, const struct fi_msg_atomic *msg, uint64_t flags)
 {
-	struct atomic_req r;
-	int ret;
-
-	if (!msg)
-		return -FI_EINVAL;
-	ret = atomic_msg_flags(flags, "fi_atomicmsg");
-	if (ret)
-		return ret;
-	r = (struct atomic_req){
-	    .kind = ATOMIC_BASE,
-	    .datatype = msg->datatype,
-	    .op = msg->op,
-	    .src = msg->msg_iov,
-	    .src_count = msg->iov_count,
-	    .rma = msg->rma_iov,
-	    .rma_count = msg->rma_iov_count,
-	    .context = msg->context,
-	    .flags = flags,
-	};
-	return atomic_post(dr_ep_of(fep), &r);
+	return atomic_msg(fep, ATOMIC_BASE, msg, NULL, 0, NULL, 0, flags, "fi_atomicmsg");
 }
 
 static ssize_t at_inject(struct fid_ep *fep, const void *buf, size_t count, fi_addr_t dest,
@@ -335,25 +343,11 @@ static ssize_t at_readwrite(struct fid_ep *fep, const void *buf, size_t count, v
 			    void *result, void *result_desc, fi_addr_t dest, uint64_t addr,
 			    uint64_t key, enum fi_datatype datatype, enum fi_op op, void *context)
 {
-	struct dr_ep *ep = dr_ep_of(fep);
 	struct fi_ioc src = {.addr = (void *)buf, .count = count};
 	struct fi_ioc res = {.addr = result, .count = count};
-	struct fi_rma_ioc rma = {.addr = addr, .count = count, .key = key};
-	struct atomic_req r = {
-	    .kind = ATOMIC_FETCH,
-	    .datatype = datatype,
-	    .op = op,
-	    .src = &src,
-	    .src_count = 1,
-	    .res = &res,
-	    .res_count = 1,
-	    .rma = &rma,
-	    .rma_count = 1,
-	    .context = context,
-	    .flags = ep->tx_op_flags,
-	};
 
-	return atomic_post(ep, &r);
+	return atomic_one(fep, ATOMIC_FETCH, &src, 1, NULL, 0, &res, 1, addr, count, key, datatype,
+			  op, context);
 }
 
 static ssize_t at_readwritev(struct fid_ep *fep, const struct fi_ioc *iov, void **desc,
@@ -361,51 +355,16 @@ static ssize_t at_readwritev(struct fid_ep *fep, const struct fi_ioc *iov, void 
 			     size_t result_count, fi_addr_t dest, uint64_t addr, uint64_t key,
 			     enum fi_datatype datatype, enum fi_op op, void *context)
 {
-	struct dr_ep *ep = dr_ep_of(fep);
-	struct fi_rma_ioc rma = {.addr = addr, .count = 1, .key = key};
-	struct atomic_req r = {
-	    .kind = ATOMIC_FETCH,
-	    .datatype = datatype,
-	    .op = op,
-	    .src = iov,
-	    .src_count = count,
-	    .res = resultv,
-	    .res_count = result_count,
-	    .rma = &rma,
-	    .rma_count = 1,
-	    .context = context,
-	    .flags = ep->tx_op_flags,
-	};
-
-	return atomic_post(ep, &r);
+	return atomic_one(fep, ATOMIC_FETCH, iov, count, NULL, 0, resultv, result_count, addr, 1,
+			  key, datatype, op, context);
 }
 
 static ssize_t at_readwritemsg(struct fid_ep *fep, const struct fi_msg_atomic *msg,
 			       struct fi_ioc *resultv, void **result_desc, size_t result_count,
 			       uint64_t flags)
 {
-	struct atomic_req r;
-	int ret;
-
-	if (!msg)
-		return -FI_EINVAL;
-	ret = atomic_msg_flags(flags, "fi_fetch_atomicmsg");
-	if (ret)
-		return ret;
-	r = (struct atomic_req){
-	    .kind = ATOMIC_FETCH,
-	    .datatype = msg->datatype,
-	    .op = msg->op,
-	    .src = msg->msg_iov,
-	    .src_count = msg->iov_count,
-	    .res = resultv,
-	    .res_count = result_count,
-	    .rma = msg->rma_iov,
-	    .rma_count = msg->rma_iov_count,
-	    .context = msg->context,
-	    .flags = flags,
-	};
-	return atomic_post(dr_ep_of(fep), &r);
+	return atomic_msg(fep, ATOMIC_FETCH, msg, NULL, 0, resultv, result_count, flags,
+			  "fi_fetch_atomicmsg");
 }
 
 /* ---- compare atomics ------------------------------------------------------------ */
@@ -415,28 +374,12 @@ static ssize_t at_compwrite(struct fid_ep *fep, const void *buf, size_t count, v
 			    void *result_desc, fi_addr_t dest, uint64_t addr, uint64_t key,
 			    enum fi_datatype datatype, enum fi_op op, void *context)
 {
-	struct dr_ep *ep = dr_ep_of(fep);
 	struct fi_ioc src = {.addr = (void *)buf, .count = count};
 	struct fi_ioc cmp = {.addr = (void *)compare, .count = count};
 	struct fi_ioc res = {.addr = result, .count = count};
-	struct fi_rma_ioc rma = {.addr = addr, .count = count, .key = key};
-	struct atomic_req r = {
-	    .kind = ATOMIC_COMPARE,
-	    .datatype = datatype,
-	    .op = op,
-	    .src = &src,
-	    .src_count = 1,
-	    .cmp = &cmp,
-	    .cmp_count = 1,
-	    .res = &res,
-	    .res_count = 1,
-	    .rma = &rma,
-	    .rma_count = 1,
-	    .context = context,
-	    .flags = ep->tx_op_flags,
-	};
 
-	return atomic_post(ep, &r);
+	return atomic_one(fep, ATOMIC_COMPARE, &src, 1, &cmp, 1, &res, 1, addr, count, key,
+			  datatype, op, context);
 }
 
 static ssize_t at_compwritev(struct fid_ep *fep, const struct fi_ioc *iov, void **desc,
@@ -445,25 +388,8 @@ static ssize_t at_compwritev(struct fid_ep *fep, const struct fi_ioc *iov, void 
 			     size_t result_count, fi_addr_t dest, uint64_t addr, uint64_t key,
 			     enum fi_datatype datatype, enum fi_op op, void *context)
 {
-	struct dr_ep *ep = dr_ep_of(fep);
-	struct fi_rma_ioc rma = {.addr = addr, .count = 1, .key = key};
-	struct atomic_req r = {
-	    .kind = ATOMIC_COMPARE,
-	    .datatype = datatype,
-	    .op = op,
-	    .src = iov,
-	    .src_count = count,
-	    .cmp = comparev,
-	    .cmp_count = compare_count,
-	    .res = resultv,
-	    .res_count = result_count,
-	    .rma = &rma,
-	    .rma_count = 1,
-	    .context = context,
-	    .flags = ep->tx_op_flags,
-	};
-
-	return atomic_post(ep, &r);
+	return atomic_one(fep, ATOMIC_COMPARE, iov, count, comparev, compare_count, resultv,
+			  result_count, addr, 1, key, datatype, op, context);
 }
 
 static ssize_t at_compwritemsg(struct fid_ep *fep, const struct fi_msg_atomic *msg,
@@ -471,45 +397,8 @@ static ssize_t at_compwritemsg(struct fid_ep *fep, const struct fi_msg_atomic *m
 			       size_t compare_count, struct fi_ioc *resultv, void **result_desc,
 			       size_t result_count, uint64_t flags)
 {
-	struct atomic_req r;
-	int ret;
-
-	if (!msg)
-		return -FI_EINVAL;
-	ret = atomic_msg_flags(flags, "fi_compare_atomicmsg");
-	if (ret)
-		return ret;
-	r = (struct atomic_req){
-	    .kind = ATOMIC_COMPARE,
-	    .datatype = msg->datatype,
-	    .op = msg->op,
-	    .src = msg->msg_iov,
-	    .src_count = msg->iov_count,
-	    .cmp = comparev,
-	    .cmp_count = compare_count,
-	    .res = resultv,
-	    .res_count = result_count,
-	    .rma = msg->rma_iov,
-	    .rma_count = msg->rma_iov_count,
-	    .context = msg->context,
-	    .flags = flags,
-	};
-	return atomic_post(dr_ep_of(fep), &r);
+	return atomic_msg(fep, ATOMIC_COMPARE, msg, comparev, compare_count, resultv, result_count,
+			  flags, "fi_compare_atomicmsg");
 }
 
-struct fi_ops_atomic dr_atomic_ops = {
-    .size = sizeof(struct fi_ops_atomic),
-    .write = at_write,
-    .writev = at_writev,
-    .writemsg = at_writemsg,
-    .inject = at_inject,
-    .readwrite = at_readwrite,
-    .readwritev = at_readwritev,
-    .readwritemsg = at_readwritemsg,
-    .compwrite = at_compwrite,
-    .compwritev = at_compwritev,
-    .compwritemsg = at_compwritemsg,
-    .writevalid = at_writevalid,
-    .readwritevalid = at_readwritevalid,
-    .compwritevalid = at_compwritevalid,
-};
+const struct fi_ops_atomic dr_atomic_ops = DR_ATOMIC_OPS(at_);

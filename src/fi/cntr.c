@@ -8,7 +8,7 @@
  * man page calls that use invalid but names no error): it then polls
  * progress, sleeping at most 1 ms between rounds.
  *
- * Concurrency: c->lock guards value, err, ref and the wait fd's state.
+ * Concurrency: c->lock guards value, err and the wait fd's state.
  * dr_cntr_inc* are called with the device lock held (lock order: device,
  * then counter); readers drive progress first, without c->lock.
  */
@@ -127,35 +127,20 @@ static int cntr_wait(struct fid_cntr *fid, uint64_t threshold, int timeout)
 
 /* ---- the fid -------------------------------------------------------------------- */
 
-static int cntr_control(struct fid *fid, int command, void *arg)
-{
-	struct dr_cntr *c = container_of(fid, struct dr_cntr, cntr.fid);
-	int ret;
-
-	ret = dr_wait_control(&c->wait, command, arg);
-	/* blocking on the fd: nobody reads, so progress must run alone */
-	if (!ret && command == FI_GETWAIT)
-		dr_progress_background(&c->progress);
-	return ret;
-}
-
 static int cntr_close(struct fid *fid)
 {
-	struct dr_cntr *c = container_of(fid, struct dr_cntr, cntr.fid);
+	struct dr_cntr *c = dr_cntr_of_fid(fid);
 	struct dr_domain *dom = c->dom;
 
-	pthread_mutex_lock(&c->lock);
-	if (c->ref) {
-		pthread_mutex_unlock(&c->lock);
-		DR_WARN(FI_LOG_CNTR, "counter still bound to %d object(s)\n", c->ref);
+	if (dr_ref_held(&c->ref)) {
+		DR_WARN(FI_LOG_CNTR, "counter still bound to %d object(s)\n", dr_ref_held(&c->ref));
 		return -FI_EBUSY;
 	}
-	pthread_mutex_unlock(&c->lock);
 	dr_wait_fini(&c->wait);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 	dr_dev_lock(dom->dev);
-	__atomic_sub_fetch(&dom->ref, 1, __ATOMIC_RELEASE);
+	dr_ref_put(&dom->ref);
 	dr_dev_unlock(dom->dev);
 	return 0;
 }
@@ -164,7 +149,7 @@ static const struct fi_ops cntr_fi_ops = {
     .size = sizeof(struct fi_ops),
     .close = cntr_close,
     .bind = dr_no_bind,
-    .control = cntr_control,
+    .control = dr_wait_fid_control,
     .ops_open = dr_no_ops_open,
     .tostr = dr_no_tostr,
     .ops_set = dr_no_ops_set,
@@ -220,12 +205,12 @@ int dr_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *uattr, struct f
 	c->cntr.fid.fclass = FI_CLASS_CNTR;
 	c->cntr.fid.context = context;
 	/* libfabric's fids hold non-const ops pointers, never written through */
-	c->cntr.fid.ops = (struct fi_ops *)&cntr_fi_ops;
-	c->cntr.ops = (struct fi_ops_cntr *)&cntr_ops;
+	c->cntr.fid.ops = DR_OPS(&cntr_fi_ops);
+	c->cntr.ops = DR_OPS(&cntr_ops);
 	c->progress = dr_domain_progress_hook(domain);
 	c->dom = dom;
 	dr_dev_lock(dom->dev);
-	__atomic_add_fetch(&dom->ref, 1, __ATOMIC_RELEASE);
+	dr_ref_get(&dom->ref);
 	dr_dev_unlock(dom->dev);
 	*cntrp = &c->cntr;
 	return 0;

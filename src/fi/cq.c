@@ -18,8 +18,8 @@
  * libibverbs enum ibv_wc_status value of the same failure; none (NULL, 0)
  * when the status is not a failure droce knows.
  *
- * Concurrency: cq->lock guards the ring, signaled, ref, err_buf and the
- * wait fd's state.  dr_cq_push is called with the device lock held (lock
+ * Concurrency: cq->lock guards the ring, signaled, err_buf and the wait
+ * fd's state.  dr_cq_push is called with the device lock held (lock
  * order: device, then CQ) and never drives progress; readers drive
  * progress first, without cq->lock, then take it.
  */
@@ -54,6 +54,17 @@ const char *dr_prov_strerror(int prov_errno)
 	if (prov_errno >= 0 && prov_errno < DR_WC_STATUS_NUM && dr_wc_status_names[prov_errno])
 		return dr_wc_status_names[prov_errno];
 	return "unknown provider error";
+}
+
+const char *dr_strerror(int prov_errno, char *buf, size_t len)
+{
+	const char *s = dr_prov_strerror(prov_errno);
+
+	if (buf && len) {
+		snprintf(buf, len, "%s", s);
+		return buf;
+	}
+	return s;
 }
 
 /* err_data of an error completion into buf: its length with the NUL, or 0
@@ -323,47 +334,26 @@ static int cq_signal(struct fid_cq *fid)
 static const char *cq_strerror(struct fid_cq *fid, int prov_errno, const void *err_data, char *buf,
 			       size_t len)
 {
-	const char *s = dr_prov_strerror(prov_errno);
-
-	if (buf && len) {
-		snprintf(buf, len, "%s", s);
-		return buf;
-	}
-	return s;
+	return dr_strerror(prov_errno, buf, len);
 }
 
 /* ---- the fid ------------------------------------------------------------------- */
 
-static int cq_control(struct fid *fid, int command, void *arg)
-{
-	struct dr_cq *cq = container_of(fid, struct dr_cq, cq.fid);
-	int ret;
-
-	ret = dr_wait_control(&cq->wait, command, arg);
-	/* blocking on the fd: nobody reads, so progress must run alone */
-	if (!ret && command == FI_GETWAIT)
-		dr_progress_background(&cq->progress);
-	return ret;
-}
-
 static int cq_close(struct fid *fid)
 {
-	struct dr_cq *cq = container_of(fid, struct dr_cq, cq.fid);
+	struct dr_cq *cq = dr_cq_of_fid(fid);
 	struct dr_domain *dom = cq->dom;
 
-	dr_spin_lock(&cq->lock);
-	if (cq->ref) {
-		dr_spin_unlock(&cq->lock);
-		DR_WARN(FI_LOG_CQ, "CQ still bound to %d endpoint(s)\n", cq->ref);
+	if (dr_ref_held(&cq->ref)) {
+		DR_WARN(FI_LOG_CQ, "CQ still bound to %d endpoint(s)\n", dr_ref_held(&cq->ref));
 		return -FI_EBUSY;
 	}
-	dr_spin_unlock(&cq->lock);
 	/* completions never read are lost (fi_cq(3)) */
 	free(cq->ring);
 	dr_wait_fini(&cq->wait);
 	free(cq);
 	dr_dev_lock(dom->dev);
-	__atomic_sub_fetch(&dom->ref, 1, __ATOMIC_RELEASE);
+	dr_ref_put(&dom->ref);
 	dr_dev_unlock(dom->dev);
 	return 0;
 }
@@ -372,7 +362,7 @@ static const struct fi_ops cq_fi_ops = {
     .size = sizeof(struct fi_ops),
     .close = cq_close,
     .bind = dr_no_bind,
-    .control = cq_control,
+    .control = dr_wait_fid_control,
     .ops_open = dr_no_ops_open,
     .tostr = dr_no_tostr,
     .ops_set = dr_no_ops_set,
@@ -468,13 +458,13 @@ int dr_cq_open(struct fid_domain *domain, struct fi_cq_attr *uattr, struct fid_c
 	cq->cq.fid.fclass = FI_CLASS_CQ;
 	cq->cq.fid.context = context;
 	/* libfabric's fids hold non-const ops pointers, never written through */
-	cq->cq.fid.ops = (struct fi_ops *)&cq_fi_ops;
-	cq->cq.ops = (struct fi_ops_cq *)&cq_ops;
+	cq->cq.fid.ops = DR_OPS(&cq_fi_ops);
+	cq->cq.ops = DR_OPS(&cq_ops);
 	cq->progress = dr_domain_progress_hook(domain);
 	cq->api_version = dom->fab->fab.api_version;
 	cq->dom = dom;
 	dr_dev_lock(dom->dev);
-	__atomic_add_fetch(&dom->ref, 1, __ATOMIC_RELEASE);
+	dr_ref_get(&dom->ref);
 	dr_dev_unlock(dom->dev);
 	*cqp = &cq->cq;
 	return 0;

@@ -9,7 +9,7 @@
  * device and sees every frame on the interface.  The device's registry
  * (registry.c: byte-range locks on one file per interface, dropped by the
  * kernel when a process dies) makes what frames are routed by unique on
- * the host -- QPNs (dr_dev_qpn_alloc), rdma_cm ports (dr_dev_port_alloc,
+ * the host -- QPNs (dr_dev_qp_create), rdma_cm ports (dr_dev_port_alloc,
  * dr_dev_listen) and CM comm IDs (the CM's comm_id_claim) -- and tells
  * whose a frame is: a frame for another process's QPN is left alone
  * without a word (counted in rx_foreign, not as a drop: nothing is wrong
@@ -59,7 +59,7 @@ static void set_port_log(void)
 	dr_port_set_log(port_log, NULL);
 }
 
-/* ---- QP1: the CM's MADs as UD SEND_ONLY frames (ROCE-REFERENCE C.1) ----- */
+/* ---- QP1: the CM's MADs as UD SEND_ONLY frames (docs/protocol.md C.1) -- */
 
 static int cm_send_mad(void *ctx, uint32_t dst_ip4, const uint8_t *mad)
 {
@@ -273,7 +273,7 @@ static void dev_rx(void *ctx, const void *frame, size_t len, const struct dr_pkt
 
 /* ---- QPNs ----------------------------------------------------------------- */
 
-int dr_dev_qpn_alloc(struct dr_dev *dev, struct dr_ep *ep, uint32_t *qpn)
+static int dev_qpn_alloc(struct dr_dev *dev, struct dr_ep *ep, uint32_t *qpn)
 {
 	unsigned tries = 0;
 	int ret;
@@ -321,11 +321,35 @@ int dr_dev_qpn_alloc(struct dr_dev *dev, struct dr_ep *ep, uint32_t *qpn)
 	return 0;
 }
 
-void dr_dev_qpn_free(struct dr_dev *dev, uint32_t qpn)
+static void dev_qpn_free(struct dr_dev *dev, uint32_t qpn)
 {
 	dr_idmap_remove(&dev->qps, qpn);
 	dr_local_qpn_del(dev->local, qpn);
 	dr_reg_release(dev->reg, DR_REG_QPN, qpn);
+}
+
+int dr_dev_qp_create(struct dr_dev *dev, struct dr_ep *ep, struct dr_qp_init_attr *ia,
+		     struct dr_qp **out)
+{
+	int ret = dev_qpn_alloc(dev, ep, &ia->qpn);
+
+	if (ret)
+		return ret;
+	ia->mrt = &dev->mrt;
+	ia->port_drops = dev->rx_drops;
+	*out = dr_qp_create(ia);
+	if (!*out) {
+		dev_qpn_free(dev, ia->qpn);
+		return -FI_ENOMEM;
+	}
+	return 0;
+}
+
+void dr_dev_qp_destroy(struct dr_dev *dev, struct dr_qp *qp, struct dr_ep *ep)
+{
+	if (dr_idmap_find(&dev->qps, dr_qp_num(qp)) == ep)
+		dev_qpn_free(dev, dr_qp_num(qp));
+	dr_qp_destroy(qp);
 }
 
 /* ---- rdma_cm ports ------------------------------------------------------------ */
@@ -754,7 +778,8 @@ void dr_dev_put(struct dr_dev *dev)
 	dev_free(dev);
 }
 
-void dr_dev_flush_acks(struct dr_dev *dev)
+/* Send the ACKs the device's QPs hold (DR_QP_DEFER_ACK); dev->lock held. */
+static void dr_dev_flush_acks(struct dr_dev *dev)
 {
 	while (dev->acks) {
 		struct dr_ep *ep = dev->acks;

@@ -17,17 +17,17 @@ struct dr_progress dr_domain_progress_hook(struct fid_domain *domain)
 
 static int domain_close(struct fid *fid)
 {
-	struct dr_domain *dom = container_of(fid, struct dr_domain, dom.fid);
+	struct dr_domain *dom = dr_domain_of_fid(fid);
 	struct dr_fabric *fab = dom->fab;
 
-	if (__atomic_load_n(&dom->ref, __ATOMIC_ACQUIRE)) {
+	if (dr_ref_held(&dom->ref)) {
 		DR_WARN(FI_LOG_DOMAIN, "fi_close(domain): endpoints, CQs, counters or MRs are open\n");
 		return -FI_EBUSY;
 	}
 	dr_dev_put(dom->dev);
 	fi_freeinfo(dom->info);
 	free(dom);
-	__atomic_sub_fetch(&fab->ref, 1, __ATOMIC_RELEASE);
+	dr_ref_put(&fab->ref);
 	return 0;
 }
 
@@ -45,43 +45,7 @@ static int domain_endpoint2(struct fid_domain *domain, struct fi_info *info,
 	return dr_ep_open(domain, info, ep, context);
 }
 
-static int domain_no_av(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av,
-			void *context)
-{
-	return -FI_ENOSYS; /* FI_EP_MSG endpoints have no address vectors */
-}
-
-static int domain_no_sep(struct fid_domain *domain, struct fi_info *info, struct fid_ep **sep,
-			 void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static int domain_no_poll(struct fid_domain *domain, struct fi_poll_attr *attr,
-			  struct fid_poll **pollset)
-{
-	return -FI_ENOSYS;
-}
-
-static int domain_no_stx(struct fid_domain *domain, struct fi_tx_attr *attr, struct fid_stx **stx,
-			 void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static int domain_no_srx(struct fid_domain *domain, struct fi_rx_attr *attr,
-			 struct fid_ep **rx_ep, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static int domain_no_coll(struct fid_domain *domain, enum fi_collective_op coll,
-			  struct fi_collective_attr *attr, uint64_t flags)
-{
-	return -FI_ENOSYS;
-}
-
-static struct fi_ops domain_fi_ops = {
+static const struct fi_ops domain_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = domain_close,
 	.bind = dr_no_bind,
@@ -91,18 +55,18 @@ static struct fi_ops domain_fi_ops = {
 	.ops_set = dr_no_ops_set,
 };
 
-static struct fi_ops_domain domain_ops = {
+static const struct fi_ops_domain domain_ops = {
 	.size = sizeof(struct fi_ops_domain),
-	.av_open = domain_no_av,
+	.av_open = dr_no_av_open,
 	.cq_open = dr_cq_open,
 	.endpoint = dr_ep_open,
-	.scalable_ep = domain_no_sep,
+	.scalable_ep = dr_no_scalable_ep,
 	.cntr_open = dr_cntr_open,
-	.poll_open = domain_no_poll,
-	.stx_ctx = domain_no_stx,
-	.srx_ctx = domain_no_srx,
+	.poll_open = dr_no_poll_open,
+	.stx_ctx = dr_no_stx_ctx,
+	.srx_ctx = dr_no_srx_ctx,
 	.query_atomic = domain_query_atomic,
-	.query_collective = domain_no_coll,
+	.query_collective = dr_no_query_collective,
 	.endpoint2 = domain_endpoint2,
 };
 
@@ -131,10 +95,10 @@ int dr_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_d
 	dom->fab = fab;
 	dom->dom.fid.fclass = FI_CLASS_DOMAIN;
 	dom->dom.fid.context = context;
-	dom->dom.fid.ops = &domain_fi_ops;
-	dom->dom.ops = &domain_ops;
-	dom->dom.mr = &dr_mr_ops;
-	__atomic_add_fetch(&fab->ref, 1, __ATOMIC_RELEASE);
+	dom->dom.fid.ops = DR_OPS(&domain_fi_ops);
+	dom->dom.ops = DR_OPS(&domain_ops);
+	dom->dom.mr = DR_OPS(&dr_mr_ops);
+	dr_ref_get(&fab->ref);
 	*domain = &dom->dom;
 	return 0;
 

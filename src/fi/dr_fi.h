@@ -2,8 +2,8 @@
 /*
  * dr_fi.h - the libfabric layer of droce: provider, settings, objects.
  * Only src/fi includes libfabric headers; it turns fi_* calls into qp and
- * port calls (DESIGN.md).  One file per object: fabric.c domain.c pep.c
- * ep.c cq.c eq.c cntr.c mr.c attr.c init.c, stubs.c for the dr_no_* ops.
+ * port calls (docs/design.md).  One file per object: fabric.c domain.c
+ * pep.c ep*.c cq.c eq.c cntr.c mr.c attr.c init.c, stubs.c for the dr_no_* ops.
  *
  * Progress is manual: every read or wait on a CQ, EQ or counter, and every
  * posting call, drives the device behind it (rx burst, dispatch, timers,
@@ -112,16 +112,10 @@ struct dr_devcfg {
 	int mtu;	/* Ethernet MTU */
 };
 
-/* Resolve the settings and the getinfo nodes (either may be NULL) to one
- * device.  -FI_ENODATA, with FI_WARN naming the parameter, when none fits. */
-int dr_devcfg_resolve(const struct dr_settings *s, const char *src_node, const char *dst_node,
-		      struct dr_devcfg *cfg);
 /* Every device the settings name (FI_DROCE_DEVICE may list several). */
 int dr_devcfg_list(const struct dr_settings *s, const char *src_node, const char *dst_node,
 		   struct dr_devcfg *out, int max);
 #define DR_MAX_DEVS 8
-int dr_parse_ip4_prefix(const char *s, uint32_t *ip4, uint8_t *prefix);
-int dr_resolve_ip4(const char *node, uint32_t *ip4);
 
 /* An IP address of either family (addr.c). */
 struct dr_ipaddr {
@@ -129,8 +123,6 @@ struct dr_ipaddr {
 	uint32_t ip4; /* host order */
 	uint8_t ip6[16];
 };
-/* "a.b.c.d[/nn]" or "x::y[/nnn]"; prefix 0 if none.  0 or -FI_EINVAL. */
-int dr_parse_ip_prefix(const char *s, struct dr_ipaddr *a, uint8_t *prefix);
 /* A node name or numeric address; family 0: either (IPv4 first).  0 or
  * -FI_ENODATA. */
 int dr_resolve_ip(const char *node, int family, struct dr_ipaddr *a);
@@ -216,10 +208,12 @@ void dr_wait_clear(struct dr_wait *w);
 /* Block up to timeout_ms (-1: forever, 0: not at all) or until signalled;
  * the caller loops, driving progress in between.  FI_WAIT_NONE: sleeps. */
 void dr_wait_block(struct dr_wait *w, int timeout_ms);
-/* fi_control on a CQ, EQ or counter: FI_GETWAIT (int *fd) and
- * FI_GETWAITOBJ (FI_WAIT_FD); -FI_ENODATA with FI_WAIT_NONE; -FI_ENOSYS
- * for any other command. */
-int dr_wait_control(struct dr_wait *w, int command, void *arg);
+/* The fi_control of a CQ, EQ or counter (their fi_ops.control):
+ * FI_GETWAIT (int *fd; the object's progress then runs in the background,
+ * as the waiter blocks on the fd instead of reading) and FI_GETWAITOBJ
+ * (FI_WAIT_FD); -FI_ENODATA with FI_WAIT_NONE; -FI_ENOSYS for any other
+ * command or object. */
+int dr_wait_fid_control(struct fid *fid, int command, void *arg);
 
 /* CLOCK_MONOTONIC in nanoseconds */
 uint64_t dr_now_ns(void);
@@ -244,11 +238,11 @@ struct dr_eq {
 	struct fid_eq eq;
 	struct dr_progress progress;
 	struct dr_wait wait;
-	pthread_mutex_t lock; /* the ring, err_data, ref, wait's state */
+	pthread_mutex_t lock; /* the ring, err_data, wait's state */
 	struct dr_eq_ev *head, *tail; /* FIFO, doubly linked; no overrun (eq.c) */
 	size_t count;
 	void *err_data; /* of the last error read, until the next read */
-	int ref;	/* objects bound to this EQ: changed under lock */
+	int ref;	/* endpoints and peps bound (dr_ref_*) */
 	uint32_t api_version;
 	bool writable;	/* FI_WRITE: fi_eq_write allowed */
 	struct dr_fabric *fab; /* its fab->ref is held while open */
@@ -279,6 +273,11 @@ static inline struct dr_eq *dr_eq_of(struct fid_eq *f)
 	return container_of(f, struct dr_eq, eq);
 }
 
+static inline struct dr_eq *dr_eq_of_fid(struct fid *fid)
+{
+	return container_of(fid, struct dr_eq, eq.fid);
+}
+
 /* ---- CQ (cq.c) ---------------------------------------------------------- */
 
 /* One completion as the engine reports it; the CQ formats it. */
@@ -299,11 +298,11 @@ struct dr_cq {
 	struct dr_wait wait;
 	enum fi_cq_format format;
 	size_t entry_size;
-	int lock; /* dr_spin_lock: the ring, signaled, ref, err_buf, wait's state */
+	int lock; /* dr_spin_lock: the ring, signaled, err_buf, wait's state */
 	struct dr_cq_ent *ring; /* successes and errors in completion order */
 	size_t size, head, count; /* grows when full: nothing is lost */
 	bool signaled;	/* fi_cq_signal: wake one sread */
-	int ref;	/* endpoints bound: changed under lock */
+	int ref;	/* endpoints bound (dr_ref_*) */
 	uint32_t api_version;
 	struct dr_domain *dom; /* its dom->ref is held while open */
 	char err_buf[DR_MAX_ERR_DATA]; /* provider-owned err_data (cq.c) */
@@ -315,10 +314,17 @@ int dr_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq
 int dr_cq_push(struct dr_cq *cq, const struct dr_cq_ent *e);
 /* IB status names for fi_cq_strerror/fi_eq_strerror (prov_errno). */
 const char *dr_prov_strerror(int prov_errno);
+/* fi_cq_strerror and fi_eq_strerror: that name, copied into buf if given. */
+const char *dr_strerror(int prov_errno, char *buf, size_t len);
 
 static inline struct dr_cq *dr_cq_of(struct fid_cq *f)
 {
 	return container_of(f, struct dr_cq, cq);
+}
+
+static inline struct dr_cq *dr_cq_of_fid(struct fid *fid)
+{
+	return container_of(fid, struct dr_cq, cq.fid);
 }
 
 /* ---- counters (cntr.c) -------------------------------------------------- */
@@ -327,9 +333,9 @@ struct dr_cntr {
 	struct fid_cntr cntr;
 	struct dr_progress progress;
 	struct dr_wait wait;
-	pthread_mutex_t lock; /* value, err, ref, wait's state */
+	pthread_mutex_t lock; /* value, err, wait's state */
 	uint64_t value, err;
-	int ref; /* objects bound: changed under lock */
+	int ref; /* endpoints bound (dr_ref_*) */
 	struct dr_domain *dom; /* its dom->ref is held while open */
 };
 
@@ -343,16 +349,87 @@ static inline struct dr_cntr *dr_cntr_of(struct fid_cntr *f)
 	return container_of(f, struct dr_cntr, cntr);
 }
 
-/* ---- dr_no_* stubs (stubs.c): the system libfabric exports none -------- */
+static inline struct dr_cntr *dr_cntr_of_fid(struct fid *fid)
+{
+	return container_of(fid, struct dr_cntr, cntr.fid);
+}
 
-int dr_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
-int dr_no_control(struct fid *fid, int command, void *arg);
+/*
+ * The ref of a fabric, domain, EQ, CQ or counter: how many objects hold it
+ * (opened on it, or bound to it).  Taken and dropped with atomic
+ * operations, because opens, binds and closes come from any application
+ * thread and the holder takes no lock of the held object; fi_close of the
+ * held object refuses (-FI_EBUSY) while it is non-zero.  A count, not a
+ * lifetime guard: a close racing an open on the same object is the
+ * application's race (fi_close(3)).  (A device's ref is another thing,
+ * under fabric->lock: struct dr_dev.)
+ */
+static inline void dr_ref_get(int *ref)
+{
+	__atomic_add_fetch(ref, 1, __ATOMIC_RELEASE);
+}
+
+static inline void dr_ref_put(int *ref)
+{
+	__atomic_sub_fetch(ref, 1, __ATOMIC_RELEASE);
+}
+
+static inline int dr_ref_held(int *ref)
+{
+	return __atomic_load_n(ref, __ATOMIC_ACQUIRE);
+}
+
+/* ---- ops tables and the dr_no_* stubs (stubs.c) -------------------------- */
+
+/*
+ * Every ops table of droce is a static const: nothing writes to one.  The
+ * fid structures of libfabric's headers (fi.h, fi_endpoint.h, ...) point
+ * to non-const tables, though no libfabric code writes through them; this
+ * is the one place their const is cast away, when a table is installed.
+ */
+#define DR_OPS(table) ((void *)(uintptr_t)(table))
+
 /* fi_open_ops on a domain or an endpoint: FI_DROCE_OPS_1 (ext.c). */
 int dr_ext_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context);
+
+/* What droce does not offer: each answers -FI_ENOSYS (the system libfabric
+ * exports no fi_no_* stubs).  struct fi_ops: */
+int dr_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
+int dr_no_control(struct fid *fid, int command, void *arg);
 int dr_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,
 		   void *context);
 int dr_no_tostr(const struct fid *fid, char *buf, size_t len);
 int dr_no_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops, void *context);
+/* struct fi_ops_fabric, fi_ops_domain: */
+int dr_no_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
+		    struct fid_wait **waitset);
+int dr_no_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av,
+		  void *context);
+int dr_no_scalable_ep(struct fid_domain *domain, struct fi_info *info, struct fid_ep **sep,
+		      void *context);
+int dr_no_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
+		    struct fid_poll **pollset);
+int dr_no_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr, struct fid_stx **stx,
+		  void *context);
+int dr_no_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr, struct fid_ep **rx_ep,
+		  void *context);
+int dr_no_query_collective(struct fid_domain *domain, enum fi_collective_op coll,
+			   struct fi_collective_attr *attr, uint64_t flags);
+/* struct fi_ops_cm, fi_ops_ep: */
+int dr_no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen);
+int dr_no_connect(struct fid_ep *ep, const void *addr, const void *param, size_t paramlen);
+int dr_no_listen(struct fid_pep *pep);
+int dr_no_accept(struct fid_ep *ep, const void *param, size_t paramlen);
+int dr_no_reject(struct fid_pep *pep, fid_t handle, const void *param, size_t paramlen);
+int dr_no_shutdown(struct fid_ep *ep, uint64_t flags);
+int dr_no_join(struct fid_ep *ep, const void *addr, uint64_t flags, struct fid_mc **mc,
+	       void *context);
+ssize_t dr_no_cancel(fid_t fid, void *context);
+int dr_no_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr, struct fid_ep **tx_ep,
+		 void *context);
+int dr_no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr, struct fid_ep **rx_ep,
+		 void *context);
+ssize_t dr_no_size_left(struct fid_ep *ep);
 
 /* ---- fabric, devices, domains (fabric.c, dev.c, domain.c) --------------- */
 
@@ -362,7 +439,7 @@ struct dr_fabric {
 	struct fid_fabric fab;
 	pthread_mutex_t lock; /* devs */
 	struct dr_dev *devs;  /* every open device, a list */
-	int ref;	      /* domains, peps and EQs opened on it */
+	int ref;	      /* domains, peps and EQs opened on it (dr_ref_*) */
 	uint32_t api_version;
 	bool background;      /* an EQ waiter blocks on its fd: devices run
 			       * progress threads (under lock) */
@@ -374,8 +451,12 @@ static inline struct dr_fabric *dr_fabric_of(struct fid_fabric *f)
 	return container_of(f, struct dr_fabric, fab);
 }
 
+static inline struct dr_fabric *dr_fabric_of_fid(struct fid *fid)
+{
+	return container_of(fid, struct dr_fabric, fab.fid);
+}
+
 int dr_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
-void dr_fabric_progress(struct dr_fabric *fab);
 /* The provider's cleanup (init.c): every device of every open fabric
  * quiesced, no new one opened from then on. */
 void dr_fabric_cleanup(void);
@@ -408,7 +489,7 @@ struct dr_dev {
 	struct dr_cm cm;
 	struct dr_port_timer *cm_timer;
 	struct dr_mr_table mrt;
-	struct dr_idmap qps;	/* QPN -> endpoint (dr_dev_qpn_alloc) */
+	struct dr_idmap qps;	/* QPN -> endpoint (dr_dev_qp_create) */
 	uint16_t port_next;	/* ephemeral rdma_cm ports (dr_dev_port_alloc) */
 	/* the processes on one kernel interface (registry.c); NULL for
 	 * other devices, or when no registry could be opened */
@@ -476,17 +557,20 @@ int dr_dev_get(struct dr_fabric *fab, const struct fi_info *info, struct dr_dev 
 void dr_dev_put(struct dr_dev *dev);
 /* One round of progress: rx burst, dispatch, timers.  Takes dev->lock. */
 void dr_dev_progress(struct dr_dev *dev);
-/* Send the ACKs the device's QPs hold (DR_QP_DEFER_ACK); dev->lock held. */
-void dr_dev_flush_acks(struct dr_dev *dev);
 void dr_dev_progress_fn(void *dev);
-/* A QPN for ep, drawn from the kernel's CSPRNG over the 24-bit space (never
- * 0 or 1, never one in use on this port), and ep entered under it in the
- * receive dispatch.  The one place QPNs come from: a registry shared by
- * the processes on one interface plugs in here.  dev->lock held.  0,
- * -FI_ENOSPC (DR_MAX_EP in use) or -FI_EIO (no random bytes; FI_WARN). */
-int dr_dev_qpn_alloc(struct dr_dev *dev, struct dr_ep *ep, uint32_t *qpn);
-/* The QPN leaves the dispatch (ep closed).  dev->lock held. */
-void dr_dev_qpn_free(struct dr_dev *dev, uint32_t qpn);
+/* ep's QP on this device: a QPN drawn from the kernel's CSPRNG over the
+ * 24-bit space (never 0 or 1, never one in use on this port or, through
+ * the registry, by another process on the interface), ep entered under it
+ * in the receive dispatch, and the QP created with ia (the caller's queue
+ * sizes, ops and flags; the QPN, MR table and drop counters are the
+ * device's).  The one place QPNs come from.  dev->lock held.  0,
+ * -FI_ENOSPC (DR_MAX_EP in use), -FI_EIO (no random bytes; FI_WARN) or
+ * -FI_ENOMEM. */
+int dr_dev_qp_create(struct dr_dev *dev, struct dr_ep *ep, struct dr_qp_init_attr *ia,
+		     struct dr_qp **qp);
+/* The QP destroyed and its QPN out of the dispatch (ep closed).  dev->lock
+ * held. */
+void dr_dev_qp_destroy(struct dr_dev *dev, struct dr_qp *qp, struct dr_ep *ep);
 /* An ephemeral rdma_cm port (0xc000..0xffff) for a connect, claimed on the
  * host when the interface is shared (registry.c).  dev->lock held.  0 or
  * -FI_EADDRINUSE (every one taken). */
@@ -591,12 +675,17 @@ struct dr_domain {
 	struct dr_fabric *fab;
 	struct dr_dev *dev;
 	struct fi_info *info;
-	int ref; /* endpoints, CQs, counters, MRs: under dev->lock */
+	int ref; /* endpoints, CQs, counters, MRs opened on it (dr_ref_*) */
 };
 
 static inline struct dr_domain *dr_domain_of(struct fid_domain *f)
 {
 	return container_of(f, struct dr_domain, dom);
+}
+
+static inline struct dr_domain *dr_domain_of_fid(struct fid *fid)
+{
+	return container_of(fid, struct dr_domain, dom.fid);
 }
 
 int dr_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **dom,
@@ -610,22 +699,45 @@ struct dr_mr_fid {
 	struct dr_mr *mr_eng; /* the engine's entry (key, bounds, access) */
 };
 
-int dr_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
-		  struct fid_mr **mr);
-extern struct fi_ops_mr dr_mr_ops;
+static inline struct dr_mr_fid *dr_mr_of_fid(struct fid *fid)
+{
+	return container_of(fid, struct dr_mr_fid, mr.fid);
+}
 
-/* ---- passive and active endpoints (pep.c, ep.c, rma.c, atomic.c, nosys.c) */
+extern const struct fi_ops_mr dr_mr_ops;
+
+/* ---- passive and active endpoints (pep.c, ep*.c, rma.c, atomic.c, stubs.c) */
 
 /* For endpoints opened without FI_RMA / FI_ATOMIC, and what droce never
  * offers (tagged, collectives): every call -FI_ENOSYS. */
-extern struct fi_ops_rma dr_no_rma_ops;
-extern struct fi_ops_tagged dr_no_tagged_ops;
-extern struct fi_ops_atomic dr_no_atomic_ops;
-extern struct fi_ops_collective dr_no_collective_ops;
+extern const struct fi_ops_rma dr_no_rma_ops;
+extern const struct fi_ops_tagged dr_no_tagged_ops;
+extern const struct fi_ops_atomic dr_no_atomic_ops;
+extern const struct fi_ops_collective dr_no_collective_ops;
+/* The slots of an RMA and an atomic table, each function named prefix and
+ * slot: listed once for the real tables (rma.c: rma_read, ...; atomic.c:
+ * at_write, ...) and the -FI_ENOSYS ones (stubs.c: no_rma_read, ...). */
+#define DR_RMA_OPS(p)                                                              \
+	{                                                                          \
+		.size = sizeof(struct fi_ops_rma), .read = p##read, .readv = p##readv, \
+		.readmsg = p##readmsg, .write = p##write, .writev = p##writev,     \
+		.writemsg = p##writemsg, .inject = p##inject,                      \
+		.writedata = p##writedata, .injectdata = p##injectdata,            \
+	}
+#define DR_ATOMIC_OPS(p)                                                           \
+	{                                                                          \
+		.size = sizeof(struct fi_ops_atomic), .write = p##write,           \
+		.writev = p##writev, .writemsg = p##writemsg, .inject = p##inject, \
+		.readwrite = p##readwrite, .readwritev = p##readwritev,            \
+		.readwritemsg = p##readwritemsg, .compwrite = p##compwrite,        \
+		.compwritev = p##compwritev, .compwritemsg = p##compwritemsg,      \
+		.writevalid = p##writevalid, .readwritevalid = p##readwritevalid,  \
+		.compwritevalid = p##compwritevalid,                               \
+	}
 /* RDMA WRITE (with immediate) and READ (rma.c); 64-bit FETCH_ADD and
  * CMP_SWAP behind the fi_atomic calls (atomic.c). */
-extern struct fi_ops_rma dr_rma_ops;
-extern struct fi_ops_atomic dr_atomic_ops;
+extern const struct fi_ops_rma dr_rma_ops;
+extern const struct fi_ops_atomic dr_atomic_ops;
 /* fi_query_atomic: 0 with attr {count 1, size 8} for a pair droce executes,
  * -FI_EOPNOTSUPP for every other (op, datatype), -FI_EINVAL for bad flags. */
 int dr_atomic_query(enum fi_datatype datatype, enum fi_op op, struct fi_atomic_attr *attr,
@@ -648,6 +760,11 @@ struct dr_pep {
 static inline struct dr_pep *dr_pep_of(struct fid_pep *f)
 {
 	return container_of(f, struct dr_pep, pep);
+}
+
+static inline struct dr_pep *dr_pep_of_fid(struct fid *fid)
+{
+	return container_of(fid, struct dr_pep, pep.fid);
 }
 
 int dr_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep,
@@ -673,6 +790,11 @@ struct dr_connreq {
 	struct dr_connreq *next, *prev; /* on pep->crs */
 	struct dr_eq_ev *ev;		/* its event while unread (eq->lock) */
 };
+
+static inline struct dr_connreq *dr_connreq_of_fid(struct fid *fid)
+{
+	return container_of(fid, struct dr_connreq, fid);
+}
 
 /* dev->lock held: the request is answered or abandoned; cr is freed. */
 void dr_connreq_free(struct dr_connreq *cr);
@@ -761,6 +883,11 @@ static inline struct dr_ep *dr_ep_of(struct fid_ep *f)
 	return container_of(f, struct dr_ep, ep);
 }
 
+static inline struct dr_ep *dr_ep_of_fid(struct fid *fid)
+{
+	return container_of(fid, struct dr_ep, ep.fid);
+}
+
 /* Transmit flags each kind of call accepts (the *msg calls, and default
  * op_flags for the others).  FI_MORE is accepted and has no effect: the
  * engine transmits at post time. */
@@ -799,5 +926,28 @@ void dr_pep_cm_gone(const struct dr_cm_event *ev);
 /* Finish the graceful disconnects that are due (dev->lock held); returns
  * how many are still draining. */
 unsigned dr_ep_drain(struct dr_dev *dev, bool now);
+
+/* Between the endpoint's files: ep.c (the fid, bind, open, close), ep_cm.c
+ * (connect, accept, shutdown, drain, CM events), ep_msg.c (the posting
+ * path) and ep_qp.c (the QP engine's callbacks, frames in).  dev->lock
+ * held for each but the ops tables. */
+extern const struct fi_ops_cm dr_ep_cm_ops;
+extern const struct fi_ops_msg dr_ep_msg_ops;
+/* ep->qp_ops: the engine's callbacks into ep (ep_qp.c), with zero-copy
+ * transmit where the port allows it; the QP's retransmit timer. */
+void dr_ep_qp_ops_init(struct dr_ep *ep);
+struct dr_port_timer *dr_ep_qp_timer_new(struct dr_ep *ep);
+/* FI_ENABLE: the QP to INIT once an EQ and both CQs are bound. */
+int dr_ep_enable_locked(struct dr_ep *ep);
+/* Everything but the QP's connection (the QP no longer reachable). */
+void dr_ep_free(struct dr_ep *ep);
+/* Its held ACK goes now; off the device's list. */
+void dr_ep_flush_ack(struct dr_ep *ep);
+/* Start the graceful disconnect (ep_cm.c): the DREQ once the peer has been
+ * quiet for a few retransmit timeouts. */
+void dr_ep_drain_start(struct dr_ep *ep);
+/* A frame that passed the QP's checks came from the peer (ep_cm.c): it
+ * establishes an accepting connection, and a draining one waits on. */
+void dr_ep_peer_heard(struct dr_ep *ep);
 
 #endif /* DR_FI_H */

@@ -13,8 +13,8 @@
  * a success is.  The wait fd (FI_WAIT_UNSPEC, FI_WAIT_FD) is readable
  * exactly while events are queued.
  *
- * Concurrency: eq->lock guards the FIFO, count, err_data, ref and the wait
- * fd's state.  dr_eq_push* are called with the device lock held (lock
+ * Concurrency: eq->lock guards the FIFO, count, err_data and the wait fd's
+ * state.  dr_eq_push* are called with the device lock held (lock
  * order: device, then EQ) and never drive progress; readers drive progress
  * first, without eq->lock, then take it.
  */
@@ -343,38 +343,20 @@ out_unlock:
 static const char *eq_strerror(struct fid_eq *fid, int prov_errno, const void *err_data, char *buf,
 			       size_t len)
 {
-	const char *s = dr_prov_strerror(prov_errno);
-
-	if (buf && len) {
-		snprintf(buf, len, "%s", s);
-		return buf;
-	}
-	return s;
+	return dr_strerror(prov_errno, buf, len);
 }
 
 /* ---- the fid ------------------------------------------------------------------ */
 
-static int eq_control(struct fid *fid, int command, void *arg)
-{
-	struct dr_eq *eq = container_of(fid, struct dr_eq, eq.fid);
-	int ret;
-
-	ret = dr_wait_control(&eq->wait, command, arg);
-	/* blocking on the fd: nobody reads, so progress must run alone */
-	if (!ret && command == FI_GETWAIT)
-		dr_progress_background(&eq->progress);
-	return ret;
-}
-
 static int eq_close(struct fid *fid)
 {
-	struct dr_eq *eq = container_of(fid, struct dr_eq, eq.fid);
+	struct dr_eq *eq = dr_eq_of_fid(fid);
 	struct dr_eq_ev *ev, *next;
 
 	pthread_mutex_lock(&eq->lock);
-	if (eq->ref) {
+	if (dr_ref_held(&eq->ref)) {
 		pthread_mutex_unlock(&eq->lock);
-		DR_WARN(FI_LOG_EQ, "EQ still bound to %d object(s)\n", eq->ref);
+		DR_WARN(FI_LOG_EQ, "EQ still bound to %d object(s)\n", dr_ref_held(&eq->ref));
 		return -FI_EBUSY;
 	}
 	ev = eq->head;
@@ -396,7 +378,7 @@ static int eq_close(struct fid *fid)
 	dr_wait_fini(&eq->wait);
 	pthread_mutex_destroy(&eq->lock);
 	pthread_mutex_lock(&eq->fab->lock);
-	__atomic_sub_fetch(&eq->fab->ref, 1, __ATOMIC_RELEASE);
+	dr_ref_put(&eq->fab->ref);
 	pthread_mutex_unlock(&eq->fab->lock);
 	free(eq);
 	return 0;
@@ -406,7 +388,7 @@ static const struct fi_ops eq_fi_ops = {
     .size = sizeof(struct fi_ops),
     .close = eq_close,
     .bind = dr_no_bind,
-    .control = eq_control,
+    .control = dr_wait_fid_control,
     .ops_open = dr_no_ops_open,
     .tostr = dr_no_tostr,
     .ops_set = dr_no_ops_set,
@@ -456,14 +438,14 @@ int dr_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *uattr, struct fid_e
 	eq->eq.fid.fclass = FI_CLASS_EQ;
 	eq->eq.fid.context = context;
 	/* libfabric's fids hold non-const ops pointers, never written through */
-	eq->eq.fid.ops = (struct fi_ops *)&eq_fi_ops;
-	eq->eq.ops = (struct fi_ops_eq *)&eq_ops;
+	eq->eq.fid.ops = DR_OPS(&eq_fi_ops);
+	eq->eq.ops = DR_OPS(&eq_ops);
 	eq->progress = dr_fabric_progress_hook(fabric);
 	eq->api_version = fabric->api_version;
 	eq->writable = attr->flags & FI_WRITE;
 	eq->fab = fab;
 	pthread_mutex_lock(&fab->lock);
-	__atomic_add_fetch(&fab->ref, 1, __ATOMIC_RELEASE);
+	dr_ref_get(&fab->ref);
 	pthread_mutex_unlock(&fab->lock);
 	*eqp = &eq->eq;
 	return 0;

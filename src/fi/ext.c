@@ -181,10 +181,10 @@ static int ext_counters(struct fid *fid, struct fi_droce_counter *c, size_t *cou
 		return -FI_EINVAL;
 	switch (fid->fclass) {
 	case FI_CLASS_DOMAIN:
-		dev_counters(dr_domain_of(container_of(fid, struct fid_domain, fid))->dev, &o);
+		dev_counters(dr_domain_of_fid(fid)->dev, &o);
 		break;
 	case FI_CLASS_EP:
-		ret = ep_counters(dr_ep_of(container_of(fid, struct fid_ep, fid)), &o);
+		ret = ep_counters(dr_ep_of_fid(fid), &o);
 		break;
 	default:
 		return -FI_EINVAL;
@@ -232,9 +232,9 @@ static int ext_drops(struct fid *fid, uint64_t *counts, size_t n)
 	if (!fid || (n && !counts))
 		return -FI_EINVAL;
 	if (fid->fclass == FI_CLASS_DOMAIN) {
-		dev = dr_domain_of(container_of(fid, struct fid_domain, fid))->dev;
+		dev = dr_domain_of_fid(fid)->dev;
 	} else if (fid->fclass == FI_CLASS_EP) {
-		ep = dr_ep_of(container_of(fid, struct fid_ep, fid));
+		ep = dr_ep_of_fid(fid);
 		dev = ep->dev;
 	} else {
 		return -FI_EINVAL;
@@ -280,7 +280,7 @@ static int ext_send_raw(struct fid_domain *domain, const void *frame, size_t len
 	return ret;
 }
 
-static struct fi_droce_ops ext_ops = {
+static const struct fi_droce_ops ext_ops = {
     .size = sizeof(struct fi_droce_ops),
     .qp_info = ext_qp_info,
     .counters = ext_counters,
@@ -296,6 +296,6 @@ int dr_ext_ops_open(struct fid *fid, const char *name, uint64_t flags, void **op
 		return -FI_EINVAL;
 	if (strcmp(name, FI_DROCE_OPS_1))
 		return -FI_ENOSYS;
-	*ops = &ext_ops;
+	*ops = DR_OPS(&ext_ops);
 	return 0;
 }

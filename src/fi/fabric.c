@@ -20,7 +20,7 @@ bool dr_fabric_unloading(void)
 	return __atomic_load_n(&unloading, __ATOMIC_ACQUIRE);
 }
 
-void dr_fabric_progress(struct dr_fabric *fab)
+static void dr_fabric_progress(struct dr_fabric *fab)
 {
 	struct dr_dev *devs[64];
 	int n = 0;
@@ -66,12 +66,12 @@ struct dr_progress dr_fabric_progress_hook(struct fid_fabric *fabric)
 
 static int fabric_close(struct fid *fid)
 {
-	struct dr_fabric *fab = container_of(fid, struct dr_fabric, fab.fid);
+	struct dr_fabric *fab = dr_fabric_of_fid(fid);
 	struct dr_fabric **pp;
 
 	pthread_mutex_lock(&fabrics_lock);
 	pthread_mutex_lock(&fab->lock);
-	if (fab->ref || fab->devs) {
+	if (dr_ref_held(&fab->ref) || fab->devs) {
 		pthread_mutex_unlock(&fab->lock);
 		pthread_mutex_unlock(&fabrics_lock);
 		return -FI_EBUSY;
@@ -96,7 +96,7 @@ static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids, int coun
 	for (int i = 0; i < count; i++) {
 		switch (fids[i]->fclass) {
 		case FI_CLASS_CQ: {
-			struct dr_cq *cq = container_of(fids[i], struct dr_cq, cq.fid);
+			struct dr_cq *cq = dr_cq_of_fid(fids[i]);
 			size_t n;
 
 			dr_spin_lock(&cq->lock);
@@ -107,7 +107,7 @@ static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids, int coun
 			break;
 		}
 		case FI_CLASS_EQ: {
-			struct dr_eq *eq = container_of(fids[i], struct dr_eq, eq.fid);
+			struct dr_eq *eq = dr_eq_of_fid(fids[i]);
 			size_t n;
 
 			pthread_mutex_lock(&eq->lock);
@@ -134,13 +134,7 @@ static int fabric_domain2(struct fid_fabric *fabric, struct fi_info *info,
 	return dr_domain_open(fabric, info, dom, context);
 }
 
-static int fabric_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
-			    struct fid_wait **waitset)
-{
-	return -FI_ENOSYS; /* wait sets: not supported, objects have their own */
-}
-
-static struct fi_ops fabric_fi_ops = {
+static const struct fi_ops fabric_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = fabric_close,
 	.bind = dr_no_bind,
@@ -150,12 +144,12 @@ static struct fi_ops fabric_fi_ops = {
 	.ops_set = dr_no_ops_set,
 };
 
-static struct fi_ops_fabric fabric_ops = {
+static const struct fi_ops_fabric fabric_ops = {
 	.size = sizeof(struct fi_ops_fabric),
 	.domain = dr_domain_open,
 	.passive_ep = dr_pep_open,
 	.eq_open = dr_eq_open,
-	.wait_open = fabric_wait_open,
+	.wait_open = dr_no_wait_open,
 	.trywait = fabric_trywait,
 	.domain2 = fabric_domain2,
 };
@@ -178,8 +172,8 @@ int dr_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void
 	pthread_mutex_init(&fab->lock, NULL);
 	fab->fab.fid.fclass = FI_CLASS_FABRIC;
 	fab->fab.fid.context = context;
-	fab->fab.fid.ops = &fabric_fi_ops;
-	fab->fab.ops = &fabric_ops;
+	fab->fab.fid.ops = DR_OPS(&fabric_fi_ops);
+	fab->fab.ops = DR_OPS(&fabric_ops);
 	fab->fab.api_version = attr ? attr->api_version : DR_FI_VERSION;
 	fab->api_version = fab->fab.api_version;
 	pthread_mutex_lock(&fabrics_lock);

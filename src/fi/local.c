@@ -33,7 +33,7 @@
  * sees every frame -- the CM's rules (the listener's process answers, the
  * responder answers for nobody) need that.  Other frames go only to the
  * processes whose filter counts their DestQP (a process counts a QPN
- * before any peer can learn it, in dr_dev_qpn_alloc): one copy for the
+ * before any peer can learn it, in dr_dev_qp_create): one copy for the
  * one owner instead of one per process; a QPN sharing its low 16 bits
  * with another's costs a copy that the receiver counts as rx_foreign.
  *

@@ -22,14 +22,9 @@
 
 #include "dr_fi.h"
 
-static struct dr_mr_fid *mr_of(struct fid *fid)
-{
-	return container_of(fid, struct dr_mr_fid, mr.fid);
-}
-
 static int mr_close(struct fid *fid)
 {
-	struct dr_mr_fid *m = mr_of(fid);
+	struct dr_mr_fid *m = dr_mr_of_fid(fid);
 	struct dr_dev *dev = m->dom->dev;
 	int ret;
 
@@ -38,12 +33,12 @@ static int mr_close(struct fid *fid)
 	dr_dev_unlock(dev);
 	if (ret)
 		return -FI_EINVAL;
-	__atomic_sub_fetch(&m->dom->ref, 1, __ATOMIC_RELEASE);
+	dr_ref_put(&m->dom->ref);
 	free(m);
 	return 0;
 }
 
-static struct fi_ops mr_fi_ops = {
+static const struct fi_ops mr_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = mr_close,
 	.bind = dr_no_bind,
@@ -55,8 +50,8 @@ static struct fi_ops mr_fi_ops = {
 
 #define DR_MR_ACCESS (FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
 
-int dr_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
-		  struct fid_mr **mr)
+static int dr_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
+			 struct fid_mr **mr)
 {
 	struct dr_domain *dom;
 	struct dr_mr_fid *m;
@@ -65,7 +60,7 @@ int dr_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags
 
 	if (fid->fclass != FI_CLASS_DOMAIN)
 		return -FI_EINVAL;
-	dom = container_of(fid, struct dr_domain, dom.fid);
+	dom = dr_domain_of_fid(fid);
 	if (!attr || !mr || flags) {
 		DR_WARN(FI_LOG_MR, "fi_mr_reg: bad arguments (flags 0x%llx)\n",
 			(unsigned long long)flags);
@@ -112,10 +107,10 @@ int dr_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags
 	m->dom = dom;
 	m->mr.fid.fclass = FI_CLASS_MR;
 	m->mr.fid.context = attr->context;
-	m->mr.fid.ops = &mr_fi_ops;
+	m->mr.fid.ops = DR_OPS(&mr_fi_ops);
 	m->mr.mem_desc = m;
 	m->mr.key = m->mr_eng->key;
-	__atomic_add_fetch(&dom->ref, 1, __ATOMIC_RELEASE);
+	dr_ref_get(&dom->ref);
 	*mr = &m->mr;
 	return 0;
 }
@@ -146,7 +141,7 @@ static int mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
 	return mr_regv(fid, &iov, 1, access, offset, requested_key, flags, mr, context);
 }
 
-struct fi_ops_mr dr_mr_ops = {
+const struct fi_ops_mr dr_mr_ops = {
 	.size = sizeof(struct fi_ops_mr),
 	.reg = mr_reg,
 	.regv = mr_regv,

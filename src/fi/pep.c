@@ -16,14 +16,9 @@
 
 #include "dr_fi.h"
 
-static struct dr_pep *pep_of_fid(struct fid *fid)
-{
-	return container_of(fid, struct dr_pep, pep.fid);
-}
-
 static int pep_close(struct fid *fid)
 {
-	struct dr_pep *pep = pep_of_fid(fid);
+	struct dr_pep *pep = dr_pep_of_fid(fid);
 	struct dr_dev *dev = pep->dev;
 
 	dr_dev_lock(dev);
@@ -55,17 +50,17 @@ static int pep_close(struct fid *fid)
 		}
 	dr_dev_unlock(dev);
 	if (pep->eq)
-		__atomic_sub_fetch(&pep->eq->ref, 1, __ATOMIC_RELEASE);
+		dr_ref_put(&pep->eq->ref);
 	dr_dev_put(dev);
 	fi_freeinfo(pep->info);
-	__atomic_sub_fetch(&pep->fab->ref, 1, __ATOMIC_RELEASE);
+	dr_ref_put(&pep->fab->ref);
 	free(pep);
 	return 0;
 }
 
 static int pep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
-	struct dr_pep *pep = pep_of_fid(fid);
+	struct dr_pep *pep = dr_pep_of_fid(fid);
 
 	if (bfid->fclass != FI_CLASS_EQ) {
 		DR_WARN(FI_LOG_EP_CTRL, "a passive endpoint binds only an EQ\n");
@@ -73,14 +68,14 @@ static int pep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	}
 	if (pep->eq)
 		return -FI_EINVAL;
-	pep->eq = container_of(bfid, struct dr_eq, eq.fid);
-	__atomic_add_fetch(&pep->eq->ref, 1, __ATOMIC_RELEASE);
+	pep->eq = dr_eq_of_fid(bfid);
+	dr_ref_get(&pep->eq->ref);
 	return 0;
 }
 
 static int pep_setname(fid_t fid, void *addr, size_t addrlen)
 {
-	struct dr_pep *pep = pep_of_fid(fid);
+	struct dr_pep *pep = dr_pep_of_fid(fid);
 	union dr_sockaddr sa;
 
 	if (!dr_sa_take(addr, addrlen, &pep->dev->cfg, &sa))
@@ -97,7 +92,7 @@ static int pep_setname(fid_t fid, void *addr, size_t addrlen)
 
 static int pep_getname(fid_t fid, void *addr, size_t *addrlen)
 {
-	return dr_copy_addr(&pep_of_fid(fid)->addr, addr, addrlen);
+	return dr_copy_addr(&dr_pep_of_fid(fid)->addr, addr, addrlen);
 }
 
 static int pep_listen(struct fid_pep *fpep)
@@ -142,7 +137,7 @@ static int pep_reject(struct fid_pep *fpep, fid_t handle, const void *param, siz
 			DR_CM_DATA_SIZE);
 		return -FI_EINVAL;
 	}
-	cr = container_of(handle, struct dr_connreq, fid);
+	cr = dr_connreq_of_fid(handle);
 	priv[0] = (uint8_t)paramlen;
 	if (paramlen)
 		memcpy(priv + 1, param, paramlen);
@@ -168,7 +163,7 @@ static int pep_reject(struct fid_pep *fpep, fid_t handle, const void *param, siz
  * or while it listens; requests held beyond a smaller one stay. */
 static int pep_control(struct fid *fid, int command, void *arg)
 {
-	struct dr_pep *pep = pep_of_fid(fid);
+	struct dr_pep *pep = dr_pep_of_fid(fid);
 	int backlog;
 
 	if (command != FI_BACKLOG)
@@ -307,7 +302,7 @@ out_reject:
 	dr_cm_release(ev->id);
 }
 
-static struct fi_ops pep_fi_ops = {
+static const struct fi_ops pep_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = pep_close,
 	.bind = pep_bind,
@@ -317,77 +312,28 @@ static struct fi_ops pep_fi_ops = {
 	.ops_set = dr_no_ops_set,
 };
 
-static int pep_no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
-{
-	return -FI_ENOSYS;
-}
-
-static int pep_no_connect(struct fid_ep *ep, const void *addr, const void *param,
-			  size_t paramlen)
-{
-	return -FI_ENOSYS;
-}
-
-static int pep_no_accept(struct fid_ep *ep, const void *param, size_t paramlen)
-{
-	return -FI_ENOSYS;
-}
-
-static int pep_no_shutdown(struct fid_ep *ep, uint64_t flags)
-{
-	return -FI_ENOSYS;
-}
-
-static int pep_no_join(struct fid_ep *ep, const void *addr, uint64_t flags, struct fid_mc **mc,
-		       void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static struct fi_ops_cm pep_cm_ops = {
+static const struct fi_ops_cm pep_cm_ops = {
 	.size = sizeof(struct fi_ops_cm),
 	.setname = pep_setname,
 	.getname = pep_getname,
-	.getpeer = pep_no_getpeer,
-	.connect = pep_no_connect,
+	.getpeer = dr_no_getpeer,
+	.connect = dr_no_connect,
 	.listen = pep_listen,
-	.accept = pep_no_accept,
+	.accept = dr_no_accept,
 	.reject = pep_reject,
-	.shutdown = pep_no_shutdown,
-	.join = pep_no_join,
+	.shutdown = dr_no_shutdown,
+	.join = dr_no_join,
 };
 
-static ssize_t pep_no_cancel(fid_t fid, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static int pep_no_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
-			 struct fid_ep **tx_ep, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static int pep_no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
-			 struct fid_ep **rx_ep, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t pep_no_size_left(struct fid_ep *ep)
-{
-	return -FI_ENOSYS;
-}
-
-static struct fi_ops_ep pep_ep_ops = {
+static const struct fi_ops_ep pep_ep_ops = {
 	.size = sizeof(struct fi_ops_ep),
-	.cancel = pep_no_cancel,
+	.cancel = dr_no_cancel,
 	.getopt = pep_getopt,
 	.setopt = pep_setopt,
-	.tx_ctx = pep_no_tx_ctx,
-	.rx_ctx = pep_no_rx_ctx,
-	.rx_size_left = pep_no_size_left,
-	.tx_size_left = pep_no_size_left,
+	.tx_ctx = dr_no_tx_ctx,
+	.rx_ctx = dr_no_rx_ctx,
+	.rx_size_left = dr_no_size_left,
+	.tx_size_left = dr_no_size_left,
 };
 
 int dr_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **out,
@@ -423,10 +369,10 @@ int dr_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep 
 	}
 	pep->pep.fid.fclass = FI_CLASS_PEP;
 	pep->pep.fid.context = context;
-	pep->pep.fid.ops = &pep_fi_ops;
-	pep->pep.ops = &pep_ep_ops;
-	pep->pep.cm = &pep_cm_ops;
-	__atomic_add_fetch(&fab->ref, 1, __ATOMIC_RELEASE);
+	pep->pep.fid.ops = DR_OPS(&pep_fi_ops);
+	pep->pep.ops = DR_OPS(&pep_ep_ops);
+	pep->pep.cm = DR_OPS(&pep_cm_ops);
+	dr_ref_get(&fab->ref);
 	*out = &pep->pep;
 	return 0;
 

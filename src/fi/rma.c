@@ -183,15 +183,4 @@ static ssize_t rma_injectdata(struct fid_ep *fep, const void *buf, size_t len, u
 	return rma_post(dr_ep_of(fep), DR_WR_WRITE_IMM, &iov, 1, &rma, NULL, data, FI_INJECT, true);
 }
 
-struct fi_ops_rma dr_rma_ops = {
-    .size = sizeof(struct fi_ops_rma),
-    .read = rma_read,
-    .readv = rma_readv,
-    .readmsg = rma_readmsg,
-    .write = rma_write,
-    .writev = rma_writev,
-    .writemsg = rma_writemsg,
-    .inject = rma_inject,
-    .writedata = rma_writedata,
-    .injectdata = rma_injectdata,
-};
+const struct fi_ops_rma dr_rma_ops = DR_RMA_OPS(rma_);

@@ -121,7 +121,7 @@ void dr_wait_block(struct dr_wait *w, int timeout_ms)
 		sched_yield();
 }
 
-int dr_wait_control(struct dr_wait *w, int command, void *arg)
+static int wait_control(struct dr_wait *w, int command, void *arg)
 {
 	switch (command) {
 	case FI_GETWAIT:
@@ -141,6 +141,35 @@ int dr_wait_control(struct dr_wait *w, int command, void *arg)
 	default:
 		return -FI_ENOSYS;
 	}
+}
+
+int dr_wait_fid_control(struct fid *fid, int command, void *arg)
+{
+	struct dr_progress *p;
+	struct dr_wait *w;
+	int ret;
+
+	switch (fid->fclass) {
+	case FI_CLASS_CQ:
+		w = &dr_cq_of_fid(fid)->wait;
+		p = &dr_cq_of_fid(fid)->progress;
+		break;
+	case FI_CLASS_EQ:
+		w = &dr_eq_of_fid(fid)->wait;
+		p = &dr_eq_of_fid(fid)->progress;
+		break;
+	case FI_CLASS_CNTR:
+		w = &dr_cntr_of_fid(fid)->wait;
+		p = &dr_cntr_of_fid(fid)->progress;
+		break;
+	default:
+		return -FI_ENOSYS;
+	}
+	ret = wait_control(w, command, arg);
+	/* blocking on the fd: nobody reads, so progress must run alone */
+	if (!ret && command == FI_GETWAIT)
+		dr_progress_background(p);
+	return ret;
 }
 
 uint64_t dr_now_ns(void)
