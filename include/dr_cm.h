@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * dr_cm.h - the IB connection manager as rdma_cm speaks it on RoCEv2:
- * REQ/REP/RTU/REJ/DREQ/DREP MADs on QP1 (IBA 12; ROCE-REFERENCE.md C).
+ * REQ/REP/RTU/REJ/DREQ/DREP MADs on QP1 (IBA 12; docs/protocol.md C).
  *
  * A pure state machine, part of the qp layer: it knows neither DPDK nor
  * libfabric.  MADs leave through ops->send_mad (the caller wraps them in a

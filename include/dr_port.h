@@ -344,10 +344,7 @@ void dr_port_mac(const struct dr_port *p, uint8_t mac[6]);
 uint32_t dr_port_ip4(const struct dr_port *p); /* 0 on an IPv6 port */
 /* True for an IPv6 port, with its address in ip6. */
 bool dr_port_ip6(const struct dr_port *p, uint8_t ip6[16]);
-unsigned dr_port_prefix_len(const struct dr_port *p);
 unsigned dr_port_mtu(const struct dr_port *p);
-/* Largest frame dr_port_send*() accepts (MTU + Ethernet + VLAN header). */
-size_t dr_port_max_frame(const struct dr_port *p);
 /* The ethdev's name, e.g. "net_af_packet0" or "net_ring_drpair3_0". */
 const char *dr_port_name(const struct dr_port *p);
 /* True if dr_port_send_zc() really attaches the payload (else it copies). */
@@ -359,7 +356,7 @@ bool dr_port_zero_copy(const struct dr_port *p);
 bool dr_port_zero_copy_sync(const struct dr_port *p);
 
 /* The IB path MTU rxe derives from an Ethernet MTU: the largest of
- * 256..4096 that fits in mtu - 80 (ROCE-REFERENCE.md A.1); 0 if none does. */
+ * 256..4096 that fits in mtu - 80 (docs/protocol.md A.1); 0 if none does. */
 static inline unsigned dr_port_pmtu_of(unsigned mtu)
 {
 	unsigned pmtu;
@@ -432,8 +429,8 @@ int dr_port_poll(struct dr_port *p);
  *     come (then the neighbour callback gets -EHOSTUNREACH);
  *   - unresolvable (no reply after the tries, for failed_ms): -EHOSTUNREACH;
  *   - off-link with no gateway: -ENETUNREACH.
- * Other returns: -EMSGSIZE (longer than dr_port_max_frame), -EINVAL (not
- * IPv4), -ENOBUFS (no mbuf, or the neighbour table is full), -EAGAIN
+ * Other returns: -EMSGSIZE (longer than the MTU plus the Ethernet and
+ * VLAN headers), -EINVAL (not IPv4), -ENOBUFS (no mbuf, or the neighbour table is full), -EAGAIN
  * (device queue full: the frame was dropped - RC retransmission recovers
  * it).  A frame is never kept past a failed return. */
 int dr_port_send(struct dr_port *p, const void *frame, size_t len);
@@ -467,9 +464,10 @@ int dr_port_send_zc(struct dr_port *p, const void *hdr, size_t hdr_len, const vo
 		    size_t payload_len, const void *trailer, size_t trailer_len,
 		    void (*done)(void *arg), void *arg);
 
-/* Build in place: a device buffer of len bytes (<= dr_port_max_frame) to
- * write the frame into, then dr_port_buf_send() (same rules as
- * dr_port_send; consumes the buffer in every case) or dr_port_buf_free(). */
+/* Build in place: a device buffer of len bytes (at most the MTU plus the
+ * Ethernet and VLAN headers) to write the frame into, then
+ * dr_port_buf_send() (same rules as dr_port_send; consumes the buffer in
+ * every case) or dr_port_buf_free(). */
 struct dr_port_buf;
 void *dr_port_buf_alloc(struct dr_port *p, size_t len, struct dr_port_buf **out);
 int dr_port_buf_send(struct dr_port *p, struct dr_port_buf *b);

@@ -392,7 +392,7 @@ static inline const char *dr_opcode_name(uint8_t op)
 	return dr_opcode_tab[op].name ? dr_opcode_tab[op].name : "UNKNOWN";
 }
 
-/* ---- CRC-32 and the ICRC (docs/protocol.md A.9) ------------------------ */
+/* ---- CRC-32 and the ICRC (docs/protocol.md A.9) -------------------------- */
 
 /* zlib-compatible CRC-32 (reflected 0x04C11DB7): dr_crc32(0, p, n) is the
  * CRC of p; dr_crc32(dr_crc32(0, a, n), b, m) the CRC of a||b. */
@@ -613,8 +613,7 @@ uint32_t dr_pkt_icrc(const struct dr_pkt *pkt);
  * dr_pkt_build() of it reproduces the IP datagram byte for byte. */
 void dr_pkt_to_desc(const struct dr_pkt *pkt, struct dr_pkt_desc *d);
 
-
-/* ---- IB CM management datagrams on QP1 (IBA 12, 13.4; ROCE-REFERENCE C) -- */
+/* ---- IB CM management datagrams on QP1 (IBA 12, 13.4; docs/protocol.md C) */
 #define DR_MAD_LEN 256
 #define DR_MAD_BODY_LEN 232
 #define DR_MAD_BASE_VERSION 1

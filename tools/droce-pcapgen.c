@@ -244,7 +244,7 @@ static const struct frame frames[] = {
 
 #define NFRAMES (sizeof(frames) / sizeof(frames[0]))
 
-/* ---- CM MADs (ROCE-REFERENCE.md C.2-C.5; IBA 12.6, tables 106-113) ----- */
+/* ---- CM MADs (docs/protocol.md C.2-C.5; IBA 12.6, tables 106-113) ----- */
 
 static void put16(uint8_t *p, uint16_t v)
 {
@@ -552,7 +552,7 @@ out_remove:
 /* ---- What tshark must show ---------------------------------------------- */
 
 /* The tshark fields compared, in the format tshark 4.0 prints them with
- * -T fields (Wireshark epan/dissectors/packet-infiniband.c; ROCE-REFERENCE
+ * -T fields (Wireshark epan/dissectors/packet-infiniband.c; docs/protocol.md
  * section E).  An absent header leaves its fields empty. */
 static const char *const expect_fields[] = {
 	"frame.number", "frame.len", "ip.src", "ip.dst", "udp.srcport", "udp.dstport",

@@ -5,7 +5,7 @@ set -eu
 
 PKGS="gcc make autoconf automake libtool pkg-config binutils
 libfabric-dev libfabric-bin libdpdk-dev check tshark
-clang libclang-rt-14-dev iproute2
+clang clang-format libclang-rt-14-dev iproute2
 openmpi-bin libopenmpi-dev nftables"
 
 missing=""

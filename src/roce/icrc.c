@@ -10,7 +10,7 @@
  * folding on 512-bit registers, 256 bytes per step.  All continue across
  * buffers, zlib style: crc(a||b) = dr_crc32(dr_crc32(0, a), b).
  *
- * The ICRC (IBA 7.8.1, RoCEv2 annex A17.3.3; ROCE-REFERENCE.md A.9) is that
+ * The ICRC (IBA 7.8.1, RoCEv2 annex A17.3.3; docs/protocol.md A.9) is that
  * CRC over 8 bytes of 0xFF, the IP/UDP/BTH headers with their variant fields
  * masked to ones, the remaining transport headers, the payload and the pad.
  */

@@ -971,19 +971,9 @@ bool dr_port_ip6(const struct dr_port *p, uint8_t ip6[16])
 	return p->ipv6;
 }
 
-unsigned dr_port_prefix_len(const struct dr_port *p)
-{
-	return p->prefix_len;
-}
-
 unsigned dr_port_mtu(const struct dr_port *p)
 {
 	return p->mtu;
-}
-
-size_t dr_port_max_frame(const struct dr_port *p)
-{
-	return p->max_frame;
 }
 
 const char *dr_port_name(const struct dr_port *p)
