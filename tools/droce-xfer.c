@@ -56,6 +56,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include "fiutil.h"
+
 #define PROG "droce-xfer"
 #define DEFAULT_PORT 47593
 #define MAX_SIZES 64
@@ -136,17 +138,9 @@ enum { FAULT_NONE, FAULT_CORRUPT, FAULT_BADKEY };
 
 /* ---- small helpers ------------------------------------------------------ */
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t deadline(void)
 {
-	return now_ns() + (uint64_t)opt.timeout_ms * 1000000ull;
+	return fiu_now_ns() + (uint64_t)opt.timeout_ms * 1000000ull;
 }
 
 /* How long to wait for the peer's next message after a step in which it
@@ -547,15 +541,10 @@ static void eq_poll(struct xfer *x)
 			vlog("unexpected EQ event %u\n", event);
 		}
 	} else if (n == -FI_EAVAIL) {
-		struct fi_eq_err_entry err;
-		char pbuf[128] = "";
+		char text[sizeof(x->c.eq_err) - 16];
 
-		memset(&err, 0, sizeof(err));
-		if (fi_eq_readerr(x->c.eq, &err, 0) >= 0) {
-			snprintf(x->c.eq_err, sizeof(x->c.eq_err), "EQ error: %s, prov_errno %d (%s)",
-				 fi_strerror(err.err), err.prov_errno,
-				 fi_eq_strerror(x->c.eq, err.prov_errno, err.err_data, pbuf,
-						sizeof(pbuf)));
+		if (fiu_eq_error(x->c.eq, text, sizeof(text))) {
+			snprintf(x->c.eq_err, sizeof(x->c.eq_err), "EQ error: %s", text);
 			x->c.peer_down = true;
 		}
 	}
@@ -634,7 +623,7 @@ static enum wait_ret wait_comp(struct xfer *x, int which, void *ctx, struct comp
 			why(reason, rlen, ABORTED);
 			return WAIT_PEER;
 		}
-		if (now_ns() > end) {
+		if (fiu_now_ns() > end) {
 			why(reason, rlen, "no %s completion within %d ms%s%s", cq_name(which),
 			    opt.timeout_ms, x->c.peer_down ? " (the connection went down: " : "",
 			    x->c.peer_down ? (x->c.eq_err[0] ? x->c.eq_err : "FI_SHUTDOWN)") : "");
@@ -676,23 +665,6 @@ static bool check_stray(struct xfer *x, const char *who, char *reason, size_t rl
 
 /* ---- the control connection: sending and receiving --------------------- */
 
-static int write_all(int fd, const void *p, size_t n)
-{
-	const uint8_t *b = p;
-
-	while (n) {
-		ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		b += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static int oob_send(struct xfer *x, const struct msg *m)
 {
 	uint8_t wire[OOB_WIRE], *p = wire;
@@ -709,7 +681,7 @@ static int oob_send(struct xfer *x, const struct msg *m)
 	memcpy(p, m->blob, OOB_BLOB);
 	p += OOB_BLOB;
 	memcpy(p, m->text, OOB_TEXT);
-	if (write_all(x->sock, wire, sizeof(wire))) {
+	if (fiu_send_all(x->sock, wire, sizeof(wire))) {
 		say("control connection: send %s: %s\n", msg_names[m->type], strerror(errno));
 		return -1;
 	}
@@ -728,20 +700,20 @@ static int oob_recv(struct xfer *x, uint32_t type, struct msg *m, int timeout_ms
 	uint8_t wire[OOB_WIRE];
 	const uint8_t *p = wire;
 	int ms = timeout_ms < 0 ? opt.timeout_ms : timeout_ms;
-	uint64_t end = now_ns() + (uint64_t)ms * 1000000ull;
-	uint64_t spin = now_ns() + SPIN_NS;
+	uint64_t end = fiu_now_ns() + (uint64_t)ms * 1000000ull;
+	uint64_t spin = fiu_now_ns() + SPIN_NS;
 	size_t got = 0;
 	int i;
 
 	while (got < sizeof(wire)) {
 		ssize_t r;
 
-		bool spinning = now_ns() < spin;
+		bool spinning = fiu_now_ns() < spin;
 
 		if (!oob_readable(x, spinning ? 0 : 1)) {
 			progress(x);
 			eq_poll(x);
-			if (now_ns() > end) {
+			if (fiu_now_ns() > end) {
 				say("control connection: no %s from the peer within %d ms\n",
 				    msg_names[type], ms);
 				return -1;
@@ -824,56 +796,33 @@ static int oob_listen(struct xfer *x)
 
 static int oob_accept(struct xfer *x)
 {
-	struct pollfd p = { .fd = x->lsock, .events = POLLIN };
-	int one = 1, ret;
-
-	ret = poll(&p, 1, opt.accept_s ? opt.accept_s * 1000 : -1);
-	if (ret <= 0) {
+	x->sock = fiu_tcp_accept(x->lsock, opt.accept_s ? opt.accept_s * 1000 : -1);
+	if (x->sock < 0 && errno == ETIMEDOUT) {
 		say("control connection: no client within %d s\n", opt.accept_s);
 		return -1;
 	}
-	x->sock = accept4(x->lsock, NULL, NULL, SOCK_CLOEXEC);
 	if (x->sock < 0) {
 		say("control connection: accept: %s\n", strerror(errno));
 		return -1;
 	}
-	setsockopt(x->sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	return 0;
 }
 
 /* Connect to the server, retrying until the timeout (it may start later). */
 static int oob_connect(struct xfer *x)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;
-	uint64_t end = deadline();
 	char port[16];
-	int one = 1, ret, err = 0;
+	int gai_err;
 
 	snprintf(port, sizeof(port), "%u", opt.port);
-	ret = getaddrinfo(opt.server, port, &hints, &res);
-	if (ret) {
-		say("control connection: %s: %s\n", opt.server, gai_strerror(ret));
-		return -1;
-	}
-	do {
-		for (ai = res; ai; ai = ai->ai_next) {
-			int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
-
-			if (fd < 0)
-				continue;
-			if (!connect(fd, ai->ai_addr, ai->ai_addrlen)) {
-				setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-				x->sock = fd;
-				freeaddrinfo(res);
-				return 0;
-			}
-			err = errno;
-			close(fd);
-		}
-		usleep(100000);
-	} while (now_ns() < end);
-	freeaddrinfo(res);
-	say("control connection: connect to %s port %s: %s\n", opt.server, port, strerror(err));
+	x->sock = fiu_tcp_connect(opt.server, port, AF_UNSPEC, 100, deadline(), &gai_err);
+	if (x->sock >= 0)
+		return 0;
+	if (gai_err)
+		say("control connection: %s: %s\n", opt.server, gai_strerror(gai_err));
+	else
+		say("control connection: connect to %s port %s: %s\n", opt.server, port,
+		    strerror(errno));
 	return -1;
 }
 
@@ -892,17 +841,12 @@ static uint64_t caps_of_ops(uint32_t ops)
 
 static struct fi_info *make_hints(uint64_t caps)
 {
-	struct fi_info *h = fi_allocinfo();
+	struct fi_info *h = fiu_msg_hints(
+	    opt.prov, caps, FI_CONTEXT | FI_CONTEXT2 | (opt.no_rx_cq_data ? 0 : FI_RX_CQ_DATA));
 
 	if (!h)
 		return NULL;
-	h->caps = caps;
-	h->ep_attr->type = FI_EP_MSG;
-	h->mode = FI_CONTEXT | FI_CONTEXT2 | (opt.no_rx_cq_data ? 0 : FI_RX_CQ_DATA);
-	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 	h->domain_attr->threading = FI_THREAD_DOMAIN;
-	if (opt.prov)
-		h->fabric_attr->prov_name = strdup(opt.prov);
 	if (opt.domain)
 		h->domain_attr->name = strdup(opt.domain);
 	return h;
@@ -1167,7 +1111,7 @@ static int eq_wait(struct xfer *x, struct fid_eq *eq, uint32_t want, union cm_en
 
 	for (;;) {
 		uint32_t event = 0;
-		int ms = (int)((end - now_ns()) / 1000000);
+		int ms = (int)((end - fiu_now_ns()) / 1000000);
 		ssize_t n;
 
 		if (ms > 100)
@@ -1189,15 +1133,11 @@ static int eq_wait(struct xfer *x, struct fid_eq *eq, uint32_t want, union cm_en
 			continue;
 		}
 		if (n == -FI_EAVAIL) {
-			struct fi_eq_err_entry err;
-			char pbuf[128] = "";
+			char text[REASON_LEN];
 
-			memset(&err, 0, sizeof(err));
-			fi_eq_readerr(eq, &err, 0);
-			why(reason, rlen, "EQ error while waiting for %s: %s, prov_errno %d (%s)",
-			    want == FI_CONNECTED ? "FI_CONNECTED" : "FI_CONNREQ",
-			    fi_strerror(err.err), err.prov_errno,
-			    fi_eq_strerror(eq, err.prov_errno, err.err_data, pbuf, sizeof(pbuf)));
+			fiu_eq_error(eq, text, sizeof(text));
+			why(reason, rlen, "EQ error while waiting for %s: %s",
+			    want == FI_CONNECTED ? "FI_CONNECTED" : "FI_CONNREQ", text);
 			return -1;
 		}
 		if (n != -FI_EAGAIN && n != -FI_ETIMEDOUT) {
@@ -1227,7 +1167,7 @@ static int eq_wait(struct xfer *x, struct fid_eq *eq, uint32_t want, union cm_en
 				peer_up = true;
 			}
 		}
-		if (now_ns() >= end) {
+		if (fiu_now_ns() >= end) {
 			why(reason, rlen, "no %s within %d ms",
 			    want == FI_CONNECTED ? "FI_CONNECTED" : "FI_CONNREQ", opt.timeout_ms);
 			return -1;
@@ -1358,15 +1298,15 @@ out:
 
 /* ---- posting, with retries while the queue is full -------------------- */
 
-#define POST(x, reason, rlen, what, call)                                                   \
-	({                                                                                  \
-		uint64_t __end = deadline();                                                \
-		ssize_t __r;                                                                \
-		while ((__r = (call)) == -FI_EAGAIN && now_ns() < __end)                    \
-			progress(x);                                                        \
-		if (__r)                                                                    \
-			why(reason, rlen, "%s: %s", what, fi_strerror((int)-__r));          \
-		__r;                                                                        \
+#define POST(x, reason, rlen, what, call)                                                          \
+	({                                                                                         \
+		uint64_t __end = deadline();                                                       \
+		ssize_t __r;                                                                       \
+		while ((__r = (call)) == -FI_EAGAIN && fiu_now_ns() < __end)                       \
+			progress(x);                                                               \
+		if (__r)                                                                           \
+			why(reason, rlen, "%s: %s", what, fi_strerror((int)-__r));                 \
+		__r;                                                                               \
 	})
 
 /* Check a completion: no error, the right context, the flags expected. */
@@ -1674,7 +1614,7 @@ static bool server_verify(struct xfer *x, const struct test *t, unsigned int ite
 	unsigned int rs = rshift(t->size, iter);
 	struct atomic_vals av = atomic_vals_of(t->op, iter);
 	size_t tail = x->area_len - GUARD - rs - t->size;
-	uint64_t start = now_ns();
+	uint64_t start = fiu_now_ns();
 	bool ok = false;
 
 	switch (t->op) {
@@ -1692,7 +1632,7 @@ static bool server_verify(struct xfer *x, const struct test *t, unsigned int ite
 			ok = region_check(a0 + GUARD + rs, t->size, tail,
 					  seed_of(t->op, t->size, iter, 0), "server", tmp,
 					  sizeof(tmp));
-			if (ok || now_ns() - start > SETTLE_NS) {
+			if (ok || fiu_now_ns() - start > SETTLE_NS) {
 				if (!ok)
 					why(r->reason, sizeof(r->reason), "%s", tmp);
 				break;
@@ -1700,9 +1640,9 @@ static bool server_verify(struct xfer *x, const struct test *t, unsigned int ite
 			progress(x);
 			sched_yield();
 		}
-		if (ok && now_ns() - start > 1000000)
+		if (ok && fiu_now_ns() - start > 1000000)
 			vlog("write: the data showed %.1f ms after the client's completion\n",
-			     (double)(now_ns() - start) / 1e6);
+			     (double)(fiu_now_ns() - start) / 1e6);
 		return ok;
 	case OP_WRITEDATA:
 		ok = region_check(a0 + GUARD + rs, t->size, tail, seed_of(t->op, t->size, iter, 0),
@@ -1849,7 +1789,7 @@ static void client_part(struct xfer *x, const struct test *t, unsigned int iter,
 			 fi_recv(x->c.ep, a1 + GUARD + ls, t->size + 8, x->desc, 0, &x->ctx_rx)))
 			goto fatal;
 		posted = true;
-		t0 = now_ns();
+		t0 = fiu_now_ns();
 		if (t->op == OP_SENDDATA)
 			ret = POST(x, r->reason, sizeof(r->reason), "client: fi_senddata",
 				   fi_senddata(x->c.ep, a0 + GUARD + ls, t->size, x->desc,
@@ -1870,7 +1810,7 @@ static void client_part(struct xfer *x, const struct test *t, unsigned int iter,
 		w = wait_comp(x, RX, &x->ctx_rx, &c, true, r->reason, sizeof(r->reason));
 		if (w != WAIT_OK)
 			goto fatal;
-		r->ns = now_ns() - t0;
+		r->ns = fiu_now_ns() - t0;
 		posted = false;
 		snprintf(what, sizeof(what), "receive of the echo");
 		if (!comp_ok(&c, &x->ctx_rx, FI_RECV | FI_MSG, "client", what, r->reason,
@@ -1894,7 +1834,7 @@ static void client_part(struct xfer *x, const struct test *t, unsigned int iter,
 	case OP_WRITEDATA:
 		pattern_fill(a0 + GUARD + ls, t->size, seed_of(t->op, t->size, iter, 0));
 		a0[GUARD + ls + t->size / 2] ^= flip;
-		t0 = now_ns();
+		t0 = fiu_now_ns();
 		if (t->op == OP_WRITEDATA)
 			ret = POST(x, r->reason, sizeof(r->reason), "client: fi_writedata",
 				   fi_writedata(x->c.ep, a0 + GUARD + ls, t->size, x->desc,
@@ -1910,14 +1850,14 @@ static void client_part(struct xfer *x, const struct test *t, unsigned int iter,
 		w = wait_comp(x, TX, &x->ctx_tx, &c, true, r->reason, sizeof(r->reason));
 		if (w != WAIT_OK)
 			goto fatal;
-		r->ns = now_ns() - t0;
+		r->ns = fiu_now_ns() - t0;
 		if (!comp_ok(&c, &x->ctx_tx, FI_WRITE, "client", name, r->reason,
 			     sizeof(r->reason)))
 			goto bad_comp;
 		break;
 	case OP_READ:
 		memset(a0, POISON, x->area_len);
-		t0 = now_ns();
+		t0 = fiu_now_ns();
 		if (POST(x, r->reason, sizeof(r->reason), "client: fi_read",
 			 fi_read(x->c.ep, a0 + GUARD + ls, t->size, x->desc, 0,
 				 rma_addr(x, 0, GUARD + rs), key, &x->ctx_tx)))
@@ -1925,7 +1865,7 @@ static void client_part(struct xfer *x, const struct test *t, unsigned int iter,
 		w = wait_comp(x, TX, &x->ctx_tx, &c, true, r->reason, sizeof(r->reason));
 		if (w != WAIT_OK)
 			goto fatal;
-		r->ns = now_ns() - t0;
+		r->ns = fiu_now_ns() - t0;
 		if (!comp_ok(&c, &x->ctx_tx, FI_READ, "client", name, r->reason,
 			     sizeof(r->reason)))
 			goto bad_comp;
@@ -1946,7 +1886,7 @@ static void client_part(struct xfer *x, const struct test *t, unsigned int iter,
 		r->ns = 0;
 		for (k = 0; k < n; k++) {
 			memset(a2, POISON, ATOMIC_AREA);
-			t0 = now_ns();
+			t0 = fiu_now_ns();
 			if (t->op == OP_FETCH_ADD) {
 				*operand = av.a ^ flip;
 				expect = av.v0;
@@ -1984,7 +1924,7 @@ static void client_part(struct xfer *x, const struct test *t, unsigned int iter,
 			w = wait_comp(x, TX, &x->ctx_tx, &c, true, r->reason, sizeof(r->reason));
 			if (w != WAIT_OK)
 				goto fatal;
-			r->ns += now_ns() - t0;
+			r->ns += fiu_now_ns() - t0;
 			/* libfabric's verbs provider does FI_ATOMIC_READ as an RDMA
 			 * READ and completes it as one (FI_RMA | FI_READ) */
 			if (!comp_ok(&c, &x->ctx_tx,
@@ -2266,7 +2206,7 @@ static void server_bye(struct xfer *x)
 
 	if (x->sock < 0 || oob_recv(x, M_BYE, &m, peer_ms()))
 		return;
-	while (x->c.up && !x->c.peer_down && now_ns() < end) {
+	while (x->c.up && !x->c.peer_down && fiu_now_ns() < end) {
 		eq_poll(x);
 		progress(x);
 		usleep(1000);
