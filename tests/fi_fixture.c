@@ -9,6 +9,7 @@
 
 #include <rdma/fi_errno.h>
 
+#include "ck_run.h"
 #include "fi_fixture.h"
 
 uint64_t fx_now_ns(void)
@@ -283,12 +284,6 @@ void fx_region_close(struct fx_region *r)
 
 int fx_run(Suite *s)
 {
-	SRunner *sr = srunner_create(s);
-	int failed;
-
 	/* fork per test unless CK_FORK=no (fi_fixture.h) */
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(s, false);
 }

@@ -30,6 +30,7 @@
 
 #include "dr_roce.h"
 #include "../tools/pcapng.h"
+#include "ck_run.h"
 
 #define MAX_OPS 8
 
@@ -794,12 +795,6 @@ static Suite *golden_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(golden_suite());
-	int failed;
-
 	printf("golden captures: %s\n", golden_dir());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(golden_suite(), false);
 }
