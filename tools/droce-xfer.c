@@ -1204,12 +1204,36 @@ static void cm_check(struct xfer *x, const uint8_t *data, size_t len, size_t wan
 }
 
 /* Client: connect, check the accept data; exchange CONN with the server. */
+/*
+ * Both sides, once this side's connect or accept is done (x->c.up) or
+ * failed (reason): tell the peer with M_CONN and take its M_CONN; -2 when
+ * the control connection fails, -1 when either side is not connected.
+ */
+static int conn_exchange(struct xfer *x, const char *reason, const char *what,
+			 const char *peer_failed)
+{
+	struct msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = M_CONN;
+	m.status = x->c.up ? 0 : 1;
+	scopy(m.text, sizeof(m.text), reason);
+	if (!x->c.up)
+		say("%s failed: %s\n", what, reason);
+	if (oob_send(x, &m) || oob_recv(x, M_CONN, &m, peer_ms()))
+		return -2;
+	if (m.status) {
+		say("%s: %s\n", peer_failed, m.text);
+		x->c.up = false;
+	}
+	return x->c.up ? 0 : -1;
+}
+
 static int client_connect(struct xfer *x)
 {
 	uint8_t param[CM_DATA_LEN];
 	union cm_ent ent;
 	char reason[256] = "";
-	struct msg m;
 	size_t dlen;
 	int ret = 0;
 
@@ -1234,19 +1258,7 @@ static int client_connect(struct xfer *x)
 	cm_check(x, ent.e.data, dlen, x->cm_len, 1, "the accept");
 	x->c.up = true;
 out:
-	memset(&m, 0, sizeof(m));
-	m.type = M_CONN;
-	m.status = x->c.up ? 0 : 1;
-	scopy(m.text, sizeof(m.text), reason);
-	if (!x->c.up)
-		say("connect failed: %s\n", reason);
-	if (oob_send(x, &m) || oob_recv(x, M_CONN, &m, peer_ms()))
-		return -2;
-	if (m.status) {
-		say("the server failed to accept: %s\n", m.text);
-		x->c.up = false;
-	}
-	return x->c.up ? 0 : -1;
+	return conn_exchange(x, reason, "connect", "the server failed to accept");
 }
 
 /* Server: wait for a connection request, accept it; exchange CONN. */
@@ -1255,7 +1267,6 @@ static int server_accept(struct xfer *x)
 	uint8_t param[CM_DATA_LEN];
 	union cm_ent ent;
 	char reason[256] = "";
-	struct msg m;
 	size_t dlen;
 	int ret;
 
@@ -1281,19 +1292,7 @@ static int server_accept(struct xfer *x)
 		goto out;
 	x->c.up = true;
 out:
-	memset(&m, 0, sizeof(m));
-	m.type = M_CONN;
-	m.status = x->c.up ? 0 : 1;
-	scopy(m.text, sizeof(m.text), reason);
-	if (!x->c.up)
-		say("accept failed: %s\n", reason);
-	if (oob_send(x, &m) || oob_recv(x, M_CONN, &m, peer_ms()))
-		return -2;
-	if (m.status) {
-		say("the client failed to connect: %s\n", m.text);
-		x->c.up = false;
-	}
-	return x->c.up ? 0 : -1;
+	return conn_exchange(x, reason, "accept", "the client failed to connect");
 }
 
 /* ---- posting, with retries while the queue is full -------------------- */
@@ -1758,201 +1757,300 @@ static uint64_t rma_addr(struct xfer *x, int a, size_t off)
 }
 
 /* The client's fabric part; fills r (ok, fatal, reason, ns, nops). */
-static void client_part(struct xfer *x, const struct test *t, unsigned int iter,
-			struct iter_res *r)
+/* What one client operation works with: its areas, offsets (lshift,
+ * rshift), the key it names and the -F fault, and whether a receive is
+ * still posted when it ends. */
+struct cpart {
+	struct xfer *x;
+	const struct test *t;
+	unsigned int iter;
+	struct iter_res *r;
+	uint8_t *a0, *a1, *a2;
+	unsigned int ls, rs;
+	size_t tail;
+	uint64_t key;
+	uint8_t flip;
+	bool posted;
+	int comp_err; /* of the completion found wrong */
+};
+
+/* How a client operation ended: done and verified; wrong (the connection
+ * still usable); broken (no completion, a post failed); or a completion
+ * not as expected (broken if it carries an error). */
+enum part_end { PART_OK, PART_FAIL, PART_FATAL, PART_BAD_COMP };
+
+static enum part_end bad_comp(struct cpart *p, const struct comp *c)
 {
-	uint8_t *a0 = area(x, 0), *a1 = area(x, 1), *a2 = area(x, 2);
-	unsigned int ls = lshift(iter), rs = rshift(t->size, iter);
+	p->comp_err = c->err;
+	return PART_BAD_COMP;
+}
+
+/* fi_send/fi_senddata of a pattern; the server echoes it back. */
+static enum part_end client_send(struct cpart *p)
+{
+	struct xfer *x = p->x;
+	const struct test *t = p->t;
+	struct iter_res *r = p->r;
+	unsigned int iter = p->iter, ls = p->ls;
+	uint8_t *a0 = p->a0, *a1 = p->a1, flip = p->flip;
 	const char *name = op_tab[t->op].name;
-	struct atomic_vals av = atomic_vals_of(t->op, iter);
-	size_t tail = x->area_len - GUARD - ls - t->size;
-	uint64_t t0 = 0, expect;
-	bool posted = false;
+	size_t tail = p->tail;
+	enum wait_ret w;
+	struct comp c;
+	char what[64];
+	uint64_t t0;
+	ssize_t ret;
+
+	r->nops = 2;
+	pattern_fill(a0 + GUARD + ls, t->size, seed_of(t->op, t->size, iter, 0));
+	a0[GUARD + ls + t->size / 2] ^= flip;
+	memset(a1, POISON, x->area_len);
+	if (POST(x, r->reason, sizeof(r->reason), "client: fi_recv",
+		 fi_recv(x->c.ep, a1 + GUARD + ls, t->size + 8, x->desc, 0, &x->ctx_rx)))
+		return PART_FATAL;
+	p->posted = true;
+	t0 = fiu_now_ns();
+	if (t->op == OP_SENDDATA)
+		ret = POST(x, r->reason, sizeof(r->reason), "client: fi_senddata",
+			   fi_senddata(x->c.ep, a0 + GUARD + ls, t->size, x->desc,
+				       cq_data_of(x, t->op, t->size, iter, 0), 0, &x->ctx_tx));
+	else
+		ret = POST(x, r->reason, sizeof(r->reason), "client: fi_send",
+			   fi_send(x->c.ep, a0 + GUARD + ls, t->size, x->desc, 0, &x->ctx_tx));
+	if (ret)
+		return PART_FATAL;
+	w = wait_comp(x, TX, &x->ctx_tx, &c, true, r->reason, sizeof(r->reason));
+	if (w != WAIT_OK)
+		return PART_FATAL;
+	if (!comp_ok(&c, &x->ctx_tx, FI_SEND, "client", name, r->reason, sizeof(r->reason)))
+		return bad_comp(p, &c);
+	w = wait_comp(x, RX, &x->ctx_rx, &c, true, r->reason, sizeof(r->reason));
+	if (w != WAIT_OK)
+		return PART_FATAL;
+	r->ns = fiu_now_ns() - t0;
+	p->posted = false;
+	snprintf(what, sizeof(what), "receive of the echo");
+	if (!comp_ok(&c, &x->ctx_rx, FI_RECV | FI_MSG, "client", what, r->reason,
+		     sizeof(r->reason)))
+		return bad_comp(p, &c);
+	if (c.e.len != t->size) {
+		why(r->reason, sizeof(r->reason),
+		    "client: echo completion len %zu, expected %" PRIu64, c.e.len, t->size);
+		return PART_FAIL;
+	}
+	if (t->op == OP_SENDDATA ? !rx_data_ok(x, &c, cq_data_of(x, t->op, t->size, iter, 1),
+					       "client (echo)", r->reason, sizeof(r->reason))
+				 : !no_rx_data(&c, "client (echo)", r->reason, sizeof(r->reason)))
+		return PART_FAIL;
+	if (!region_check(a1 + GUARD + ls, t->size, tail, seed_of(t->op, t->size, iter, 1),
+			  "client (echo)", r->reason, sizeof(r->reason)))
+		return PART_FAIL;
+	return PART_OK;
+}
+
+/* fi_write/fi_writedata of a pattern into the server's area 0. */
+static enum part_end client_write(struct cpart *p)
+{
+	struct xfer *x = p->x;
+	const struct test *t = p->t;
+	struct iter_res *r = p->r;
+	unsigned int iter = p->iter, ls = p->ls;
+	uint8_t *a0 = p->a0, flip = p->flip;
+	const char *name = op_tab[t->op].name;
+	uint64_t key = p->key;
+	unsigned int rs = p->rs;
+	enum wait_ret w;
+	struct comp c;
+	uint64_t t0;
+	ssize_t ret;
+
+	pattern_fill(a0 + GUARD + ls, t->size, seed_of(t->op, t->size, iter, 0));
+	a0[GUARD + ls + t->size / 2] ^= flip;
+	t0 = fiu_now_ns();
+	if (t->op == OP_WRITEDATA)
+		ret = POST(x, r->reason, sizeof(r->reason), "client: fi_writedata",
+			   fi_writedata(x->c.ep, a0 + GUARD + ls, t->size, x->desc,
+					cq_data_of(x, t->op, t->size, iter, 0), 0,
+					rma_addr(x, 0, GUARD + rs), key, &x->ctx_tx));
+	else
+		ret = POST(x, r->reason, sizeof(r->reason), "client: fi_write",
+			   fi_write(x->c.ep, a0 + GUARD + ls, t->size, x->desc, 0,
+				    rma_addr(x, 0, GUARD + rs), key, &x->ctx_tx));
+	if (ret)
+		return PART_FATAL;
+	w = wait_comp(x, TX, &x->ctx_tx, &c, true, r->reason, sizeof(r->reason));
+	if (w != WAIT_OK)
+		return PART_FATAL;
+	r->ns = fiu_now_ns() - t0;
+	if (!comp_ok(&c, &x->ctx_tx, FI_WRITE, "client", name, r->reason, sizeof(r->reason)))
+		return bad_comp(p, &c);
+	return PART_OK;
+}
+
+/* fi_read of the server's area 0. */
+static enum part_end client_read(struct cpart *p)
+{
+	struct xfer *x = p->x;
+	const struct test *t = p->t;
+	struct iter_res *r = p->r;
+	unsigned int iter = p->iter, ls = p->ls;
+	uint8_t *a0 = p->a0;
+	const char *name = op_tab[t->op].name;
+	uint64_t key = p->key;
+	unsigned int rs = p->rs;
+	size_t tail = p->tail;
+	enum wait_ret w;
+	struct comp c;
+	uint64_t t0;
+
+	memset(a0, POISON, x->area_len);
+	t0 = fiu_now_ns();
+	if (POST(x, r->reason, sizeof(r->reason), "client: fi_read",
+		 fi_read(x->c.ep, a0 + GUARD + ls, t->size, x->desc, 0, rma_addr(x, 0, GUARD + rs),
+			 key, &x->ctx_tx)))
+		return PART_FATAL;
+	w = wait_comp(x, TX, &x->ctx_tx, &c, true, r->reason, sizeof(r->reason));
+	if (w != WAIT_OK)
+		return PART_FATAL;
+	r->ns = fiu_now_ns() - t0;
+	if (!comp_ok(&c, &x->ctx_tx, FI_READ, "client", name, r->reason, sizeof(r->reason)))
+		return bad_comp(p, &c);
+	if (!region_check(a0 + GUARD + ls, t->size, tail, seed_of(t->op, t->size, iter, 0),
+			  "client (read data)", r->reason, sizeof(r->reason)))
+		return PART_FAIL;
+	return PART_OK;
+}
+
+/* The atomics on the server's word (a compare-and-swap twice: matching,
+ * then stale). */
+static enum part_end client_atomic(struct cpart *p)
+{
+	struct xfer *x = p->x;
+	const struct test *t = p->t;
+	struct iter_res *r = p->r;
+	uint8_t *a2 = p->a2, flip = p->flip;
+	const char *name = op_tab[t->op].name;
+	struct atomic_vals av = atomic_vals_of(t->op, p->iter);
+	uint64_t key = p->key, t0, expect;
 	enum wait_ret w;
 	struct comp c;
 	char what[64];
 	ssize_t ret;
+	uint64_t *operand = (uint64_t *)(a2 + ATOMIC_OPERAND);
+	uint64_t *compare = (uint64_t *)(a2 + ATOMIC_COMPARE);
+	uint8_t *result = a2 + ATOMIC_RESULT;
+	uint64_t addr = rma_addr(x, 2, ATOMIC_TARGET);
+	int k, n = t->op == OP_CSWAP ? 2 : 1;
 
+	r->nops = (unsigned int)n;
+	r->ns = 0;
+	for (k = 0; k < n; k++) {
+		memset(a2, POISON, ATOMIC_AREA);
+		t0 = fiu_now_ns();
+		if (t->op == OP_FETCH_ADD) {
+			*operand = av.a ^ flip;
+			expect = av.v0;
+			ret =
+			    POST(x, r->reason, sizeof(r->reason), "client: fi_fetch_atomic(FI_SUM)",
+				 fi_fetch_atomic(x->c.ep, operand, 1, x->desc, result, x->desc, 0,
+						 addr, key, FI_UINT64, FI_SUM, &x->ctx_tx));
+			snprintf(what, sizeof(what), "fetched old value");
+		} else if (t->op == OP_ATOMIC_READ) {
+			*operand = 0;
+			expect = av.v0;
+			ret =
+			    POST(x, r->reason, sizeof(r->reason),
+				 "client: fi_fetch_atomic(FI_ATOMIC_READ)",
+				 fi_fetch_atomic(x->c.ep, operand, 1, x->desc, result, x->desc, 0,
+						 addr, key, FI_UINT64, FI_ATOMIC_READ, &x->ctx_tx));
+			snprintf(what, sizeof(what), "value read");
+		} else {
+			/* k 0: compare matches, swap; k 1: stale compare, no swap */
+			*operand = k ? av.s2 : av.s;
+			*compare = av.v0;
+			expect = k ? av.s : av.v0;
+			ret = POST(x, r->reason, sizeof(r->reason),
+				   "client: fi_compare_atomic(FI_CSWAP)",
+				   fi_compare_atomic(x->c.ep, operand, 1, x->desc, compare, x->desc,
+						     result, x->desc, 0, addr, key, FI_UINT64,
+						     FI_CSWAP, &x->ctx_tx));
+			snprintf(what, sizeof(what), "%s swap's old value",
+				 k ? "failing" : "succeeding");
+		}
+		if (ret)
+			return PART_FATAL;
+		w = wait_comp(x, TX, &x->ctx_tx, &c, true, r->reason, sizeof(r->reason));
+		if (w != WAIT_OK)
+			return PART_FATAL;
+		r->ns += fiu_now_ns() - t0;
+		/* libfabric's verbs provider does FI_ATOMIC_READ as an RDMA
+		 * READ and completes it as one (FI_RMA | FI_READ) */
+		if (!comp_ok(&c, &x->ctx_tx,
+			     t->op == OP_ATOMIC_READ && (c.e.flags & FI_RMA) ? FI_RMA | FI_READ
+									     : FI_ATOMIC,
+			     "client", name, r->reason, sizeof(r->reason)))
+			return bad_comp(p, &c);
+		if (!word_check(result, expect, "client", what, r->reason, sizeof(r->reason)))
+			return PART_FAIL;
+	}
+	return PART_OK;
+}
+
+static void client_part(struct xfer *x, const struct test *t, unsigned int iter, struct iter_res *r)
+{
 	bool fault = opt.fault && opt.fault_op == t->op && opt.fault_iter == iter;
-	uint64_t key = x->peer_key ^ (fault && opt.fault == FAULT_BADKEY ? 0x5a5a5a5aull : 0);
-	uint8_t flip = fault && opt.fault == FAULT_CORRUPT && t->size ? 0xff : 0;
+	struct cpart p = {
+	    .x = x,
+	    .t = t,
+	    .iter = iter,
+	    .r = r,
+	    .a0 = area(x, 0),
+	    .a1 = area(x, 1),
+	    .a2 = area(x, 2),
+	    .ls = lshift(iter),
+	    .rs = rshift(t->size, iter),
+	    .key = x->peer_key ^ (fault && opt.fault == FAULT_BADKEY ? 0x5a5a5a5aull : 0),
+	    .flip = fault && opt.fault == FAULT_CORRUPT && t->size ? 0xff : 0,
+	};
+	enum part_end end = PART_OK;
 
+	p.tail = x->area_len - GUARD - p.ls - t->size;
 	r->nops = 1;
 	switch (t->op) {
 	case OP_SEND:
 	case OP_SENDDATA:
-		r->nops = 2;
-		pattern_fill(a0 + GUARD + ls, t->size, seed_of(t->op, t->size, iter, 0));
-		a0[GUARD + ls + t->size / 2] ^= flip;
-		memset(a1, POISON, x->area_len);
-		if (POST(x, r->reason, sizeof(r->reason), "client: fi_recv",
-			 fi_recv(x->c.ep, a1 + GUARD + ls, t->size + 8, x->desc, 0, &x->ctx_rx)))
-			goto fatal;
-		posted = true;
-		t0 = fiu_now_ns();
-		if (t->op == OP_SENDDATA)
-			ret = POST(x, r->reason, sizeof(r->reason), "client: fi_senddata",
-				   fi_senddata(x->c.ep, a0 + GUARD + ls, t->size, x->desc,
-					       cq_data_of(x, t->op, t->size, iter, 0), 0,
-					       &x->ctx_tx));
-		else
-			ret = POST(x, r->reason, sizeof(r->reason), "client: fi_send",
-				   fi_send(x->c.ep, a0 + GUARD + ls, t->size, x->desc, 0,
-					   &x->ctx_tx));
-		if (ret)
-			goto fatal;
-		w = wait_comp(x, TX, &x->ctx_tx, &c, true, r->reason, sizeof(r->reason));
-		if (w != WAIT_OK)
-			goto fatal;
-		if (!comp_ok(&c, &x->ctx_tx, FI_SEND, "client", name, r->reason,
-			     sizeof(r->reason)))
-			goto bad_comp;
-		w = wait_comp(x, RX, &x->ctx_rx, &c, true, r->reason, sizeof(r->reason));
-		if (w != WAIT_OK)
-			goto fatal;
-		r->ns = fiu_now_ns() - t0;
-		posted = false;
-		snprintf(what, sizeof(what), "receive of the echo");
-		if (!comp_ok(&c, &x->ctx_rx, FI_RECV | FI_MSG, "client", what, r->reason,
-			     sizeof(r->reason)))
-			goto bad_comp;
-		if (c.e.len != t->size) {
-			why(r->reason, sizeof(r->reason),
-			    "client: echo completion len %zu, expected %" PRIu64, c.e.len, t->size);
-			goto fail;
-		}
-		if (t->op == OP_SENDDATA ?
-			    !rx_data_ok(x, &c, cq_data_of(x, t->op, t->size, iter, 1),
-					"client (echo)", r->reason, sizeof(r->reason)) :
-			    !no_rx_data(&c, "client (echo)", r->reason, sizeof(r->reason)))
-			goto fail;
-		if (!region_check(a1 + GUARD + ls, t->size, tail, seed_of(t->op, t->size, iter, 1),
-				  "client (echo)", r->reason, sizeof(r->reason)))
-			goto fail;
+		end = client_send(&p);
 		break;
 	case OP_WRITE:
 	case OP_WRITEDATA:
-		pattern_fill(a0 + GUARD + ls, t->size, seed_of(t->op, t->size, iter, 0));
-		a0[GUARD + ls + t->size / 2] ^= flip;
-		t0 = fiu_now_ns();
-		if (t->op == OP_WRITEDATA)
-			ret = POST(x, r->reason, sizeof(r->reason), "client: fi_writedata",
-				   fi_writedata(x->c.ep, a0 + GUARD + ls, t->size, x->desc,
-						cq_data_of(x, t->op, t->size, iter, 0), 0,
-						rma_addr(x, 0, GUARD + rs), key,
-						&x->ctx_tx));
-		else
-			ret = POST(x, r->reason, sizeof(r->reason), "client: fi_write",
-				   fi_write(x->c.ep, a0 + GUARD + ls, t->size, x->desc, 0,
-					    rma_addr(x, 0, GUARD + rs), key, &x->ctx_tx));
-		if (ret)
-			goto fatal;
-		w = wait_comp(x, TX, &x->ctx_tx, &c, true, r->reason, sizeof(r->reason));
-		if (w != WAIT_OK)
-			goto fatal;
-		r->ns = fiu_now_ns() - t0;
-		if (!comp_ok(&c, &x->ctx_tx, FI_WRITE, "client", name, r->reason,
-			     sizeof(r->reason)))
-			goto bad_comp;
+		end = client_write(&p);
 		break;
 	case OP_READ:
-		memset(a0, POISON, x->area_len);
-		t0 = fiu_now_ns();
-		if (POST(x, r->reason, sizeof(r->reason), "client: fi_read",
-			 fi_read(x->c.ep, a0 + GUARD + ls, t->size, x->desc, 0,
-				 rma_addr(x, 0, GUARD + rs), key, &x->ctx_tx)))
-			goto fatal;
-		w = wait_comp(x, TX, &x->ctx_tx, &c, true, r->reason, sizeof(r->reason));
-		if (w != WAIT_OK)
-			goto fatal;
-		r->ns = fiu_now_ns() - t0;
-		if (!comp_ok(&c, &x->ctx_tx, FI_READ, "client", name, r->reason,
-			     sizeof(r->reason)))
-			goto bad_comp;
-		if (!region_check(a0 + GUARD + ls, t->size, tail, seed_of(t->op, t->size, iter, 0),
-				  "client (read data)", r->reason, sizeof(r->reason)))
-			goto fail;
+		end = client_read(&p);
 		break;
 	case OP_FETCH_ADD:
 	case OP_CSWAP:
-	case OP_ATOMIC_READ: {
-		uint64_t *operand = (uint64_t *)(a2 + ATOMIC_OPERAND);
-		uint64_t *compare = (uint64_t *)(a2 + ATOMIC_COMPARE);
-		uint8_t *result = a2 + ATOMIC_RESULT;
-		uint64_t addr = rma_addr(x, 2, ATOMIC_TARGET);
-		int k, n = t->op == OP_CSWAP ? 2 : 1;
-
-		r->nops = (unsigned int)n;
-		r->ns = 0;
-		for (k = 0; k < n; k++) {
-			memset(a2, POISON, ATOMIC_AREA);
-			t0 = fiu_now_ns();
-			if (t->op == OP_FETCH_ADD) {
-				*operand = av.a ^ flip;
-				expect = av.v0;
-				ret = POST(x, r->reason, sizeof(r->reason),
-					   "client: fi_fetch_atomic(FI_SUM)",
-					   fi_fetch_atomic(x->c.ep, operand, 1, x->desc, result,
-							   x->desc, 0, addr, key,
-							   FI_UINT64, FI_SUM, &x->ctx_tx));
-				snprintf(what, sizeof(what), "fetched old value");
-			} else if (t->op == OP_ATOMIC_READ) {
-				*operand = 0;
-				expect = av.v0;
-				ret = POST(x, r->reason, sizeof(r->reason),
-					   "client: fi_fetch_atomic(FI_ATOMIC_READ)",
-					   fi_fetch_atomic(x->c.ep, operand, 1, x->desc, result,
-							   x->desc, 0, addr, key,
-							   FI_UINT64, FI_ATOMIC_READ, &x->ctx_tx));
-				snprintf(what, sizeof(what), "value read");
-			} else {
-				/* k 0: compare matches, swap; k 1: stale compare, no swap */
-				*operand = k ? av.s2 : av.s;
-				*compare = av.v0;
-				expect = k ? av.s : av.v0;
-				ret = POST(x, r->reason, sizeof(r->reason),
-					   "client: fi_compare_atomic(FI_CSWAP)",
-					   fi_compare_atomic(x->c.ep, operand, 1, x->desc, compare,
-							     x->desc, result, x->desc, 0, addr,
-							     key, FI_UINT64, FI_CSWAP,
-							     &x->ctx_tx));
-				snprintf(what, sizeof(what), "%s swap's old value",
-					 k ? "failing" : "succeeding");
-			}
-			if (ret)
-				goto fatal;
-			w = wait_comp(x, TX, &x->ctx_tx, &c, true, r->reason, sizeof(r->reason));
-			if (w != WAIT_OK)
-				goto fatal;
-			r->ns += fiu_now_ns() - t0;
-			/* libfabric's verbs provider does FI_ATOMIC_READ as an RDMA
-			 * READ and completes it as one (FI_RMA | FI_READ) */
-			if (!comp_ok(&c, &x->ctx_tx,
-				     t->op == OP_ATOMIC_READ && (c.e.flags & FI_RMA) ? FI_RMA | FI_READ
-										    : FI_ATOMIC,
-				     "client", name, r->reason, sizeof(r->reason)))
-				goto bad_comp;
-			if (!word_check(result, expect, "client", what, r->reason,
-					sizeof(r->reason)))
-				goto fail;
-		}
+	case OP_ATOMIC_READ:
+		end = client_atomic(&p);
 		break;
 	}
+	if (end == PART_OK && !check_stray(x, "client", r->reason, sizeof(r->reason)))
+		end = PART_FAIL;
+	switch (end) {
+	case PART_OK:
+		r->ok = true;
+		return;
+	case PART_BAD_COMP:
+		r->fatal = p.comp_err != 0 || p.posted;
+		r->ok = false;
+		return;
+	case PART_FATAL:
+		r->fatal = true;
+		/* fall through */
+	case PART_FAIL:
+		r->fatal |= p.posted;
+		r->ok = false;
 	}
-	if (!check_stray(x, "client", r->reason, sizeof(r->reason)))
-		goto fail;
-	r->ok = true;
-	return;
-
-bad_comp:
-	r->fatal = c.err != 0 || posted;
-	r->ok = false;
-	return;
-fatal:
-	r->fatal = true;
-fail:
-	r->fatal |= posted;
-	r->ok = false;
 }
 
 /* -W: let a test harness act just before an operation (take the link
