@@ -241,7 +241,7 @@ START_TEST(test_connect_accept)
 }
 END_TEST
 
-/* the REQ on the wire is what rdma_cm sends (ROCE-REFERENCE.md C.3/C.4) */
+/* the REQ on the wire is what rdma_cm sends (docs/protocol.md C.3/C.4) */
 START_TEST(test_req_wire_format)
 {
 	struct dr_cma_hdr cma;
@@ -606,7 +606,7 @@ START_TEST(test_rxe_req)
 END_TEST
 
 /* A MAD leaves as a UD SEND_ONLY to QP1 with the GSI Q_Key, from QP1 and
- * our address, AckReq set, consecutive PSNs (ROCE-REFERENCE.md C.1) */
+ * our address, AckReq set, consecutive PSNs (docs/protocol.md C.1) */
 START_TEST(test_mad_frame)
 {
 	uint8_t mad[DR_MAD_LEN], frame[DR_CM_FRAME_MAX];

@@ -5,7 +5,7 @@
  *
  * Expected values are written out here as the spec, not derived from the
  * code under test: IBA vol. 1 table 38 and 9.2-9.3 (opcodes and headers),
- * ../shared/ROCE-REFERENCE.md section A (what rdma_rxe puts on the wire,
+ * docs/protocol.md section A (what rdma_rxe puts on the wire,
  * A.9 the ICRC and its worked vector), and the check order documented in
  * include/dr_roce.h (enum dr_pkt_verdict: the first fault in wire order).
  *
@@ -159,7 +159,7 @@ static size_t l3_off(const uint8_t *f)
 }
 
 /*
- * The ICRC as ROCE-REFERENCE.md A.9 spells it out: CRC-32 of
+ * The ICRC as docs/protocol.md A.9 spells it out: CRC-32 of
  * FF x 8 || IP/UDP/BTH with TOS, TTL, IP checksum (IPv6: traffic class,
  * flow label, hop limit), UDP checksum and BTH byte 4 set to ones || the
  * rest of the IP datagram up to the ICRC.  The datagram's end is taken from
@@ -200,7 +200,7 @@ static uint32_t icrc_ref(const uint8_t *f)
 
 /* ---- the opcode table, written out as the spec ------------------------------ */
 
-/* Extension header sizes, IBA 9.3 / ROCE-REFERENCE.md A.5, in enum dr_hdr
+/* Extension header sizes, IBA 9.3 / docs/protocol.md A.5, in enum dr_hdr
  * order, which is the order they follow the BTH (IBA 9.2 figure 36). */
 static const unsigned ext_size[DR_HDR_NUM] = {
 	[DR_HDR_DETH] = 8, [DR_HDR_RETH] = 16, [DR_HDR_ATMETH] = 28, [DR_HDR_AETH] = 4,
@@ -238,7 +238,7 @@ struct op_spec {
 
 /*
  * IBA vol. 1 table 38 (values, ib_pack.h), rxe_opcode.c (header
- * composition, first/middle/last/only), ROCE-REFERENCE.md A.6 (payload
+ * composition, first/middle/last/only), docs/protocol.md A.6 (payload
  * column and the header-length sanity values: SEND_ONLY 12, WRITE_ONLY 28,
  * WRITE_ONLY_IMM 32, READ_REQ 28, READ_RESP_FIRST/LAST/ONLY 16,
  * READ_RESP_MIDDLE 12, ACK 16, ATOMIC_ACK 24, CMP_SWAP/FETCH_ADD 40,
@@ -1605,7 +1605,7 @@ struct mal {
 
 /*
  * One fault per row; want is the verdict naming it (enum dr_pkt_verdict,
- * first fault in wire order).  Provenance: ROCE-REFERENCE.md A.1-A.5 and
+ * first fault in wire order).  Provenance: docs/protocol.md A.1-A.5 and
  * A.9 (what is checked and what the ICRC masks), RFC 791 (IPv4 header),
  * RFC 8200 (IPv6), RFC 768 (UDP), IBA 9.2-9.3 (BTH, PadCnt, TVer).
  */
