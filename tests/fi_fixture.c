@@ -282,6 +282,16 @@ void fx_region_close(struct fx_region *r)
 	free(r->base);
 }
 
+void fx_add_fixture(TCase *tc, void (*setup)(void), void (*teardown)(void))
+{
+	const char *fork = getenv("CK_FORK"); /* as Check reads it */
+
+	if (fork && !strcmp(fork, "no"))
+		tcase_add_unchecked_fixture(tc, setup, teardown);
+	else
+		tcase_add_checked_fixture(tc, setup, teardown);
+}
+
 int fx_run(Suite *s)
 {
 	/* fork per test unless CK_FORK=no (fi_fixture.h) */

@@ -113,5 +113,10 @@ void fx_region_close(struct fx_region *r);
  * starts its own EAL (--no-huge, --no-shconf, --file-prefix=droce-PID).
  * A crash then fails that one test and the next ones still run. */
 int fx_run(Suite *s);
+/* Add the fixture opening the fabric to tc: checked (in each test's
+ * child) when Check forks, unchecked (once for the suite) under
+ * CK_FORK=no, where a process opening the pair's devices anew for each of
+ * dozens of tests runs out of them. */
+void fx_add_fixture(TCase *tc, void (*setup)(void), void (*teardown)(void));
 
 #endif /* FI_FIXTURE_H */

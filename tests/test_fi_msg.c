@@ -903,7 +903,7 @@ int main(void)
 	fx_env(PAIR);
 	tcase_set_timeout(tc, 120);
 	/* in each test's child (fi_fixture.h: fx_run) */
-	tcase_add_checked_fixture(tc, setup, teardown);
+	fx_add_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_getinfo);
 	tcase_add_loop_test(tc, test_connect_cm_data, 0, 3);
 	tcase_add_test(tc, test_cm_data_too_long);
