@@ -58,6 +58,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include "../tools/fiutil.h"
+
 #include "fi_ext_droce.h"
 
 #define CSV_HEADER                                                                                 \
@@ -182,14 +184,6 @@ static uint64_t runq_wait_ns(void)
 	n = fscanf(f, "%llu %llu", &run, &wait);
 	fclose(f);
 	return n == 2 ? wait : 0;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* ---- out-of-band control channel ----------------------------------------------------- */
@@ -321,11 +315,6 @@ static void dcount_delta(struct dcount *d, const struct dcount *before)
 	d->drops -= before->drops;
 }
 
-static const char *fierr(int ret)
-{
-	return fi_strerror(ret < 0 ? -ret : ret);
-}
-
 /* Stall detection that keeps the clock out of the polling loops: the clock
  * is read every 256 calls; a wait fails after opt.stall seconds in which no
  * completion arrived. */
@@ -338,7 +327,7 @@ struct stallwatch {
 static void sw_init(struct stallwatch *w)
 {
 	w->events = F.events;
-	w->since = now_ns();
+	w->since = fiu_now_ns();
 	w->spin = 0;
 	w->moved = false;
 }
@@ -353,7 +342,7 @@ static bool sw_stalled(struct stallwatch *w)
 	}
 	if (++w->spin & 255)
 		return false;
-	now = now_ns();
+	now = fiu_now_ns();
 	if (w->moved) {
 		w->since = now;
 		w->moved = false;
@@ -391,8 +380,8 @@ static int progress(void)
 
 				while ((r = post_rx(e[i].op_context)) == -FI_EAGAIN) {
 					if (!t0)
-						t0 = now_ns();
-					if (now_ns() - t0 > (uint64_t)(opt.stall * 1e9)) {
+						t0 = fiu_now_ns();
+					if (fiu_now_ns() - t0 > (uint64_t)(opt.stall * 1e9)) {
 						fprintf(stderr,
 							"droce-bench: re-posting a receive: "
 							"timed out\n");
@@ -400,7 +389,8 @@ static int progress(void)
 					}
 				}
 				if (r) {
-					fprintf(stderr, "droce-bench: fi_recv: %s\n", fierr(r));
+					fprintf(stderr, "droce-bench: fi_recv: %s\n",
+						fiu_strerror(r));
 					return F.err = r;
 				}
 			} else {
@@ -421,14 +411,15 @@ static int progress(void)
 			    stderr,
 			    "droce-bench[%s]: completion error: %s (%d), prov_errno %d: %s "
 			    "(flags 0x%" PRIx64 ")\n",
-			    opt.server ? "server" : "client", fierr(ee.err), ee.err, ee.prov_errno,
+			    opt.server ? "server" : "client", fiu_strerror(ee.err), ee.err,
+			    ee.prov_errno,
 			    fi_cq_strerror(F.cq, ee.prov_errno, ee.err_data, pbuf, sizeof(pbuf)),
 			    (uint64_t)ee.flags);
 			return F.err = -(ee.err ? ee.err : FI_EIO);
 		}
 		return F.err = -FI_EIO;
 	}
-	fprintf(stderr, "droce-bench: fi_cq_read: %s\n", fierr((int)n));
+	fprintf(stderr, "droce-bench: fi_cq_read: %s\n", fiu_strerror((int)n));
 	return F.err = (int)n;
 }
 
@@ -494,7 +485,7 @@ static int send_marker(size_t len)
 
 	POST_RETRY(ret, fi_inject(F.ep, F.buf + OFF_TXA, len, 0));
 	if (ret)
-		fprintf(stderr, "droce-bench: fi_inject(marker): %s\n", fierr((int)ret));
+		fprintf(stderr, "droce-bench: fi_inject(marker): %s\n", fiu_strerror((int)ret));
 	return (int)ret;
 }
 
@@ -537,18 +528,7 @@ static int drain_tx(void)
 
 static int oob_send(struct oob_msg *m)
 {
-	size_t off = 0;
-
-	while (off < sizeof(*m)) {
-		ssize_t n = send(F.oob, (char *)m + off, sizeof(*m) - off, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		off += (size_t)n;
-	}
-	return 0;
+	return fiu_send_all(F.oob, m, sizeof(*m));
 }
 
 /* Receive one message; progress the fabric (when there is one) meanwhile;
@@ -556,7 +536,7 @@ static int oob_send(struct oob_msg *m)
 static int oob_recv(struct oob_msg *m, double secs)
 {
 	size_t off = 0;
-	uint64_t end = now_ns() + (uint64_t)(secs * 1e9);
+	uint64_t end = fiu_now_ns() + (uint64_t)(secs * 1e9);
 
 	while (off < sizeof(*m)) {
 		struct pollfd p = {.fd = F.oob, .events = POLLIN};
@@ -579,7 +559,7 @@ static int oob_recv(struct oob_msg *m, double secs)
 		}
 		if (F.cq && progress())
 			return -1;
-		if (now_ns() > end) {
+		if (fiu_now_ns() > end) {
 			fprintf(stderr, "droce-bench: control channel: no message for %.0f s\n",
 				secs);
 			return -1;
@@ -616,45 +596,29 @@ static int oob_listen_accept(void)
 	freeaddrinfo(ai);
 	/* tell a script we are ready (it may wait for this line) */
 	fprintf(stderr, "droce-bench[server %s]: listening on %s\n", opt.prov, opt.oob);
-	{
-		struct pollfd p = {.fd = fd, .events = POLLIN};
-
-		if (poll(&p, 1, (int)(opt.watchdog * 1000)) <= 0)
-			die("control channel: no client\n");
-	}
-	c = accept(fd, NULL, NULL);
+	c = fiu_tcp_accept(fd, (int)(opt.watchdog * 1000));
+	if (c < 0 && errno == ETIMEDOUT)
+		die("control channel: no client\n");
 	if (c < 0)
 		die("control channel: accept: %s\n", strerror(errno));
 	close(fd);
-	setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	return c;
 }
 
 static int oob_connect(void)
 {
 	char host[256], port[32];
-	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM};
-	struct addrinfo *ai;
-	uint64_t end = now_ns() + (uint64_t)(opt.stall * 1e9);
-	int one = 1;
+	int fd, gai_err;
 
 	split_hostport(opt.oob, host, sizeof(host), port, sizeof(port));
-	if (getaddrinfo(host, port, &hints, &ai))
+	/* the server may still be starting */
+	fd = fiu_tcp_connect(host, port, AF_INET, 20, fiu_now_ns() + (uint64_t)(opt.stall * 1e9),
+			     &gai_err);
+	if (fd < 0 && gai_err)
 		die("control channel: cannot resolve %s\n", opt.oob);
-	for (;;) { /* the server may still be starting */
-		int fd = socket(ai->ai_family, SOCK_STREAM, 0);
-
-		if (!connect(fd, ai->ai_addr, ai->ai_addrlen)) {
-			freeaddrinfo(ai);
-			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-			return fd;
-		}
-		close(fd);
-		if (now_ns() > end)
-			die("control channel: cannot connect to %s: %s\n", opt.oob,
-			    strerror(errno));
-		usleep(20000);
-	}
+	if (fd < 0)
+		die("control channel: cannot connect to %s: %s\n", opt.oob, strerror(errno));
+	return fd;
 }
 
 /* ---- fabric setup ---------------------------------------------------------------------- */
@@ -668,21 +632,18 @@ static struct fi_info *get_info(const char *node, const char *service, uint64_t 
 	};
 
 	for (size_t t = 0; t < sizeof(tries) / sizeof(tries[0]); t++) {
-		struct fi_info *hints = fi_allocinfo(), *info = NULL;
+		struct fi_info *hints = fiu_msg_hints(opt.prov, tries[t], FI_CONTEXT | FI_CONTEXT2);
+		struct fi_info *info = NULL;
 		int ret;
 
-		hints->ep_attr->type = FI_EP_MSG;
-		hints->caps = tries[t];
-		hints->mode = FI_CONTEXT | FI_CONTEXT2;
+		if (!hints)
+			die("out of memory\n");
 		hints->addr_format = FI_SOCKADDR_IN;
-		hints->domain_attr->mr_mode =
-		    FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 		hints->domain_attr->threading = FI_THREAD_DOMAIN;
-		hints->fabric_attr->prov_name = strdup(opt.prov);
 		ret = fi_getinfo(FI_VERSION(1, 17), node, service, flags, hints, &info);
 		fi_freeinfo(hints);
 		if (ret) {
-			vlog("fi_getinfo(caps 0x%" PRIx64 "): %s\n", tries[t], fierr(ret));
+			vlog("fi_getinfo(caps 0x%" PRIx64 "): %s\n", tries[t], fiu_strerror(ret));
 			continue;
 		}
 		/* the provider itself, not a utility provider layered on it */
@@ -702,7 +663,7 @@ static struct fi_info *get_info(const char *node, const char *service, uint64_t 
 
 static void wait_eq(uint32_t want, struct fi_eq_cm_entry *entry, size_t len)
 {
-	uint64_t end = now_ns() + (uint64_t)(opt.stall * 1e9);
+	uint64_t end = fiu_now_ns() + (uint64_t)(opt.stall * 1e9);
 
 	for (;;) {
 		uint32_t ev;
@@ -714,16 +675,14 @@ static void wait_eq(uint32_t want, struct fi_eq_cm_entry *entry, size_t len)
 			die("event queue: got event %u, expected %u\n", ev, want);
 		}
 		if (n == -FI_EAVAIL) {
-			struct fi_eq_err_entry ee;
+			char text[256];
 
-			memset(&ee, 0, sizeof(ee));
-			fi_eq_readerr(F.eq, &ee, 0);
-			die("event queue: error %s (prov_errno %d)\n", fierr(ee.err),
-			    ee.prov_errno);
+			fiu_eq_error(F.eq, text, sizeof(text));
+			die("event queue: error %s\n", text);
 		}
 		if (n != -FI_EAGAIN)
-			die("fi_eq_read: %s\n", fierr((int)n));
-		if (now_ns() > end)
+			die("fi_eq_read: %s\n", fiu_strerror((int)n));
+		if (fiu_now_ns() > end)
 			die("event queue: no event %u in %.0f s\n", want, opt.stall);
 		usleep(50);
 	}
@@ -733,7 +692,7 @@ static void wait_eq(uint32_t want, struct fi_eq_cm_entry *entry, size_t len)
 	do {                                                                                       \
 		int r_ = (int)(call);                                                              \
 		if (r_)                                                                            \
-			die("%s: %s (%d)\n", #call, fierr(r_), r_);                                \
+			die("%s: %s (%d)\n", #call, fiu_strerror(r_), r_);                         \
 	} while (0)
 
 static void open_ep_common(struct fi_info *info)
@@ -1009,7 +968,7 @@ static int run_server(void)
 			return 1;
 		if (r.status)
 			continue;
-		uint64_t q0 = runq_wait_ns(), t0 = now_ns();
+		uint64_t q0 = runq_wait_ns(), t0 = fiu_now_ns();
 		struct dcount dc0, dc;
 		int64_t got;
 
@@ -1021,7 +980,7 @@ static int run_server(void)
 		r.timeouts = dc.timeouts;
 		r.drops = dc.drops;
 		r.runq_ns = runq_wait_ns() - q0;
-		r.busy_ns = now_ns() - t0;
+		r.busy_ns = fiu_now_ns() - t0;
 		r.type = M_RESULT;
 		r.status = got < 0 ? (int32_t)got : 0;
 		r.count = got < 0 ? 0 : (uint64_t)got;
@@ -1070,7 +1029,7 @@ static bool keep_going(uint64_t done, uint64_t t0, uint64_t min, double secs)
 		return false;
 	if (done < min)
 		return true;
-	return (double)(now_ns() - t0) < secs * 1e9;
+	return (double)(fiu_now_ns() - t0) < secs * 1e9;
 }
 
 /* One ping-pong phase; samples recorded when rec. */
@@ -1078,11 +1037,11 @@ static int pingpong(enum test t, size_t s, uint64_t min, double secs, bool rec, 
 		    uint64_t *elapsed)
 {
 	volatile uint8_t *last = F.buf + OFF_RMA + s - 1;
-	uint64_t t0 = now_ns(), i = 0;
+	uint64_t t0 = fiu_now_ns(), i = 0;
 	int r;
 
 	while (keep_going(i, t0, min, secs)) {
-		uint64_t a = now_ns();
+		uint64_t a = fiu_now_ns();
 
 		if (t == T_LAT_SEND) {
 			uint64_t want = F.rx_data + 1;
@@ -1109,7 +1068,7 @@ static int pingpong(enum test t, size_t s, uint64_t min, double secs, bool rec, 
 				}
 			}
 		}
-		uint64_t b = now_ns();
+		uint64_t b = fiu_now_ns();
 
 		if (rec && i < MAX_SAMPLES)
 			samples[i] = (uint32_t)((b - a) > UINT32_MAX ? UINT32_MAX : (b - a));
@@ -1119,7 +1078,7 @@ static int pingpong(enum test t, size_t s, uint64_t min, double secs, bool rec, 
 			return r;
 	}
 	*iters = i;
-	*elapsed = now_ns() - t0;
+	*elapsed = fiu_now_ns() - t0;
 	return 0;
 }
 
@@ -1150,7 +1109,7 @@ static int post_op(enum test t, size_t s, unsigned slot)
 static int windowed(enum test t, size_t s, unsigned window, uint64_t min, double secs,
 		    uint64_t *iters)
 {
-	uint64_t t0 = now_ns(), posted = 0, base = F.tx_done;
+	uint64_t t0 = fiu_now_ns(), posted = 0, base = F.tx_done;
 	struct stallwatch w;
 	bool more = true;
 	int r;
@@ -1322,7 +1281,7 @@ static bool run_one(enum test t, size_t s, unsigned window)
 		res.cpu_user = cpu_secs(true);
 		res.cpu_sys = cpu_secs(false);
 		res.runq = (double)runq_wait_ns();
-		t0 = now_ns();
+		t0 = fiu_now_ns();
 		ret = windowed(t, s, window, opt.min_iters > window ? opt.min_iters : window,
 			       opt.secs, &iters);
 		if (!ret)
@@ -1330,7 +1289,7 @@ static bool run_one(enum test t, size_t s, unsigned window)
 		if (ret)
 			break;
 		total_ops += iters;
-		elapsed = now_ns() - t0;
+		elapsed = fiu_now_ns() - t0;
 		res.secs = (double)elapsed / 1e9;
 		if (t == T_BW_SEND || t == T_BW_WRITE || t == T_BW_READ) {
 			res.value = (double)iters * (double)s / res.secs / 1e6;

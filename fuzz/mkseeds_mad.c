@@ -12,39 +12,13 @@
  * sent.  The bytes follow fuzz_mad.c's decoder; every byte string decodes,
  * so a change there only makes these seeds less useful until updated.
  */
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <string.h>
+
+#define MKSEEDS_NAME "mkseeds_mad"
+#include "mkseeds_common.h"
 
 #include "dr_roce.h"
-
-static const char *outdir;
-static unsigned nseeds;
-static uint8_t buf[4096];
-static size_t len;
-
-static void b(unsigned v)
-{
-	if (len < sizeof(buf))
-		buf[len++] = (uint8_t)v;
-}
-
-static int flush(const char *tag)
-{
-	char path[4096];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s-%04u", outdir, tag, nseeds);
-	f = fopen(path, "wb");
-	if (!f || fwrite(buf, 1, len, f) != len || fclose(f)) {
-		fprintf(stderr, "mkseeds_mad: %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	nseeds++;
-	len = 0;
-	return 0;
-}
 
 /* both CMs accept (policy 1), 3 retries */
 static void start(void)
@@ -205,13 +179,7 @@ static int raw_seeds(void)
 
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: mkseeds_mad OUTDIR\n");
-		return 1;
-	}
-	outdir = argv[1];
-	if (scenario_seeds() || forge_seeds() || raw_seeds())
-		return 1;
-	printf("mkseeds_mad: %u seeds in %s\n", nseeds, outdir);
-	return 0;
+	static int (*const gen[])(void) = {scenario_seeds, forge_seeds, raw_seeds};
+
+	return mkseeds_main(argc, argv, gen, sizeof(gen) / sizeof(gen[0]));
 }

@@ -13,49 +13,11 @@
  * decoder; when it changes these seeds still decode (every byte string
  * does), just less usefully, until they are updated.
  */
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <string.h>
 
-static const char *outdir;
-static unsigned nseeds;
-static uint8_t buf[4096];
-static size_t len;
-
-static void b(unsigned v)
-{
-	if (len < sizeof(buf))
-		buf[len++] = (uint8_t)v;
-}
-
-static void b16(unsigned v)
-{
-	b(v >> 8);
-	b(v);
-}
-
-static void b32(uint32_t v)
-{
-	b16(v >> 16);
-	b16(v & 0xffff);
-}
-
-static int flush(const char *tag)
-{
-	char path[4096];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s-%04u", outdir, tag, nseeds);
-	f = fopen(path, "wb");
-	if (!f || fwrite(buf, 1, len, f) != len || fclose(f)) {
-		fprintf(stderr, "mkseeds_qp: %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	nseeds++;
-	len = 0;
-	return 0;
-}
+#define MKSEEDS_NAME "mkseeds_qp"
+#include "mkseeds_common.h"
 
 /* connection: MTU index, PSN bytes (0x80|n: 0xffffff - n), timeout,
  * retry | rnr << 4, ORD/IRD nibbles, depths, flags of A | B << 3, timer */
@@ -263,13 +225,7 @@ static int forge_seeds(void)
 
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: mkseeds_qp OUTDIR\n");
-		return 1;
-	}
-	outdir = argv[1];
-	if (ops_seeds() || fault_seeds() || forge_seeds())
-		return 1;
-	printf("mkseeds_qp: %u seeds in %s\n", nseeds, outdir);
-	return 0;
+	static int (*const gen[])(void) = {ops_seeds, fault_seeds, forge_seeds};
+
+	return mkseeds_main(argc, argv, gen, sizeof(gen) / sizeof(gen[0]));
 }

@@ -9,6 +9,7 @@
 
 #include <rdma/fi_errno.h>
 
+#include "ck_run.h"
 #include "fi_fixture.h"
 
 uint64_t fx_now_ns(void)
@@ -32,31 +33,42 @@ void fx_env(const char *pair_name)
 	setenv("FI_DROCE_ADDR", "192.0.2.1/24;192.0.2.2/24", 1);
 }
 
-void fx_open(struct fx *f, const char *pair_name, uint64_t caps, size_t queue_size)
+void fx_getinfo(const char *pair_name, uint64_t caps, uint64_t mode, struct fi_info **a,
+		struct fi_info **b)
 {
 	struct fi_info *hints = fi_allocinfo(), *all, *i;
 	char name_a[64], name_b[64];
 
-	memset(f, 0, sizeof(*f));
 	snprintf(name_a, sizeof(name_a), "pair:%s:0", pair_name);
 	snprintf(name_b, sizeof(name_b), "pair:%s:1", pair_name);
 	ck_assert_ptr_nonnull(hints);
 	hints->ep_attr->type = FI_EP_MSG;
 	hints->caps = caps;
+	hints->mode = mode;
 	hints->domain_attr->mr_mode =
 	    FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 	hints->fabric_attr->prov_name = strdup("droce");
 	ck_assert_int_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &all), 0);
+	*a = NULL;
+	if (b)
+		*b = NULL;
 	for (i = all; i; i = i->next) {
 		if (!strcmp(i->domain_attr->name, name_a))
-			f->info_a = fi_dupinfo(i);
-		else if (!strcmp(i->domain_attr->name, name_b))
-			f->info_b = fi_dupinfo(i);
+			*a = fi_dupinfo(i);
+		else if (b && !strcmp(i->domain_attr->name, name_b))
+			*b = fi_dupinfo(i);
 	}
 	fi_freeinfo(all);
 	fi_freeinfo(hints);
-	ck_assert_ptr_nonnull(f->info_a);
-	ck_assert_ptr_nonnull(f->info_b);
+	ck_assert_ptr_nonnull(*a);
+	if (b)
+		ck_assert_ptr_nonnull(*b);
+}
+
+void fx_open(struct fx *f, const char *pair_name, uint64_t caps, size_t queue_size)
+{
+	memset(f, 0, sizeof(*f));
+	fx_getinfo(pair_name, caps, 0, &f->info_a, &f->info_b);
 	if (queue_size) {
 		f->info_a->tx_attr->size = f->info_b->tx_attr->size = queue_size;
 		f->info_a->rx_attr->size = f->info_b->rx_attr->size = queue_size;
@@ -114,7 +126,7 @@ int fx_cq_drive(struct fid_cq *cq, struct fid_cq *other, unsigned ms)
 	return n;
 }
 
-static void open_eq_cq(struct fx *f, struct fid_domain *dom, struct fid_eq **eq, struct fid_cq **cq)
+void fx_open_eq_cq(struct fx *f, struct fid_domain *dom, struct fid_eq **eq, struct fid_cq **cq)
 {
 	struct fi_eq_attr ea = {.wait_obj = FI_WAIT_NONE};
 	struct fi_cq_attr ca = {.format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_NONE};
@@ -123,45 +135,105 @@ static void open_eq_cq(struct fx *f, struct fid_domain *dom, struct fid_eq **eq,
 	ck_assert_int_eq(fi_cq_open(dom, &ca, cq, NULL), 0);
 }
 
-static void expect_connected(struct fid_eq *eq, struct fid_ep *ep)
+static void bind_side(struct fid_ep *ep, struct fid_eq *eq, struct fid_cq *cq,
+		      const struct fx_side *s)
 {
-	struct fi_eq_cm_entry e;
-	uint32_t event;
+	ck_assert_int_eq(fi_ep_bind(ep, &eq->fid, 0), 0);
+	ck_assert_int_eq(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV | s->cq_flags), 0);
+	for (int i = 0; i < FX_MAX_CNTR; i++)
+		if (s->cntr[i])
+			ck_assert_int_eq(fi_ep_bind(ep, &s->cntr[i]->fid, s->cntr_flags[i]), 0);
+}
 
-	ck_assert_int_eq(fx_eq_wait(eq, &event, &e, sizeof(e)), (ssize_t)sizeof(e));
+static const struct fx_side no_side;
+
+void fx_listen(struct fx *f, struct fx_conn *c, const struct fx_side *sb)
+{
+	size_t len = sizeof(c->server);
+	struct fi_info *pinfo;
+
+	if (!sb)
+		sb = &no_side;
+	fx_open_eq_cq(f, f->dom_b, &c->eq_b, &c->cq_b);
+	pinfo = fi_dupinfo(sb->info ? sb->info : f->info_b);
+	ck_assert_int_eq(fi_passive_ep(f->fabric, pinfo, &c->pep, NULL), 0);
+	fi_freeinfo(pinfo);
+	ck_assert_int_eq(fi_pep_bind(c->pep, &c->eq_b->fid, 0), 0);
+	ck_assert_int_eq(fi_listen(c->pep), 0);
+	ck_assert_int_eq(fi_getname(&c->pep->fid, &c->server, &len), 0);
+	ck_assert_uint_eq(len, sizeof(c->server));
+	ck_assert_uint_ne(c->server.sin_port, 0);
+	ck_assert_uint_eq(ntohl(c->server.sin_addr.s_addr), FX_IP_B);
+}
+
+void fx_connect_a(struct fx *f, struct fx_conn *c, const struct fx_side *sa, const void *data,
+		  size_t len)
+{
+	if (!sa)
+		sa = &no_side;
+	fx_open_eq_cq(f, f->dom_a, &c->eq_a, &c->cq_a);
+	ck_assert_int_eq(fi_endpoint(f->dom_a, (struct fi_info *)(sa->info ? sa->info : f->info_a),
+				     &c->ep_a, NULL),
+			 0);
+	bind_side(c->ep_a, c->eq_a, c->cq_a, sa);
+	ck_assert_int_eq(fi_enable(c->ep_a), 0);
+	ck_assert_int_eq(fi_connect(c->ep_a, &c->server, data, len), 0);
+}
+
+void fx_accept_b(struct fx *f, struct fx_conn *c, const struct fx_side *sb, const void *want,
+		 size_t want_len, const void *data, size_t len)
+{
+	struct {
+		struct fi_eq_cm_entry e;
+		uint8_t data[64];
+	} ent;
+	uint32_t event;
+	ssize_t n = fx_eq_wait(c->eq_b, &event, &ent, sizeof(ent));
+
+	if (!sb)
+		sb = &no_side;
+	ck_assert_int_eq(n, (ssize_t)(sizeof(ent.e) + want_len));
+	ck_assert_uint_eq(event, FI_CONNREQ);
+	ck_assert_ptr_eq(ent.e.fid, &c->pep->fid);
+	ck_assert_ptr_nonnull(ent.e.info->handle);
+	if (want_len)
+		ck_assert(!memcmp(ent.data, want, want_len));
+	ck_assert_int_eq(fi_endpoint(f->dom_b, ent.e.info, &c->ep_b, NULL), 0);
+	fi_freeinfo(ent.e.info);
+	bind_side(c->ep_b, c->eq_b, c->cq_b, sb);
+	ck_assert_int_eq(fi_accept(c->ep_b, data, len), 0);
+}
+
+void fx_expect_connected(struct fid_eq *eq, struct fid_ep *ep, const void *want, size_t want_len)
+{
+	struct {
+		struct fi_eq_cm_entry e;
+		uint8_t data[64];
+	} ent;
+	uint32_t event;
+	ssize_t n = fx_eq_wait(eq, &event, &ent, sizeof(ent));
+
+	ck_assert_int_eq(n, (ssize_t)(sizeof(ent.e) + want_len));
 	ck_assert_uint_eq(event, FI_CONNECTED);
-	ck_assert_ptr_eq(e.fid, &ep->fid);
+	ck_assert_ptr_eq(ent.e.fid, &ep->fid);
+	if (want_len)
+		ck_assert(!memcmp(ent.data, want, want_len));
+}
+
+void fx_connect_cfg(struct fx *f, struct fx_conn *c, const struct fx_side *sa,
+		    const struct fx_side *sb)
+{
+	memset(c, 0, sizeof(*c));
+	fx_listen(f, c, sb);
+	fx_connect_a(f, c, sa, NULL, 0);
+	fx_accept_b(f, c, sb, NULL, 0, NULL, 0);
+	fx_expect_connected(c->eq_a, c->ep_a, NULL, 0);
+	fx_expect_connected(c->eq_b, c->ep_b, NULL, 0);
 }
 
 void fx_connect(struct fx *f, struct fx_conn *c)
 {
-	struct fi_eq_cm_entry e;
-	size_t len = sizeof(c->server);
-	uint32_t event;
-
-	memset(c, 0, sizeof(*c));
-	open_eq_cq(f, f->dom_b, &c->eq_b, &c->cq_b);
-	ck_assert_int_eq(fi_passive_ep(f->fabric, f->info_b, &c->pep, NULL), 0);
-	ck_assert_int_eq(fi_pep_bind(c->pep, &c->eq_b->fid, 0), 0);
-	ck_assert_int_eq(fi_listen(c->pep), 0);
-	ck_assert_int_eq(fi_getname(&c->pep->fid, &c->server, &len), 0);
-
-	open_eq_cq(f, f->dom_a, &c->eq_a, &c->cq_a);
-	ck_assert_int_eq(fi_endpoint(f->dom_a, f->info_a, &c->ep_a, NULL), 0);
-	ck_assert_int_eq(fi_ep_bind(c->ep_a, &c->eq_a->fid, 0), 0);
-	ck_assert_int_eq(fi_ep_bind(c->ep_a, &c->cq_a->fid, FI_TRANSMIT | FI_RECV), 0);
-	ck_assert_int_eq(fi_enable(c->ep_a), 0);
-	ck_assert_int_eq(fi_connect(c->ep_a, &c->server, NULL, 0), 0);
-
-	ck_assert_int_eq(fx_eq_wait(c->eq_b, &event, &e, sizeof(e)), (ssize_t)sizeof(e));
-	ck_assert_uint_eq(event, FI_CONNREQ);
-	ck_assert_int_eq(fi_endpoint(f->dom_b, e.info, &c->ep_b, NULL), 0);
-	fi_freeinfo(e.info);
-	ck_assert_int_eq(fi_ep_bind(c->ep_b, &c->eq_b->fid, 0), 0);
-	ck_assert_int_eq(fi_ep_bind(c->ep_b, &c->cq_b->fid, FI_TRANSMIT | FI_RECV), 0);
-	ck_assert_int_eq(fi_accept(c->ep_b, NULL, 0), 0);
-	expect_connected(c->eq_a, c->ep_a);
-	expect_connected(c->eq_b, c->ep_b);
+	fx_connect_cfg(f, c, NULL, NULL);
 }
 
 void fx_conn_close(struct fx_conn *c)
@@ -192,6 +264,7 @@ void fx_region_open(struct fx_region *r, struct fid_domain *dom, size_t size, ui
 	ck_assert_int_eq(fi_mr_reg(dom, r->buf, size, access, 0, 0, 0, &r->mr, NULL), 0);
 	r->key = fi_mr_key(r->mr);
 	ck_assert_uint_ne(r->key, FI_KEY_NOTAVAIL);
+	r->addr = (uintptr_t)r->buf;
 }
 
 void fx_region_check_guards(const struct fx_region *r)
@@ -209,14 +282,18 @@ void fx_region_close(struct fx_region *r)
 	free(r->base);
 }
 
+void fx_add_fixture(TCase *tc, void (*setup)(void), void (*teardown)(void))
+{
+	const char *fork = getenv("CK_FORK"); /* as Check reads it */
+
+	if (fork && !strcmp(fork, "no"))
+		tcase_add_unchecked_fixture(tc, setup, teardown);
+	else
+		tcase_add_checked_fixture(tc, setup, teardown);
+}
+
 int fx_run(Suite *s)
 {
-	SRunner *sr = srunner_create(s);
-	int failed;
-
-	srunner_set_fork_status(sr, CK_NOFORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	/* fork per test unless CK_FORK=no (fi_fixture.h) */
+	return ck_run(s, false);
 }

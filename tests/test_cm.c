@@ -14,6 +14,7 @@
 
 #include "dr_roce.h"
 #include "../tools/pcapng.h"
+#include "ck_run.h"
 
 static const char *golden_dir(void)
 {
@@ -345,8 +346,6 @@ int main(void)
 {
 	Suite *s = suite_create("cm_mad");
 	TCase *tc = tcase_create("cm");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_loop_test(tc, test_golden_roundtrip, 0, sizeof(golden_cm) / sizeof(golden_cm[0]));
 	tcase_add_test(tc, test_rping_fields);
@@ -355,9 +354,5 @@ int main(void)
 	tcase_add_test(tc, test_mad_header);
 	tcase_add_test(tc, test_gid_ipv4);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(s, false);
 }

@@ -13,6 +13,7 @@
 #include "dr_cm.h"
 #include "forge.h"
 #include "../tools/pcapng.h"
+#include "ck_run.h"
 
 #define IP_A 0xc0000201u /* 192.0.2.1, active */
 #define IP_B 0xc0000202u /* 192.0.2.2, passive */
@@ -240,7 +241,7 @@ START_TEST(test_connect_accept)
 }
 END_TEST
 
-/* the REQ on the wire is what rdma_cm sends (ROCE-REFERENCE.md C.3/C.4) */
+/* the REQ on the wire is what rdma_cm sends (docs/protocol.md C.3/C.4) */
 START_TEST(test_req_wire_format)
 {
 	struct dr_cma_hdr cma;
@@ -605,7 +606,7 @@ START_TEST(test_rxe_req)
 END_TEST
 
 /* A MAD leaves as a UD SEND_ONLY to QP1 with the GSI Q_Key, from QP1 and
- * our address, AckReq set, consecutive PSNs (ROCE-REFERENCE.md C.1) */
+ * our address, AckReq set, consecutive PSNs (docs/protocol.md C.1) */
 START_TEST(test_mad_frame)
 {
 	uint8_t mad[DR_MAD_LEN], frame[DR_CM_FRAME_MAX];
@@ -1545,8 +1546,6 @@ int main(void)
 {
 	Suite *s = suite_create("cm_state_machine");
 	TCase *tc = tcase_create("cm");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_loop_test(tc, test_connect_accept, 0, 3);
@@ -1572,9 +1571,5 @@ int main(void)
 	tcase_add_test(tc, test_id_distribution);
 	tcase_add_test(tc, test_shared_interface);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(s, false);
 }

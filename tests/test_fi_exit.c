@@ -28,6 +28,9 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
 
+#include "ck_run.h"
+#include "fi_fixture.h"
+
 #define ROUNDS	  24
 #define EXIT_CODE 7
 
@@ -99,27 +102,16 @@ END_TEST
 
 int main(void)
 {
-	char path[4096];
-	const char *top = getenv("top_builddir");
 	Suite *s = suite_create("fi_exit");
 	TCase *tc = tcase_create("exit");
-	SRunner *sr;
-	int failed;
 
 	/* before libfabric initialises (only the children use it) */
-	snprintf(path, sizeof(path), "%s/.libs", top ? top : ".");
-	setenv("FI_PROVIDER_PATH", path, 1);
+	fx_env("fexit");
 	unsetenv("FI_PROVIDER");
-	setenv("FI_DROCE_DEVICE", "pair:fexit:0;pair:fexit:1", 1);
-	setenv("FI_DROCE_ADDR", "192.0.2.1/24;192.0.2.2/24", 1);
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_exit_msg_open);
 	tcase_add_test(tc, test_exit_rdm_open);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(s, false);
 }

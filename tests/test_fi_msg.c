@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * droce through the public libfabric API, in one process: two domains on
- * the two ends of an in-process DPDK link ("pair:" devices, net_ring),
+ * droce through the public libfabric API, each test in a process of its
+ * own (fi_fixture.h: fx_run): two domains on the two ends of an
+ * in-process DPDK link ("pair:" devices, net_ring),
  * driven by fi_getinfo -> fi_listen/fi_connect/fi_accept -> fi_send/fi_recv
  * -> fi_shutdown -> fi_close.  libfabric loads the provider from the build
  * tree (FI_PROVIDER_PATH); nothing here calls droce directly.  The CM
@@ -29,170 +30,28 @@
 #include <rte_ring.h>
 
 #include "fi_ext_droce.h"
+#include "fi_fixture.h"
 #include "forge.h"
 
 #include "dr_roce.h"
 
-#undef NS_PER_S /* rte_cycles.h's is an int */
-#define NS_PER_S 1000000000ull
+#define PAIR "fit"
 
-static struct fi_info *info_a, *info_b; /* pair:0 (client), pair:1 (server) */
-static struct fid_fabric *fabric;
-static struct fid_domain *dom_a, *dom_b;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
-}
-
-/* ---- one connection ---------------------------------------------------- */
-
-struct conn {
-	struct fid_eq *eq_a, *eq_b;
-	struct fid_pep *pep;
-	struct fid_ep *ep_a, *ep_b;
-	struct fid_cq *cq_a, *cq_b;
-	struct sockaddr_in server;
-};
-
-static void open_eq_cq(struct fid_domain *dom, struct fid_eq **eq, struct fid_cq **cq)
-{
-	struct fi_eq_attr ea = { .wait_obj = FI_WAIT_NONE };
-	struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_NONE };
-
-	ck_assert_int_eq(fi_eq_open(fabric, &ea, eq, NULL), 0);
-	ck_assert_int_eq(fi_cq_open(dom, &ca, cq, NULL), 0);
-}
-
-/* Read one event from eq within 5 s; the read drives both devices. */
-static ssize_t eq_wait(struct fid_eq *eq, uint32_t *event, void *buf, size_t len)
-{
-	uint64_t end = now_ns() + 5 * NS_PER_S;
-	ssize_t ret;
-
-	do
-		ret = fi_eq_read(eq, event, buf, len, 0);
-	while (ret == -FI_EAGAIN && now_ns() < end);
-	return ret;
-}
-
-static void listen_b(struct conn *c)
-{
-	size_t len = sizeof(c->server);
-
-	open_eq_cq(dom_b, &c->eq_b, &c->cq_b);
-	ck_assert_int_eq(fi_passive_ep(fabric, info_b, &c->pep, NULL), 0);
-	ck_assert_int_eq(fi_pep_bind(c->pep, &c->eq_b->fid, 0), 0);
-	ck_assert_int_eq(fi_listen(c->pep), 0);
-	ck_assert_int_eq(fi_getname(&c->pep->fid, &c->server, &len), 0);
-	ck_assert_uint_eq(len, sizeof(c->server));
-	ck_assert_uint_ne(c->server.sin_port, 0);
-	ck_assert_uint_eq(ntohl(c->server.sin_addr.s_addr), 0xc0000202);
-}
-
-static void connect_a(struct conn *c, const void *data, size_t len)
-{
-	open_eq_cq(dom_a, &c->eq_a, &c->cq_a);
-	ck_assert_int_eq(fi_endpoint(dom_a, info_a, &c->ep_a, NULL), 0);
-	ck_assert_int_eq(fi_ep_bind(c->ep_a, &c->eq_a->fid, 0), 0);
-	ck_assert_int_eq(fi_ep_bind(c->ep_a, &c->cq_a->fid, FI_TRANSMIT | FI_RECV), 0);
-	ck_assert_int_eq(fi_enable(c->ep_a), 0);
-	ck_assert_int_eq(fi_connect(c->ep_a, &c->server, data, len), 0);
-}
-
-/* The server side: FI_CONNREQ (with the client's data), then accept. */
-static void accept_b(struct conn *c, const void *want, size_t want_len, const void *data,
-		     size_t len)
-{
-	struct {
-		struct fi_eq_cm_entry e;
-		uint8_t data[64];
-	} ent;
-	uint32_t event;
-	ssize_t n = eq_wait(c->eq_b, &event, &ent, sizeof(ent));
-
-	ck_assert_int_eq(n, (ssize_t)(sizeof(ent.e) + want_len));
-	ck_assert_uint_eq(event, FI_CONNREQ);
-	ck_assert_ptr_eq(ent.e.fid, &c->pep->fid);
-	ck_assert_ptr_nonnull(ent.e.info->handle);
-	if (want_len)
-		ck_assert(!memcmp(ent.data, want, want_len));
-	ck_assert_int_eq(fi_endpoint(dom_b, ent.e.info, &c->ep_b, NULL), 0);
-	fi_freeinfo(ent.e.info);
-	ck_assert_int_eq(fi_ep_bind(c->ep_b, &c->eq_b->fid, 0), 0);
-	ck_assert_int_eq(fi_ep_bind(c->ep_b, &c->cq_b->fid, FI_TRANSMIT | FI_RECV), 0);
-	ck_assert_int_eq(fi_accept(c->ep_b, data, len), 0);
-}
-
-static void expect_connected(struct fid_eq *eq, struct fid_ep *ep, const void *want,
-			     size_t want_len)
-{
-	struct {
-		struct fi_eq_cm_entry e;
-		uint8_t data[64];
-	} ent;
-	uint32_t event;
-	ssize_t n = eq_wait(eq, &event, &ent, sizeof(ent));
-
-	ck_assert_int_eq(n, (ssize_t)(sizeof(ent.e) + want_len));
-	ck_assert_uint_eq(event, FI_CONNECTED);
-	ck_assert_ptr_eq(ent.e.fid, &ep->fid);
-	if (want_len)
-		ck_assert(!memcmp(ent.data, want, want_len));
-}
-
-static void connect_pair(struct conn *c)
-{
-	memset(c, 0, sizeof(*c));
-	listen_b(c);
-	connect_a(c, NULL, 0);
-	accept_b(c, NULL, 0, NULL, 0);
-	expect_connected(c->eq_a, c->ep_a, NULL, 0);
-	expect_connected(c->eq_b, c->ep_b, NULL, 0);
-}
-
-static void close_pair(struct conn *c)
-{
-	struct fid *fids[] = { c->ep_a ? &c->ep_a->fid : NULL, c->ep_b ? &c->ep_b->fid : NULL,
-			       c->pep ? &c->pep->fid : NULL, &c->cq_a->fid, &c->cq_b->fid,
-			       &c->eq_a->fid, &c->eq_b->fid };
-
-	for (size_t i = 0; i < sizeof(fids) / sizeof(fids[0]); i++)
-		if (fids[i])
-			ck_assert_int_eq(fi_close(fids[i]), 0);
-}
-
-/* One completion from cq within 5 s, reading the other CQ meanwhile (one
- * thread drives both sides). */
-static ssize_t cq_wait(struct fid_cq *cq, struct fid_cq *other, struct fi_cq_data_entry *e)
-{
-	uint64_t end = now_ns() + 5 * NS_PER_S;
-	ssize_t ret;
-
-	do {
-		ret = fi_cq_read(cq, e, 1);
-		if (ret == -FI_EAGAIN && other)
-			fi_cq_read(other, NULL, 0);
-	} while (ret == -FI_EAGAIN && now_ns() < end);
-	return ret;
-}
+static struct fx F; /* pair:fit:0 (client), pair:fit:1 (server) */
 
 /* ---- tests --------------------------------------------------------------- */
 
 START_TEST(test_getinfo)
 {
-	ck_assert_ptr_nonnull(info_a);
-	ck_assert_ptr_nonnull(info_b);
-	ck_assert_str_eq(info_a->domain_attr->name, "pair:fit:0");
-	ck_assert_str_eq(info_b->domain_attr->name, "pair:fit:1");
-	ck_assert_int_eq(info_a->ep_attr->type, FI_EP_MSG);
-	ck_assert_int_eq(info_a->addr_format, FI_SOCKADDR_IN);
-	ck_assert_uint_eq(info_a->domain_attr->cq_data_size, 4);
-	ck_assert_uint_eq(info_a->tx_attr->inject_size, 256);
-	ck_assert_str_eq(info_a->fabric_attr->prov_name, "droce");
+	ck_assert_ptr_nonnull(F.info_a);
+	ck_assert_ptr_nonnull(F.info_b);
+	ck_assert_str_eq(F.info_a->domain_attr->name, "pair:fit:0");
+	ck_assert_str_eq(F.info_b->domain_attr->name, "pair:fit:1");
+	ck_assert_int_eq(F.info_a->ep_attr->type, FI_EP_MSG);
+	ck_assert_int_eq(F.info_a->addr_format, FI_SOCKADDR_IN);
+	ck_assert_uint_eq(F.info_a->domain_attr->cq_data_size, 4);
+	ck_assert_uint_eq(F.info_a->tx_attr->inject_size, 256);
+	ck_assert_str_eq(F.info_a->fabric_attr->prov_name, "droce");
 }
 END_TEST
 
@@ -201,39 +60,39 @@ static const size_t cm_lens[] = { 0, 1, 55 };
 START_TEST(test_connect_cm_data)
 {
 	uint8_t req[55], rep[55];
-	struct conn c;
+	struct fx_conn c;
 
 	for (int i = 0; i < 55; i++) {
 		req[i] = (uint8_t)(0x10 + i);
 		rep[i] = (uint8_t)(0x80 + i);
 	}
 	memset(&c, 0, sizeof(c));
-	listen_b(&c);
-	connect_a(&c, req, cm_lens[_i]);
-	accept_b(&c, req, cm_lens[_i], rep, cm_lens[_i]);
-	expect_connected(c.eq_a, c.ep_a, rep, cm_lens[_i]);
-	expect_connected(c.eq_b, c.ep_b, NULL, 0);
-	close_pair(&c);
+	fx_listen(&F, &c, NULL);
+	fx_connect_a(&F, &c, NULL, req, cm_lens[_i]);
+	fx_accept_b(&F, &c, NULL, req, cm_lens[_i], rep, cm_lens[_i]);
+	fx_expect_connected(c.eq_a, c.ep_a, rep, cm_lens[_i]);
+	fx_expect_connected(c.eq_b, c.ep_b, NULL, 0);
+	fx_conn_close(&c);
 }
 END_TEST
 
 START_TEST(test_cm_data_too_long)
 {
 	uint8_t data[56] = { 0 };
-	struct conn c;
+	struct fx_conn c;
 	size_t sz = 0, len = sizeof(sz);
 
 	memset(&c, 0, sizeof(c));
-	listen_b(&c);
-	open_eq_cq(dom_a, &c.eq_a, &c.cq_a);
-	ck_assert_int_eq(fi_endpoint(dom_a, info_a, &c.ep_a, NULL), 0);
+	fx_listen(&F, &c, NULL);
+	fx_open_eq_cq(&F, F.dom_a, &c.eq_a, &c.cq_a);
+	ck_assert_int_eq(fi_endpoint(F.dom_a, F.info_a, &c.ep_a, NULL), 0);
 	ck_assert_int_eq(fi_getopt(&c.ep_a->fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, &sz, &len),
 			 0);
 	ck_assert_uint_eq(sz, 55);
 	ck_assert_int_eq(fi_ep_bind(c.ep_a, &c.eq_a->fid, 0), 0);
 	ck_assert_int_eq(fi_ep_bind(c.ep_a, &c.cq_a->fid, FI_TRANSMIT | FI_RECV), 0);
 	ck_assert_int_eq(fi_connect(c.ep_a, &c.server, data, sizeof(data)), -FI_EINVAL);
-	close_pair(&c);
+	fx_conn_close(&c);
 }
 END_TEST
 
@@ -246,17 +105,17 @@ START_TEST(test_reject_with_data)
 	struct fi_eq_err_entry err;
 	uint8_t why[55];
 	uint32_t event;
-	struct conn c;
+	struct fx_conn c;
 
 	memset(why, 0x5a, sizeof(why));
 	memset(&c, 0, sizeof(c));
-	listen_b(&c);
-	connect_a(&c, "x", 1);
-	ck_assert_int_eq(eq_wait(c.eq_b, &event, &ent, sizeof(ent)), sizeof(ent.e) + 1);
+	fx_listen(&F, &c, NULL);
+	fx_connect_a(&F, &c, NULL, "x", 1);
+	ck_assert_int_eq(fx_eq_wait(c.eq_b, &event, &ent, sizeof(ent)), sizeof(ent.e) + 1);
 	ck_assert_uint_eq(event, FI_CONNREQ);
 	ck_assert_int_eq(fi_reject(c.pep, ent.e.info->handle, why, sizeof(why)), 0);
 	fi_freeinfo(ent.e.info);
-	ck_assert_int_eq(eq_wait(c.eq_a, &event, &ent, sizeof(ent)), -FI_EAVAIL);
+	ck_assert_int_eq(fx_eq_wait(c.eq_a, &event, &ent, sizeof(ent)), -FI_EAVAIL);
 	memset(&err, 0, sizeof(err));
 	ck_assert_int_eq(fi_eq_readerr(c.eq_a, &err, 0), sizeof(err));
 	ck_assert_int_eq(err.err, FI_ECONNREFUSED);
@@ -264,7 +123,7 @@ START_TEST(test_reject_with_data)
 	ck_assert_ptr_eq(err.fid, &c.ep_a->fid);
 	ck_assert_uint_eq(err.err_data_size, sizeof(why));
 	ck_assert(!memcmp(err.err_data, why, sizeof(why)));
-	close_pair(&c);
+	fx_conn_close(&c);
 }
 END_TEST
 
@@ -273,20 +132,20 @@ START_TEST(test_no_listener)
 	struct fi_eq_err_entry err;
 	uint8_t buf[64];
 	uint32_t event;
-	struct conn c;
+	struct fx_conn c;
 
 	memset(&c, 0, sizeof(c));
-	open_eq_cq(dom_b, &c.eq_b, &c.cq_b);
+	fx_open_eq_cq(&F, F.dom_b, &c.eq_b, &c.cq_b);
 	c.server.sin_family = AF_INET;
 	c.server.sin_addr.s_addr = htonl(0xc0000202);
 	c.server.sin_port = htons(4444); /* nobody listens there */
-	connect_a(&c, NULL, 0);
-	ck_assert_int_eq(eq_wait(c.eq_a, &event, buf, sizeof(buf)), -FI_EAVAIL);
+	fx_connect_a(&F, &c, NULL, NULL, 0);
+	ck_assert_int_eq(fx_eq_wait(c.eq_a, &event, buf, sizeof(buf)), -FI_EAVAIL);
 	memset(&err, 0, sizeof(err));
 	ck_assert_int_eq(fi_eq_readerr(c.eq_a, &err, 0), sizeof(err));
 	ck_assert_int_eq(err.err, FI_ECONNREFUSED);
 	ck_assert_int_eq(err.prov_errno, 8); /* IBA: invalid service ID */
-	close_pair(&c);
+	fx_conn_close(&c);
 }
 END_TEST
 
@@ -297,27 +156,27 @@ START_TEST(test_send_recv_sizes)
 	size_t size = msg_sizes[_i];
 	uint8_t *tx = malloc(size + 1), *rx = malloc(size + 16);
 	struct fi_cq_data_entry e;
-	struct conn c;
+	struct fx_conn c;
 	int ctx_tx, ctx_rx;
 
 	for (size_t i = 0; i < size; i++)
 		tx[i] = (uint8_t)(i * 7 + 3);
 	memset(rx, 0xee, size + 16);
-	connect_pair(&c);
+	fx_connect(&F, &c);
 	ck_assert_int_eq(fi_recv(c.ep_b, rx, size + 16, NULL, 0, &ctx_rx), 0);
 	ck_assert_int_eq(fi_send(c.ep_a, tx, size, NULL, 0, &ctx_tx), 0);
 
-	ck_assert_int_eq(cq_wait(c.cq_b, c.cq_a, &e), 1);
+	ck_assert_int_eq(fx_cq_wait(c.cq_b, c.cq_a, &e), 1);
 	ck_assert_ptr_eq(e.op_context, &ctx_rx);
 	ck_assert_uint_eq(e.flags, FI_RECV | FI_MSG);
 	ck_assert_uint_eq(e.len, size);
 	ck_assert(!memcmp(rx, tx, size));
 	for (size_t i = size; i < size + 16; i++)
 		ck_assert_uint_eq(rx[i], 0xee);
-	ck_assert_int_eq(cq_wait(c.cq_a, c.cq_b, &e), 1);
+	ck_assert_int_eq(fx_cq_wait(c.cq_a, c.cq_b, &e), 1);
 	ck_assert_ptr_eq(e.op_context, &ctx_tx);
 	ck_assert_uint_eq(e.flags, FI_SEND | FI_MSG);
-	close_pair(&c);
+	fx_conn_close(&c);
 	free(tx);
 	free(rx);
 }
@@ -327,30 +186,30 @@ START_TEST(test_senddata_inject)
 {
 	struct fi_cq_data_entry e;
 	uint8_t rx[2][64], msg[] = "injected";
-	struct conn c;
+	struct fx_conn c;
 
-	connect_pair(&c);
+	fx_connect(&F, &c);
 	ck_assert_int_eq(fi_recv(c.ep_b, rx[0], 64, NULL, 0, rx[0]), 0);
 	ck_assert_int_eq(fi_recv(c.ep_b, rx[1], 64, NULL, 0, rx[1]), 0);
 	ck_assert_int_eq(fi_senddata(c.ep_a, "data", 4, NULL, 0xdeadbeef, 0, NULL), 0);
 	ck_assert_int_eq(fi_inject(c.ep_a, msg, sizeof(msg), 0), 0);
 	memset(msg, 0, sizeof(msg)); /* inject: the buffer is free at once */
-	ck_assert_int_eq(cq_wait(c.cq_b, c.cq_a, &e), 1);
+	ck_assert_int_eq(fx_cq_wait(c.cq_b, c.cq_a, &e), 1);
 	ck_assert_ptr_eq(e.op_context, rx[0]);
 	ck_assert_uint_eq(e.flags, FI_RECV | FI_MSG | FI_REMOTE_CQ_DATA);
 	ck_assert_uint_eq(e.data, 0xdeadbeef);
 	ck_assert_uint_eq(e.len, 4);
 	ck_assert(!memcmp(rx[0], "data", 4));
-	ck_assert_int_eq(cq_wait(c.cq_b, c.cq_a, &e), 1);
+	ck_assert_int_eq(fx_cq_wait(c.cq_b, c.cq_a, &e), 1);
 	ck_assert_ptr_eq(e.op_context, rx[1]);
 	ck_assert_uint_eq(e.len, 9);
 	ck_assert_str_eq((char *)rx[1], "injected");
 	/* the senddata completes; the inject never does */
-	ck_assert_int_eq(cq_wait(c.cq_a, c.cq_b, &e), 1);
+	ck_assert_int_eq(fx_cq_wait(c.cq_a, c.cq_b, &e), 1);
 	ck_assert_ptr_eq(e.op_context, NULL);
 	ck_assert_int_eq(fi_cq_read(c.cq_a, &e, 1), -FI_EAGAIN);
 	ck_assert_int_eq(fi_inject(c.ep_a, msg, 257, 0), -FI_EMSGSIZE);
-	close_pair(&c);
+	fx_conn_close(&c);
 }
 END_TEST
 
@@ -359,17 +218,17 @@ START_TEST(test_truncated_recv)
 	struct fi_cq_err_entry err;
 	struct fi_cq_data_entry e;
 	uint8_t tx[100] = { 1 }, rx[10];
-	struct conn c;
+	struct fx_conn c;
 
-	connect_pair(&c);
+	fx_connect(&F, &c);
 	ck_assert_int_eq(fi_recv(c.ep_b, rx, sizeof(rx), NULL, 0, rx), 0);
 	ck_assert_int_eq(fi_send(c.ep_a, tx, sizeof(tx), NULL, 0, tx), 0);
-	ck_assert_int_eq(cq_wait(c.cq_b, c.cq_a, &e), -FI_EAVAIL);
+	ck_assert_int_eq(fx_cq_wait(c.cq_b, c.cq_a, &e), -FI_EAVAIL);
 	memset(&err, 0, sizeof(err));
 	ck_assert_int_eq(fi_cq_readerr(c.cq_b, &err, 0), 1);
 	ck_assert_ptr_eq(err.op_context, rx);
 	ck_assert_int_eq(err.err, FI_ETRUNC);
-	close_pair(&c);
+	fx_conn_close(&c);
 }
 END_TEST
 
@@ -377,28 +236,28 @@ START_TEST(test_shutdown)
 {
 	struct fi_eq_cm_entry ent;
 	uint32_t event;
-	struct conn c;
+	struct fx_conn c;
 	uint8_t rx[8];
 	struct fi_cq_err_entry err;
 	struct fi_cq_data_entry e;
 
-	connect_pair(&c);
+	fx_connect(&F, &c);
 	ck_assert_int_eq(fi_recv(c.ep_b, rx, sizeof(rx), NULL, 0, rx), 0);
 	ck_assert_int_eq(fi_shutdown(c.ep_a, 0), 0);
-	ck_assert_int_eq(eq_wait(c.eq_b, &event, &ent, sizeof(ent)), sizeof(ent));
+	ck_assert_int_eq(fx_eq_wait(c.eq_b, &event, &ent, sizeof(ent)), sizeof(ent));
 	ck_assert_uint_eq(event, FI_SHUTDOWN);
 	ck_assert_ptr_eq(ent.fid, &c.ep_b->fid);
-	ck_assert_int_eq(eq_wait(c.eq_a, &event, &ent, sizeof(ent)), sizeof(ent));
+	ck_assert_int_eq(fx_eq_wait(c.eq_a, &event, &ent, sizeof(ent)), sizeof(ent));
 	ck_assert_uint_eq(event, FI_SHUTDOWN);
 	ck_assert_ptr_eq(ent.fid, &c.ep_a->fid);
 	/* the posted receive is flushed */
-	ck_assert_int_eq(cq_wait(c.cq_b, NULL, &e), -FI_EAVAIL);
+	ck_assert_int_eq(fx_cq_wait(c.cq_b, NULL, &e), -FI_EAVAIL);
 	memset(&err, 0, sizeof(err));
 	ck_assert_int_eq(fi_cq_readerr(c.cq_b, &err, 0), 1);
 	ck_assert_int_eq(err.err, FI_ECANCELED);
 	ck_assert_ptr_eq(err.op_context, rx);
 	ck_assert_int_eq(fi_send(c.ep_a, rx, 1, NULL, 0, NULL), -FI_EOPBADSTATE);
-	close_pair(&c);
+	fx_conn_close(&c);
 }
 END_TEST
 
@@ -537,16 +396,16 @@ START_TEST(test_wait_fd)
 	struct fi_cq_data_entry e;
 	struct fid *fids[1];
 	struct pollfd pfd;
-	struct conn c;
+	struct fx_conn c;
 	uint8_t rx[16];
 	uint64_t t0;
 	int fd, ret;
 
 	memset(&c, 0, sizeof(c));
-	listen_b(&c);
-	connect_a(&c, NULL, 0);
+	fx_listen(&F, &c, NULL);
+	fx_connect_a(&F, &c, NULL, NULL, 0);
 	/* the server's endpoint reports to an fd-waitable CQ */
-	ck_assert_int_eq(fi_cq_open(dom_b, &ca, &cq_fd, NULL), 0);
+	ck_assert_int_eq(fi_cq_open(F.dom_b, &ca, &cq_fd, NULL), 0);
 	{
 		struct {
 			struct fi_eq_cm_entry e;
@@ -554,27 +413,27 @@ START_TEST(test_wait_fd)
 		} ent;
 		uint32_t event;
 
-		ck_assert_int_eq(eq_wait(c.eq_b, &event, &ent, sizeof(ent)), sizeof(ent.e));
-		ck_assert_int_eq(fi_endpoint(dom_b, ent.e.info, &c.ep_b, NULL), 0);
+		ck_assert_int_eq(fx_eq_wait(c.eq_b, &event, &ent, sizeof(ent)), sizeof(ent.e));
+		ck_assert_int_eq(fi_endpoint(F.dom_b, ent.e.info, &c.ep_b, NULL), 0);
 		fi_freeinfo(ent.e.info);
 		ck_assert_int_eq(fi_ep_bind(c.ep_b, &c.eq_b->fid, 0), 0);
 		ck_assert_int_eq(fi_ep_bind(c.ep_b, &cq_fd->fid, FI_TRANSMIT | FI_RECV), 0);
 		ck_assert_int_eq(fi_accept(c.ep_b, NULL, 0), 0);
 	}
-	expect_connected(c.eq_a, c.ep_a, NULL, 0);
-	expect_connected(c.eq_b, c.ep_b, NULL, 0);
+	fx_expect_connected(c.eq_a, c.ep_a, NULL, 0);
+	fx_expect_connected(c.eq_b, c.ep_b, NULL, 0);
 
 	ck_assert_int_eq(fi_control(&cq_fd->fid, FI_GETWAIT, &fd), 0);
 	ck_assert_int_ge(fd, 0);
 	/* nothing yet: sread times out */
-	t0 = now_ns();
+	t0 = fx_now_ns();
 	ck_assert_int_eq(fi_cq_sread(cq_fd, &e, 1, NULL, 30), -FI_EAGAIN);
-	ck_assert_uint_ge(now_ns() - t0, 30000000ull);
-	ck_assert_uint_lt(now_ns() - t0, 1000000000ull);
+	ck_assert_uint_ge(fx_now_ns() - t0, 30000000ull);
+	ck_assert_uint_lt(fx_now_ns() - t0, 1000000000ull);
 
 	ck_assert_int_eq(fi_recv(c.ep_b, rx, sizeof(rx), NULL, 0, rx), 0);
 	fids[0] = &cq_fd->fid;
-	ck_assert_int_eq(fi_trywait(fabric, fids, 1), 0);
+	ck_assert_int_eq(fi_trywait(F.fabric, fids, 1), 0);
 	ck_assert_int_eq(fi_send(c.ep_a, "wake", 4, NULL, 0, NULL), 0);
 	/* the client side is progressed by its CQ read below only after the
 	 * poll: its device runs no thread, so the send went out at post time */
@@ -582,22 +441,22 @@ START_TEST(test_wait_fd)
 	pfd.events = POLLIN;
 	ret = poll(&pfd, 1, 5000);
 	ck_assert_int_eq(ret, 1);
-	ck_assert_int_eq(fi_trywait(fabric, fids, 1), -FI_EAGAIN);
+	ck_assert_int_eq(fi_trywait(F.fabric, fids, 1), -FI_EAGAIN);
 	ck_assert_int_eq(fi_cq_read(cq_fd, &e, 1), 1);
 	ck_assert_ptr_eq(e.op_context, rx);
 	ck_assert_uint_eq(e.len, 4);
 	ck_assert(!memcmp(rx, "wake", 4));
-	ck_assert_int_eq(cq_wait(c.cq_a, NULL, &e), 1);
+	ck_assert_int_eq(fx_cq_wait(c.cq_a, NULL, &e), 1);
 	ck_assert_int_eq(fi_close(&c.ep_b->fid), 0);
 	c.ep_b = NULL;
 	ck_assert_int_eq(fi_close(&cq_fd->fid), 0);
-	close_pair(&c);
+	fx_conn_close(&c);
 }
 END_TEST
 
 /* Two connections driven by two threads at once: FI_THREAD_SAFE. */
 struct pump_arg {
-	struct conn *c;
+	struct fx_conn *c;
 	int n;
 	int errors;
 };
@@ -614,8 +473,8 @@ static void *pump(void *p)
 		memset(rx, 0, sizeof(rx));
 		if (fi_recv(a->c->ep_b, rx, sizeof(rx), NULL, 0, rx) ||
 		    fi_send(a->c->ep_a, tx, sizeof(tx), NULL, 0, tx) ||
-		    cq_wait(a->c->cq_b, a->c->cq_a, &e) != 1 || e.op_context != rx ||
-		    cq_wait(a->c->cq_a, a->c->cq_b, &e) != 1 || e.op_context != tx ||
+		    fx_cq_wait(a->c->cq_b, a->c->cq_a, &e) != 1 || e.op_context != rx ||
+		    fx_cq_wait(a->c->cq_a, a->c->cq_b, &e) != 1 || e.op_context != tx ||
 		    memcmp(tx, rx, sizeof(tx)))
 			a->errors++;
 	}
@@ -624,20 +483,20 @@ static void *pump(void *p)
 
 START_TEST(test_threads)
 {
-	struct conn c1, c2;
+	struct fx_conn c1, c2;
 	struct pump_arg a1 = { .c = &c1, .n = 300 }, a2 = { .c = &c2, .n = 300 };
 	pthread_t t1, t2;
 
-	connect_pair(&c1);
-	connect_pair(&c2);
+	fx_connect(&F, &c1);
+	fx_connect(&F, &c2);
 	ck_assert_int_eq(pthread_create(&t1, NULL, pump, &a1), 0);
 	ck_assert_int_eq(pthread_create(&t2, NULL, pump, &a2), 0);
 	pthread_join(t1, NULL);
 	pthread_join(t2, NULL);
 	ck_assert_int_eq(a1.errors, 0);
 	ck_assert_int_eq(a2.errors, 0);
-	close_pair(&c1);
-	close_pair(&c2);
+	fx_conn_close(&c1);
+	fx_conn_close(&c2);
 }
 END_TEST
 
@@ -648,35 +507,33 @@ START_TEST(test_unreachable_peer)
 	struct fi_eq_err_entry err;
 	uint8_t buf[64];
 	uint32_t event;
-	struct conn c;
+	struct fx_conn c;
 	uint64_t t0, end;
 	ssize_t ret;
 
 	memset(&c, 0, sizeof(c));
-	open_eq_cq(dom_b, &c.eq_b, &c.cq_b);
+	fx_open_eq_cq(&F, F.dom_b, &c.eq_b, &c.cq_b);
 	c.server.sin_family = AF_INET;
 	c.server.sin_addr.s_addr = htonl(0xc0000209); /* 192.0.2.9: nobody */
 	c.server.sin_port = htons(7471);
-	t0 = now_ns();
-	connect_a(&c, NULL, 0);
-	end = t0 + 15 * NS_PER_S;
+	t0 = fx_now_ns();
+	fx_connect_a(&F, &c, NULL, NULL, 0);
+	end = t0 + 15 * FX_NS_PER_S;
 	do
 		ret = fi_eq_read(c.eq_a, &event, buf, sizeof(buf), 0);
-	while (ret == -FI_EAGAIN && now_ns() < end);
+	while (ret == -FI_EAGAIN && fx_now_ns() < end);
 	ck_assert_int_eq(ret, -FI_EAVAIL);
-	ck_assert_uint_lt(now_ns() - t0, 10 * NS_PER_S);
+	ck_assert_uint_lt(fx_now_ns() - t0, 10 * FX_NS_PER_S);
 	memset(&err, 0, sizeof(err));
 	ck_assert_int_eq(fi_eq_readerr(c.eq_a, &err, 0), sizeof(err));
 	ck_assert_int_eq(err.err, FI_EHOSTUNREACH);
 	ck_assert_ptr_eq(err.fid, &c.ep_a->fid);
-	close_pair(&c);
+	fx_conn_close(&c);
 }
 END_TEST
 
 /* ---- a hostile third party on the link (issue 11) ------------------------- */
 
-#define IP_A 0xc0000201u  /* the client's address */
-#define IP_B 0xc0000202u  /* the server's */
 #define IP_X 0xc0000242u  /* 192.0.2.66: nobody's, the forger's */
 
 /* ring[s] of the pair carries what side s sends (src/roce/port.c) */
@@ -693,9 +550,9 @@ static void forge_setup(void)
 	struct fi_droce_ops *ops;
 	unsigned u;
 
-	ck_assert_int_eq(fi_open_ops(&dom_a->fid, FI_DROCE_OPS_1, 0, (void **)&ops, NULL), 0);
-	ck_assert_int_eq(ops->port_mac(dom_a, link_mac[0]), 0);
-	ck_assert_int_eq(ops->port_mac(dom_b, link_mac[1]), 0);
+	ck_assert_int_eq(fi_open_ops(&F.dom_a->fid, FI_DROCE_OPS_1, 0, (void **)&ops, NULL), 0);
+	ck_assert_int_eq(ops->port_mac(F.dom_a, link_mac[0]), 0);
+	ck_assert_int_eq(ops->port_mac(F.dom_b, link_mac[1]), 0);
 	for (u = 0; u < 64; u++) {
 		snprintf(name, sizeof(name), "drpair%u_0", u);
 		if (rte_ring_lookup(name))
@@ -720,7 +577,7 @@ static void forge_mad(unsigned to, uint32_t src_ip, const uint8_t *mad, struct f
 	int len;
 
 	len = forge_qp1_frame(frame, sizeof(frame), link_mac[!to], link_mac[to], src_ip,
-			      to ? IP_B : IP_A, forge_psn++, mad);
+			      to ? FX_IP_B : FX_IP_A, forge_psn++, mad);
 	ck_assert_int_gt(len, 0);
 	while (!(m = rte_pktmbuf_alloc(forge_pool)))
 		fi_cq_read(drive, NULL, 0);
@@ -755,7 +612,7 @@ static uint32_t addr_of(const void *sa)
 }
 
 /* One message each way with exact data: the connection works. */
-static void ping_both(struct conn *c)
+static void ping_both(struct fx_conn *c)
 {
 	struct fi_cq_data_entry e;
 	uint8_t tx[64], rx[64];
@@ -769,11 +626,11 @@ static void ping_both(struct conn *c)
 		memset(rx, 0, sizeof(rx));
 		ck_assert_int_eq(fi_recv(to, rx, sizeof(rx), NULL, 0, rx), 0);
 		ck_assert_int_eq(fi_send(from, tx, sizeof(tx), NULL, 0, tx), 0);
-		ck_assert_int_eq(cq_wait(cq_to, cq_from, &e), 1);
+		ck_assert_int_eq(fx_cq_wait(cq_to, cq_from, &e), 1);
 		ck_assert_ptr_eq(e.op_context, rx);
 		ck_assert_uint_eq(e.len, sizeof(tx));
 		ck_assert(!memcmp(rx, tx, sizeof(tx)));
-		ck_assert_int_eq(cq_wait(cq_from, cq_to, &e), 1);
+		ck_assert_int_eq(fx_cq_wait(cq_from, cq_to, &e), 1);
 		ck_assert_ptr_eq(e.op_context, tx);
 	}
 }
@@ -799,11 +656,11 @@ START_TEST(test_connreq_flood)
 	struct fi_info *legit_info = NULL;
 	long rss0, rss1;
 	uint32_t event;
-	struct conn c;
+	struct fx_conn c;
 	ssize_t n;
 
 	memset(&c, 0, sizeof(c));
-	listen_b(&c);
+	fx_listen(&F, &c, NULL);
 	rss0 = rss_kib();
 	for (uint32_t i = 0; i < N; i++) {
 		forge_req_mad(mad, 0x100000 + i, ntohs(c.server.sin_port), 20, 15,
@@ -817,9 +674,9 @@ START_TEST(test_connreq_flood)
 
 	/* the flood stops; a client connects; the application reads its EQ,
 	 * refusing the flood's requests and accepting the client's */
-	t_stop = now_ns();
-	connect_a(&c, NULL, 0);
-	while (!legit_info && now_ns() < t_stop + 5 * NS_PER_S) {
+	t_stop = fx_now_ns();
+	fx_connect_a(&F, &c, NULL, NULL, 0);
+	while (!legit_info && fx_now_ns() < t_stop + 5 * FX_NS_PER_S) {
 		n = fi_eq_read(c.eq_b, &event, &ent, sizeof(ent), 0);
 		if (n == -FI_EAGAIN)
 			continue;
@@ -831,27 +688,27 @@ START_TEST(test_connreq_flood)
 			fi_freeinfo(ent.e.info);
 			continue;
 		}
-		ck_assert_uint_eq(addr_of(ent.e.info->dest_addr), IP_A);
+		ck_assert_uint_eq(addr_of(ent.e.info->dest_addr), FX_IP_A);
 		legit++;
 		legit_info = ent.e.info;
 	}
 	ck_assert_int_eq(flood, HELD);
 	ck_assert_int_eq(legit, 1);
-	ck_assert_int_eq(fi_endpoint(dom_b, legit_info, &c.ep_b, NULL), 0);
+	ck_assert_int_eq(fi_endpoint(F.dom_b, legit_info, &c.ep_b, NULL), 0);
 	fi_freeinfo(legit_info);
 	ck_assert_int_eq(fi_ep_bind(c.ep_b, &c.eq_b->fid, 0), 0);
 	ck_assert_int_eq(fi_ep_bind(c.ep_b, &c.cq_b->fid, FI_TRANSMIT | FI_RECV), 0);
 	ck_assert_int_eq(fi_accept(c.ep_b, NULL, 0), 0);
-	expect_connected(c.eq_a, c.ep_a, NULL, 0);
-	expect_connected(c.eq_b, c.ep_b, NULL, 0);
-	t_conn = now_ns();
+	fx_expect_connected(c.eq_a, c.ep_a, NULL, 0);
+	fx_expect_connected(c.eq_b, c.ep_b, NULL, 0);
+	t_conn = fx_now_ns();
 	printf("FI_CONNREQ flood: %d held, client connected %.3f s after the flood\n", flood,
-	       (double)(t_conn - t_stop) / NS_PER_S);
-	ck_assert_uint_lt(t_conn - t_stop, 2 * NS_PER_S);
+	       (double)(t_conn - t_stop) / FX_NS_PER_S);
+	ck_assert_uint_lt(t_conn - t_stop, 2 * FX_NS_PER_S);
 	ping_both(&c);
 	/* nothing else is queued */
 	ck_assert_int_eq(fi_eq_read(c.eq_b, &event, &ent, sizeof(ent), 0), -FI_EAGAIN);
-	close_pair(&c);
+	fx_conn_close(&c);
 }
 END_TEST
 
@@ -869,19 +726,19 @@ START_TEST(test_connreq_timeout)
 	struct fi_info *info[2];
 	uint8_t mad[DR_MAD_LEN];
 	uint32_t event;
-	struct conn c;
+	struct fx_conn c;
 	uint64_t t0;
 
 	memset(&c, 0, sizeof(c));
-	listen_b(&c);
+	fx_listen(&F, &c, NULL);
 	/* unread until it expires: the application never sees it */
 	forge_req_mad(mad, 0x51, ntohs(c.server.sin_port), 14, 0,
 		      0x7700000000000000ull | (0x51));
-	t0 = now_ns();
+	t0 = fx_now_ns();
 	forge_mad(1, IP_X, mad, c.cq_b);
 	forge_drain(1, c.cq_b);
 	ck_assert_int_eq(fi_eq_read(c.eq_b, &event, &ent, sizeof(ent), FI_PEEK), sizeof(ent.e));
-	while (now_ns() < t0 + 3 * wait)
+	while (fx_now_ns() < t0 + 3 * wait)
 		fi_cq_read(c.cq_b, NULL, 0);
 	ck_assert_int_eq(fi_eq_read(c.eq_b, &event, &ent, sizeof(ent), 0), -FI_EAGAIN);
 
@@ -891,15 +748,15 @@ START_TEST(test_connreq_timeout)
 			      0x7700000000000000ull | (0x52 + (uint32_t)i));
 		forge_mad(1, IP_X, mad, c.cq_b);
 	}
-	t0 = now_ns();
+	t0 = fx_now_ns();
 	for (int i = 0; i < 2; i++) {
-		ck_assert_int_eq(eq_wait(c.eq_b, &event, &ent, sizeof(ent)), sizeof(ent.e));
+		ck_assert_int_eq(fx_eq_wait(c.eq_b, &event, &ent, sizeof(ent)), sizeof(ent.e));
 		ck_assert_uint_eq(event, FI_CONNREQ);
 		info[i] = ent.e.info;
 	}
-	while (now_ns() < t0 + 3 * wait)
+	while (fx_now_ns() < t0 + 3 * wait)
 		fi_cq_read(c.cq_b, NULL, 0);
-	ck_assert_int_eq(fi_endpoint(dom_b, info[0], &c.ep_b, NULL), 0);
+	ck_assert_int_eq(fi_endpoint(F.dom_b, info[0], &c.ep_b, NULL), 0);
 	ck_assert_int_eq(fi_ep_bind(c.ep_b, &c.eq_b->fid, 0), 0);
 	ck_assert_int_eq(fi_ep_bind(c.ep_b, &c.cq_b->fid, FI_TRANSMIT | FI_RECV), 0);
 	ck_assert_int_eq(fi_accept(c.ep_b, NULL, 0), -FI_ETIMEDOUT);
@@ -919,8 +776,8 @@ START_TEST(test_connreq_timeout)
 	ck_assert_int_eq(fi_close(&c.pep->fid), 0);
 	c.pep = NULL;
 	ck_assert_int_eq(fi_eq_read(c.eq_b, &event, &ent, sizeof(ent), 0), -FI_EAGAIN);
-	open_eq_cq(dom_a, &c.eq_a, &c.cq_a);
-	close_pair(&c);
+	fx_open_eq_cq(&F, F.dom_a, &c.eq_a, &c.cq_a);
+	fx_conn_close(&c);
 }
 END_TEST
 
@@ -935,11 +792,11 @@ START_TEST(test_pep_backlog)
 	uint8_t mad[DR_MAD_LEN];
 	int n = 0, from_x = 0, bad = 0, four = 4;
 	uint32_t event;
-	struct conn c;
+	struct fx_conn c;
 	ssize_t ret;
 
 	memset(&c, 0, sizeof(c));
-	listen_b(&c);
+	fx_listen(&F, &c, NULL);
 	ck_assert_int_eq(fi_control(&c.pep->fid, FI_BACKLOG, &bad), -FI_EINVAL);
 	ck_assert_int_eq(fi_control(&c.pep->fid, FI_BACKLOG, &four), 0);
 	for (uint32_t i = 0; i < 20; i++) {
@@ -959,8 +816,8 @@ START_TEST(test_pep_backlog)
 	}
 	ck_assert_int_eq(n, 4);
 	ck_assert_int_eq(from_x, 3); /* its share; the fourth place for another */
-	open_eq_cq(dom_a, &c.eq_a, &c.cq_a);
-	close_pair(&c);
+	fx_open_eq_cq(&F, F.dom_a, &c.eq_a, &c.cq_a);
+	fx_conn_close(&c);
 }
 END_TEST
 
@@ -980,9 +837,9 @@ START_TEST(test_forged_cm)
 	uint8_t mad[DR_MAD_LEN], buf[64];
 	uint64_t x = 0x9e3779b97f4a7c15ull;
 	uint32_t event;
-	struct conn c;
+	struct fx_conn c;
 
-	connect_pair(&c);
+	fx_connect(&F, &c);
 	ping_both(&c);
 	for (unsigned to = 0; to < 2; to++)
 		for (size_t a = 0; a < sizeof(attrs) / sizeof(attrs[0]); a++)
@@ -1012,7 +869,7 @@ START_TEST(test_forged_cm)
 				m.body[10] = (uint8_t)x;
 				m.body[11] = (uint8_t)(x >> 40);
 				dr_mad_build(&m, mad);
-				forge_mad(to, i & 1 ? IP_X : to ? IP_A : IP_B, mad,
+				forge_mad(to, i & 1 ? IP_X : to ? FX_IP_A : FX_IP_B, mad,
 					  to ? c.cq_b : c.cq_a);
 			}
 	forge_drain(0, c.cq_a);
@@ -1022,67 +879,31 @@ START_TEST(test_forged_cm)
 	ping_both(&c);
 	ck_assert_int_eq(fi_eq_read(c.eq_a, &event, buf, sizeof(buf), 0), -FI_EAGAIN);
 	ck_assert_int_eq(fi_eq_read(c.eq_b, &event, buf, sizeof(buf), 0), -FI_EAGAIN);
-	close_pair(&c);
+	fx_conn_close(&c);
 }
 END_TEST
 
 static void setup(void)
 {
-	struct fi_info *hints = fi_allocinfo(), *all, *i;
-
-	ck_assert_ptr_nonnull(hints);
-	hints->ep_attr->type = FI_EP_MSG;
-	hints->caps = FI_MSG;
-	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
-				      FI_MR_PROV_KEY;
-	hints->fabric_attr->prov_name = strdup("droce");
-	ck_assert_int_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &all), 0);
-	for (i = all; i; i = i->next) {
-		if (!strcmp(i->domain_attr->name, "pair:fit:0"))
-			info_a = fi_dupinfo(i);
-		else if (!strcmp(i->domain_attr->name, "pair:fit:1"))
-			info_b = fi_dupinfo(i);
-	}
-	fi_freeinfo(all);
-	fi_freeinfo(hints);
-	ck_assert_ptr_nonnull(info_a);
-	ck_assert_ptr_nonnull(info_b);
-	ck_assert_int_eq(fi_fabric(info_a->fabric_attr, &fabric, NULL), 0);
-	ck_assert_int_eq(fi_domain(fabric, info_a, &dom_a, NULL), 0);
-	ck_assert_int_eq(fi_domain(fabric, info_b, &dom_b, NULL), 0);
+	fx_open(&F, PAIR, FI_MSG, 0);
 	forge_setup();
 }
 
 static void teardown(void)
 {
-	ck_assert_int_eq(fi_close(&dom_a->fid), 0);
-	ck_assert_int_eq(fi_close(&dom_b->fid), 0);
-	ck_assert_int_eq(fi_close(&fabric->fid), 0);
+	fx_close(&F);
 	rte_mempool_free(forge_pool);
-	fi_freeinfo(info_a);
-	fi_freeinfo(info_b);
 }
 
 int main(void)
 {
-	char path[4096];
-	const char *top = getenv("top_builddir");
 	Suite *s = suite_create("fi_msg");
 	TCase *tc = tcase_create("msg");
-	SRunner *sr;
-	int failed;
 
-	/* before libfabric initialises: the provider from this build, two
-	 * in-process ports joined back to back */
-	snprintf(path, sizeof(path), "%s/.libs", top ? top : ".");
-	setenv("FI_PROVIDER_PATH", path, 1);
-	setenv("FI_PROVIDER", "droce", 1);
-	setenv("FI_DROCE_DEVICE", "pair:fit:0;pair:fit:1", 1);
-	setenv("FI_DROCE_ADDR", "192.0.2.1/24;192.0.2.2/24", 1);
-
-	/* DPDK's EAL starts once per process: no forking per test */
+	fx_env(PAIR);
 	tcase_set_timeout(tc, 120);
-	tcase_add_unchecked_fixture(tc, setup, teardown);
+	/* in each test's child (fi_fixture.h: fx_run) */
+	fx_add_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_getinfo);
 	tcase_add_loop_test(tc, test_connect_cm_data, 0, 3);
 	tcase_add_test(tc, test_cm_data_too_long);
@@ -1103,10 +924,5 @@ int main(void)
 	tcase_add_test(tc, test_pep_backlog);
 	tcase_add_test(tc, test_forged_cm);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_set_fork_status(sr, CK_NOFORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return fx_run(s);
 }

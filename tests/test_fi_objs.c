@@ -23,6 +23,7 @@
 #include <check.h>
 
 #include "dr_fi.h"
+#include "ck_run.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define TIMEOUT_MS    20
@@ -1549,11 +1550,5 @@ static Suite *fi_objs_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(fi_objs_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(fi_objs_suite(), false);
 }

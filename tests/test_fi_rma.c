@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * RMA, atomics, completion semantics and counters of droce through the
- * public libfabric API, in one process: two domains on the two ends of an
- * in-process DPDK link ("pair:" devices, net_ring), as in test_fi_msg.c.
+ * public libfabric API, each test in a process of its own (fi_fixture.h:
+ * fx_run): two domains on the two ends of an in-process DPDK link ("pair:"
+ * devices, net_ring), as in test_fi_msg.c.
  * Side A (pair:0) connects and mostly initiates, side B (pair:1) listens
  * and is mostly the target.  Nothing here calls droce directly; the IB
  * statuses are checked through the CQ's err_data text ("... (IB status N)",
@@ -26,28 +27,19 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
-#define NS_PER_S 1000000000ull
-#define GUARD	 64
+#include "fi_fixture.h"
+
+#define PAIR	 "fit"
 #define KiB	 1024
 #define MiB	 (1024 * 1024)
 
 /* caps the RMA tests ask for; the "_rx" infos accept FI_RX_CQ_DATA */
 #define RMA_CAPS (FI_MSG | FI_RMA | FI_ATOMIC | FI_RMA_EVENT | FI_FENCE)
 
-static struct fi_info *info_a, *info_b;		  /* RMA_CAPS, mode 0 */
+static struct fx F;				  /* RMA_CAPS, mode 0 */
 static struct fi_info *info_a_rx, *info_b_rx;	  /* RMA_CAPS, FI_RX_CQ_DATA */
 static struct fi_info *info_a_msg;		  /* FI_MSG only */
 static struct fi_info *info_a_noev, *info_b_noev; /* FI_MSG | FI_RMA, no FI_RMA_EVENT */
-static struct fid_fabric *fabric;
-static struct fid_domain *dom_a, *dom_b;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
-}
 
 static void fill(uint8_t *p, size_t n, unsigned seed)
 {
@@ -55,188 +47,19 @@ static void fill(uint8_t *p, size_t n, unsigned seed)
 		p[i] = (uint8_t)(i * 7 + seed + (i >> 12));
 }
 
-/* ---- registered regions with guard bytes -------------------------------------- */
-
-struct region {
-	uint8_t *base; /* GUARD bytes of 0xa5, size bytes, GUARD bytes of 0x5a */
-	uint8_t *buf;
-	size_t size;
-	struct fid_mr *mr;
-	uint64_t key;
-	uint64_t addr; /* FI_MR_VIRT_ADDR */
-};
-
-static void region_open(struct region *r, struct fid_domain *dom, size_t size, uint64_t access,
-			uint8_t init)
-{
-	r->size = size;
-	r->base = malloc(size + 2 * GUARD);
-	ck_assert_ptr_nonnull(r->base);
-	r->buf = r->base + GUARD;
-	memset(r->base, 0xa5, GUARD);
-	memset(r->buf, init, size);
-	memset(r->buf + size, 0x5a, GUARD);
-	ck_assert_int_eq(fi_mr_reg(dom, r->buf, size, access, 0, 0, 0, &r->mr, NULL), 0);
-	r->key = fi_mr_key(r->mr);
-	ck_assert_uint_ne(r->key, FI_KEY_NOTAVAIL);
-	r->addr = (uintptr_t)r->buf;
-}
-
-static void region_check_guards(const struct region *r)
-{
-	for (size_t i = 0; i < GUARD; i++) {
-		ck_assert_uint_eq(r->base[i], 0xa5);
-		ck_assert_uint_eq(r->buf[r->size + i], 0x5a);
-	}
-}
-
-static void region_check_fill(const struct region *r, size_t from, uint8_t init)
+static void region_check_fill(const struct fx_region *r, size_t from, uint8_t init)
 {
 	for (size_t i = from; i < r->size; i++)
 		if (r->buf[i] != init)
 			ck_abort_msg("region byte %zu is 0x%02x, want 0x%02x", i, r->buf[i], init);
 }
 
-static void region_close(struct region *r)
-{
-	region_check_guards(r);
-	ck_assert_int_eq(fi_close(&r->mr->fid), 0);
-	free(r->base);
-}
-
-/* ---- one connection ------------------------------------------------------------- */
-
-#define MAX_CNTR 6
-
-struct side_cfg {
-	const struct fi_info *info;
-	uint64_t cq_flags; /* added to FI_TRANSMIT | FI_RECV: FI_SELECTIVE_COMPLETION */
-	struct fid_cntr *cntr[MAX_CNTR];
-	uint64_t cntr_flags[MAX_CNTR];
-};
-
-struct conn {
-	struct fid_eq *eq_a, *eq_b;
-	struct fid_pep *pep;
-	struct fid_ep *ep_a, *ep_b;
-	struct fid_cq *cq_a, *cq_b;
-	struct sockaddr_in server;
-};
-
-static ssize_t eq_wait(struct fid_eq *eq, uint32_t *event, void *buf, size_t len)
-{
-	uint64_t end = now_ns() + 5 * NS_PER_S;
-	ssize_t ret;
-
-	do
-		ret = fi_eq_read(eq, event, buf, len, 0);
-	while (ret == -FI_EAGAIN && now_ns() < end);
-	return ret;
-}
-
-static void open_eq_cq(struct fid_domain *dom, struct fid_eq **eq, struct fid_cq **cq)
-{
-	struct fi_eq_attr ea = {.wait_obj = FI_WAIT_NONE};
-	struct fi_cq_attr ca = {.format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_NONE};
-
-	ck_assert_int_eq(fi_eq_open(fabric, &ea, eq, NULL), 0);
-	ck_assert_int_eq(fi_cq_open(dom, &ca, cq, NULL), 0);
-}
-
-static void bind_side(struct fid_ep *ep, struct fid_eq *eq, struct fid_cq *cq,
-		      const struct side_cfg *s)
-{
-	ck_assert_int_eq(fi_ep_bind(ep, &eq->fid, 0), 0);
-	ck_assert_int_eq(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV | s->cq_flags), 0);
-	for (int i = 0; i < MAX_CNTR; i++)
-		if (s->cntr[i])
-			ck_assert_int_eq(fi_ep_bind(ep, &s->cntr[i]->fid, s->cntr_flags[i]), 0);
-}
-
-static void expect_connected(struct fid_eq *eq, struct fid_ep *ep)
-{
-	struct fi_eq_cm_entry ent;
-	uint32_t event;
-
-	ck_assert_int_eq(eq_wait(eq, &event, &ent, sizeof(ent)), sizeof(ent));
-	ck_assert_uint_eq(event, FI_CONNECTED);
-	ck_assert_ptr_eq(ent.fid, &ep->fid);
-}
-
-static void connect_cfg(struct conn *c, const struct side_cfg *sa, const struct side_cfg *sb)
-{
-	struct side_cfg none = {0};
-	struct fi_info *pinfo;
-	struct fi_eq_cm_entry ent;
-	size_t len = sizeof(c->server);
-	uint32_t event;
-
-	if (!sa)
-		sa = &none;
-	if (!sb)
-		sb = &none;
-	memset(c, 0, sizeof(*c));
-	open_eq_cq(dom_b, &c->eq_b, &c->cq_b);
-	open_eq_cq(dom_a, &c->eq_a, &c->cq_a);
-	pinfo = fi_dupinfo(sb->info ? sb->info : info_b);
-	ck_assert_int_eq(fi_passive_ep(fabric, pinfo, &c->pep, NULL), 0);
-	fi_freeinfo(pinfo);
-	ck_assert_int_eq(fi_pep_bind(c->pep, &c->eq_b->fid, 0), 0);
-	ck_assert_int_eq(fi_listen(c->pep), 0);
-	ck_assert_int_eq(fi_getname(&c->pep->fid, &c->server, &len), 0);
-
-	ck_assert_int_eq(
-	    fi_endpoint(dom_a, (struct fi_info *)(sa->info ? sa->info : info_a), &c->ep_a, NULL),
-	    0);
-	bind_side(c->ep_a, c->eq_a, c->cq_a, sa);
-	ck_assert_int_eq(fi_enable(c->ep_a), 0);
-	ck_assert_int_eq(fi_connect(c->ep_a, &c->server, NULL, 0), 0);
-
-	ck_assert_int_eq(eq_wait(c->eq_b, &event, &ent, sizeof(ent)), sizeof(ent));
-	ck_assert_uint_eq(event, FI_CONNREQ);
-	ck_assert_int_eq(fi_endpoint(dom_b, ent.info, &c->ep_b, NULL), 0);
-	fi_freeinfo(ent.info);
-	bind_side(c->ep_b, c->eq_b, c->cq_b, sb);
-	ck_assert_int_eq(fi_accept(c->ep_b, NULL, 0), 0);
-	expect_connected(c->eq_a, c->ep_a);
-	expect_connected(c->eq_b, c->ep_b);
-}
-
-static void connect_pair(struct conn *c)
-{
-	connect_cfg(c, NULL, NULL);
-}
-
-static void close_pair(struct conn *c)
-{
-	struct fid *fids[] = {&c->ep_a->fid, &c->ep_b->fid, &c->pep->fid, &c->cq_a->fid,
-			      &c->cq_b->fid, &c->eq_a->fid, &c->eq_b->fid};
-
-	for (size_t i = 0; i < sizeof(fids) / sizeof(fids[0]); i++)
-		ck_assert_int_eq(fi_close(fids[i]), 0);
-}
-
 /* ---- completions ----------------------------------------------------------------- */
-
-/* One completion from cq within 5 s, reading the other CQ meanwhile (one
- * thread drives both devices). */
-static ssize_t cq_wait(struct fid_cq *cq, struct fid_cq *other, struct fi_cq_data_entry *e)
-{
-	uint64_t end = now_ns() + 5 * NS_PER_S;
-	ssize_t ret;
-
-	do {
-		ret = fi_cq_read(cq, e, 1);
-		if (ret == -FI_EAGAIN && other)
-			fi_cq_read(other, NULL, 0);
-	} while (ret == -FI_EAGAIN && now_ns() < end);
-	return ret;
-}
 
 static void expect_comp(struct fid_cq *cq, struct fid_cq *other, void *ctx, uint64_t flags)
 {
 	struct fi_cq_data_entry e;
-	ssize_t ret = cq_wait(cq, other, &e);
+	ssize_t ret = fx_cq_wait(cq, other, &e);
 
 	if (ret == -FI_EAVAIL) {
 		struct fi_cq_err_entry err = {0};
@@ -256,7 +79,7 @@ static void expect_imm(struct fid_cq *cq, struct fid_cq *other, void *ctx, uint6
 {
 	struct fi_cq_data_entry e;
 
-	ck_assert_int_eq(cq_wait(cq, other, &e), 1);
+	ck_assert_int_eq(fx_cq_wait(cq, other, &e), 1);
 	ck_assert_ptr_eq(e.op_context, ctx);
 	ck_assert_uint_eq(e.flags, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA);
 	ck_assert_uint_eq(e.data, data);
@@ -271,7 +94,7 @@ static void expect_err(struct fid_cq *cq, struct fid_cq *other, void *ctx, int e
 	struct fi_cq_err_entry ee;
 	char want[32], buf[128];
 
-	ck_assert_int_eq(cq_wait(cq, other, &e), -FI_EAVAIL);
+	ck_assert_int_eq(fx_cq_wait(cq, other, &e), -FI_EAVAIL);
 	memset(&ee, 0, sizeof(ee));
 	ck_assert_int_eq(fi_cq_readerr(cq, &ee, 0), 1);
 	ck_assert_ptr_eq(ee.op_context, ctx);
@@ -290,9 +113,9 @@ static void expect_err(struct fid_cq *cq, struct fid_cq *other, void *ctx, int e
 static void expect_quiet(struct fid_cq *cq, struct fid_cq *other)
 {
 	struct fi_cq_data_entry e;
-	uint64_t end = now_ns() + 20 * 1000 * 1000;
+	uint64_t end = fx_now_ns() + 20 * 1000 * 1000;
 
-	while (now_ns() < end) {
+	while (fx_now_ns() < end) {
 		ck_assert_int_eq(fi_cq_read(cq, &e, 1), -FI_EAGAIN);
 		if (other)
 			fi_cq_read(other, NULL, 0);
@@ -315,9 +138,9 @@ static int cq_drain(struct fid_cq *cq)
 /* A counter reaching value (and err) within 5 s, both devices driven. */
 static void cntr_expect(struct fid_cntr *cntr, struct fid_cq *drive, uint64_t value, uint64_t err)
 {
-	uint64_t end = now_ns() + 5 * NS_PER_S;
+	uint64_t end = fx_now_ns() + 5 * FX_NS_PER_S;
 
-	while ((fi_cntr_read(cntr) < value || fi_cntr_readerr(cntr) < err) && now_ns() < end)
+	while ((fi_cntr_read(cntr) < value || fi_cntr_readerr(cntr) < err) && fx_now_ns() < end)
 		if (drive)
 			fi_cq_read(drive, NULL, 0);
 	ck_assert_uint_eq(fi_cntr_read(cntr), value);
@@ -339,19 +162,20 @@ START_TEST(test_getinfo)
 {
 	struct fi_info *hints, *info;
 
-	ck_assert_uint_eq(info_a->caps & RMA_CAPS, RMA_CAPS);
-	ck_assert(info_a->caps & FI_READ && info_a->caps & FI_WRITE);
-	ck_assert(info_a->caps & FI_REMOTE_READ && info_a->caps & FI_REMOTE_WRITE);
-	ck_assert_uint_eq(info_a->tx_attr->caps & (FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE),
+	ck_assert_uint_eq(F.info_a->caps & RMA_CAPS, RMA_CAPS);
+	ck_assert(F.info_a->caps & FI_READ && F.info_a->caps & FI_WRITE);
+	ck_assert(F.info_a->caps & FI_REMOTE_READ && F.info_a->caps & FI_REMOTE_WRITE);
+	ck_assert_uint_eq(F.info_a->tx_attr->caps & (FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE),
 			  FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE);
-	ck_assert_uint_eq(info_a->rx_attr->caps & (FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RMA_EVENT),
+	ck_assert_uint_eq(F.info_a->rx_attr->caps &
+			      (FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RMA_EVENT),
 			  FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RMA_EVENT);
-	ck_assert_uint_eq(info_a->tx_attr->rma_iov_limit, 1);
-	ck_assert_uint_eq(info_a->domain_attr->mr_mode,
+	ck_assert_uint_eq(F.info_a->tx_attr->rma_iov_limit, 1);
+	ck_assert_uint_eq(F.info_a->domain_attr->mr_mode,
 			  FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED);
-	ck_assert_uint_eq(info_a->domain_attr->mr_key_size, 4);
-	ck_assert_uint_eq(info_a->mode & FI_RX_CQ_DATA, 0);
-	ck_assert_uint_eq(info_a->rx_attr->mode & FI_RX_CQ_DATA, 0);
+	ck_assert_uint_eq(F.info_a->domain_attr->mr_key_size, 4);
+	ck_assert_uint_eq(F.info_a->mode & FI_RX_CQ_DATA, 0);
+	ck_assert_uint_eq(F.info_a->rx_attr->mode & FI_RX_CQ_DATA, 0);
 	ck_assert_uint_eq(info_b_rx->mode & FI_RX_CQ_DATA, FI_RX_CQ_DATA);
 	ck_assert_uint_eq(info_b_rx->rx_attr->mode & FI_RX_CQ_DATA, FI_RX_CQ_DATA);
 	ck_assert_uint_eq(info_a_msg->caps & (FI_RMA | FI_ATOMIC), 0);
@@ -387,21 +211,21 @@ START_TEST(test_write_sizes)
 {
 	size_t size = rma_sizes[_i], rsize = size ? size : 8;
 	uint8_t *tx = malloc(size + 1);
-	struct region r;
-	struct conn c;
+	struct fx_region r;
+	struct fx_conn c;
 	int ctx;
 
 	fill(tx, size, (unsigned)_i);
-	connect_pair(&c);
-	region_open(&r, dom_b, rsize, FI_REMOTE_WRITE, 0xee);
+	fx_connect(&F, &c);
+	fx_region_open(&r, F.dom_b, rsize, FI_REMOTE_WRITE, 0xee);
 	ck_assert_int_eq(fi_write(c.ep_a, tx, size, NULL, 0, r.addr, r.key, &ctx), 0);
 	expect_comp(c.cq_a, c.cq_b, &ctx, FI_RMA | FI_WRITE);
 	ck_assert(!memcmp(r.buf, tx, size));
 	region_check_fill(&r, size, 0xee);
 	/* a plain write leaves no trace on the target's CQ */
 	expect_quiet(c.cq_b, c.cq_a);
-	region_close(&r);
-	close_pair(&c);
+	fx_region_close(&r);
+	fx_conn_close(&c);
 	free(tx);
 }
 END_TEST
@@ -409,23 +233,23 @@ END_TEST
 START_TEST(test_read_sizes)
 {
 	size_t size = rma_sizes[_i], rsize = size ? size : 8;
-	uint8_t *rx = malloc(size + GUARD);
-	struct region r;
-	struct conn c;
+	uint8_t *rx = malloc(size + FX_GUARD);
+	struct fx_region r;
+	struct fx_conn c;
 	int ctx;
 
-	memset(rx, 0xee, size + GUARD);
-	connect_pair(&c);
-	region_open(&r, dom_b, rsize, FI_REMOTE_READ, 0);
+	memset(rx, 0xee, size + FX_GUARD);
+	fx_connect(&F, &c);
+	fx_region_open(&r, F.dom_b, rsize, FI_REMOTE_READ, 0);
 	fill(r.buf, rsize, (unsigned)_i + 40);
 	ck_assert_int_eq(fi_read(c.ep_a, rx, size, NULL, 0, r.addr, r.key, &ctx), 0);
 	expect_comp(c.cq_a, c.cq_b, &ctx, FI_RMA | FI_READ);
 	ck_assert(!memcmp(rx, r.buf, size));
-	for (size_t i = size; i < size + GUARD; i++)
+	for (size_t i = size; i < size + FX_GUARD; i++)
 		ck_assert_uint_eq(rx[i], 0xee);
 	expect_quiet(c.cq_b, c.cq_a);
-	region_close(&r);
-	close_pair(&c);
+	fx_region_close(&r);
+	fx_conn_close(&c);
 	free(rx);
 }
 END_TEST
@@ -437,20 +261,20 @@ START_TEST(test_writedata_sizes)
 	size_t size = rma_sizes[_i], rsize = size ? size : 8;
 	uint8_t *tx = malloc(size + 1);
 	uint64_t data = 0xc0de0000u + (unsigned)_i;
-	struct region r;
-	struct conn c;
+	struct fx_region r;
+	struct fx_conn c;
 	int ctx;
 
 	fill(tx, size, (unsigned)_i + 80);
-	connect_pair(&c);
-	region_open(&r, dom_b, rsize, FI_REMOTE_WRITE, 0xee);
+	fx_connect(&F, &c);
+	fx_region_open(&r, F.dom_b, rsize, FI_REMOTE_WRITE, 0xee);
 	ck_assert_int_eq(fi_writedata(c.ep_a, tx, size, NULL, data, 0, r.addr, r.key, &ctx), 0);
 	expect_imm(c.cq_b, c.cq_a, NULL, data, size);
 	ck_assert(!memcmp(r.buf, tx, size));
 	region_check_fill(&r, size, 0xee);
 	expect_comp(c.cq_a, c.cq_b, &ctx, FI_RMA | FI_WRITE);
-	region_close(&r);
-	close_pair(&c);
+	fx_region_close(&r);
+	fx_conn_close(&c);
 	free(tx);
 }
 END_TEST
@@ -462,16 +286,16 @@ static const size_t rxcq_sizes[] = {0, 4097, 1 * MiB};
 START_TEST(test_writedata_rx_cq_data)
 {
 	size_t size = rxcq_sizes[_i], rsize = size ? size : 8;
-	struct side_cfg sa = {.info = info_a_rx}, sb = {.info = info_b_rx};
+	struct fx_side sa = {.info = info_a_rx}, sb = {.info = info_b_rx};
 	uint8_t *tx = malloc(size + 1), rbuf[2][32];
 	struct fi_cq_data_entry e;
-	struct region r;
-	struct conn c;
+	struct fx_region r;
+	struct fx_conn c;
 	int ctx;
 
 	fill(tx, size, 7);
-	connect_cfg(&c, &sa, &sb);
-	region_open(&r, dom_b, rsize, FI_REMOTE_WRITE, 0xee);
+	fx_connect_cfg(&F, &c, &sa, &sb);
+	fx_region_open(&r, F.dom_b, rsize, FI_REMOTE_WRITE, 0xee);
 	ck_assert_int_eq(fi_recv(c.ep_b, rbuf[0], sizeof(rbuf[0]), NULL, 0, rbuf[0]), 0);
 	ck_assert_int_eq(fi_recv(c.ep_b, rbuf[1], sizeof(rbuf[1]), NULL, 0, rbuf[1]), 0);
 	memset(rbuf, 0, sizeof(rbuf));
@@ -480,15 +304,15 @@ START_TEST(test_writedata_rx_cq_data)
 	ck_assert_int_eq(fi_send(c.ep_a, "after", 6, NULL, 0, NULL), 0);
 	expect_imm(c.cq_b, c.cq_a, rbuf[0], 0x1234abcd, size);
 	ck_assert(!memcmp(r.buf, tx, size));
-	ck_assert_int_eq(cq_wait(c.cq_b, c.cq_a, &e), 1);
+	ck_assert_int_eq(fx_cq_wait(c.cq_b, c.cq_a, &e), 1);
 	ck_assert_ptr_eq(e.op_context, rbuf[1]);
 	ck_assert_uint_eq(e.flags, FI_RECV | FI_MSG);
 	ck_assert_str_eq((char *)rbuf[1], "after");
 	ck_assert_uint_eq(rbuf[0][0], 0); /* a write's receive takes no data */
 	expect_comp(c.cq_a, c.cq_b, &ctx, FI_RMA | FI_WRITE);
 	expect_comp(c.cq_a, c.cq_b, NULL, FI_SEND | FI_MSG);
-	region_close(&r);
-	close_pair(&c);
+	fx_region_close(&r);
+	fx_conn_close(&c);
 	free(tx);
 }
 END_TEST
@@ -497,13 +321,13 @@ END_TEST
  * and completes once one is */
 START_TEST(test_writedata_rx_cq_data_rnr)
 {
-	struct side_cfg sa = {.info = info_a_rx}, sb = {.info = info_b_rx};
-	struct region r;
-	struct conn c;
+	struct fx_side sa = {.info = info_a_rx}, sb = {.info = info_b_rx};
+	struct fx_region r;
+	struct fx_conn c;
 	uint8_t rbuf[8];
 
-	connect_cfg(&c, &sa, &sb);
-	region_open(&r, dom_b, 64, FI_REMOTE_WRITE, 0);
+	fx_connect_cfg(&F, &c, &sa, &sb);
+	fx_region_open(&r, F.dom_b, 64, FI_REMOTE_WRITE, 0);
 	ck_assert_int_eq(fi_writedata(c.ep_a, "rnr", 4, NULL, 77, 0, r.addr, r.key, NULL), 0);
 	expect_quiet(c.cq_b, c.cq_a);
 	expect_quiet(c.cq_a, c.cq_b);
@@ -511,8 +335,8 @@ START_TEST(test_writedata_rx_cq_data_rnr)
 	expect_imm(c.cq_b, c.cq_a, rbuf, 77, 4);
 	ck_assert_str_eq((char *)r.buf, "rnr");
 	expect_comp(c.cq_a, c.cq_b, NULL, FI_RMA | FI_WRITE);
-	region_close(&r);
-	close_pair(&c);
+	fx_region_close(&r);
+	fx_conn_close(&c);
 }
 END_TEST
 
@@ -522,11 +346,11 @@ START_TEST(test_writedata_mixed_with_recv)
 {
 	struct fi_cq_data_entry e;
 	char rbuf[3][16];
-	struct region r;
-	struct conn c;
+	struct fx_region r;
+	struct fx_conn c;
 
-	connect_pair(&c);
-	region_open(&r, dom_b, 64, FI_REMOTE_WRITE, 0);
+	fx_connect(&F, &c);
+	fx_region_open(&r, F.dom_b, 64, FI_REMOTE_WRITE, 0);
 	memset(rbuf, 0, sizeof(rbuf));
 	ck_assert_int_eq(fi_recv(c.ep_b, rbuf[0], 16, NULL, 0, rbuf[0]), 0);
 	ck_assert_int_eq(fi_recv(c.ep_b, rbuf[1], 16, NULL, 0, rbuf[1]), 0);
@@ -539,11 +363,11 @@ START_TEST(test_writedata_mixed_with_recv)
 	ck_assert_int_eq(fi_writedata(c.ep_a, NULL, 0, NULL, 4, 0, r.addr, r.key, NULL), 0);
 
 	expect_imm(c.cq_b, c.cq_a, NULL, 1, 3);
-	ck_assert_int_eq(cq_wait(c.cq_b, c.cq_a, &e), 1);
+	ck_assert_int_eq(fx_cq_wait(c.cq_b, c.cq_a, &e), 1);
 	ck_assert_ptr_eq(e.op_context, rbuf[0]);
 	ck_assert_uint_eq(e.len, 4);
 	expect_imm(c.cq_b, c.cq_a, NULL, 2, 3);
-	ck_assert_int_eq(cq_wait(c.cq_b, c.cq_a, &e), 1);
+	ck_assert_int_eq(fx_cq_wait(c.cq_b, c.cq_a, &e), 1);
 	ck_assert_ptr_eq(e.op_context, rbuf[1]);
 	expect_imm(c.cq_b, c.cq_a, NULL, 3, 3);
 	expect_imm(c.cq_b, c.cq_a, NULL, 4, 0);
@@ -558,13 +382,13 @@ START_TEST(test_writedata_mixed_with_recv)
 	ck_assert_int_eq(fi_writedata(c.ep_a, "w5", 3, NULL, 5, 0, r.addr + 24, r.key, NULL), 0);
 	ck_assert_int_eq(fi_send(c.ep_a, "three", 6, NULL, 0, NULL), 0);
 	expect_imm(c.cq_b, c.cq_a, NULL, 5, 3);
-	ck_assert_int_eq(cq_wait(c.cq_b, c.cq_a, &e), 1);
+	ck_assert_int_eq(fx_cq_wait(c.cq_b, c.cq_a, &e), 1);
 	ck_assert_ptr_eq(e.op_context, rbuf[2]);
 	ck_assert_str_eq(rbuf[2], "three");
 	for (int i = 0; i < 7; i++)
-		ck_assert_int_eq(cq_wait(c.cq_a, c.cq_b, &e), 1);
-	region_close(&r);
-	close_pair(&c);
+		ck_assert_int_eq(fx_cq_wait(c.cq_a, c.cq_b, &e), 1);
+	fx_region_close(&r);
+	fx_conn_close(&c);
 }
 END_TEST
 
@@ -576,8 +400,8 @@ START_TEST(test_writev_readv)
 	struct iovec many[9];
 	size_t total = sizeof(a) + sizeof(b) + sizeof(d);
 	uint8_t flat[sizeof(a) + sizeof(b) + sizeof(d)];
-	struct region r;
-	struct conn c;
+	struct fx_region r;
+	struct fx_conn c;
 	int ctx;
 
 	fill(a, sizeof(a), 1);
@@ -586,8 +410,8 @@ START_TEST(test_writev_readv)
 	memcpy(flat, a, sizeof(a));
 	memcpy(flat + sizeof(a), b, sizeof(b));
 	memcpy(flat + sizeof(a) + sizeof(b), d, sizeof(d));
-	connect_pair(&c);
-	region_open(&r, dom_b, total, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
+	fx_connect(&F, &c);
+	fx_region_open(&r, F.dom_b, total, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
 	ck_assert_int_eq(fi_writev(c.ep_a, wiov, NULL, 3, 0, r.addr, r.key, &ctx), 0);
 	expect_comp(c.cq_a, c.cq_b, &ctx, FI_RMA | FI_WRITE);
 	ck_assert(!memcmp(r.buf, flat, total));
@@ -600,8 +424,8 @@ START_TEST(test_writev_readv)
 		many[i] = (struct iovec){a, 1};
 	ck_assert_int_eq(fi_writev(c.ep_a, many, NULL, 9, 0, r.addr, r.key, NULL), -FI_EINVAL);
 	ck_assert_int_eq(fi_readv(c.ep_a, many, NULL, 9, 0, r.addr, r.key, NULL), -FI_EINVAL);
-	region_close(&r);
-	close_pair(&c);
+	fx_region_close(&r);
+	fx_conn_close(&c);
 }
 END_TEST
 
@@ -612,14 +436,14 @@ START_TEST(test_writemsg_readmsg)
 	struct iovec biov = {back, sizeof(back)};
 	struct fi_rma_iov rma[2];
 	struct fi_msg_rma msg;
-	struct region r;
-	struct conn c;
+	struct fx_region r;
+	struct fx_conn c;
 	int ctx;
 
 	fill(src[0], 300, 5);
 	fill(src[1], 300, 6);
-	connect_pair(&c);
-	region_open(&r, dom_b, 1024, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
+	fx_connect(&F, &c);
+	fx_region_open(&r, F.dom_b, 1024, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
 	rma[0] = (struct fi_rma_iov){.addr = r.addr + 100, .len = 600, .key = r.key};
 	rma[1] = rma[0];
 	memset(&msg, 0, sizeof(msg));
@@ -659,8 +483,8 @@ START_TEST(test_writemsg_readmsg)
 	ck_assert_int_eq(fi_writemsg(c.ep_a, &msg, FI_MULTI_RECV), -FI_EBADFLAGS);
 	ck_assert_int_eq(fi_writemsg(c.ep_a, NULL, 0), -FI_EINVAL);
 	expect_quiet(c.cq_a, c.cq_b);
-	region_close(&r);
-	close_pair(&c);
+	fx_region_close(&r);
+	fx_conn_close(&c);
 }
 END_TEST
 
@@ -672,12 +496,12 @@ START_TEST(test_inject_write)
 	struct iovec iov = {buf, 200};
 	struct fi_rma_iov rma;
 	struct fi_msg_rma msg;
-	struct region r;
-	struct conn c;
+	struct fx_region r;
+	struct fx_conn c;
 	int ctx;
 
-	connect_pair(&c);
-	region_open(&r, dom_b, 1024, FI_REMOTE_WRITE, 0);
+	fx_connect(&F, &c);
+	fx_region_open(&r, F.dom_b, 1024, FI_REMOTE_WRITE, 0);
 	fill(buf, 256, 9);
 	memcpy(want, buf, 256);
 	ck_assert_int_eq(fi_inject_write(c.ep_a, buf, 256, 0, r.addr, r.key), 0);
@@ -706,8 +530,8 @@ START_TEST(test_inject_write)
 	iov.iov_len = 257;
 	rma.len = 257;
 	ck_assert_int_eq(fi_writemsg(c.ep_a, &msg, FI_INJECT), -FI_EMSGSIZE);
-	region_close(&r);
-	close_pair(&c);
+	fx_region_close(&r);
+	fx_conn_close(&c);
 }
 END_TEST
 
@@ -737,8 +561,8 @@ START_TEST(test_rma_access_errors)
 	uint8_t *tx = malloc(8192), *rx = malloc(8192);
 	uint64_t addr, key;
 	size_t len = 100;
-	struct region r;
-	struct conn c;
+	struct fx_region r;
+	struct fx_conn c;
 	bool write = true;
 	int ctx, ctx2;
 
@@ -748,8 +572,8 @@ START_TEST(test_rma_access_errors)
 		access = FI_REMOTE_WRITE;
 	fill(tx, 8192, 3);
 	memset(rx, 0xee, 8192);
-	connect_pair(&c);
-	region_open(&r, dom_b, 4096, access, 0x11);
+	fx_connect(&F, &c);
+	fx_region_open(&r, F.dom_b, 4096, access, 0x11);
 	addr = r.addr;
 	key = r.key;
 	switch (f) {
@@ -780,12 +604,12 @@ START_TEST(test_rma_access_errors)
 		write = false;
 		break;
 	case F_CLOSED_MR_WRITE: {
-		struct region old;
+		struct fx_region old;
 
-		region_open(&old, dom_b, 4096, access, 0);
+		fx_region_open(&old, F.dom_b, 4096, access, 0);
 		key = old.key;
 		addr = old.addr;
-		region_close(&old);
+		fx_region_close(&old);
 		break;
 	}
 	case F_NUM:
@@ -799,7 +623,7 @@ START_TEST(test_rma_access_errors)
 		ck_assert_int_eq(fi_read(c.ep_a, rx, len, NULL, 0, addr, key, &ctx), 0);
 	expect_err(c.cq_a, c.cq_b, &ctx, FI_EIO, 10);
 	region_check_fill(&r, 0, 0x11);
-	region_check_guards(&r);
+	fx_region_check_guards(&r);
 	for (size_t i = 0; i < 8192; i++)
 		ck_assert_uint_eq(rx[i], 0xee);
 	/* the connection is in error now: what follows is flushed */
@@ -808,8 +632,8 @@ START_TEST(test_rma_access_errors)
 	region_check_fill(&r, 0, 0x11);
 	/* and nothing reached the target's CQ */
 	expect_quiet(c.cq_b, c.cq_a);
-	region_close(&r);
-	close_pair(&c);
+	fx_region_close(&r);
+	fx_conn_close(&c);
 	free(tx);
 	free(rx);
 }
@@ -823,11 +647,11 @@ START_TEST(test_rma_refused_at_post)
 	struct fid_eq *eq;
 	uint64_t v = 1, res;
 	uint8_t buf[8];
-	struct region r;
-	struct conn c;
+	struct fx_region r;
+	struct fx_conn c;
 
-	connect_pair(&c);
-	region_open(&r, dom_b, 64, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
+	fx_connect(&F, &c);
+	fx_region_open(&r, F.dom_b, 64, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
 	ck_assert_int_eq(fi_write(c.ep_a, buf, 8, NULL, 0, r.addr, r.key | (1ull << 40), NULL),
 			 -FI_EINVAL);
 	ck_assert_int_eq(fi_read(c.ep_a, buf, 8, NULL, 0, r.addr, 1ull << 32, NULL), -FI_EINVAL);
@@ -838,12 +662,12 @@ START_TEST(test_rma_refused_at_post)
 					 FI_UINT64, FI_SUM, NULL),
 			 -FI_EINVAL);
 	expect_quiet(c.cq_a, c.cq_b);
-	region_close(&r);
-	close_pair(&c);
+	fx_region_close(&r);
+	fx_conn_close(&c);
 
 	/* enabled, never connected */
-	open_eq_cq(dom_a, &eq, &cq);
-	ck_assert_int_eq(fi_endpoint(dom_a, info_a, &ep, NULL), 0);
+	fx_open_eq_cq(&F, F.dom_a, &eq, &cq);
+	ck_assert_int_eq(fi_endpoint(F.dom_a, F.info_a, &ep, NULL), 0);
 	ck_assert_int_eq(fi_ep_bind(ep, &eq->fid, 0), 0);
 	ck_assert_int_eq(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV), 0);
 	ck_assert_int_eq(fi_enable(ep), 0);
@@ -864,7 +688,7 @@ START_TEST(test_rma_without_caps)
 	uint64_t v = 1;
 	size_t count;
 
-	ck_assert_int_eq(fi_endpoint(dom_a, info_a_msg, &ep, NULL), 0);
+	ck_assert_int_eq(fi_endpoint(F.dom_a, info_a_msg, &ep, NULL), 0);
 	ck_assert_int_eq(fi_write(ep, &v, 8, NULL, 0, 0x1000, 1, NULL), -FI_ENOSYS);
 	ck_assert_int_eq(fi_read(ep, &v, 8, NULL, 0, 0x1000, 1, NULL), -FI_ENOSYS);
 	ck_assert_int_eq(fi_atomic(ep, &v, 1, NULL, 0, 0x1000, 1, FI_UINT64, FI_SUM, NULL),
@@ -872,7 +696,7 @@ START_TEST(test_rma_without_caps)
 	ck_assert_int_eq(fi_atomicvalid(ep, FI_UINT64, FI_SUM, &count), -FI_ENOSYS);
 	ck_assert_int_eq(fi_close(&ep->fid), 0);
 	/* FI_RMA without FI_ATOMIC */
-	ck_assert_int_eq(fi_endpoint(dom_a, info_a_noev, &ep, NULL), 0);
+	ck_assert_int_eq(fi_endpoint(F.dom_a, info_a_noev, &ep, NULL), 0);
 	ck_assert_int_eq(fi_atomicvalid(ep, FI_UINT64, FI_SUM, &count), -FI_ENOSYS);
 	ck_assert_int_eq(fi_close(&ep->fid), 0);
 }
@@ -883,12 +707,12 @@ START_TEST(test_rma_from_passive_side)
 {
 	uint8_t tx[5000], rx[5000];
 	uint64_t one = 1, res = 0;
-	struct region r;
-	struct conn c;
+	struct fx_region r;
+	struct fx_conn c;
 
 	fill(tx, sizeof(tx), 21);
-	connect_pair(&c);
-	region_open(&r, dom_a, sizeof(tx), FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
+	fx_connect(&F, &c);
+	fx_region_open(&r, F.dom_a, sizeof(tx), FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
 	ck_assert_int_eq(fi_write(c.ep_b, tx, sizeof(tx), NULL, 0, r.addr, r.key, tx), 0);
 	expect_comp(c.cq_b, c.cq_a, tx, FI_RMA | FI_WRITE);
 	ck_assert_int_eq(fi_read(c.ep_b, rx, sizeof(rx), NULL, 0, r.addr, r.key, rx), 0);
@@ -901,14 +725,14 @@ START_TEST(test_rma_from_passive_side)
 	expect_comp(c.cq_b, c.cq_a, &res, FI_ATOMIC | FI_READ);
 	ck_assert_uint_eq(res, 0);
 	ck_assert_uint_eq(*(uint64_t *)r.buf, 1);
-	region_close(&r);
-	close_pair(&c);
+	fx_region_close(&r);
+	fx_conn_close(&c);
 }
 END_TEST
 
 /* ---- atomics --------------------------------------------------------------------------- */
 
-static uint64_t *at64(struct region *r, size_t i)
+static uint64_t *at64(struct fx_region *r, size_t i)
 {
 	return (uint64_t *)(void *)(r->buf + 8 * i);
 }
@@ -923,12 +747,12 @@ START_TEST(test_atomic_ops)
 	struct fi_ioc ioc, cioc, rioc;
 	struct fi_rma_ioc rioc_remote;
 	struct fi_msg_atomic msg;
-	struct region r;
-	struct conn c;
+	struct fx_region r;
+	struct fx_conn c;
 	int ctx;
 
-	connect_pair(&c);
-	region_open(&r, dom_b, 64, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
+	fx_connect(&F, &c);
+	fx_region_open(&r, F.dom_b, 64, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
 	*at64(&r, 0) = 100;
 
 	/* fi_atomic FI_SUM: FETCH_ADD, the result dropped */
@@ -1044,8 +868,8 @@ START_TEST(test_atomic_ops)
 	ck_assert_uint_eq(*at64(&r, 4), UINT64_MAX);
 	expect_quiet(c.cq_a, c.cq_b);
 	expect_quiet(c.cq_b, c.cq_a);
-	region_close(&r);
-	close_pair(&c);
+	fx_region_close(&r);
+	fx_conn_close(&c);
 }
 END_TEST
 
@@ -1070,7 +894,7 @@ START_TEST(test_atomic_valid)
 	struct fid_ep *ep;
 	int supported = 0;
 
-	ck_assert_int_eq(fi_endpoint(dom_a, info_a, &ep, NULL), 0);
+	ck_assert_int_eq(fi_endpoint(F.dom_a, F.info_a, &ep, NULL), 0);
 	for (int kind = 0; kind < 3; kind++) {
 		for (int op = 0; op < FI_ATOMIC_OP_LAST; op++) {
 			for (int dt = 0; dt <= FI_UINT128; dt++) {
@@ -1089,7 +913,7 @@ START_TEST(test_atomic_valid)
 				if (want)
 					ck_assert_uint_eq(count, 1);
 				memset(&attr, 0, sizeof(attr));
-				ret = fi_query_atomic(dom_a, dt, op, &attr, qflags[kind]);
+				ret = fi_query_atomic(F.dom_a, dt, op, &attr, qflags[kind]);
 				ck_assert_msg(ret == (want ? 0 : -FI_EOPNOTSUPP),
 					      "query kind %d op %d dt %d: %d", kind, op, dt, ret);
 				if (want) {
@@ -1102,11 +926,11 @@ START_TEST(test_atomic_valid)
 	}
 	ck_assert_int_eq(supported, 2 * 4);
 	ck_assert_int_eq(
-	    fi_query_atomic(dom_a, FI_UINT64, FI_SUM, &attr, FI_FETCH_ATOMIC | FI_COMPARE_ATOMIC),
+	    fi_query_atomic(F.dom_a, FI_UINT64, FI_SUM, &attr, FI_FETCH_ATOMIC | FI_COMPARE_ATOMIC),
 	    -FI_EINVAL);
-	ck_assert_int_eq(fi_query_atomic(dom_a, FI_UINT64, FI_SUM, &attr, FI_TAGGED),
+	ck_assert_int_eq(fi_query_atomic(F.dom_a, FI_UINT64, FI_SUM, &attr, FI_TAGGED),
 			 -FI_EOPNOTSUPP);
-	ck_assert_int_eq(fi_query_atomic(dom_b, FI_INT64, FI_CSWAP, &attr, FI_COMPARE_ATOMIC), 0);
+	ck_assert_int_eq(fi_query_atomic(F.dom_b, FI_INT64, FI_CSWAP, &attr, FI_COMPARE_ATOMIC), 0);
 	ck_assert_int_eq(fi_close(&ep->fid), 0);
 }
 END_TEST
@@ -1119,12 +943,12 @@ START_TEST(test_atomic_refused)
 	struct fi_ioc ioc2[2] = {{&v, 1}, {&v, 1}}, ioc = {v2, 2}, rioc = {&res, 1};
 	struct fi_rma_ioc rma2[2];
 	struct fi_msg_atomic msg;
-	struct region r;
-	struct conn c;
+	struct fx_region r;
+	struct fx_conn c;
 	int ctx;
 
-	connect_pair(&c);
-	region_open(&r, dom_b, 64, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
+	fx_connect(&F, &c);
+	fx_region_open(&r, F.dom_b, 64, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
 #define BASE(dt, op) fi_atomic(c.ep_a, &v, 1, NULL, 0, r.addr, r.key, dt, op, NULL)
 #define FETCH(dt, op)                                                                              \
 	fi_fetch_atomic(c.ep_a, &v, 1, NULL, &res, NULL, 0, r.addr, r.key, dt, op, NULL)
@@ -1203,56 +1027,61 @@ START_TEST(test_atomic_refused)
 			 0);
 	expect_comp(c.cq_a, c.cq_b, &ctx, FI_ATOMIC | FI_READ);
 	ck_assert_uint_eq(*at64(&r, 0), 1);
-	region_close(&r);
-	close_pair(&c);
+	fx_region_close(&r);
+	fx_conn_close(&c);
 }
 END_TEST
 
-/* a misaligned remote address: NAK invalid request, FI_EIO, IB status 9 */
-START_TEST(test_atomic_misaligned)
+/* Atomics the target refuses, FI_EIO at the initiator and nothing written:
+ * a misaligned remote address (NAK invalid request, IB status 9); a
+ * region without both FI_REMOTE_READ and FI_REMOTE_WRITE, which atomics
+ * need (remote access error, IB status 10). */
+enum { AT_FETCH_SUM_U64, AT_SUM_I64, AT_READ_I64 };
+
+static const struct {
+	uint64_t access;
+	size_t off; /* into the region */
+	int call;
+	uint8_t fill;
+	int ib;
+} at_refused[] = {
+    {FI_REMOTE_READ | FI_REMOTE_WRITE, 4, AT_FETCH_SUM_U64, 0x33, 9},
+    {FI_REMOTE_WRITE, 0, AT_SUM_I64, 0x44, 10},
+    {FI_REMOTE_READ, 0, AT_READ_I64, 0x44, 10},
+};
+
+START_TEST(test_atomic_target_refuses)
 {
 	uint64_t v = 1, res = 0;
-	struct region r;
-	struct conn c;
+	struct fx_region r;
+	struct fx_conn c;
+	uint64_t addr;
 	int ctx;
 
-	connect_pair(&c);
-	region_open(&r, dom_b, 64, FI_REMOTE_READ | FI_REMOTE_WRITE, 0x33);
-	ck_assert_int_eq(fi_fetch_atomic(c.ep_a, &v, 1, NULL, &res, NULL, 0, r.addr + 4, r.key,
-					 FI_UINT64, FI_SUM, &ctx),
-			 0);
-	expect_err(c.cq_a, c.cq_b, &ctx, FI_EIO, 9);
-	ck_assert_uint_eq(res, 0);
-	region_check_fill(&r, 0, 0x33);
-	region_close(&r);
-	close_pair(&c);
-}
-END_TEST
-
-/* atomics need FI_REMOTE_READ | FI_REMOTE_WRITE on the target region */
-static const uint64_t at_access[] = {FI_REMOTE_WRITE, FI_REMOTE_READ};
-
-START_TEST(test_atomic_access)
-{
-	uint64_t v = 1, res = 0;
-	struct region r;
-	struct conn c;
-	int ctx;
-
-	connect_pair(&c);
-	region_open(&r, dom_b, 64, at_access[_i], 0x44);
-	if (_i == 0)
-		ck_assert_int_eq(
-		    fi_atomic(c.ep_a, &v, 1, NULL, 0, r.addr, r.key, FI_INT64, FI_SUM, &ctx), 0);
-	else
-		ck_assert_int_eq(fi_fetch_atomic(c.ep_a, NULL, 1, NULL, &res, NULL, 0, r.addr,
-						 r.key, FI_INT64, FI_ATOMIC_READ, &ctx),
+	fx_connect(&F, &c);
+	fx_region_open(&r, F.dom_b, 64, at_refused[_i].access, at_refused[_i].fill);
+	addr = r.addr + at_refused[_i].off;
+	switch (at_refused[_i].call) {
+	case AT_FETCH_SUM_U64:
+		ck_assert_int_eq(fi_fetch_atomic(c.ep_a, &v, 1, NULL, &res, NULL, 0, addr, r.key,
+						 FI_UINT64, FI_SUM, &ctx),
 				 0);
-	expect_err(c.cq_a, c.cq_b, &ctx, FI_EIO, 10);
-	region_check_fill(&r, 0, 0x44);
+		break;
+	case AT_SUM_I64:
+		ck_assert_int_eq(
+		    fi_atomic(c.ep_a, &v, 1, NULL, 0, addr, r.key, FI_INT64, FI_SUM, &ctx), 0);
+		break;
+	case AT_READ_I64:
+		ck_assert_int_eq(fi_fetch_atomic(c.ep_a, NULL, 1, NULL, &res, NULL, 0, addr, r.key,
+						 FI_INT64, FI_ATOMIC_READ, &ctx),
+				 0);
+		break;
+	}
+	expect_err(c.cq_a, c.cq_b, &ctx, FI_EIO, at_refused[_i].ib);
 	ck_assert_uint_eq(res, 0);
-	region_close(&r);
-	close_pair(&c);
+	region_check_fill(&r, 0, at_refused[_i].fill);
+	fx_region_close(&r);
+	fx_conn_close(&c);
 }
 END_TEST
 
@@ -1262,11 +1091,12 @@ END_TEST
  * complete, the counter sees all, errors always complete */
 START_TEST(test_selective_tx)
 {
-	struct fid_cntr *cw = cntr_open(dom_a, FI_WAIT_NONE), *cr = cntr_open(dom_a, FI_WAIT_NONE);
-	struct fid_cntr *cs = cntr_open(dom_a, FI_WAIT_NONE);
-	struct side_cfg sa = {.cq_flags = FI_SELECTIVE_COMPLETION,
-			      .cntr = {cw, cr, cs},
-			      .cntr_flags = {FI_WRITE, FI_READ, FI_SEND}};
+	struct fid_cntr *cw = cntr_open(F.dom_a, FI_WAIT_NONE),
+			*cr = cntr_open(F.dom_a, FI_WAIT_NONE);
+	struct fid_cntr *cs = cntr_open(F.dom_a, FI_WAIT_NONE);
+	struct fx_side sa = {.cq_flags = FI_SELECTIVE_COMPLETION,
+			     .cntr = {cw, cr, cs},
+			     .cntr_flags = {FI_WRITE, FI_READ, FI_SEND}};
 	uint8_t tx[64], rx[64], rbuf[2][16];
 	struct iovec iov = {tx, 64}, riov = {rx, 64};
 	struct fi_rma_iov rma;
@@ -1274,13 +1104,13 @@ START_TEST(test_selective_tx)
 	struct fi_msg smsg;
 	struct iovec siov = {"sel", 4};
 	uint64_t v = 1, flags;
-	struct region r;
-	struct conn c;
+	struct fx_region r;
+	struct fx_conn c;
 	int ctx[4];
 
 	fill(tx, 64, 4);
-	connect_cfg(&c, &sa, NULL);
-	region_open(&r, dom_b, 256, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
+	fx_connect_cfg(&F, &c, &sa, NULL);
+	fx_region_open(&r, F.dom_b, 256, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
 	ck_assert_int_eq(fi_recv(c.ep_b, rbuf[0], 16, NULL, 0, rbuf[0]), 0);
 	ck_assert_int_eq(fi_recv(c.ep_b, rbuf[1], 16, NULL, 0, rbuf[1]), 0);
 
@@ -1335,8 +1165,8 @@ START_TEST(test_selective_tx)
 	ck_assert_int_eq(fi_write(c.ep_a, tx, 8, NULL, 0, r.addr, r.key ^ 0x10000, &ctx[0]), 0);
 	expect_err(c.cq_a, c.cq_b, &ctx[0], FI_EIO, 10);
 	cntr_expect(cw, c.cq_b, 4, 1);
-	region_close(&r);
-	close_pair(&c);
+	fx_region_close(&r);
+	fx_conn_close(&c);
 	ck_assert_int_eq(fi_close(&cw->fid), 0);
 	ck_assert_int_eq(fi_close(&cr->fid), 0);
 	ck_assert_int_eq(fi_close(&cs->fid), 0);
@@ -1346,19 +1176,19 @@ END_TEST
 /* FI_SELECTIVE_COMPLETION on the target's receives */
 START_TEST(test_selective_rx)
 {
-	struct fid_cntr *crecv = cntr_open(dom_b, FI_WAIT_UNSPEC);
-	struct side_cfg sb = {
+	struct fid_cntr *crecv = cntr_open(F.dom_b, FI_WAIT_UNSPEC);
+	struct fx_side sb = {
 	    .cq_flags = FI_SELECTIVE_COMPLETION, .cntr = {crecv}, .cntr_flags = {FI_RECV}};
 	char rbuf[5][16], small[2];
 	struct iovec iov[5], siov = {small, sizeof(small)};
 	struct fi_msg msg[5];
 	struct fi_cq_data_entry e;
-	struct region r;
-	struct conn c;
+	struct fx_region r;
+	struct fx_conn c;
 	uint64_t flags;
 
-	connect_cfg(&c, NULL, &sb);
-	region_open(&r, dom_b, 64, FI_REMOTE_WRITE, 0);
+	fx_connect_cfg(&F, &c, NULL, &sb);
+	fx_region_open(&r, F.dom_b, 64, FI_REMOTE_WRITE, 0);
 	memset(rbuf, 0, sizeof(rbuf));
 	for (int i = 0; i < 5; i++) {
 		iov[i] = (struct iovec){rbuf[i], 16};
@@ -1380,9 +1210,9 @@ START_TEST(test_selective_rx)
 		snprintf(m, sizeof(m), "m%d", i);
 		ck_assert_int_eq(fi_send(c.ep_a, m, 3, NULL, 0, NULL), 0);
 	}
-	ck_assert_int_eq(cq_wait(c.cq_b, c.cq_a, &e), 1);
+	ck_assert_int_eq(fx_cq_wait(c.cq_b, c.cq_a, &e), 1);
 	ck_assert_ptr_eq(e.op_context, rbuf[1]);
-	ck_assert_int_eq(cq_wait(c.cq_b, c.cq_a, &e), 1);
+	ck_assert_int_eq(fx_cq_wait(c.cq_b, c.cq_a, &e), 1);
 	ck_assert_ptr_eq(e.op_context, rbuf[3]);
 	ck_assert_int_eq(fi_cntr_wait(crecv, 4, 5000), 0);
 	for (int i = 0; i < 4; i++) {
@@ -1404,8 +1234,8 @@ START_TEST(test_selective_rx)
 	ck_assert_int_eq(fi_send(c.ep_a, "too long", 9, NULL, 0, NULL), 0);
 	expect_err(c.cq_b, c.cq_a, small, FI_ETRUNC, 1);
 	cntr_expect(crecv, c.cq_a, 4, 1);
-	region_close(&r);
-	close_pair(&c);
+	fx_region_close(&r);
+	fx_conn_close(&c);
 	ck_assert_int_eq(fi_close(&crecv->fid), 0);
 }
 END_TEST
@@ -1413,23 +1243,23 @@ END_TEST
 /* counters of every kind, on both sides */
 START_TEST(test_counters)
 {
-	struct fid_cntr *cs = cntr_open(dom_a, FI_WAIT_UNSPEC),
-			*crd = cntr_open(dom_a, FI_WAIT_NONE);
-	struct fid_cntr *cwr = cntr_open(dom_a, FI_WAIT_NONE),
-			*crecv = cntr_open(dom_b, FI_WAIT_NONE);
-	struct fid_cntr *crr = cntr_open(dom_b, FI_WAIT_UNSPEC),
-			*crw = cntr_open(dom_b, FI_WAIT_NONE);
-	struct side_cfg sa = {.cntr = {cs, crd, cwr}, .cntr_flags = {FI_SEND, FI_READ, FI_WRITE}};
-	struct side_cfg sb = {.cntr = {crecv, crr, crw},
-			      .cntr_flags = {FI_RECV, FI_REMOTE_READ, FI_REMOTE_WRITE}};
+	struct fid_cntr *cs = cntr_open(F.dom_a, FI_WAIT_UNSPEC),
+			*crd = cntr_open(F.dom_a, FI_WAIT_NONE);
+	struct fid_cntr *cwr = cntr_open(F.dom_a, FI_WAIT_NONE),
+			*crecv = cntr_open(F.dom_b, FI_WAIT_NONE);
+	struct fid_cntr *crr = cntr_open(F.dom_b, FI_WAIT_UNSPEC),
+			*crw = cntr_open(F.dom_b, FI_WAIT_NONE);
+	struct fx_side sa = {.cntr = {cs, crd, cwr}, .cntr_flags = {FI_SEND, FI_READ, FI_WRITE}};
+	struct fx_side sb = {.cntr = {crecv, crr, crw},
+			     .cntr_flags = {FI_RECV, FI_REMOTE_READ, FI_REMOTE_WRITE}};
 	uint8_t *big = malloc(64 * KiB), rbuf[2][8], rx[64];
 	uint64_t v = 3, cmp = 0, res;
-	struct region r;
-	struct conn c;
+	struct fx_region r;
+	struct fx_conn c;
 
 	fill(big, 64 * KiB, 1);
-	connect_cfg(&c, &sa, &sb);
-	region_open(&r, dom_b, 64 * KiB, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
+	fx_connect_cfg(&F, &c, &sa, &sb);
+	fx_region_open(&r, F.dom_b, 64 * KiB, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
 	ck_assert_int_eq(fi_recv(c.ep_b, rbuf[0], 8, NULL, 0, NULL), 0);
 	ck_assert_int_eq(fi_recv(c.ep_b, rbuf[1], 8, NULL, 0, NULL), 0);
 	ck_assert_int_eq(fi_send(c.ep_a, "a", 2, NULL, 0, NULL), 0);
@@ -1489,8 +1319,8 @@ START_TEST(test_counters)
 
 	/* a counter cannot close while bound */
 	ck_assert_int_eq(fi_close(&cs->fid), -FI_EBUSY);
-	region_close(&r);
-	close_pair(&c);
+	fx_region_close(&r);
+	fx_conn_close(&c);
 	ck_assert_int_eq(fi_close(&cs->fid), 0);
 	ck_assert_int_eq(fi_close(&crd->fid), 0);
 	ck_assert_int_eq(fi_close(&cwr->fid), 0);
@@ -1503,18 +1333,19 @@ END_TEST
 
 START_TEST(test_cntr_bind_errors)
 {
-	struct fid_cntr *c1 = cntr_open(dom_a, FI_WAIT_NONE), *c2 = cntr_open(dom_a, FI_WAIT_NONE);
-	struct fid_cntr *cb = cntr_open(dom_b, FI_WAIT_NONE);
+	struct fid_cntr *c1 = cntr_open(F.dom_a, FI_WAIT_NONE),
+			*c2 = cntr_open(F.dom_a, FI_WAIT_NONE);
+	struct fid_cntr *cb = cntr_open(F.dom_b, FI_WAIT_NONE);
 	struct fid_ep *ep;
 
 	/* remote counters need FI_RMA_EVENT */
-	ck_assert_int_eq(fi_endpoint(dom_a, info_a_noev, &ep, NULL), 0);
+	ck_assert_int_eq(fi_endpoint(F.dom_a, info_a_noev, &ep, NULL), 0);
 	ck_assert_int_eq(fi_ep_bind(ep, &c1->fid, FI_REMOTE_WRITE), -FI_EINVAL);
 	ck_assert_int_eq(fi_ep_bind(ep, &c1->fid, FI_REMOTE_READ), -FI_EINVAL);
 	ck_assert_int_eq(fi_ep_bind(ep, &c1->fid, FI_WRITE | FI_READ), 0);
 	ck_assert_int_eq(fi_close(&ep->fid), 0);
 
-	ck_assert_int_eq(fi_endpoint(dom_a, info_a, &ep, NULL), 0);
+	ck_assert_int_eq(fi_endpoint(F.dom_a, F.info_a, &ep, NULL), 0);
 	ck_assert_int_eq(fi_ep_bind(ep, &c1->fid, 0), -FI_EBADFLAGS);
 	ck_assert_int_eq(fi_ep_bind(ep, &c1->fid, FI_SEND | FI_TAGGED), -FI_EBADFLAGS);
 	ck_assert_int_eq(fi_ep_bind(ep, &cb->fid, FI_SEND), -FI_EINVAL); /* other domain */
@@ -1539,12 +1370,12 @@ START_TEST(test_fence_levels_more)
 	struct fi_rma_iov rma;
 	struct fi_msg_rma msg;
 	uint64_t v = 5, res;
-	struct region r;
-	struct conn c;
+	struct fx_region r;
+	struct fx_conn c;
 	int ctx[9];
 
-	connect_pair(&c);
-	region_open(&r, dom_b, 9 * 512, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
+	fx_connect(&F, &c);
+	fx_region_open(&r, F.dom_b, 9 * 512, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
 	memset(&msg, 0, sizeof(msg));
 	msg.iov_count = 1;
 	msg.rma_iov = &rma;
@@ -1602,57 +1433,30 @@ START_TEST(test_fence_levels_more)
 	for (int i = 0; i < 9; i++)
 		ck_assert(!memcmp(r.buf + 512 * i, tx[i], 512));
 	expect_quiet(c.cq_a, c.cq_b);
-	region_close(&r);
-	close_pair(&c);
+	fx_region_close(&r);
+	fx_conn_close(&c);
 }
 END_TEST
 
 static void setup(void)
 {
-	struct fi_info *hints = fi_allocinfo(), *all, *i;
 	struct {
 		uint64_t caps, mode;
 		struct fi_info **a, **b;
 	} want[] = {
-	    {RMA_CAPS, 0, &info_a, &info_b},
 	    {RMA_CAPS, FI_RX_CQ_DATA, &info_a_rx, &info_b_rx},
 	    {FI_MSG, 0, &info_a_msg, NULL},
 	    {FI_MSG | FI_RMA, 0, &info_a_noev, &info_b_noev},
 	};
 
-	ck_assert_ptr_nonnull(hints);
-	hints->ep_attr->type = FI_EP_MSG;
-	hints->domain_attr->mr_mode =
-	    FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-	hints->fabric_attr->prov_name = strdup("droce");
-	for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
-		hints->caps = want[k].caps;
-		hints->mode = want[k].mode;
-		ck_assert_int_eq(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &all), 0);
-		for (i = all; i; i = i->next) {
-			if (!strcmp(i->domain_attr->name, "pair:fit:0"))
-				*want[k].a = fi_dupinfo(i);
-			else if (want[k].b && !strcmp(i->domain_attr->name, "pair:fit:1"))
-				*want[k].b = fi_dupinfo(i);
-		}
-		fi_freeinfo(all);
-		ck_assert_ptr_nonnull(*want[k].a);
-		if (want[k].b)
-			ck_assert_ptr_nonnull(*want[k].b);
-	}
-	fi_freeinfo(hints);
-	ck_assert_int_eq(fi_fabric(info_a->fabric_attr, &fabric, NULL), 0);
-	ck_assert_int_eq(fi_domain(fabric, info_a, &dom_a, NULL), 0);
-	ck_assert_int_eq(fi_domain(fabric, info_b, &dom_b, NULL), 0);
+	fx_open(&F, PAIR, RMA_CAPS, 0);
+	for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++)
+		fx_getinfo(PAIR, want[k].caps, want[k].mode, want[k].a, want[k].b);
 }
 
 static void teardown(void)
 {
-	ck_assert_int_eq(fi_close(&dom_a->fid), 0);
-	ck_assert_int_eq(fi_close(&dom_b->fid), 0);
-	ck_assert_int_eq(fi_close(&fabric->fid), 0);
-	fi_freeinfo(info_a);
-	fi_freeinfo(info_b);
+	fx_close(&F);
 	fi_freeinfo(info_a_rx);
 	fi_freeinfo(info_b_rx);
 	fi_freeinfo(info_a_msg);
@@ -1662,24 +1466,13 @@ static void teardown(void)
 
 int main(void)
 {
-	char path[4096];
-	const char *top = getenv("top_builddir");
 	Suite *s = suite_create("fi_rma");
 	TCase *tc = tcase_create("rma");
-	SRunner *sr;
-	int failed;
 
-	/* before libfabric initialises: the provider from this build, two
-	 * in-process ports joined back to back */
-	snprintf(path, sizeof(path), "%s/.libs", top ? top : ".");
-	setenv("FI_PROVIDER_PATH", path, 1);
-	setenv("FI_PROVIDER", "droce", 1);
-	setenv("FI_DROCE_DEVICE", "pair:fit:0;pair:fit:1", 1);
-	setenv("FI_DROCE_ADDR", "192.0.2.1/24;192.0.2.2/24", 1);
-
-	/* DPDK's EAL starts once per process: no forking per test */
+	fx_env(PAIR);
 	tcase_set_timeout(tc, 120);
-	tcase_add_unchecked_fixture(tc, setup, teardown);
+	/* in each test's child (fi_fixture.h: fx_run) */
+	fx_add_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_getinfo);
 	tcase_add_loop_test(tc, test_write_sizes, 0, N_RMA_SIZES);
 	tcase_add_loop_test(tc, test_read_sizes, 0, N_RMA_SIZES);
@@ -1698,18 +1491,13 @@ int main(void)
 	tcase_add_loop_test(tc, test_atomic_ops, 0, 2);
 	tcase_add_test(tc, test_atomic_valid);
 	tcase_add_test(tc, test_atomic_refused);
-	tcase_add_test(tc, test_atomic_misaligned);
-	tcase_add_loop_test(tc, test_atomic_access, 0, 2);
+	tcase_add_loop_test(tc, test_atomic_target_refuses, 0,
+			    sizeof(at_refused) / sizeof(at_refused[0]));
 	tcase_add_test(tc, test_selective_tx);
 	tcase_add_test(tc, test_selective_rx);
 	tcase_add_test(tc, test_counters);
 	tcase_add_test(tc, test_cntr_bind_errors);
 	tcase_add_test(tc, test_fence_levels_more);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_set_fork_status(sr, CK_NOFORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return fx_run(s);
 }

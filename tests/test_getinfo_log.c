@@ -24,6 +24,9 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_errno.h>
 
+#include "ck_run.h"
+#include "fi_fixture.h"
+
 #define PREFIX	  "droce: getinfo refuses the hints: "
 #define MAX_LINES 24
 
@@ -295,27 +298,16 @@ END_TEST
 
 int main(void)
 {
-	char path[4096];
-	const char *builddir = getenv("top_builddir");
 	Suite *s = suite_create("getinfo_log");
 	TCase *tc = tcase_create("refusals");
-	SRunner *sr;
-	int failed;
 
 	/* before libfabric initialises (in each forked test) */
-	snprintf(path, sizeof(path), "%s/.libs", builddir ? builddir : ".");
-	setenv("FI_PROVIDER_PATH", path, 1);
+	fx_env("glog");
 	setenv("FI_LOG_LEVEL", "info", 1);
 	setenv("FI_LOG_PROV", "droce", 1);
-	setenv("FI_DROCE_DEVICE", "pair:glog:0;pair:glog:1", 1);
-	setenv("FI_DROCE_ADDR", "192.0.2.1/24;192.0.2.2/24", 1);
 	unsetenv("FI_PROVIDER");
 
 	tcase_add_loop_test(tc, test_refusal_log, 0, (int)(sizeof(cases) / sizeof(cases[0])));
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(s, false);
 }

@@ -17,7 +17,7 @@
  *     (ARP: NOT_IP; TCP, ICMP, ICMPv6: NOT_UDP; other UDP: NOT_ROCE);
  *   - the counts of each, the count of every BTH opcode and of QP1 CM MADs
  *     equal what tshark counts (table below).
- * Also: the worked ICRC vector of ROCE-REFERENCE.md A.9, and the pcapng
+ * Also: the worked ICRC vector of docs/protocol.md A.9, and the pcapng
  * reader on hand-made files (both byte orders, every truncation, corrupt
  * blocks).
  */
@@ -30,6 +30,7 @@
 
 #include "dr_roce.h"
 #include "../tools/pcapng.h"
+#include "ck_run.h"
 
 #define MAX_OPS 8
 
@@ -200,7 +201,7 @@ static void check_roce_frame(const struct golden *g, uint64_t num, const uint8_t
 		      (unsigned long long)num);
 }
 
-/* A CM MAD on QP1 (ROCE-REFERENCE.md C.1, C.2) */
+/* A CM MAD on QP1 (docs/protocol.md C.1, C.2) */
 static bool is_gsi_mad(const struct dr_pkt *pkt)
 {
 	const struct dr_deth *deth = dr_pkt_deth(pkt);
@@ -291,7 +292,7 @@ START_TEST(test_all_captures_listed)
 }
 END_TEST
 
-/* ---- ROCE-REFERENCE.md A.9 worked vector --------------------------------- */
+/* ---- docs/protocol.md A.9 worked vector --------------------------------- */
 
 static int unhex(const char *s, uint8_t *out, size_t cap)
 {
@@ -794,12 +795,6 @@ static Suite *golden_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(golden_suite());
-	int failed;
-
 	printf("golden captures: %s\n", golden_dir());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(golden_suite(), false);
 }

@@ -576,8 +576,11 @@ END_TEST
 
 /* ---- fixtures ------------------------------------------------------------------- */
 
-static void conn_setup(void)
+static void setup(void)
 {
+	fx_open(&F, PAIR, CAPS, 0);
+	ck_assert_int_eq(fi_open_ops(&F.dom_b->fid, FI_DROCE_OPS_1, 0, (void **)&ops, NULL), 0);
+	ck_assert_uint_eq(ops->size, sizeof(*ops));
 	fx_connect(&F, &C);
 	fx_region_open(&reg_b, F.dom_b, REGION, FI_REMOTE_WRITE | FI_REMOTE_READ, PATTERN);
 	fx_region_open(&reg_a, F.dom_a, REGION, FI_WRITE | FI_READ | FI_SEND | FI_RECV, 0);
@@ -588,22 +591,11 @@ static void conn_setup(void)
 	ck_assert_uint_eq(qb.dest_qpn, qa.qpn);
 }
 
-static void conn_teardown(void)
+static void teardown(void)
 {
 	fx_region_close(&reg_a);
 	fx_region_close(&reg_b);
 	fx_conn_close(&C);
-}
-
-static void suite_setup(void)
-{
-	fx_open(&F, PAIR, CAPS, 0);
-	ck_assert_int_eq(fi_open_ops(&F.dom_b->fid, FI_DROCE_OPS_1, 0, (void **)&ops, NULL), 0);
-	ck_assert_uint_eq(ops->size, sizeof(*ops));
-}
-
-static void suite_teardown(void)
-{
 	fx_close(&F);
 }
 
@@ -613,8 +605,8 @@ int main(void)
 	TCase *tc = tcase_create("forged");
 	fx_env(PAIR);
 	tcase_set_timeout(tc, 120);
-	tcase_add_unchecked_fixture(tc, suite_setup, suite_teardown);
-	tcase_add_checked_fixture(tc, conn_setup, conn_teardown);
+	/* in each test's child (fi_fixture.h: fx_run) */
+	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_bad_icrc);
 	tcase_add_test(tc, test_truncated);
 	tcase_add_test(tc, test_unknown_qpn);

@@ -434,7 +434,8 @@ int main(void)
 
 	fx_env("ids");
 	tcase_set_timeout(tc, 120);
-	tcase_add_unchecked_fixture(tc, setup, teardown);
+	/* in each test's child (fi_fixture.h: fx_run) */
+	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_qpn_psn_values);
 	tcase_add_test(tc, test_mr_key_values);
 	tcase_add_loop_test(tc, test_forged_frames, 0,

@@ -28,6 +28,7 @@
 #include <check.h>
 
 #include "dr_fi.h"
+#include "ck_run.h"
 
 struct fi_provider dr_prov = {
     .version = DR_PROV_VERSION,
@@ -354,8 +355,6 @@ int main(void)
 {
 	Suite *s = suite_create("local");
 	TCase *tc = tcase_create("wire");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_set_timeout(tc, 60);
@@ -365,9 +364,5 @@ int main(void)
 	tcase_add_test(tc, test_dead_slot_and_reuse);
 	tcase_add_test(tc, test_files_go);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(s, false);
 }

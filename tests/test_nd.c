@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "dr_port.h"
+#include "ck_run.h"
 
 static const uint8_t mac_a[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x0a};
 static const uint8_t mac_b[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x0b};
@@ -286,8 +287,6 @@ int main(void)
 {
 	Suite *s = suite_create("nd");
 	TCase *tc = tcase_create("codec");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_nd_linux_vectors);
 	tcase_add_test(tc, test_nd_unicast_probe);
@@ -295,9 +294,5 @@ int main(void)
 	tcase_add_test(tc, test_nd_parse_refusals);
 	tcase_add_test(tc, test_nd_mcast);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_run(s, false);
 }

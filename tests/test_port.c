@@ -27,6 +27,7 @@
 #include "dr_port.h"
 #include "dr_roce.h"
 #include "../tools/pcapng.h"
+#include "ck_run.h"
 
 #define IP4(a, b, c, d) ((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (d))
 #define IP_A		IP4(192, 0, 2, 1)
@@ -2091,8 +2092,6 @@ int main(void)
 {
 	Suite *s = suite_create("port");
 	TCase *tc = tcase_create("port");
-	SRunner *sr;
-	int failed;
 
 	verbose = getenv("VERBOSE") && *getenv("VERBOSE");
 	dr_port_set_log(test_log, NULL);
@@ -2132,11 +2131,6 @@ int main(void)
 	tcase_add_test(tc, test_foreign_thread);
 	suite_add_tcase(s, tc);
 
-	sr = srunner_create(s);
 	/* one EAL per process: every case in this one */
-	srunner_set_fork_status(sr, CK_NOFORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(s, true);
 }

@@ -17,6 +17,7 @@
 #include "dr_port.h" /* DR_PORT_ARP_PROBE_MS */
 #include "qp_priv.h"
 #include "simlink.h"
+#include "ck_run.h"
 
 #define QPN_A	 0x000011
 #define QPN_B	 0x0abc22
@@ -3931,11 +3932,5 @@ static Suite *qp_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(qp_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(qp_suite(), false);
 }

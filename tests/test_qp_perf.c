@@ -17,6 +17,7 @@
 
 #include "dr_qp.h"
 #include "simlink.h"
+#include "ck_run.h"
 
 #define QPN_A	   0x17
 #define QPN_B	   0x2a
@@ -193,17 +194,10 @@ int main(void)
 {
 	Suite *s = suite_create("qp-perf");
 	TCase *tc = tcase_create("goodput");
-	SRunner *sr;
-	int failed;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	tcase_set_timeout(tc, 300);
 	tcase_add_loop_test(tc, test_goodput, 0, sizeof(perf_cases) / sizeof(perf_cases[0]));
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_set_fork_status(sr, CK_NOFORK); /* keep the printed table in order */
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(s, true); /* keep the printed table in order */
 }

@@ -20,6 +20,7 @@
 #include <check.h>
 
 #include "dr_roce.h"
+#include "ck_run.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -2391,11 +2392,5 @@ static Suite *wire_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(wire_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(wire_suite(), false);
 }

@@ -56,6 +56,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include "fiutil.h"
+
 #define PROG "droce-xfer"
 #define DEFAULT_PORT 47593
 #define MAX_SIZES 64
@@ -136,17 +138,9 @@ enum { FAULT_NONE, FAULT_CORRUPT, FAULT_BADKEY };
 
 /* ---- small helpers ------------------------------------------------------ */
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t deadline(void)
 {
-	return now_ns() + (uint64_t)opt.timeout_ms * 1000000ull;
+	return fiu_now_ns() + (uint64_t)opt.timeout_ms * 1000000ull;
 }
 
 /* How long to wait for the peer's next message after a step in which it
@@ -547,15 +541,10 @@ static void eq_poll(struct xfer *x)
 			vlog("unexpected EQ event %u\n", event);
 		}
 	} else if (n == -FI_EAVAIL) {
-		struct fi_eq_err_entry err;
-		char pbuf[128] = "";
+		char text[sizeof(x->c.eq_err) - 16];
 
-		memset(&err, 0, sizeof(err));
-		if (fi_eq_readerr(x->c.eq, &err, 0) >= 0) {
-			snprintf(x->c.eq_err, sizeof(x->c.eq_err), "EQ error: %s, prov_errno %d (%s)",
-				 fi_strerror(err.err), err.prov_errno,
-				 fi_eq_strerror(x->c.eq, err.prov_errno, err.err_data, pbuf,
-						sizeof(pbuf)));
+		if (fiu_eq_error(x->c.eq, text, sizeof(text))) {
+			snprintf(x->c.eq_err, sizeof(x->c.eq_err), "EQ error: %s", text);
 			x->c.peer_down = true;
 		}
 	}
@@ -634,7 +623,7 @@ static enum wait_ret wait_comp(struct xfer *x, int which, void *ctx, struct comp
 			why(reason, rlen, ABORTED);
 			return WAIT_PEER;
 		}
-		if (now_ns() > end) {
+		if (fiu_now_ns() > end) {
 			why(reason, rlen, "no %s completion within %d ms%s%s", cq_name(which),
 			    opt.timeout_ms, x->c.peer_down ? " (the connection went down: " : "",
 			    x->c.peer_down ? (x->c.eq_err[0] ? x->c.eq_err : "FI_SHUTDOWN)") : "");
@@ -676,23 +665,6 @@ static bool check_stray(struct xfer *x, const char *who, char *reason, size_t rl
 
 /* ---- the control connection: sending and receiving --------------------- */
 
-static int write_all(int fd, const void *p, size_t n)
-{
-	const uint8_t *b = p;
-
-	while (n) {
-		ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		b += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static int oob_send(struct xfer *x, const struct msg *m)
 {
 	uint8_t wire[OOB_WIRE], *p = wire;
@@ -709,7 +681,7 @@ static int oob_send(struct xfer *x, const struct msg *m)
 	memcpy(p, m->blob, OOB_BLOB);
 	p += OOB_BLOB;
 	memcpy(p, m->text, OOB_TEXT);
-	if (write_all(x->sock, wire, sizeof(wire))) {
+	if (fiu_send_all(x->sock, wire, sizeof(wire))) {
 		say("control connection: send %s: %s\n", msg_names[m->type], strerror(errno));
 		return -1;
 	}
@@ -728,20 +700,20 @@ static int oob_recv(struct xfer *x, uint32_t type, struct msg *m, int timeout_ms
 	uint8_t wire[OOB_WIRE];
 	const uint8_t *p = wire;
 	int ms = timeout_ms < 0 ? opt.timeout_ms : timeout_ms;
-	uint64_t end = now_ns() + (uint64_t)ms * 1000000ull;
-	uint64_t spin = now_ns() + SPIN_NS;
+	uint64_t end = fiu_now_ns() + (uint64_t)ms * 1000000ull;
+	uint64_t spin = fiu_now_ns() + SPIN_NS;
 	size_t got = 0;
 	int i;
 
 	while (got < sizeof(wire)) {
 		ssize_t r;
 
-		bool spinning = now_ns() < spin;
+		bool spinning = fiu_now_ns() < spin;
 
 		if (!oob_readable(x, spinning ? 0 : 1)) {
 			progress(x);
 			eq_poll(x);
-			if (now_ns() > end) {
+			if (fiu_now_ns() > end) {
 				say("control connection: no %s from the peer within %d ms\n",
 				    msg_names[type], ms);
 				return -1;
@@ -824,56 +796,33 @@ static int oob_listen(struct xfer *x)
 
 static int oob_accept(struct xfer *x)
 {
-	struct pollfd p = { .fd = x->lsock, .events = POLLIN };
-	int one = 1, ret;
-
-	ret = poll(&p, 1, opt.accept_s ? opt.accept_s * 1000 : -1);
-	if (ret <= 0) {
+	x->sock = fiu_tcp_accept(x->lsock, opt.accept_s ? opt.accept_s * 1000 : -1);
+	if (x->sock < 0 && errno == ETIMEDOUT) {
 		say("control connection: no client within %d s\n", opt.accept_s);
 		return -1;
 	}
-	x->sock = accept4(x->lsock, NULL, NULL, SOCK_CLOEXEC);
 	if (x->sock < 0) {
 		say("control connection: accept: %s\n", strerror(errno));
 		return -1;
 	}
-	setsockopt(x->sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	return 0;
 }
 
 /* Connect to the server, retrying until the timeout (it may start later). */
 static int oob_connect(struct xfer *x)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;
-	uint64_t end = deadline();
 	char port[16];
-	int one = 1, ret, err = 0;
+	int gai_err;
 
 	snprintf(port, sizeof(port), "%u", opt.port);
-	ret = getaddrinfo(opt.server, port, &hints, &res);
-	if (ret) {
-		say("control connection: %s: %s\n", opt.server, gai_strerror(ret));
-		return -1;
-	}
-	do {
-		for (ai = res; ai; ai = ai->ai_next) {
-			int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
-
-			if (fd < 0)
-				continue;
-			if (!connect(fd, ai->ai_addr, ai->ai_addrlen)) {
-				setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-				x->sock = fd;
-				freeaddrinfo(res);
-				return 0;
-			}
-			err = errno;
-			close(fd);
-		}
-		usleep(100000);
-	} while (now_ns() < end);
-	freeaddrinfo(res);
-	say("control connection: connect to %s port %s: %s\n", opt.server, port, strerror(err));
+	x->sock = fiu_tcp_connect(opt.server, port, AF_UNSPEC, 100, deadline(), &gai_err);
+	if (x->sock >= 0)
+		return 0;
+	if (gai_err)
+		say("control connection: %s: %s\n", opt.server, gai_strerror(gai_err));
+	else
+		say("control connection: connect to %s port %s: %s\n", opt.server, port,
+		    strerror(errno));
 	return -1;
 }
 
@@ -892,17 +841,12 @@ static uint64_t caps_of_ops(uint32_t ops)
 
 static struct fi_info *make_hints(uint64_t caps)
 {
-	struct fi_info *h = fi_allocinfo();
+	struct fi_info *h = fiu_msg_hints(
+	    opt.prov, caps, FI_CONTEXT | FI_CONTEXT2 | (opt.no_rx_cq_data ? 0 : FI_RX_CQ_DATA));
 
 	if (!h)
 		return NULL;
-	h->caps = caps;
-	h->ep_attr->type = FI_EP_MSG;
-	h->mode = FI_CONTEXT | FI_CONTEXT2 | (opt.no_rx_cq_data ? 0 : FI_RX_CQ_DATA);
-	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 	h->domain_attr->threading = FI_THREAD_DOMAIN;
-	if (opt.prov)
-		h->fabric_attr->prov_name = strdup(opt.prov);
 	if (opt.domain)
 		h->domain_attr->name = strdup(opt.domain);
 	return h;
@@ -1167,7 +1111,7 @@ static int eq_wait(struct xfer *x, struct fid_eq *eq, uint32_t want, union cm_en
 
 	for (;;) {
 		uint32_t event = 0;
-		int ms = (int)((end - now_ns()) / 1000000);
+		int ms = (int)((end - fiu_now_ns()) / 1000000);
 		ssize_t n;
 
 		if (ms > 100)
@@ -1189,15 +1133,11 @@ static int eq_wait(struct xfer *x, struct fid_eq *eq, uint32_t want, union cm_en
 			continue;
 		}
 		if (n == -FI_EAVAIL) {
-			struct fi_eq_err_entry err;
-			char pbuf[128] = "";
+			char text[REASON_LEN];
 
-			memset(&err, 0, sizeof(err));
-			fi_eq_readerr(eq, &err, 0);
-			why(reason, rlen, "EQ error while waiting for %s: %s, prov_errno %d (%s)",
-			    want == FI_CONNECTED ? "FI_CONNECTED" : "FI_CONNREQ",
-			    fi_strerror(err.err), err.prov_errno,
-			    fi_eq_strerror(eq, err.prov_errno, err.err_data, pbuf, sizeof(pbuf)));
+			fiu_eq_error(eq, text, sizeof(text));
+			why(reason, rlen, "EQ error while waiting for %s: %s",
+			    want == FI_CONNECTED ? "FI_CONNECTED" : "FI_CONNREQ", text);
 			return -1;
 		}
 		if (n != -FI_EAGAIN && n != -FI_ETIMEDOUT) {
@@ -1227,7 +1167,7 @@ static int eq_wait(struct xfer *x, struct fid_eq *eq, uint32_t want, union cm_en
 				peer_up = true;
 			}
 		}
-		if (now_ns() >= end) {
+		if (fiu_now_ns() >= end) {
 			why(reason, rlen, "no %s within %d ms",
 			    want == FI_CONNECTED ? "FI_CONNECTED" : "FI_CONNREQ", opt.timeout_ms);
 			return -1;
@@ -1264,12 +1204,36 @@ static void cm_check(struct xfer *x, const uint8_t *data, size_t len, size_t wan
 }
 
 /* Client: connect, check the accept data; exchange CONN with the server. */
+/*
+ * Both sides, once this side's connect or accept is done (x->c.up) or
+ * failed (reason): tell the peer with M_CONN and take its M_CONN; -2 when
+ * the control connection fails, -1 when either side is not connected.
+ */
+static int conn_exchange(struct xfer *x, const char *reason, const char *what,
+			 const char *peer_failed)
+{
+	struct msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = M_CONN;
+	m.status = x->c.up ? 0 : 1;
+	scopy(m.text, sizeof(m.text), reason);
+	if (!x->c.up)
+		say("%s failed: %s\n", what, reason);
+	if (oob_send(x, &m) || oob_recv(x, M_CONN, &m, peer_ms()))
+		return -2;
+	if (m.status) {
+		say("%s: %s\n", peer_failed, m.text);
+		x->c.up = false;
+	}
+	return x->c.up ? 0 : -1;
+}
+
 static int client_connect(struct xfer *x)
 {
 	uint8_t param[CM_DATA_LEN];
 	union cm_ent ent;
 	char reason[256] = "";
-	struct msg m;
 	size_t dlen;
 	int ret = 0;
 
@@ -1294,19 +1258,7 @@ static int client_connect(struct xfer *x)
 	cm_check(x, ent.e.data, dlen, x->cm_len, 1, "the accept");
 	x->c.up = true;
 out:
-	memset(&m, 0, sizeof(m));
-	m.type = M_CONN;
-	m.status = x->c.up ? 0 : 1;
-	scopy(m.text, sizeof(m.text), reason);
-	if (!x->c.up)
-		say("connect failed: %s\n", reason);
-	if (oob_send(x, &m) || oob_recv(x, M_CONN, &m, peer_ms()))
-		return -2;
-	if (m.status) {
-		say("the server failed to accept: %s\n", m.text);
-		x->c.up = false;
-	}
-	return x->c.up ? 0 : -1;
+	return conn_exchange(x, reason, "connect", "the server failed to accept");
 }
 
 /* Server: wait for a connection request, accept it; exchange CONN. */
@@ -1315,7 +1267,6 @@ static int server_accept(struct xfer *x)
 	uint8_t param[CM_DATA_LEN];
 	union cm_ent ent;
 	char reason[256] = "";
-	struct msg m;
 	size_t dlen;
 	int ret;
 
@@ -1341,32 +1292,20 @@ static int server_accept(struct xfer *x)
 		goto out;
 	x->c.up = true;
 out:
-	memset(&m, 0, sizeof(m));
-	m.type = M_CONN;
-	m.status = x->c.up ? 0 : 1;
-	scopy(m.text, sizeof(m.text), reason);
-	if (!x->c.up)
-		say("accept failed: %s\n", reason);
-	if (oob_send(x, &m) || oob_recv(x, M_CONN, &m, peer_ms()))
-		return -2;
-	if (m.status) {
-		say("the client failed to connect: %s\n", m.text);
-		x->c.up = false;
-	}
-	return x->c.up ? 0 : -1;
+	return conn_exchange(x, reason, "accept", "the client failed to connect");
 }
 
 /* ---- posting, with retries while the queue is full -------------------- */
 
-#define POST(x, reason, rlen, what, call)                                                   \
-	({                                                                                  \
-		uint64_t __end = deadline();                                                \
-		ssize_t __r;                                                                \
-		while ((__r = (call)) == -FI_EAGAIN && now_ns() < __end)                    \
-			progress(x);                                                        \
-		if (__r)                                                                    \
-			why(reason, rlen, "%s: %s", what, fi_strerror((int)-__r));          \
-		__r;                                                                        \
+#define POST(x, reason, rlen, what, call)                                                          \
+	({                                                                                         \
+		uint64_t __end = deadline();                                                       \
+		ssize_t __r;                                                                       \
+		while ((__r = (call)) == -FI_EAGAIN && fiu_now_ns() < __end)                       \
+			progress(x);                                                               \
+		if (__r)                                                                           \
+			why(reason, rlen, "%s: %s", what, fi_strerror((int)-__r));                 \
+		__r;                                                                               \
 	})
 
 /* Check a completion: no error, the right context, the flags expected. */
@@ -1674,7 +1613,7 @@ static bool server_verify(struct xfer *x, const struct test *t, unsigned int ite
 	unsigned int rs = rshift(t->size, iter);
 	struct atomic_vals av = atomic_vals_of(t->op, iter);
 	size_t tail = x->area_len - GUARD - rs - t->size;
-	uint64_t start = now_ns();
+	uint64_t start = fiu_now_ns();
 	bool ok = false;
 
 	switch (t->op) {
@@ -1692,7 +1631,7 @@ static bool server_verify(struct xfer *x, const struct test *t, unsigned int ite
 			ok = region_check(a0 + GUARD + rs, t->size, tail,
 					  seed_of(t->op, t->size, iter, 0), "server", tmp,
 					  sizeof(tmp));
-			if (ok || now_ns() - start > SETTLE_NS) {
+			if (ok || fiu_now_ns() - start > SETTLE_NS) {
 				if (!ok)
 					why(r->reason, sizeof(r->reason), "%s", tmp);
 				break;
@@ -1700,9 +1639,9 @@ static bool server_verify(struct xfer *x, const struct test *t, unsigned int ite
 			progress(x);
 			sched_yield();
 		}
-		if (ok && now_ns() - start > 1000000)
+		if (ok && fiu_now_ns() - start > 1000000)
 			vlog("write: the data showed %.1f ms after the client's completion\n",
-			     (double)(now_ns() - start) / 1e6);
+			     (double)(fiu_now_ns() - start) / 1e6);
 		return ok;
 	case OP_WRITEDATA:
 		ok = region_check(a0 + GUARD + rs, t->size, tail, seed_of(t->op, t->size, iter, 0),
@@ -1818,201 +1757,300 @@ static uint64_t rma_addr(struct xfer *x, int a, size_t off)
 }
 
 /* The client's fabric part; fills r (ok, fatal, reason, ns, nops). */
-static void client_part(struct xfer *x, const struct test *t, unsigned int iter,
-			struct iter_res *r)
+/* What one client operation works with: its areas, offsets (lshift,
+ * rshift), the key it names and the -F fault, and whether a receive is
+ * still posted when it ends. */
+struct cpart {
+	struct xfer *x;
+	const struct test *t;
+	unsigned int iter;
+	struct iter_res *r;
+	uint8_t *a0, *a1, *a2;
+	unsigned int ls, rs;
+	size_t tail;
+	uint64_t key;
+	uint8_t flip;
+	bool posted;
+	int comp_err; /* of the completion found wrong */
+};
+
+/* How a client operation ended: done and verified; wrong (the connection
+ * still usable); broken (no completion, a post failed); or a completion
+ * not as expected (broken if it carries an error). */
+enum part_end { PART_OK, PART_FAIL, PART_FATAL, PART_BAD_COMP };
+
+static enum part_end bad_comp(struct cpart *p, const struct comp *c)
 {
-	uint8_t *a0 = area(x, 0), *a1 = area(x, 1), *a2 = area(x, 2);
-	unsigned int ls = lshift(iter), rs = rshift(t->size, iter);
+	p->comp_err = c->err;
+	return PART_BAD_COMP;
+}
+
+/* fi_send/fi_senddata of a pattern; the server echoes it back. */
+static enum part_end client_send(struct cpart *p)
+{
+	struct xfer *x = p->x;
+	const struct test *t = p->t;
+	struct iter_res *r = p->r;
+	unsigned int iter = p->iter, ls = p->ls;
+	uint8_t *a0 = p->a0, *a1 = p->a1, flip = p->flip;
 	const char *name = op_tab[t->op].name;
-	struct atomic_vals av = atomic_vals_of(t->op, iter);
-	size_t tail = x->area_len - GUARD - ls - t->size;
-	uint64_t t0 = 0, expect;
-	bool posted = false;
+	size_t tail = p->tail;
+	enum wait_ret w;
+	struct comp c;
+	char what[64];
+	uint64_t t0;
+	ssize_t ret;
+
+	r->nops = 2;
+	pattern_fill(a0 + GUARD + ls, t->size, seed_of(t->op, t->size, iter, 0));
+	a0[GUARD + ls + t->size / 2] ^= flip;
+	memset(a1, POISON, x->area_len);
+	if (POST(x, r->reason, sizeof(r->reason), "client: fi_recv",
+		 fi_recv(x->c.ep, a1 + GUARD + ls, t->size + 8, x->desc, 0, &x->ctx_rx)))
+		return PART_FATAL;
+	p->posted = true;
+	t0 = fiu_now_ns();
+	if (t->op == OP_SENDDATA)
+		ret = POST(x, r->reason, sizeof(r->reason), "client: fi_senddata",
+			   fi_senddata(x->c.ep, a0 + GUARD + ls, t->size, x->desc,
+				       cq_data_of(x, t->op, t->size, iter, 0), 0, &x->ctx_tx));
+	else
+		ret = POST(x, r->reason, sizeof(r->reason), "client: fi_send",
+			   fi_send(x->c.ep, a0 + GUARD + ls, t->size, x->desc, 0, &x->ctx_tx));
+	if (ret)
+		return PART_FATAL;
+	w = wait_comp(x, TX, &x->ctx_tx, &c, true, r->reason, sizeof(r->reason));
+	if (w != WAIT_OK)
+		return PART_FATAL;
+	if (!comp_ok(&c, &x->ctx_tx, FI_SEND, "client", name, r->reason, sizeof(r->reason)))
+		return bad_comp(p, &c);
+	w = wait_comp(x, RX, &x->ctx_rx, &c, true, r->reason, sizeof(r->reason));
+	if (w != WAIT_OK)
+		return PART_FATAL;
+	r->ns = fiu_now_ns() - t0;
+	p->posted = false;
+	snprintf(what, sizeof(what), "receive of the echo");
+	if (!comp_ok(&c, &x->ctx_rx, FI_RECV | FI_MSG, "client", what, r->reason,
+		     sizeof(r->reason)))
+		return bad_comp(p, &c);
+	if (c.e.len != t->size) {
+		why(r->reason, sizeof(r->reason),
+		    "client: echo completion len %zu, expected %" PRIu64, c.e.len, t->size);
+		return PART_FAIL;
+	}
+	if (t->op == OP_SENDDATA ? !rx_data_ok(x, &c, cq_data_of(x, t->op, t->size, iter, 1),
+					       "client (echo)", r->reason, sizeof(r->reason))
+				 : !no_rx_data(&c, "client (echo)", r->reason, sizeof(r->reason)))
+		return PART_FAIL;
+	if (!region_check(a1 + GUARD + ls, t->size, tail, seed_of(t->op, t->size, iter, 1),
+			  "client (echo)", r->reason, sizeof(r->reason)))
+		return PART_FAIL;
+	return PART_OK;
+}
+
+/* fi_write/fi_writedata of a pattern into the server's area 0. */
+static enum part_end client_write(struct cpart *p)
+{
+	struct xfer *x = p->x;
+	const struct test *t = p->t;
+	struct iter_res *r = p->r;
+	unsigned int iter = p->iter, ls = p->ls;
+	uint8_t *a0 = p->a0, flip = p->flip;
+	const char *name = op_tab[t->op].name;
+	uint64_t key = p->key;
+	unsigned int rs = p->rs;
+	enum wait_ret w;
+	struct comp c;
+	uint64_t t0;
+	ssize_t ret;
+
+	pattern_fill(a0 + GUARD + ls, t->size, seed_of(t->op, t->size, iter, 0));
+	a0[GUARD + ls + t->size / 2] ^= flip;
+	t0 = fiu_now_ns();
+	if (t->op == OP_WRITEDATA)
+		ret = POST(x, r->reason, sizeof(r->reason), "client: fi_writedata",
+			   fi_writedata(x->c.ep, a0 + GUARD + ls, t->size, x->desc,
+					cq_data_of(x, t->op, t->size, iter, 0), 0,
+					rma_addr(x, 0, GUARD + rs), key, &x->ctx_tx));
+	else
+		ret = POST(x, r->reason, sizeof(r->reason), "client: fi_write",
+			   fi_write(x->c.ep, a0 + GUARD + ls, t->size, x->desc, 0,
+				    rma_addr(x, 0, GUARD + rs), key, &x->ctx_tx));
+	if (ret)
+		return PART_FATAL;
+	w = wait_comp(x, TX, &x->ctx_tx, &c, true, r->reason, sizeof(r->reason));
+	if (w != WAIT_OK)
+		return PART_FATAL;
+	r->ns = fiu_now_ns() - t0;
+	if (!comp_ok(&c, &x->ctx_tx, FI_WRITE, "client", name, r->reason, sizeof(r->reason)))
+		return bad_comp(p, &c);
+	return PART_OK;
+}
+
+/* fi_read of the server's area 0. */
+static enum part_end client_read(struct cpart *p)
+{
+	struct xfer *x = p->x;
+	const struct test *t = p->t;
+	struct iter_res *r = p->r;
+	unsigned int iter = p->iter, ls = p->ls;
+	uint8_t *a0 = p->a0;
+	const char *name = op_tab[t->op].name;
+	uint64_t key = p->key;
+	unsigned int rs = p->rs;
+	size_t tail = p->tail;
+	enum wait_ret w;
+	struct comp c;
+	uint64_t t0;
+
+	memset(a0, POISON, x->area_len);
+	t0 = fiu_now_ns();
+	if (POST(x, r->reason, sizeof(r->reason), "client: fi_read",
+		 fi_read(x->c.ep, a0 + GUARD + ls, t->size, x->desc, 0, rma_addr(x, 0, GUARD + rs),
+			 key, &x->ctx_tx)))
+		return PART_FATAL;
+	w = wait_comp(x, TX, &x->ctx_tx, &c, true, r->reason, sizeof(r->reason));
+	if (w != WAIT_OK)
+		return PART_FATAL;
+	r->ns = fiu_now_ns() - t0;
+	if (!comp_ok(&c, &x->ctx_tx, FI_READ, "client", name, r->reason, sizeof(r->reason)))
+		return bad_comp(p, &c);
+	if (!region_check(a0 + GUARD + ls, t->size, tail, seed_of(t->op, t->size, iter, 0),
+			  "client (read data)", r->reason, sizeof(r->reason)))
+		return PART_FAIL;
+	return PART_OK;
+}
+
+/* The atomics on the server's word (a compare-and-swap twice: matching,
+ * then stale). */
+static enum part_end client_atomic(struct cpart *p)
+{
+	struct xfer *x = p->x;
+	const struct test *t = p->t;
+	struct iter_res *r = p->r;
+	uint8_t *a2 = p->a2, flip = p->flip;
+	const char *name = op_tab[t->op].name;
+	struct atomic_vals av = atomic_vals_of(t->op, p->iter);
+	uint64_t key = p->key, t0, expect;
 	enum wait_ret w;
 	struct comp c;
 	char what[64];
 	ssize_t ret;
+	uint64_t *operand = (uint64_t *)(a2 + ATOMIC_OPERAND);
+	uint64_t *compare = (uint64_t *)(a2 + ATOMIC_COMPARE);
+	uint8_t *result = a2 + ATOMIC_RESULT;
+	uint64_t addr = rma_addr(x, 2, ATOMIC_TARGET);
+	int k, n = t->op == OP_CSWAP ? 2 : 1;
 
+	r->nops = (unsigned int)n;
+	r->ns = 0;
+	for (k = 0; k < n; k++) {
+		memset(a2, POISON, ATOMIC_AREA);
+		t0 = fiu_now_ns();
+		if (t->op == OP_FETCH_ADD) {
+			*operand = av.a ^ flip;
+			expect = av.v0;
+			ret =
+			    POST(x, r->reason, sizeof(r->reason), "client: fi_fetch_atomic(FI_SUM)",
+				 fi_fetch_atomic(x->c.ep, operand, 1, x->desc, result, x->desc, 0,
+						 addr, key, FI_UINT64, FI_SUM, &x->ctx_tx));
+			snprintf(what, sizeof(what), "fetched old value");
+		} else if (t->op == OP_ATOMIC_READ) {
+			*operand = 0;
+			expect = av.v0;
+			ret =
+			    POST(x, r->reason, sizeof(r->reason),
+				 "client: fi_fetch_atomic(FI_ATOMIC_READ)",
+				 fi_fetch_atomic(x->c.ep, operand, 1, x->desc, result, x->desc, 0,
+						 addr, key, FI_UINT64, FI_ATOMIC_READ, &x->ctx_tx));
+			snprintf(what, sizeof(what), "value read");
+		} else {
+			/* k 0: compare matches, swap; k 1: stale compare, no swap */
+			*operand = k ? av.s2 : av.s;
+			*compare = av.v0;
+			expect = k ? av.s : av.v0;
+			ret = POST(x, r->reason, sizeof(r->reason),
+				   "client: fi_compare_atomic(FI_CSWAP)",
+				   fi_compare_atomic(x->c.ep, operand, 1, x->desc, compare, x->desc,
+						     result, x->desc, 0, addr, key, FI_UINT64,
+						     FI_CSWAP, &x->ctx_tx));
+			snprintf(what, sizeof(what), "%s swap's old value",
+				 k ? "failing" : "succeeding");
+		}
+		if (ret)
+			return PART_FATAL;
+		w = wait_comp(x, TX, &x->ctx_tx, &c, true, r->reason, sizeof(r->reason));
+		if (w != WAIT_OK)
+			return PART_FATAL;
+		r->ns += fiu_now_ns() - t0;
+		/* libfabric's verbs provider does FI_ATOMIC_READ as an RDMA
+		 * READ and completes it as one (FI_RMA | FI_READ) */
+		if (!comp_ok(&c, &x->ctx_tx,
+			     t->op == OP_ATOMIC_READ && (c.e.flags & FI_RMA) ? FI_RMA | FI_READ
+									     : FI_ATOMIC,
+			     "client", name, r->reason, sizeof(r->reason)))
+			return bad_comp(p, &c);
+		if (!word_check(result, expect, "client", what, r->reason, sizeof(r->reason)))
+			return PART_FAIL;
+	}
+	return PART_OK;
+}
+
+static void client_part(struct xfer *x, const struct test *t, unsigned int iter, struct iter_res *r)
+{
 	bool fault = opt.fault && opt.fault_op == t->op && opt.fault_iter == iter;
-	uint64_t key = x->peer_key ^ (fault && opt.fault == FAULT_BADKEY ? 0x5a5a5a5aull : 0);
-	uint8_t flip = fault && opt.fault == FAULT_CORRUPT && t->size ? 0xff : 0;
+	struct cpart p = {
+	    .x = x,
+	    .t = t,
+	    .iter = iter,
+	    .r = r,
+	    .a0 = area(x, 0),
+	    .a1 = area(x, 1),
+	    .a2 = area(x, 2),
+	    .ls = lshift(iter),
+	    .rs = rshift(t->size, iter),
+	    .key = x->peer_key ^ (fault && opt.fault == FAULT_BADKEY ? 0x5a5a5a5aull : 0),
+	    .flip = fault && opt.fault == FAULT_CORRUPT && t->size ? 0xff : 0,
+	};
+	enum part_end end = PART_OK;
 
+	p.tail = x->area_len - GUARD - p.ls - t->size;
 	r->nops = 1;
 	switch (t->op) {
 	case OP_SEND:
 	case OP_SENDDATA:
-		r->nops = 2;
-		pattern_fill(a0 + GUARD + ls, t->size, seed_of(t->op, t->size, iter, 0));
-		a0[GUARD + ls + t->size / 2] ^= flip;
-		memset(a1, POISON, x->area_len);
-		if (POST(x, r->reason, sizeof(r->reason), "client: fi_recv",
-			 fi_recv(x->c.ep, a1 + GUARD + ls, t->size + 8, x->desc, 0, &x->ctx_rx)))
-			goto fatal;
-		posted = true;
-		t0 = now_ns();
-		if (t->op == OP_SENDDATA)
-			ret = POST(x, r->reason, sizeof(r->reason), "client: fi_senddata",
-				   fi_senddata(x->c.ep, a0 + GUARD + ls, t->size, x->desc,
-					       cq_data_of(x, t->op, t->size, iter, 0), 0,
-					       &x->ctx_tx));
-		else
-			ret = POST(x, r->reason, sizeof(r->reason), "client: fi_send",
-				   fi_send(x->c.ep, a0 + GUARD + ls, t->size, x->desc, 0,
-					   &x->ctx_tx));
-		if (ret)
-			goto fatal;
-		w = wait_comp(x, TX, &x->ctx_tx, &c, true, r->reason, sizeof(r->reason));
-		if (w != WAIT_OK)
-			goto fatal;
-		if (!comp_ok(&c, &x->ctx_tx, FI_SEND, "client", name, r->reason,
-			     sizeof(r->reason)))
-			goto bad_comp;
-		w = wait_comp(x, RX, &x->ctx_rx, &c, true, r->reason, sizeof(r->reason));
-		if (w != WAIT_OK)
-			goto fatal;
-		r->ns = now_ns() - t0;
-		posted = false;
-		snprintf(what, sizeof(what), "receive of the echo");
-		if (!comp_ok(&c, &x->ctx_rx, FI_RECV | FI_MSG, "client", what, r->reason,
-			     sizeof(r->reason)))
-			goto bad_comp;
-		if (c.e.len != t->size) {
-			why(r->reason, sizeof(r->reason),
-			    "client: echo completion len %zu, expected %" PRIu64, c.e.len, t->size);
-			goto fail;
-		}
-		if (t->op == OP_SENDDATA ?
-			    !rx_data_ok(x, &c, cq_data_of(x, t->op, t->size, iter, 1),
-					"client (echo)", r->reason, sizeof(r->reason)) :
-			    !no_rx_data(&c, "client (echo)", r->reason, sizeof(r->reason)))
-			goto fail;
-		if (!region_check(a1 + GUARD + ls, t->size, tail, seed_of(t->op, t->size, iter, 1),
-				  "client (echo)", r->reason, sizeof(r->reason)))
-			goto fail;
+		end = client_send(&p);
 		break;
 	case OP_WRITE:
 	case OP_WRITEDATA:
-		pattern_fill(a0 + GUARD + ls, t->size, seed_of(t->op, t->size, iter, 0));
-		a0[GUARD + ls + t->size / 2] ^= flip;
-		t0 = now_ns();
-		if (t->op == OP_WRITEDATA)
-			ret = POST(x, r->reason, sizeof(r->reason), "client: fi_writedata",
-				   fi_writedata(x->c.ep, a0 + GUARD + ls, t->size, x->desc,
-						cq_data_of(x, t->op, t->size, iter, 0), 0,
-						rma_addr(x, 0, GUARD + rs), key,
-						&x->ctx_tx));
-		else
-			ret = POST(x, r->reason, sizeof(r->reason), "client: fi_write",
-				   fi_write(x->c.ep, a0 + GUARD + ls, t->size, x->desc, 0,
-					    rma_addr(x, 0, GUARD + rs), key, &x->ctx_tx));
-		if (ret)
-			goto fatal;
-		w = wait_comp(x, TX, &x->ctx_tx, &c, true, r->reason, sizeof(r->reason));
-		if (w != WAIT_OK)
-			goto fatal;
-		r->ns = now_ns() - t0;
-		if (!comp_ok(&c, &x->ctx_tx, FI_WRITE, "client", name, r->reason,
-			     sizeof(r->reason)))
-			goto bad_comp;
+		end = client_write(&p);
 		break;
 	case OP_READ:
-		memset(a0, POISON, x->area_len);
-		t0 = now_ns();
-		if (POST(x, r->reason, sizeof(r->reason), "client: fi_read",
-			 fi_read(x->c.ep, a0 + GUARD + ls, t->size, x->desc, 0,
-				 rma_addr(x, 0, GUARD + rs), key, &x->ctx_tx)))
-			goto fatal;
-		w = wait_comp(x, TX, &x->ctx_tx, &c, true, r->reason, sizeof(r->reason));
-		if (w != WAIT_OK)
-			goto fatal;
-		r->ns = now_ns() - t0;
-		if (!comp_ok(&c, &x->ctx_tx, FI_READ, "client", name, r->reason,
-			     sizeof(r->reason)))
-			goto bad_comp;
-		if (!region_check(a0 + GUARD + ls, t->size, tail, seed_of(t->op, t->size, iter, 0),
-				  "client (read data)", r->reason, sizeof(r->reason)))
-			goto fail;
+		end = client_read(&p);
 		break;
 	case OP_FETCH_ADD:
 	case OP_CSWAP:
-	case OP_ATOMIC_READ: {
-		uint64_t *operand = (uint64_t *)(a2 + ATOMIC_OPERAND);
-		uint64_t *compare = (uint64_t *)(a2 + ATOMIC_COMPARE);
-		uint8_t *result = a2 + ATOMIC_RESULT;
-		uint64_t addr = rma_addr(x, 2, ATOMIC_TARGET);
-		int k, n = t->op == OP_CSWAP ? 2 : 1;
-
-		r->nops = (unsigned int)n;
-		r->ns = 0;
-		for (k = 0; k < n; k++) {
-			memset(a2, POISON, ATOMIC_AREA);
-			t0 = now_ns();
-			if (t->op == OP_FETCH_ADD) {
-				*operand = av.a ^ flip;
-				expect = av.v0;
-				ret = POST(x, r->reason, sizeof(r->reason),
-					   "client: fi_fetch_atomic(FI_SUM)",
-					   fi_fetch_atomic(x->c.ep, operand, 1, x->desc, result,
-							   x->desc, 0, addr, key,
-							   FI_UINT64, FI_SUM, &x->ctx_tx));
-				snprintf(what, sizeof(what), "fetched old value");
-			} else if (t->op == OP_ATOMIC_READ) {
-				*operand = 0;
-				expect = av.v0;
-				ret = POST(x, r->reason, sizeof(r->reason),
-					   "client: fi_fetch_atomic(FI_ATOMIC_READ)",
-					   fi_fetch_atomic(x->c.ep, operand, 1, x->desc, result,
-							   x->desc, 0, addr, key,
-							   FI_UINT64, FI_ATOMIC_READ, &x->ctx_tx));
-				snprintf(what, sizeof(what), "value read");
-			} else {
-				/* k 0: compare matches, swap; k 1: stale compare, no swap */
-				*operand = k ? av.s2 : av.s;
-				*compare = av.v0;
-				expect = k ? av.s : av.v0;
-				ret = POST(x, r->reason, sizeof(r->reason),
-					   "client: fi_compare_atomic(FI_CSWAP)",
-					   fi_compare_atomic(x->c.ep, operand, 1, x->desc, compare,
-							     x->desc, result, x->desc, 0, addr,
-							     key, FI_UINT64, FI_CSWAP,
-							     &x->ctx_tx));
-				snprintf(what, sizeof(what), "%s swap's old value",
-					 k ? "failing" : "succeeding");
-			}
-			if (ret)
-				goto fatal;
-			w = wait_comp(x, TX, &x->ctx_tx, &c, true, r->reason, sizeof(r->reason));
-			if (w != WAIT_OK)
-				goto fatal;
-			r->ns += now_ns() - t0;
-			/* libfabric's verbs provider does FI_ATOMIC_READ as an RDMA
-			 * READ and completes it as one (FI_RMA | FI_READ) */
-			if (!comp_ok(&c, &x->ctx_tx,
-				     t->op == OP_ATOMIC_READ && (c.e.flags & FI_RMA) ? FI_RMA | FI_READ
-										    : FI_ATOMIC,
-				     "client", name, r->reason, sizeof(r->reason)))
-				goto bad_comp;
-			if (!word_check(result, expect, "client", what, r->reason,
-					sizeof(r->reason)))
-				goto fail;
-		}
+	case OP_ATOMIC_READ:
+		end = client_atomic(&p);
 		break;
 	}
+	if (end == PART_OK && !check_stray(x, "client", r->reason, sizeof(r->reason)))
+		end = PART_FAIL;
+	switch (end) {
+	case PART_OK:
+		r->ok = true;
+		return;
+	case PART_BAD_COMP:
+		r->fatal = p.comp_err != 0 || p.posted;
+		r->ok = false;
+		return;
+	case PART_FATAL:
+		r->fatal = true;
+		/* fall through */
+	case PART_FAIL:
+		r->fatal |= p.posted;
+		r->ok = false;
 	}
-	if (!check_stray(x, "client", r->reason, sizeof(r->reason)))
-		goto fail;
-	r->ok = true;
-	return;
-
-bad_comp:
-	r->fatal = c.err != 0 || posted;
-	r->ok = false;
-	return;
-fatal:
-	r->fatal = true;
-fail:
-	r->fatal |= posted;
-	r->ok = false;
 }
 
 /* -W: let a test harness act just before an operation (take the link
@@ -2266,7 +2304,7 @@ static void server_bye(struct xfer *x)
 
 	if (x->sock < 0 || oob_recv(x, M_BYE, &m, peer_ms()))
 		return;
-	while (x->c.up && !x->c.peer_down && now_ns() < end) {
+	while (x->c.up && !x->c.peer_down && fiu_now_ns() < end) {
 		eq_poll(x);
 		progress(x);
 		usleep(1000);

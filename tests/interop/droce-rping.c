@@ -51,6 +51,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include "../../tools/fiutil.h"
+
 #define PROG "droce-rping"
 #define RPING_PORT "7174"
 #define RPING_MSG_FMT "rdma-ping-%d: "
@@ -96,17 +98,9 @@ static void msg(const char *fmt, ...)
 	va_end(ap);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static bool expired(const char *what)
 {
-	if (now_ns() < deadline_ns)
+	if (fiu_now_ns() < deadline_ns)
 		return false;
 	msg("timed out (%d s) waiting for %s", opt.timeout, what);
 	return true;
@@ -126,11 +120,11 @@ static int eq_poll(uint32_t *event, struct fi_eq_cm_entry *entry)
 	if (n == -FI_EAGAIN)
 		return 0;
 	if (n == -FI_EAVAIL) {
-		struct fi_eq_err_entry err = { 0 };
+		char text[256];
+		int ret = fiu_eq_error(eq, text, sizeof(text));
 
-		fi_eq_readerr(eq, &err, 0);
-		msg("EQ error: %s (prov_errno %d)", fi_strerror(err.err), err.prov_errno);
-		return -err.err ? -err.err : -FI_EIO;
+		msg("EQ error: %s", text);
+		return ret ? ret : -FI_EIO;
 	}
 	if (n < 0)
 		return fail("fi_eq_read", (int)n);
@@ -315,17 +309,12 @@ static int open_ep(struct fi_info *fi)
 
 static struct fi_info *hints_new(void)
 {
-	struct fi_info *h = fi_allocinfo();
+	struct fi_info *h = fiu_msg_hints(opt.prov, FI_MSG | FI_RMA, FI_CONTEXT);
 
 	if (!h)
 		return NULL;
-	h->ep_attr->type = FI_EP_MSG;
-	h->caps = FI_MSG | FI_RMA;
-	h->mode = FI_CONTEXT;
 	/* rping's own choice: the family of the address it is given */
 	h->addr_format = opt.addr && strchr(opt.addr, ':') ? FI_SOCKADDR_IN6 : FI_SOCKADDR_IN;
-	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-	h->fabric_attr->prov_name = strdup(opt.prov);
 	return h;
 }
 
@@ -553,7 +542,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	opt.server = mode == 1;
-	deadline_ns = now_ns() + (uint64_t)opt.timeout * 1000000000ull;
+	deadline_ns = fiu_now_ns() + (uint64_t)opt.timeout * 1000000000ull;
 	ret = opt.server ? run_server() : run_client();
 	close_all();
 	if (ret)
