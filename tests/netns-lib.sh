@@ -20,13 +20,19 @@ hard() {
 	echo "ERROR: $*"
 	exit 99
 }
+# No tshark: a skip, but a failure in CI (CI=true), where
+# tools/install-deps.sh installs it.
+no_tshark() {
+	[ "${CI:-}" != true ] || { echo "FAIL: tshark not found, and CI=true"; exit 1; }
+	skip "tshark not found (Debian package tshark)"
+}
 
 [ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces, veth pairs, packet capture)"
 command -v ip >/dev/null 2>&1 || skip "ip (iproute2) not found"
 ip netns list >/dev/null 2>&1 || skip "'ip netns' does not work here"
 FI_PINGPONG=$(command -v fi_pingpong 2>/dev/null) ||
 	skip "fi_pingpong not found (Debian package libfabric-bin)"
-[ -n "$TSHARK" ] && [ -x "$TSHARK" ] || skip "tshark not found (Debian package tshark)"
+[ -n "$TSHARK" ] && [ -x "$TSHARK" ] || no_tshark
 PCAPCHECK=$top_builddir/tools/droce-pcapcheck
 [ -x "$PCAPCHECK" ] || hard "$PCAPCHECK not built"
 [ -f "$top_builddir/.libs/libdroce-fi.so" ] || hard "$top_builddir/.libs/libdroce-fi.so not built"
@@ -77,24 +83,48 @@ bad() {
 	fail=1
 }
 
-# The usual frame of a two-namespace test: a scratch directory $tmp (kept
-# when DROCE_KEEP is set), fail=0, cap_pids="" (capture PIDs that cleanup
-# interrupts first), the namespaces and their veth pair, and a cleanup on
-# any exit that ends every process in them by PID and removes them.
-ns_pair_up() { # tag nsa va ipa nsb vb ipb
+# The frame of a namespace test: a scratch directory $tmp (kept when
+# DROCE_KEEP is set), fail=0, cap_pids="" (capture PIDs that cleanup
+# interrupts first), a private Wireshark profile, the namespaces, and a
+# cleanup on any exit that ends every process in them by PID, keeps what
+# keep_on_fail named if the test failed, and removes them.
+ns_frame() { # tag ns...
 	tmp=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX") || hard "mktemp failed"
-	cap_pids="" fail=0 pair_ns="$2 $5"
-	trap ns_pair_cleanup EXIT
+	shift
+	cap_pids="" fail=0 frame_ns="$*" kept=""
+	trap ns_frame_cleanup EXIT
 	trap 'echo "interrupted"; exit 1' INT TERM HUP
-	setup_ns "$2"
-	setup_ns "$5"
+	for fr_ns in "$@"; do
+		setup_ns "$fr_ns"
+	done
+	mkdir "$tmp/wsconf"
+	WIRESHARK_CONFIG_DIR=$tmp/wsconf
+	export WIRESHARK_CONFIG_DIR
+}
+
+# The usual frame of a two-namespace test: ns_frame and the veth pair.
+ns_pair_up() { # tag nsa va ipa nsb vb ipb
+	ns_frame "$1" "$2" "$5"
 	veth_pair "$2" "$3" "$4" "$5" "$6" "$7"
 }
 
-ns_pair_cleanup() {
+keep_on_fail() { # file-or-dir-in-tmp name: copied to $top_builddir/name on failure
+	kept="$kept $1:$2"
+}
+
+ns_frame_cleanup() {
+	fr_rc=$?
 	trap - EXIT INT TERM HUP
-	# shellcheck disable=SC2086 # the two namespace names
-	teardown_ns "$cap_pids" $pair_ns
+	# shellcheck disable=SC2086 # the namespace names
+	teardown_ns "$cap_pids" $frame_ns
+	if [ "$fail" -ne 0 ] || [ "$fr_rc" -eq 1 ]; then
+		for fr_k in $kept; do
+			[ -e "$tmp/${fr_k%%:*}" ] || continue
+			rm -rf "$top_builddir/${fr_k#*:}"
+			cp -r "$tmp/${fr_k%%:*}" "$top_builddir/${fr_k#*:}" 2>/dev/null &&
+				echo "kept: $top_builddir/${fr_k#*:}"
+		done
+	fi
 	if [ -n "${DROCE_KEEP:-}" ]; then echo "kept: $tmp"; else rm -rf "$tmp"; fi
 }
 
@@ -168,5 +198,166 @@ wait_listen() { # ns port: a TCP listener (fi_pingpong's control port) is up
 		j=$((j + 1))
 		sleep 0.1
 	done
+	return 1
+}
+
+# A server just started in the background: listening on TCP port within
+# 10 s, else a failure with its output, and it is ended.
+listening() { # pid ns port output what
+	wait_listen "$2" "$3" && return 0
+	bad "$5 never listened on TCP $3:"
+	cat "$4"
+	kill "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+	return 1
+}
+
+# A tshark in ns on iface writing file (its log file.log), bounded by the
+# budget, its PID added to cap_pids; extra arguments go to tshark.
+cap_start() { # ns iface file tshark-args...
+	cs_ns=$1 cs_if=$2 cs_f=$3
+	shift 3
+	ip netns exec "$cs_ns" timeout -k 5 $((budget + 60)) "$TSHARK" -q -n -i "$cs_if" "$@" \
+		-w "$cs_f" >"$cs_f.log" 2>&1 &
+	cap_pids="$cap_pids $!"
+}
+
+cap_wait() { # file...: each capture started by cap_start is capturing
+	cw_logs=""
+	for cw_f in "$@"; do
+		cw_logs="$cw_logs $cw_f.log"
+	done
+	# shellcheck disable=SC2086 # the log names
+	wait_all_lines 'Capturing on' 100 tshark $cw_logs
+	sleep 0.3
+}
+
+# Every capture of cap_pids flushed and ended (after 0.5 s for the last
+# DREQ/DREP).
+cap_stop() {
+	sleep 0.5
+	for cs_p in $cap_pids; do
+		kill -INT "$cs_p" 2>/dev/null
+	done
+	for cs_p in $cap_pids; do
+		wait "$cs_p" 2>/dev/null
+	done
+	cap_pids=""
+}
+
+cap_drops() { # file: the frames the kernel dropped in the capture (empty: unknown)
+	sed -n 's/.*(\([0-9]*\) packets\{0,1\} dropped.*/\1/p' "$1.log" | head -n 1
+}
+
+cap_got() { # file: the frames the capture holds (empty: unknown)
+	sed -n 's/^\([0-9]*\) packets\{0,1\} captured.*/\1/p' "$1.log" | head -n 1
+}
+
+# One fi_pingpong session (-p $pp_prov -e $pp_ep, default droce and msg)
+# on TCP port+1, server in sns (with $pp_env in its environment), client in
+# cns to sip, both bounded by tmo and the budget: both exit 0, every message
+# acknowledged (#ack = #sent), no "Error at iteration"; else a failure with
+# both outputs.  Counts runs; a row per run in $tmp/pp.table.
+run_pp() { # label sns cns sip size iters tmo fi_pingpong-option...
+	label=$1 sns=$2 cns=$3 sip=$4 size=$5 iters=$6 tmo=$7
+	shift 7
+	if [ "$(elapsed)" -ge "$budget" ]; then
+		bad "$label -S $size: time budget of ${budget}s exhausted before this run"
+		return 1
+	fi
+	left=$((budget - $(elapsed)))
+	[ "$tmo" -le "$left" ] || tmo=$left
+	port=$((port + 1))
+	runs=$((runs + 1))
+	out=$tmp/run$runs
+	rs=$(date +%s.%N)
+	# shellcheck disable=SC2086 # $pp_env: none, one or more assignments
+	ip netns exec "$sns" env ${pp_env:-} timeout -k 5 "$tmo" "$FI_PINGPONG" \
+		-p "${pp_prov:-droce}" -e "${pp_ep:-msg}" -B "$port" -I "$iters" -S "$size" "$@" \
+		>"$out.srv" 2>&1 &
+	spid=$!
+	listening "$spid" "$sns" "$port" "$out.srv" "$label: the fi_pingpong server" || return 1
+	ip netns exec "$cns" timeout -k 5 "$tmo" "$FI_PINGPONG" -p "${pp_prov:-droce}" \
+		-e "${pp_ep:-msg}" -P "$port" -I "$iters" -S "$size" "$@" "$sip" >"$out.cli" 2>&1
+	crc=$?
+	wait "$spid"
+	src=$?
+	wall=$(echo "$rs $(date +%s.%N)" | awk '{ printf "%.2f", $2 - $1 }')
+	res=$(awk '$1 ~ /^[0-9]/ && NF >= 8 { l = $0 } END { print l }' "$out.cli")
+	pp_what="$label -S $size -I $iters${*:+ $*}"
+	# fields: bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec
+	# shellcheck disable=SC2086
+	set -- $res
+	if [ $crc -ne 0 ] || [ $src -ne 0 ] || [ $# -lt 8 ] || [ "$3" != "=$2" ] ||
+		grep -q 'Error at iteration' "$out.cli" "$out.srv"; then
+		bad "$pp_what: client exit $crc, server exit $src (124 = timed out after" \
+			"${tmo}s), result '$res' (${wall}s)"
+		echo "--- client:"
+		tail -n 20 "$out.cli"
+		echo "--- server:"
+		tail -n 20 "$out.srv"
+		printf '%-34s %8s %6s %10s %11s %7s\n' "$label" "$size" "$iters" FAILED - "$wall" \
+			>>"$tmp/pp.table"
+		return 1
+	fi
+	printf '%-34s %8s %6s %10s %11s %7s\n' "$label" "$size" "$iters" "$6" "$7" "$wall" \
+		>>"$tmp/pp.table"
+	echo "ok: $pp_what: $6 MB/s, $7 usec/xfer (${wall}s)"
+}
+
+# tshark reads a capture: with the RPC-over-RDMA heuristic off where this
+# tshark has it (Wireshark 4.0's, on infiniband.payload, calls RC SEND
+# payloads under 16 bytes malformed RPC-over-RDMA), and extra options.
+tshark_r() { # file tshark-args...
+	tr_f=$1
+	shift
+	# shellcheck disable=SC2086 # $heur: options
+	timeout -k 5 120 "$TSHARK" -n -r "$tr_f" $heur "$@"
+}
+heur="--disable-heuristic rpcrdma_infiniband"
+
+# tshark finds no malformed frame and no expert error in the capture.
+no_errors() { # file
+	tshark_r "$1" -Y '_ws.malformed || _ws.expert.severity == error' -T fields \
+		-e frame.number -e frame.protocols -e _ws.expert.message >"$tmp/errors.txt" 2>/dev/null
+	if [ -s "$tmp/errors.txt" ]; then
+		bad "tshark: $(wc -l <"$tmp/errors.txt") malformed frames or expert errors:"
+		head -n 20 "$tmp/errors.txt"
+	else
+		echo "ok: tshark: no malformed frame, no expert error"
+	fi
+}
+
+need() { # what count minimum: a tshark count
+	[ "$2" -ge "$3" ] || bad "tshark: $1: $2, at least $3 expected"
+}
+
+none() { # what count: a tshark count that must be 0
+	[ "$2" -eq 0 ] || bad "tshark: $1: $2, none expected"
+}
+
+heur_check() { # file: $heur dropped when this tshark does not know the heuristic
+	tshark_r "$1" -c 1 >/dev/null 2>&1 && return 0
+	echo "note: this tshark has no heuristic rpcrdma_infiniband; running without disabling it"
+	heur=""
+}
+
+need_mergecap() { # sets MERGECAP (wireshark-common, installed with tshark)
+	MERGECAP=$(dirname "$TSHARK")/mergecap
+	[ -x "$MERGECAP" ] || MERGECAP=$(command -v mergecap 2>/dev/null) ||
+		hard "mergecap (wireshark-common, installed with tshark) not found"
+}
+
+# tools/droce-pcapcheck over a capture (its report in $tmp/name.txt): its
+# "frames:" summary, or a failure with the report's first lines.
+pcapcheck() { # name lines droce-pcapcheck-argument...
+	pc_n=$1 pc_l=$2
+	shift 2
+	if timeout -k 5 60 "$PCAPCHECK" "$@" >"$tmp/$pc_n.txt" 2>&1; then
+		echo "ok: droce-pcapcheck ($pc_n): $(sed -n 's/^frames: //p' "$tmp/$pc_n.txt")"
+		return 0
+	fi
+	bad "droce-pcapcheck ($pc_n):"
+	head -n "$pc_l" "$tmp/$pc_n.txt"
 	return 1
 }
