@@ -361,3 +361,39 @@ pcapcheck() { # name lines droce-pcapcheck-argument...
 	head -n "$pc_l" "$tmp/$pc_n.txt"
 	return 1
 }
+
+cap_merge() { # out in...: the captures joined in time order (one clock), else the test fails
+	timeout -k 5 60 "$MERGECAP" -w "$@" || { bad "mergecap"; exit 1; }
+}
+
+# tools/droce-xfer's server in ns ($xfer_env in its environment) on TCP
+# $port, bounded by tmo, its log $tmp/name.srv, its PID xs_pid: listening,
+# else a failure (and 1).
+xfer_start() { # ns tmo name droce-xfer-argument...
+	xs_ns=$1 xs_tmo=$2 xs_n=$3
+	shift 3
+	# shellcheck disable=SC2086 # $xfer_env: assignments
+	ip netns exec "$xs_ns" env ${xfer_env:-} timeout -k 5 "$xs_tmo" "$XFER" -p droce \
+		-P "$port" "$@" >"$tmp/$xs_n.srv" 2>&1 &
+	xs_pid=$!
+	listening "$xs_pid" "$xs_ns" "$port" "$tmp/$xs_n.srv" "the droce-xfer server ($xs_n)"
+}
+
+# Its client in ns ($xfer_env), log $tmp/name.cli: both exit 0 and the
+# client's result line is want, exactly; else a failure with both logs' ends.
+xfer_end() { # ns tmo name want label droce-xfer-argument...
+	xe_ns=$1 xe_tmo=$2 xe_n=$3 xe_want=$4 xe_label=$5
+	shift 5
+	# shellcheck disable=SC2086
+	ip netns exec "$xe_ns" env ${xfer_env:-} timeout -k 5 "$xe_tmo" "$XFER" -p droce \
+		-P "$port" "$@" >"$tmp/$xe_n.cli" 2>&1
+	xe_crc=$?
+	wait "$xs_pid"
+	xe_src=$?
+	if [ $xe_crc -ne 0 ] || [ $xe_src -ne 0 ] || ! grep -qx "$xe_want" "$tmp/$xe_n.cli"; then
+		bad "$xe_label: client exit $xe_crc, server exit $xe_src"
+		tail -n 30 "$tmp/$xe_n.cli" "$tmp/$xe_n.srv"
+		return 1
+	fi
+	echo "ok: $xe_label: $(tail -n 1 "$tmp/$xe_n.cli")"
+}
