@@ -46,6 +46,7 @@ FI_PROVIDER_PATH=$top_builddir/.libs
 export FI_PROVIDER_PATH
 
 t0=$(date +%s)
+runs=0 # run_pp's sessions
 elapsed() { echo $(($(date +%s) - t0)); }
 
 setup_ns() { # ns
@@ -396,4 +397,19 @@ xfer_end() { # ns tmo name want label droce-xfer-argument...
 		return 1
 	fi
 	echo "ok: $xe_label: $(tail -n 1 "$tmp/$xe_n.cli")"
+}
+
+# A process said it started (a line matching pattern in its output) within
+# tenths x 0.1 s, or the test ends as a hard error with that output (at
+# once if the process is gone).
+wait_started() { # pid file pattern tenths what
+	ws_i=0
+	until grep -q "$3" "$2" 2>/dev/null; do
+		ws_i=$((ws_i + 1))
+		if [ $ws_i -gt "$4" ] || ! kill -0 "$1" 2>/dev/null; then
+			cat "$2"
+			hard "$5 did not start"
+		fi
+		sleep 0.1
+	done
 }

@@ -239,15 +239,7 @@ EOF
 		$LOSS $DUP $REORDER "$(echo "$DELAY_MS" | awk '{ print $1 / 1000 }')" $$ "$tmp/drop-rtu" \
 		2>"$tmp/impair.log" &
 	imp_pid=$!
-	i=0
-	until grep -q forwarding "$tmp/impair.log" 2>/dev/null; do
-		i=$((i + 1))
-		if [ $i -gt 50 ] || ! kill -0 "$imp_pid" 2>/dev/null; then
-			cat "$tmp/impair.log"
-			hard "the user-space forwarder did not start"
-		fi
-		sleep 0.1
-	done
+	wait_started "$imp_pid" "$tmp/impair.log" forwarding 50 "the user-space forwarder"
 else
 	skip "no way to impair the link: tc netem failed ($(head -n 1 "$tmp/tc.err" 2>/dev/null))" \
 		"and perl with Time::HiRes is not installed"
@@ -284,15 +276,12 @@ if [ -x "$XFER" ] && [ "$(elapsed)" -lt "$budget" ]; then
 	# the passive side comes up on the CM's REP retry while the client,
 	# connected since the REP, already waits on the control channel
 	: >"$tmp/drop-rtu"
-	ip netns exec "$NSA" timeout -k 5 "$tmo" "$XFER" -p droce -P "$port" -w 30 \
-		>"$tmp/xfer.srv" 2>&1 &
-	spid=$!
 	crc=99 src=99
-	if listening "$spid" "$NSA" "$port" "$tmp/xfer.srv" "the droce-xfer server"; then
+	if xfer_start "$NSA" "$tmo" xfer -w 30; then
 		ip netns exec "$NSB" timeout -k 5 "$tmo" "$XFER" -p droce -s "$IPA" -P "$port" \
 			-S 0,1,4097,65536,1048576 -I 3 >"$tmp/xfer.cli" 2>&1
 		crc=$?
-		wait "$spid"
+		wait "$xs_pid"
 		src=$?
 	fi
 	if [ $crc -ne 0 ] || [ $src -ne 0 ] ||
