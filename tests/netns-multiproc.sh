@@ -75,9 +75,6 @@ echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 # arrives at (ip.dst), once.  (With "inbound" in the filter, libpcap
 # missed the first MADs of a run.)
 
-mkdir "$tmp/wsconf"
-WIRESHARK_CONFIG_DIR=$tmp/wsconf
-export WIRESHARK_CONFIG_DIR
 filter='(udp dst port 4791 and udp[13:2] = 0 and udp[15] = 1) or (icmp and icmp[0] = 3)'
 for side in a b; do
 	if [ $side = a ]; then ns=$NSA if=$VA; else ns=$NSB if=$VB; fi

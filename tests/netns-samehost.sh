@@ -56,9 +56,6 @@ echo "topology: $NSA/$VA $IPA <-> $NSB/$VB $IPB; every droce process in $NSA"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # the far end: whatever RoCEv2 leaves the veth
-mkdir "$tmp/wsconf"
-WIRESHARK_CONFIG_DIR=$tmp/wsconf
-export WIRESHARK_CONFIG_DIR
 ip netns exec "$NSB" timeout -k 5 $((budget + 30)) "$TSHARK" -q -n -i "$VB" \
 	-f 'udp port 4791' -w "$tmp/b.pcapng" >"$tmp/b.cap.log" 2>&1 &
 cap_pids=$!
