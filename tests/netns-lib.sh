@@ -413,3 +413,61 @@ wait_started() { # pid file pattern tenths what
 		sleep 0.1
 	done
 }
+
+# The droce-xfer processes of a many-process test: server i in ns on TCP
+# CPORT+i, client i in ns to IPA there, logs $tmp/si.log and $tmp/ci.log,
+# droce's log at info (registry, CM responder role, frames left to other
+# processes, drops).
+XFER_LOG="env FI_LOG_LEVEL=info FI_LOG_PROV=droce"
+
+mp_server() { # ns i: started and listening, its PID in mp_pid
+	# shellcheck disable=SC2086 # $XFER_LOG: a command and assignments
+	if [ "$2" = 1 ]; then
+		# no timeout wrapper: its PID is droce-xfer's own (ip netns exec
+		# execs it), the PID a kill names
+		ip netns exec "$1" $XFER_LOG "$XFER" -p droce -P $((CPORT + 1)) -w 60 -t 10 \
+			>"$tmp/s1.log" 2>&1 &
+	else
+		ip netns exec "$1" timeout -k 5 90 $XFER_LOG "$XFER" -p droce -P $((CPORT + $2)) \
+			-w 60 -t 10 >"$tmp/s$2.log" 2>&1 &
+	fi
+	mp_pid=$!
+	wait_listen "$1" $((CPORT + $2)) || hard "server $2 never listened on TCP $((CPORT + $2))"
+}
+
+mp_client() { # ns i timeout droce-xfer-argument...: started, its PID in mp_pid
+	mc_ns=$1 mc_i=$2 mc_tmo=$3
+	shift 3
+	# shellcheck disable=SC2086
+	ip netns exec "$mc_ns" timeout -k 5 "$mc_tmo" $XFER_LOG "$XFER" -p droce -s "$IPA" \
+		-P $((CPORT + mc_i)) "$@" >"$tmp/c$mc_i.log" 2>&1 &
+	mp_pid=$!
+}
+
+gate_wait() { # client 1 (-W 1:$tmp/gate) is connected and at its first operation
+	gw_i=0
+	until [ -e "$tmp/gate" ]; do
+		gw_i=$((gw_i + 1))
+		[ $gw_i -le 300 ] || hard "client 1 never reached its first operation"
+		sleep 0.1
+	done
+}
+
+client1_failed() { # pid: client 1, whose server was killed, ended with a clean error
+	c1_rc=0
+	wait "$1" || c1_rc=$?
+	echo "client 1: exit $c1_rc after $(($(date +%s) - t_start)) s: $(tail -n 1 "$tmp/c1.log")"
+	if [ $c1_rc -ne 1 ] || ! grep -q 'FAIL\|abort\|control connection' "$tmp/c1.log"; then
+		bad "client 1 (server killed) should fail cleanly (exit 1, a reason), got exit $c1_rc:"
+		tail -n 20 "$tmp/c1.log"
+	fi
+}
+
+no_peer_warnings() { # name...: $tmp/name.log tells of no frame a correct peer does not send
+	for np_f in "$@"; do
+		if grep -q 'a correct peer does not send' "$tmp/$np_f.log"; then
+			bad "$np_f: droce saw frames a correct peer does not send:"
+			grep 'a correct peer does not send' "$tmp/$np_f.log"
+		fi
+	done
+}
