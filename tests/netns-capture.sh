@@ -29,13 +29,7 @@
 set -u
 
 . "$(dirname "$0")/netns-lib.sh"
-NSA=drcp$$a
-NSB=drcp$$b
-VA=dca$$
-VB=dcb$$
-net=10.78.$(($$ % 200 + 20))
-IPA=$net.1
-IPB=$net.2
+ns_pair_names drcp dc 10.78
 ITERS=50
 ns_pair_up netns-capture "$NSA" "$VA" "$IPA" "$NSB" "$VB" "$IPB"
 

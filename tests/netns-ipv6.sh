@@ -74,8 +74,7 @@ set -u
 need_mergecap
 # no fi_pingpong run starts after this (the phases take about a minute)
 budget=${DROCE_NETNS_BUDGET:-300}
-XFER=$top_builddir/tools/droce-xfer
-[ -x "$XFER" ] || hard "$XFER not built"
+built "$XFER"
 NSA=dr6$$a
 NSB=dr6$$b
 NSC=dr6$$c

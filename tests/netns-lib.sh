@@ -34,6 +34,7 @@ FI_PINGPONG=$(command -v fi_pingpong 2>/dev/null) ||
 	skip "fi_pingpong not found (Debian package libfabric-bin)"
 [ -n "$TSHARK" ] && [ -x "$TSHARK" ] || no_tshark
 PCAPCHECK=$top_builddir/tools/droce-pcapcheck
+XFER=$top_builddir/tools/droce-xfer
 [ -x "$PCAPCHECK" ] || hard "$PCAPCHECK not built"
 [ -f "$top_builddir/.libs/libdroce-fi.so" ] || hard "$top_builddir/.libs/libdroce-fi.so not built"
 
@@ -75,6 +76,12 @@ teardown_ns() { # "pids to interrupt" ns...
 	wait 2>/dev/null
 	for ns in "$@"; do
 		ip netns del "$ns" 2>/dev/null
+	done
+}
+
+built() { # program...: each one built, else a hard error
+	for b_p in "$@"; do
+		[ -x "$b_p" ] || hard "$b_p not built"
 	done
 }
 
@@ -121,7 +128,7 @@ ns_frame_cleanup() {
 	if [ "$fail" -ne 0 ] || [ "$fr_rc" -eq 1 ]; then
 		for fr_k in $kept; do
 			[ -e "$tmp/${fr_k%%:*}" ] || continue
-			rm -rf "$top_builddir/${fr_k#*:}"
+			rm -rf "${top_builddir:?}/${fr_k#*:}"
 			cp -r "$tmp/${fr_k%%:*}" "$top_builddir/${fr_k#*:}" 2>/dev/null &&
 				echo "kept: $top_builddir/${fr_k#*:}"
 		done
@@ -453,21 +460,37 @@ gate_wait() { # client 1 (-W 1:$tmp/gate) is connected and at its first operatio
 	done
 }
 
-client1_failed() { # pid: client 1, whose server was killed, ended with a clean error
+# The end of a many-process test: client 5 runs a short plan with server 5;
+# client 1, whose server was killed, ends with a clean error (exit 1 and a
+# reason); clients and servers 2-5 pass every operation; no log tells of
+# frames a correct peer does not send.
+mp_finish() { # ns-of-the-clients
+	mp_client "$1" 5 60 -o send,write,read,fetch_add -S 1,4096,1m -I 2 -t 10
+	cpids="$cpids $mp_pid"
 	c1_rc=0
-	wait "$1" || c1_rc=$?
+	wait "$c1_pid" || c1_rc=$?
 	echo "client 1: exit $c1_rc after $(($(date +%s) - t_start)) s: $(tail -n 1 "$tmp/c1.log")"
 	if [ $c1_rc -ne 1 ] || ! grep -q 'FAIL\|abort\|control connection' "$tmp/c1.log"; then
 		bad "client 1 (server killed) should fail cleanly (exit 1, a reason), got exit $c1_rc:"
 		tail -n 20 "$tmp/c1.log"
 	fi
-}
-
-no_peer_warnings() { # name...: $tmp/name.log tells of no frame a correct peer does not send
-	for np_f in "$@"; do
-		if grep -q 'a correct peer does not send' "$tmp/$np_f.log"; then
-			bad "$np_f: droce saw frames a correct peer does not send:"
-			grep 'a correct peer does not send' "$tmp/$np_f.log"
+	# shellcheck disable=SC2086 # the PID lists
+	xfer_wait c 2 $cpids
+	# shellcheck disable=SC2086
+	xfer_wait s 2 $spids
+	echo "all done after $(($(date +%s) - t_start)) s"
+	for mf_f in s2 s3 s4 s5 c2 c3 c4 c5; do
+		if grep -q 'a correct peer does not send' "$tmp/$mf_f.log"; then
+			bad "$mf_f: droce saw frames a correct peer does not send:"
+			grep 'a correct peer does not send' "$tmp/$mf_f.log"
 		fi
 	done
+}
+
+# The names of a two-namespace test, unique per run ($$ in each):
+# NSA/NSB <ns><pid>a/b, VA/VB <veth>a<pid>/b<pid>, IPA/IPB <net>.N.1/.2.
+ns_pair_names() { # ns-prefix veth-prefix net-prefix (e.g. drpp dp 10.77)
+	NSA=$1$$a NSB=$1$$b VA=${2}a$$ VB=${2}b$$
+	net=$3.$(($$ % 200 + 20))
+	IPA=$net.1 IPB=$net.2
 }

@@ -45,15 +45,8 @@
 set -u
 
 . "$(dirname "$0")/netns-lib.sh"
-XFER=$top_builddir/tools/droce-xfer
-[ -x "$XFER" ] || hard "$XFER not built"
-NSA=drlf$$a
-NSB=drlf$$b
-VA=dla$$
-VB=dlb$$
-net=10.79.$(($$ % 200 + 20))
-IPA=$net.1
-IPB=$net.2
+built "$XFER"
+ns_pair_names drlf dl 10.79
 BOUND_MS=67 # DR_PORT_TX_STALE_NS, include/dr_port.h
 SLACK_MS=50
 ns_pair_up netns-linkflap "$NSA" "$VA" "$IPA" "$NSB" "$VB" "$IPB"

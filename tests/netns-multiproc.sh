@@ -48,17 +48,9 @@
 set -u
 
 . "$(dirname "$0")/netns-lib.sh"
-XFER=$top_builddir/tools/droce-xfer
-[ -x "$XFER" ] || hard "$XFER not built"
 CONNECT=$top_builddir/tests/mp-connect
-[ -x "$CONNECT" ] || hard "$CONNECT not built"
-NSA=drmp$$a
-NSB=drmp$$b
-VA=dma$$
-VB=dmb$$
-net=10.79.$(($$ % 200 + 20))
-IPA=$net.1
-IPB=$net.2
+built "$XFER" "$CONNECT"
+ns_pair_names drmp dm 10.79
 CPORT=$((47700 + $$ % 100 * 10))
 PLAN="-S 0,1,1023,4096,65536,1m -I 3"
 # ---- topology ---------------------------------------------------------------------
@@ -132,21 +124,7 @@ done
 
 # server 5 stood by so that the interface keeps a droce process for the
 # connects above, whenever the others finish; now it gets its client
-mp_client "$NSB" 5 60 -o send,write,read,fetch_add -S 1,4096,1m -I 2 -t 10
-cpids="$cpids $mp_pid"
-
-# ---- the rest finish ------------------------------------------------------------------
-
-client1_failed $c1_pid
-# shellcheck disable=SC2086 # the PID lists
-xfer_wait c 2 $cpids
-# shellcheck disable=SC2086
-xfer_wait s 2 $spids
-echo "all done after $(($(date +%s) - t_start)) s"
-
-# ---- the logs ---------------------------------------------------------------------------
-
-no_peer_warnings s2 s3 s4 s5 c2 c3 c4 c5
+mp_finish "$NSB"
 # server 5 is up before clients 2-4 start and stays until after they end:
 # it must have seen their traffic.  Servers 2-4 live only as long as their
 # own client, which under load may run before the others send anything

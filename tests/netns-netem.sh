@@ -268,7 +268,6 @@ done
 
 # ---- droce-xfer: every RMA and atomic operation through the same link (issue 5) ---
 
-XFER=$top_builddir/tools/droce-xfer
 if [ -x "$XFER" ] && [ "$(elapsed)" -lt "$budget" ]; then
 	port=$((port + 1))
 	tmo=$((budget - $(elapsed) + 30))

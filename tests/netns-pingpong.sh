@@ -54,13 +54,7 @@ set -u
 
 . "$(dirname "$0")/netns-lib.sh"
 need_mergecap
-NSA=drpp$$a
-NSB=drpp$$b
-VA=dpa$$
-VB=dpb$$
-net=10.77.$(($$ % 200 + 20))
-IPA=$net.1
-IPB=$net.2
+ns_pair_names drpp dp 10.77
 ns_pair_up netns-pingpong "$NSA" "$VA" "$IPA" "$NSB" "$VB" "$IPB"
 keep_on_fail merged.pcapng netns-pingpong.pcapng
 echo "topology: $NSA/$VA $IPA <-> $NSB/$VB $IPB, MTU 1500"

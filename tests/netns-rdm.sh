@@ -35,13 +35,7 @@ set -u
 RDM_CHECK=$top_builddir/tests/rdm-check
 [ -x "$RDM_CHECK" ] || hard "$RDM_CHECK not built"
 command -v fi_info >/dev/null 2>&1 || skip "fi_info not found (Debian package libfabric-bin)"
-NSA=drrdm$$a
-NSB=drrdm$$b
-VA=dra$$
-VB=drb$$
-net=10.79.$(($$ % 200 + 20))
-IPA=$net.1
-IPB=$net.2
+ns_pair_names drrdm dr 10.79
 ns_pair_up netns-rdm "$NSA" "$VA" "$IPA" "$NSB" "$VB" "$IPB"
 echo "topology: $NSA/$VA $IPA <-> $NSB/$VB $IPB, MTU 1500"
 

@@ -41,13 +41,7 @@
 set -u
 
 . "$(dirname "$0")/netns-lib.sh"
-NSA=drsp$$a
-NSB=drsp$$b
-VA=dpa$$
-VB=dpb$$
-net=10.76.$(($$ % 200 + 20))
-IPA=$net.1
-IPB=$net.2
+ns_pair_names drsp dp 10.76
 CPORT=$((45700 + $$ % 100 * 10))
 ns_pair_up netns-samehost-pp "$NSA" "$VA" "$IPA" "$NSB" "$VB" "$IPB"
 MAC=$(ip netns exec "$NSA" cat "/sys/class/net/$VA/address")

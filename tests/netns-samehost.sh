@@ -38,17 +38,9 @@
 set -u
 
 . "$(dirname "$0")/netns-lib.sh"
-XFER=$top_builddir/tools/droce-xfer
-[ -x "$XFER" ] || hard "$XFER not built"
 CONNECT=$top_builddir/tests/mp-connect
-[ -x "$CONNECT" ] || hard "$CONNECT not built"
-NSA=drsh$$a
-NSB=drsh$$b
-VA=dsa$$
-VB=dsb$$
-net=10.78.$(($$ % 200 + 20))
-IPA=$net.1
-IPB=$net.2
+built "$XFER" "$CONNECT"
+ns_pair_names drsh ds 10.78
 CPORT=$((46700 + $$ % 100 * 10))
 PLAN="-S 0,1,1023,4096,65536,1m -I 3"
 ns_pair_up netns-samehost "$NSA" "$VA" "$IPA" "$NSB" "$VB" "$IPB"
@@ -130,17 +122,7 @@ s5_slot=$(slot_of "$tmp/s5.log")
 [ -n "$s1_slot" ] && [ "$s5_slot" = "$s1_slot" ] ||
 	bad "server 5 took slot '$s5_slot', not the killed server 1's ('$s1_slot')"
 echo "server 5 took slot $s5_slot, the killed server 1's"
-mp_client "$NSA" 5 60 -o send,write,read,fetch_add -S 1,4096,1m -I 2 -t 10
-cpids="$cpids $mp_pid"
-
-client1_failed $c1_pid
-# shellcheck disable=SC2086 # the PID lists
-xfer_wait c 2 $cpids
-# shellcheck disable=SC2086
-xfer_wait s 2 $spids
-echo "all done after $(($(date +%s) - t_start)) s"
-
-no_peer_warnings s2 s3 s4 s5 c2 c3 c4 c5
+mp_finish "$NSA"
 for f in s2 s3 s4 s5 c2 c3 c4 c5; do
 	line=$(grep ' local wire (slot' "$tmp/$f.log" | sed 's/.*local wire/local wire/')
 	n=$(echo "$line" | sed -n 's/.* received \([0-9]*\) .*/\1/p')
