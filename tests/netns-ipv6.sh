@@ -122,7 +122,7 @@ capture_stop() { # phase -> $tmp/phase.pcapng
 }
 
 port=47650
-runs=0
+pp_runs=0
 
 # tshark fields of a merged capture, tab separated:
 # protocols, ipv6.src, ipv6.dst, ip.src, ip.dst, udp.dstport, opcode,
@@ -219,7 +219,7 @@ run_pp "IPv6, -e rdm over droce;ofi_rxm" "$NSA" "$NSB" "$IPA" 4096 100 40 -6 -c
 pp_prov="" pp_ep=""
 
 port=$((port + 1))
-runs=$((runs + 1))
+pp_runs=$((pp_runs + 1))
 # 9 operations (cm_data once, the atomics at 8 B) at these sizes
 xfer_start "$NSA" 90 xfer -w 30 -t 20 &&
 	xfer_end "$NSB" 90 xfer 'droce-xfer: 45 passed, 0 failed, 0 skipped' \
@@ -253,7 +253,7 @@ set -- $(awk -F'\t' -v a="$A6" -v b="$B6" '
 	}' "$tmp/f1.txt")
 echo "phase 1: $1 frames, $7 RoCEv2 over IPv6 ($8 not between $A6 and $B6," \
 	"$9 not to UDP 4791), NS $5, NA $6, ARP $2, IPv4 $3, ICMPv6 unreachable $4"
-echo "phase 1: CM REQ ${10} REP ${11} RTU ${12} DREQ ${13} ($runs connections);" \
+echo "phase 1: CM REQ ${10} REP ${11} RTU ${12} DREQ ${13} ($pp_runs connections);" \
 	"SEND F/M/L/O ${14}/${15}/${16}/${17}, WRITE F/O ${18}/${19}, READ REQ ${20}" \
 	"RSP O/F/L ${21}/${22}/${23}, CSWAP ${24} FADD ${25} ATOMIC ACK ${26}, ACK ${27}, UD ${28}"
 need "RoCEv2 frames over IPv6" "$7" 1000
@@ -264,10 +264,10 @@ need "neighbour advertisements for the two addresses" "$6" 1
 none ARP "$2"
 none "IPv4 frames" "$3"
 none "ICMPv6 destination unreachable" "$4"
-need ConnectRequest "${10}" "$runs"
-need ConnectReply "${11}" "$runs"
-need ReadyToUse "${12}" "$runs"
-need DisconnectRequest "${13}" "$runs"
+need ConnectRequest "${10}" "$pp_runs"
+need ConnectReply "${11}" "$pp_runs"
+need ReadyToUse "${12}" "$pp_runs"
+need DisconnectRequest "${13}" "$pp_runs"
 need "SEND FIRST" "${14}" 1
 need "SEND MIDDLE" "${15}" 1
 need "SEND LAST" "${16}" 1
@@ -284,7 +284,7 @@ need "ATOMIC ACKNOWLEDGE" "${26}" 1
 need ACKNOWLEDGE "${27}" 1
 no_errors "$tmp/phase1.pcapng"
 pcapcheck pcapcheck1 60 \
-	--require "CM_REQ:$runs,CM_REP:$runs,CM_RTU:$runs" \
+	--require "CM_REQ:$pp_runs,CM_REP:$pp_runs,CM_RTU:$pp_runs" \
 	--require "RC_SEND_ONLY,RC_SEND_FIRST,RC_RDMA_WRITE_FIRST,RC_RDMA_READ_REQUEST" \
 	--require "RC_COMPARE_SWAP,RC_FETCH_ADD,RC_ATOMIC_ACKNOWLEDGE,ACK" --forbid ARP \
 	--min-roce 1000 -v "$tmp/phase1.pcapng"
@@ -294,7 +294,7 @@ pcapcheck pcapcheck1 60 \
 ip -n "$NSA" addr add "$IP4A/24" dev "$VA"
 ip -n "$NSB" addr add "$IP4B/24" dev "$VB"
 echo "phase 2: $IP4A/24 and $IP4B/24 added: both families on each interface"
-runs=0
+pp_runs=0
 capture_start phase2
 pp_env=FI_DROCE_IP_VERSION=6
 run_pp "FI_DROCE_IP_VERSION=6 server, IPv6 client" "$NSA" "$NSB" "$IPA" 4096 100 40 -6 -c

@@ -1,8 +1,11 @@
-# netns-lib.sh - what tests/netns-pingpong.sh and tests/netns-netem.sh share:
-# paths, skip/error exits, the prerequisites, droce's default configuration,
-# the time budget, namespace set-up and waiting for a TCP listener.
-# Sourced (POSIX sh), never run.  Sets top_srcdir, top_builddir, TSHARK,
-# budget, FI_PINGPONG, PCAPCHECK, t0.
+# netns-lib.sh - what the tests/netns-*.sh share: paths, skip/error exits,
+# the prerequisites, droce's default configuration, the time budget, the
+# namespace test's frame, veth pairs, captures, fi_pingpong and droce-xfer
+# runs and their checks.  Sourced (POSIX sh), never run.  Sets top_srcdir,
+# top_builddir, TSHARK, budget, FI_PINGPONG, PCAPCHECK, XFER, t0.
+# NETNS_LIB_FUNCTIONS=1 before sourcing: the functions alone, no
+# prerequisite checked and the environment untouched (tests/lossless.sh,
+# whose first half needs no root, and bench/ and tools/ scripts).
 
 srcdir_guess=$(cd "$(dirname "$0")/.." && pwd)
 top_srcdir=${top_srcdir:-$srcdir_guess}
@@ -27,27 +30,29 @@ no_tshark() {
 	skip "tshark not found (Debian package tshark)"
 }
 
-[ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces, veth pairs, packet capture)"
-command -v ip >/dev/null 2>&1 || skip "ip (iproute2) not found"
-ip netns list >/dev/null 2>&1 || skip "'ip netns' does not work here"
-FI_PINGPONG=$(command -v fi_pingpong 2>/dev/null) ||
-	skip "fi_pingpong not found (Debian package libfabric-bin)"
-[ -n "$TSHARK" ] && [ -x "$TSHARK" ] || no_tshark
-PCAPCHECK=$top_builddir/tools/droce-pcapcheck
-XFER=$top_builddir/tools/droce-xfer
-[ -x "$PCAPCHECK" ] || hard "$PCAPCHECK not built"
-[ -f "$top_builddir/.libs/libdroce-fi.so" ] || hard "$top_builddir/.libs/libdroce-fi.so not built"
+if [ "${NETNS_LIB_FUNCTIONS:-0}" != 1 ]; then
+	[ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces, veth pairs, packet capture)"
+	command -v ip >/dev/null 2>&1 || skip "ip (iproute2) not found"
+	ip netns list >/dev/null 2>&1 || skip "'ip netns' does not work here"
+	FI_PINGPONG=$(command -v fi_pingpong 2>/dev/null) ||
+		skip "fi_pingpong not found (Debian package libfabric-bin)"
+	[ -n "$TSHARK" ] && [ -x "$TSHARK" ] || no_tshark
+	PCAPCHECK=$top_builddir/tools/droce-pcapcheck
+	XFER=$top_builddir/tools/droce-xfer
+	[ -x "$PCAPCHECK" ] || hard "$PCAPCHECK not built"
+	[ -f "$top_builddir/.libs/libdroce-fi.so" ] || hard "$top_builddir/.libs/libdroce-fi.so not built"
 
-# No FI_DROCE_* from the caller: the defaults are what is under test.
-for v in $(env | sed -n 's/^\(FI_DROCE_[A-Za-z0-9_]*\)=.*/\1/p'); do
-	unset "$v"
-done
-unset FI_PROVIDER
-FI_PROVIDER_PATH=$top_builddir/.libs
-export FI_PROVIDER_PATH
+	# No FI_DROCE_* from the caller: the defaults are what is under test.
+	for v in $(env | sed -n 's/^\(FI_DROCE_[A-Za-z0-9_]*\)=.*/\1/p'); do
+		unset "$v"
+	done
+	unset FI_PROVIDER
+	FI_PROVIDER_PATH=$top_builddir/.libs
+	export FI_PROVIDER_PATH
+fi
 
 t0=$(date +%s)
-runs=0 # run_pp's sessions
+pp_runs=0 # run_pp's sessions
 elapsed() { echo $(($(date +%s) - t0)); }
 
 setup_ns() { # ns
@@ -276,8 +281,8 @@ run_pp() { # label sns cns sip size iters tmo fi_pingpong-option...
 	left=$((budget - $(elapsed)))
 	[ "$tmo" -le "$left" ] || tmo=$left
 	port=$((port + 1))
-	runs=$((runs + 1))
-	out=$tmp/run$runs
+	pp_runs=$((pp_runs + 1))
+	out=$tmp/run$pp_runs
 	rs=$(date +%s.%N)
 	# shellcheck disable=SC2086 # $pp_env: none, one or more assignments
 	ip netns exec "$sns" env ${pp_env:-} timeout -k 5 "$tmo" "$FI_PINGPONG" \

@@ -257,7 +257,6 @@ cap_wait "$tmp/m.pcapng"
 # ---- fi_pingpong runs ------------------------------------------------------------
 
 port=47600
-runs=0
 
 for spec in 64:200 4096:100 65536:20 1048576:5; do
 	size=${spec%:*}
@@ -350,7 +349,7 @@ fi
 # ---- droce's parser over the capture: ICRCs, and the loss recovery at work -----------
 
 pcapcheck pcapcheck 0 \
-	--require "CM_REQ:$runs,CM_REP:$runs,CM_RTU:$runs,RC_SEND_ONLY,RC_SEND_FIRST" \
+	--require "CM_REQ:$pp_runs,CM_REP:$pp_runs,CM_RTU:$pp_runs,RC_SEND_ONLY,RC_SEND_FIRST" \
 	--require "RC_SEND_MIDDLE,RC_SEND_LAST,ACK,RETRANSMIT,NAK_PSN_SEQ" --min-roce 1000 \
 	"$tmp/m.pcapng"
 sed -n '/^AETH syndromes:/,$p' "$tmp/pcapcheck.txt" | grep -v '^PASS'

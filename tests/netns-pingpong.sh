@@ -72,7 +72,6 @@ cap_wait "$tmp/a.pcapng" "$tmp/b.pcapng"
 # ---- fi_pingpong runs ------------------------------------------------------------
 
 port=47600
-runs=0
 printf '%-34s %8s %6s %10s %11s %7s\n' "run" "size" "iters" "MB/sec" "usec/xfer" "wall s" \
 	>"$tmp/pp.table"
 
@@ -93,7 +92,7 @@ done
 run_pp "figures: server A, client B" "$NSA" "$NSB" "$IPA" 64 5000 40
 run_pp "figures: server A, client B" "$NSA" "$NSB" "$IPA" 4096 2000 40
 run_pp "figures: server A, client B" "$NSA" "$NSB" "$IPA" 1048576 30 40
-connections=$runs
+connections=$pp_runs
 
 # ---- stop the capture --------------------------------------------------------------
 
