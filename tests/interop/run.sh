@@ -402,23 +402,30 @@ rping_checked() { # PREFIX CMD...
 		"[ \$rc = 0 ] && [ \$n = 5 ]"
 }
 
+# rping_steps HOST_ADDR GUEST_ADDR GUEST_BIND LABEL FILE: rping in the guest
+# against droce-rping at 64 and 4000 B, the guest as client, then as server
+# bound to GUEST_BIND; LABEL in the step names, outputs FILE-droce-*
+rping_steps() {
+	local h=$1 g=$2 bind=$3 v=$4 f=$5 s
+	for s in 64 4000; do
+		[ $S_STOP = 1 ] && break
+		host_server_step "rping$v client -> droce-rping server S=$s" 're:listening on' \
+			"$S_DIR/$f-droce-server-$s.host.out" 60 \
+			"$DROCE_RPING" -s -a "$h" -C 5 -S "$s" -v -t 50 -- \
+			"$(rping_checked "ping data: " rping -c -a "$h" -C 5 -S "$s" -v -V)"
+		[ $S_STOP = 1 ] && break
+		guest_server_step "droce-rping$v client -> rping server S=$s" cm \
+			"$S_DIR/$f-droce-client-$s.host.out" 60 \
+			"$DROCE_RPING" -c -a "$g" -C 5 -S "$s" -v -t 50 -- \
+			"$(rping_checked "server ping data: " rping -s -a "$bind" -C 5 -S "$s" -v -V)"
+	done
+}
+
 sc_rping() {
 	[ -x "$DROCE_RPING" ] || { scenario_skip rping "$DROCE_RPING not built"; return; }
 	droce_has_rma || { scenario_skip rping "droce does not offer FI_RMA yet (fi_info -p droce -c FI_RMA)"; return; }
 	scenario_begin rping 1500 || { scenario_end; return; }
-	local s
-	for s in 64 4000; do
-		[ $S_STOP = 1 ] && break
-		host_server_step "rping client -> droce-rping server S=$s" 're:listening on' \
-			"$S_DIR/rping-droce-server-$s.host.out" 60 \
-			"$DROCE_RPING" -s -a "$IX_HOST_IP" -C 5 -S "$s" -v -t 50 -- \
-			"$(rping_checked "ping data: " rping -c -a "$IX_HOST_IP" -C 5 -S "$s" -v -V)"
-		[ $S_STOP = 1 ] && break
-		guest_server_step "droce-rping client -> rping server S=$s" cm \
-			"$S_DIR/rping-droce-client-$s.host.out" 60 \
-			"$DROCE_RPING" -c -a "$IX_GUEST_IP" -C 5 -S "$s" -v -t 50 -- \
-			"$(rping_checked "server ping data: " rping -s -a 0.0.0.0 -C 5 -S "$s" -v -V)"
-	done
+	rping_steps "$IX_HOST_IP" "$IX_GUEST_IP" 0.0.0.0 "" rping
 	scenario_end
 }
 
@@ -530,18 +537,7 @@ sc_ipv6() {
 			-S "${IX_XFER6_SIZES:-0,1,1025,4096,65536,1m}" -I "$XFER_ITERS" -t 30
 	fi
 	if [ -x "$DROCE_RPING" ]; then
-		for s in 64 4000; do
-			[ $S_STOP = 1 ] && break
-			host_server_step "rping -6 client -> droce-rping server S=$s" \
-				're:listening on' "$S_DIR/rping6-droce-server-$s.host.out" 60 \
-				"$DROCE_RPING" -s -a "$IX_HOST_IP6" -C 5 -S "$s" -v -t 50 -- \
-				"$(rping_checked "ping data: " rping -c -a "$IX_HOST_IP6" -C 5 -S "$s" -v -V)"
-			[ $S_STOP = 1 ] && break
-			guest_server_step "droce-rping -6 client -> rping server S=$s" cm \
-				"$S_DIR/rping6-droce-client-$s.host.out" 60 \
-				"$DROCE_RPING" -c -a "$IX_GUEST_IP6" -C 5 -S "$s" -v -t 50 -- \
-				"$(rping_checked "server ping data: " rping -s -a "$IX_GUEST_IP6" -C 5 -S "$s" -v -V)"
-		done
+		rping_steps "$IX_HOST_IP6" "$IX_GUEST_IP6" "$IX_GUEST_IP6" " -6" rping6
 	fi
 	scenario_end
 	IX_IPV6=0
