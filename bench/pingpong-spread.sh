@@ -34,22 +34,15 @@ pp=$(command -v fi_pingpong) || { echo "fi_pingpong not found (libfabric-bin)"; 
 for v in $(env | sed -n 's/^\(FI_DROCE_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 export FI_PROVIDER_PATH=$build/.libs
 
+# the namespaces, the veth pair and their teardown: tests/netns-lib.sh's
+NETNS_LIB_FUNCTIONS=1
+. "$(dirname "$0")/../tests/netns-lib.sh"
 a=drps$$a b=drps$$b
-cleanup() {
-	for n in $a $b; do
-		for p in $(ip netns pids $n 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
-		ip netns del $n 2>/dev/null
-	done
-}
-trap cleanup EXIT
+trap 'teardown_ns "" $a $b' EXIT
 trap 'exit 130' INT TERM
-ip netns add $a && ip netns add $b || exit 1
-ip -n $a link set lo up; ip -n $b link set lo up
-ip -n $a link add dpa$$ type veth peer name dpb$$ netns $b
-ip -n $a addr add 10.83.0.1/24 dev dpa$$
-ip -n $b addr add 10.83.0.2/24 dev dpb$$
-ip -n $a link set dpa$$ up; ip -n $b link set dpb$$ up
-sleep 1
+setup_ns $a
+setup_ns $b
+veth_pair $a dpa$$ 10.83.0.1 $b dpb$$ 10.83.0.2
 
 echo "fi_pingpong -p droce -e msg -S $size -I $iters, $runs runs, veth between namespaces" \
 	"(load $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs)"
@@ -62,10 +55,7 @@ for i in $(seq "$runs"); do
 	ip netns exec $a timeout 120 "$pp" -p droce -e msg -B $port -S "$size" -I "$iters" \
 		>/tmp/drps$$.srv 2>&1 &
 	spid=$!
-	for _ in $(seq 100); do
-		ip netns exec $a ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && break
-		sleep 0.05
-	done
+	wait_listen $a $port
 	out=$(ip netns exec $b timeout 120 "$pp" -p droce -e msg -P $port -S "$size" -I "$iters" \
 		10.83.0.1 2>&1)
 	rc=$?

@@ -33,6 +33,8 @@
 
 set -u
 : "${top_srcdir:?run from make check}" "${top_builddir:?run from make check}"
+NETNS_LIB_FUNCTIONS=1
+. "$(dirname "$0")/netns-lib.sh"
 xfer="$top_builddir/tools/droce-xfer"
 check="$top_builddir/tools/droce-pcapcheck"
 bench="$top_builddir/bench/droce-bench"
@@ -53,14 +55,7 @@ cleanup() {
 		kill "$p" 2>/dev/null
 	done
 	wait 2>/dev/null
-	if [ $netns = 1 ]; then
-		for ns in $NSA $NSB; do
-			for p in $(ip netns pids "$ns" 2>/dev/null); do
-				kill -KILL "$p" 2>/dev/null
-			done
-			ip netns del "$ns" 2>/dev/null
-		done
-	fi
+	[ $netns = 0 ] || teardown_ns "" "$NSA" "$NSB"
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -145,20 +140,9 @@ path memif "" "" "net_memif0,role=server,socket=$work/memif.sock" \
 
 if [ "$(id -u)" -eq 0 ] && ip netns list >/dev/null 2>&1; then
 	netns=1
-	ip netns add $NSA && ip netns add $NSB || { echo "ERROR: ip netns add"; exit 99; }
-	ip -n $NSA link set lo up
-	ip -n $NSB link set lo up
-	ip -n $NSA link add dla$$ type veth peer name dlb$$ netns $NSB || exit 99
-	ip -n $NSA addr add 10.82.0.1/24 dev dla$$
-	ip -n $NSB addr add 10.82.0.2/24 dev dlb$$
-	ip -n $NSA link set dla$$ up
-	ip -n $NSB link set dlb$$ up
-	i=0
-	until ip -n $NSA link show dla$$ | grep -q LOWER_UP && ip -n $NSB link show dlb$$ | grep -q LOWER_UP; do
-		i=$((i + 1))
-		[ $i -le 50 ] || { echo "ERROR: veth did not come up"; exit 99; }
-		sleep 0.1
-	done
+	setup_ns "$NSA"
+	setup_ns "$NSB"
+	veth_pair "$NSA" dla$$ 10.82.0.1 "$NSB" dlb$$ 10.82.0.2
 	path veth "ip netns exec $NSA" "ip netns exec $NSB" "net_af_packet0,iface=dla$$" \
 		"net_af_packet0,iface=dlb$$" 10.82.0.1 10.82.0.2 10.82.0.1
 else

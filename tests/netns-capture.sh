@@ -29,62 +29,21 @@
 set -u
 
 . "$(dirname "$0")/netns-lib.sh"
-NSA=drcp$$a
-NSB=drcp$$b
-VA=dca$$
-VB=dcb$$
-net=10.78.$(($$ % 200 + 20))
-IPA=$net.1
-IPB=$net.2
+ns_pair_names drcp dc 10.78
 ITERS=50
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/netns-capture.XXXXXX") || hard "mktemp failed"
-cap_pids=""
-fail=0
-
-cleanup() {
-	trap - EXIT INT TERM HUP
-	teardown_ns "$cap_pids" "$NSA" "$NSB"
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'echo "interrupted"; exit 1' INT TERM HUP
-
-setup_ns "$NSA"
-setup_ns "$NSB"
-veth_pair "$NSA" "$VA" "$IPA" "$NSB" "$VB" "$IPB"
-mkdir "$tmp/wsconf"
-WIRESHARK_CONFIG_DIR=$tmp/wsconf
-export WIRESHARK_CONFIG_DIR
+ns_pair_up netns-capture "$NSA" "$VA" "$IPA" "$NSB" "$VB" "$IPB"
 
 # run N BYPASS_A: one fi_pingpong session captured on A's end; fields to
 # $tmp/fN.txt (src dst opcode attributeid, one line per RoCE frame)
 run() {
 	n=$1 bypass=$2
-	ip netns exec "$NSA" timeout -k 5 60 "$TSHARK" -q -n -i "$VA" -B 64 \
-		-w "$tmp/c$n.pcapng" >"$tmp/c$n.log" 2>&1 &
-	cap=$!
-	cap_pids="$cap"
-	wait_all_lines 'Capturing on' 100 tshark "$tmp/c$n.log"
-	sleep 0.3
-	port=$((47700 + n))
-	ip netns exec "$NSA" env ${bypass:+FI_DROCE_QDISC_BYPASS=$bypass} timeout -k 5 40 \
-		"$FI_PINGPONG" -p droce -e msg -B $port -I $ITERS -S 4096 -c >"$tmp/s$n.txt" 2>&1 &
-	spid=$!
-	wait_listen "$NSA" $port || { cat "$tmp/s$n.txt"; hard "fi_pingpong server did not listen"; }
-	ip netns exec "$NSB" timeout -k 5 40 "$FI_PINGPONG" -p droce -e msg -P $port \
-		-I $ITERS -S 4096 -c "$IPA" >"$tmp/k$n.txt" 2>&1
-	crc=$?
-	wait $spid
-	src=$?
-	if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
-		echo "FAIL: run $n: fi_pingpong client exit $crc, server exit $src"
-		tail -n 5 "$tmp/k$n.txt" "$tmp/s$n.txt"
-		fail=1
-	fi
-	sleep 0.5 # the DREQ/DREP
-	kill -INT $cap 2>/dev/null
-	wait $cap 2>/dev/null
-	cap_pids=""
+	cap_start "$NSA" "$VA" "$tmp/c$n.pcapng" -B 64
+	cap_wait "$tmp/c$n.pcapng"
+	port=$((47699 + n))
+	pp_env=${bypass:+FI_DROCE_QDISC_BYPASS=$bypass}
+	run_pp "run $n" "$NSA" "$NSB" "$IPA" 4096 $ITERS 40 -c
+	pp_env=""
+	cap_stop
 	timeout -k 5 60 "$TSHARK" -n -r "$tmp/c$n.pcapng" -Y 'udp.port == 4791' -T fields \
 		-E separator=/t -E occurrence=f -e ip.src -e ip.dst -e infiniband.bth.opcode \
 		-e infiniband.mad.attributeid >"$tmp/f$n.txt" 2>"$tmp/t$n.err" ||

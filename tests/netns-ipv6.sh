@@ -71,11 +71,10 @@
 set -u
 
 . "$(dirname "$0")/netns-lib.sh"
-MERGECAP=$(dirname "$TSHARK")/mergecap
-[ -x "$MERGECAP" ] || MERGECAP=$(command -v mergecap 2>/dev/null) ||
-	hard "mergecap (wireshark-common, installed with tshark) not found"
-XFER=$top_builddir/tools/droce-xfer
-[ -x "$XFER" ] || hard "$XFER not built"
+need_mergecap
+# no fi_pingpong run starts after this (the phases take about a minute)
+budget=${DROCE_NETNS_BUDGET:-300}
+built "$XFER"
 NSA=dr6$$a
 NSB=dr6$$b
 NSC=dr6$$c
@@ -87,29 +86,13 @@ IPB=$net6::2
 net4=10.78.$(($$ % 200 + 20))
 IP4A=$net4.1
 IP4B=$net4.2
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/netns-ipv6.XXXXXX") || hard "mktemp failed"
-cap_pids=""
-fail=0
-
-cleanup() {
-	trap - EXIT INT TERM HUP
-	teardown_ns "$cap_pids" "$NSA" "$NSB" "$NSC"
-	if [ "$fail" -ne 0 ]; then
-		for ph in 1 2 3; do
-			[ -f "$tmp/phase$ph.pcapng" ] &&
-				cp "$tmp/phase$ph.pcapng" "$top_builddir/netns-ipv6-phase$ph.pcapng" &&
-				echo "capture kept: $top_builddir/netns-ipv6-phase$ph.pcapng"
-		done
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'echo "interrupted"; fail=1; exit 1' INT TERM HUP
+ns_frame netns-ipv6 "$NSA" "$NSB" "$NSC"
+for ph in 1 2 3; do
+	keep_on_fail phase$ph.pcapng netns-ipv6-phase$ph.pcapng
+done
 
 # ---- topology -----------------------------------------------------------------
 
-setup_ns "$NSA"
-setup_ns "$NSB"
 ip -n "$NSA" link add "$VA" type veth peer name "$VB" netns "$NSB" ||
 	hard "cannot create veth pair $VA/$VB"
 for e in "$NSA $VA $IPA" "$NSB $VB $IPB"; do
@@ -127,71 +110,19 @@ veth_wait_up "$NSA" "$VA" "$NSB" "$VB"
 echo "topology: $NSA/$VA $IPA <-> $NSB/$VB $IPB, MTU 1500, IPv6 only"
 echo "fi_pingpong: $FI_PINGPONG; tshark: $("$TSHARK" --version 2>/dev/null | head -n 1)"
 
-mkdir "$tmp/wsconf"
-WIRESHARK_CONFIG_DIR=$tmp/wsconf
-export WIRESHARK_CONFIG_DIR
-
 capture_start() { # phase
-	cap_pids=""
-	for s in a b; do
-		if [ $s = a ]; then ns=$NSA if=$VA; else ns=$NSB if=$VB; fi
-		ip netns exec "$ns" timeout -k 5 $((budget + 60)) "$TSHARK" -q -n -i "$if" \
-			-f inbound -B 128 -w "$tmp/$1$s.pcapng" >"$tmp/$1$s.log" 2>&1 &
-		cap_pids="$cap_pids $!"
-	done
-	wait_all_lines 'Capturing on' 100 tshark "$tmp/$1a.log" "$tmp/$1b.log"
-	sleep 0.3
+	cap_start "$NSA" "$VA" "$tmp/${1}a.pcapng" -f inbound -B 128
+	cap_start "$NSB" "$VB" "$tmp/${1}b.pcapng" -f inbound -B 128
+	cap_wait "$tmp/${1}a.pcapng" "$tmp/${1}b.pcapng"
 }
 
 capture_stop() { # phase -> $tmp/phase.pcapng
-	sleep 0.5 # the last DREQ/DREP
-	for p in $cap_pids; do
-		kill -INT "$p" 2>/dev/null
-	done
-	for p in $cap_pids; do
-		wait "$p" 2>/dev/null
-	done
-	cap_pids=""
-	timeout -k 5 60 "$MERGECAP" -w "$tmp/$1.pcapng" "$tmp/$1a.pcapng" "$tmp/$1b.pcapng" ||
-		hard "mergecap failed"
+	cap_stop
+	cap_merge "$tmp/$1.pcapng" "$tmp/${1}a.pcapng" "$tmp/${1}b.pcapng"
 }
 
 port=47650
-connections=0
-
-# pp LABEL SERVER_NS CLIENT_NS SERVER_ADDR SIZE ITERS [SERVER_ENV] [-6]
-pp() {
-	label=$1 sns=$2 cns=$3 sip=$4 size=$5 iters=$6 senv=${7:-} v6=${8:--6}
-	port=$((port + 1))
-	connections=$((connections + 1))
-	out=$tmp/pp$port
-	ip netns exec "$sns" env $senv timeout -k 5 40 "$FI_PINGPONG" $v6 -p droce -e msg \
-		-B "$port" -I "$iters" -S "$size" -c >"$out.srv" 2>&1 &
-	spid=$!
-	if ! wait_listen "$sns" "$port"; then
-		echo "FAIL: $label: the fi_pingpong server never listened on TCP $port"
-		cat "$out.srv"
-		kill "$spid" 2>/dev/null
-		wait "$spid" 2>/dev/null
-		fail=1
-		return 1
-	fi
-	ip netns exec "$cns" timeout -k 5 40 "$FI_PINGPONG" $v6 -p droce -e msg -P "$port" \
-		-I "$iters" -S "$size" -c "$sip" >"$out.cli" 2>&1
-	crc=$?
-	wait "$spid"
-	src=$?
-	res=$(awk '$1 ~ /^[0-9]/ && NF >= 8 { l = $0 } END { print l }' "$out.cli")
-	set -- $res
-	if [ $crc -ne 0 ] || [ $src -ne 0 ] || [ $# -lt 8 ] || [ "$3" != "=$2" ]; then
-		echo "FAIL: $label -S $size -I $iters: client exit $crc, server exit $src," \
-			"result '$res'"
-		tail -n 15 "$out.cli" "$out.srv"
-		fail=1
-		return 1
-	fi
-	echo "ok: $label -S $size -I $iters: $6 MB/s, $7 usec/xfer"
-}
+pp_runs=0
 
 # tshark fields of a merged capture, tab separated:
 # protocols, ipv6.src, ipv6.dst, ip.src, ip.dst, udp.dstport, opcode,
@@ -205,7 +136,7 @@ pp() {
 # not to: udp.ignore_ipv6_zero_checksum.
 heur="--disable-heuristic rpcrdma_infiniband -o udp.ignore_ipv6_zero_checksum:TRUE"
 fields() { # pcapng out
-	timeout -k 5 120 "$TSHARK" -n -r "$1" $heur -T fields -E separator=/t -E occurrence=f \
+	tshark_r "$1" -T fields -E separator=/t -E occurrence=f \
 		-e frame.protocols -e ipv6.src -e ipv6.dst -e ip.src -e ip.dst -e udp.dstport \
 		-e infiniband.bth.opcode -e infiniband.mad.attributeid -e icmpv6.type \
 		-e icmpv6.code -e icmpv6.nd.ns.target_address -e icmpv6.nd.na.target_address \
@@ -216,32 +147,6 @@ fields() { # pcapng out
 	}
 }
 
-no_errors() { # pcapng
-	timeout -k 5 120 "$TSHARK" -n -r "$1" $heur \
-		-Y '_ws.malformed || _ws.expert.severity == error' -T fields \
-		-e frame.number -e frame.protocols -e _ws.expert.message >"$tmp/errors.txt" 2>/dev/null
-	if [ -s "$tmp/errors.txt" ]; then
-		echo "FAIL: tshark: $(wc -l <"$tmp/errors.txt") malformed frames or expert errors:"
-		head -n 10 "$tmp/errors.txt"
-		fail=1
-	else
-		echo "ok: tshark: no malformed frame, no expert error"
-	fi
-}
-
-need() { # what count minimum
-	if [ "$2" -lt "$3" ]; then
-		echo "FAIL: tshark: $1: $2, at least $3 expected"
-		fail=1
-	fi
-}
-none() { # what count
-	if [ "$2" -ne 0 ]; then
-		echo "FAIL: tshark: $1: $2, none expected"
-		fail=1
-	fi
-}
-
 # as tshark prints them: fd42:X::1 is already the canonical form (RFC
 # 5952: X has no leading zero and is not 0)
 A6=$IPA
@@ -249,7 +154,6 @@ B6=$IPB
 
 # ---- phase 0: tentative and link-local addresses are not taken --------------
 
-setup_ns "$NSC"
 ip -n "$NSC" link add c6a$$ type veth peer name c6b$$ || hard "cannot create veth c6a$$"
 ip netns exec "$NSC" sysctl -qw net.ipv6.conf.c6a$$.accept_dad=1 \
 	net.ipv6.conf.c6a$$.addr_gen_mode=0 net.ipv6.conf.c6a$$.router_solicitations=0 \
@@ -305,69 +209,22 @@ fi
 capture_start phase1
 for size in 1 64 1024 4096 65536 1048576; do
 	case $size in 1048576) it=10 ;; 65536) it=50 ;; *) it=200 ;; esac
-	pp "IPv6: server A, client B, -c" "$NSA" "$NSB" "$IPA" $size $it
+	run_pp "IPv6: server A, client B" "$NSA" "$NSB" "$IPA" $size $it 40 -6 -c
 done
-pp "IPv6: server B, client A, -c" "$NSB" "$NSA" "$IPB" 4096 200
+run_pp "IPv6: server B, client A" "$NSB" "$NSA" "$IPB" 4096 200 40 -6 -c
 
 # FI_EP_RDM through ofi_rxm over droce's IPv6 connections
-port=$((port + 1))
-connections=$((connections + 1))
-ip netns exec "$NSA" timeout -k 5 40 "$FI_PINGPONG" -6 -p "droce;ofi_rxm" -e rdm -B $port \
-	-I 100 -S 4096 -c >"$tmp/rdm.srv" 2>&1 &
-spid=$!
-if wait_listen "$NSA" $port; then
-	ip netns exec "$NSB" timeout -k 5 40 "$FI_PINGPONG" -6 -p "droce;ofi_rxm" -e rdm \
-		-P $port -I 100 -S 4096 -c "$IPA" >"$tmp/rdm.cli" 2>&1
-	crc=$?
-	wait "$spid"
-	src=$?
-	res=$(awk '$1 ~ /^[0-9]/ && NF >= 8 { l = $0 } END { print l }' "$tmp/rdm.cli")
-	# shellcheck disable=SC2086
-	set -- $res
-	if [ $crc -ne 0 ] || [ $src -ne 0 ] || [ $# -lt 8 ] || [ "$3" != "=$2" ]; then
-		echo "FAIL: fi_pingpong -6 -e rdm over droce;ofi_rxm: client exit $crc," \
-			"server exit $src, result '$res'"
-		tail -n 15 "$tmp/rdm.cli" "$tmp/rdm.srv"
-		fail=1
-	else
-		echo "ok: fi_pingpong -6 -e rdm over droce;ofi_rxm -S 4096 -I 100: $6 MB/s, $7 usec/xfer"
-	fi
-else
-	echo "FAIL: the fi_pingpong -e rdm server never listened on TCP $port"
-	cat "$tmp/rdm.srv"
-	kill "$spid" 2>/dev/null
-	wait "$spid" 2>/dev/null
-	fail=1
-fi
+pp_prov="droce;ofi_rxm" pp_ep=rdm
+run_pp "IPv6, -e rdm over droce;ofi_rxm" "$NSA" "$NSB" "$IPA" 4096 100 40 -6 -c
+pp_prov="" pp_ep=""
 
 port=$((port + 1))
-connections=$((connections + 1))
-ip netns exec "$NSA" timeout -k 5 90 "$XFER" -p droce -P $port -w 30 -t 20 \
-	>"$tmp/xfer.srv" 2>&1 &
-spid=$!
-if wait_listen "$NSA" $port; then
-	ip netns exec "$NSB" timeout -k 5 90 "$XFER" -p droce -s "$IPA" -P $port -t 20 \
-		-S 0,1,7,1023,1025,4096,65536,1048576 -I 3 >"$tmp/xfer.cli" 2>&1
-	crc=$?
-	wait "$spid"
-	src=$?
-	# 9 operations (cm_data once, the atomics at 8 B) at these sizes
-	if [ $crc -ne 0 ] || [ $src -ne 0 ] ||
-		! grep -qx 'droce-xfer: 45 passed, 0 failed, 0 skipped' "$tmp/xfer.cli"; then
-		echo "FAIL: droce-xfer over IPv6: client exit $crc, server exit $src"
-		tail -n 30 "$tmp/xfer.cli" "$tmp/xfer.srv"
-		fail=1
-	else
-		echo "ok: droce-xfer over IPv6, every operation, data verified:" \
-			"$(tail -n 1 "$tmp/xfer.cli")"
-	fi
-else
-	echo "FAIL: the droce-xfer server never listened on TCP $port"
-	cat "$tmp/xfer.srv"
-	kill "$spid" 2>/dev/null
-	wait "$spid" 2>/dev/null
-	fail=1
-fi
+pp_runs=$((pp_runs + 1))
+# 9 operations (cm_data once, the atomics at 8 B) at these sizes
+xfer_start "$NSA" 90 xfer -w 30 -t 20 &&
+	xfer_end "$NSB" 90 xfer 'droce-xfer: 45 passed, 0 failed, 0 skipped' \
+		"droce-xfer over IPv6, every operation, data verified" -s "$IPA" -t 20 \
+		-S 0,1,7,1023,1025,4096,65536,1048576 -I 3
 capture_stop phase1
 
 fields "$tmp/phase1.pcapng" "$tmp/f1.txt"
@@ -396,7 +253,7 @@ set -- $(awk -F'\t' -v a="$A6" -v b="$B6" '
 	}' "$tmp/f1.txt")
 echo "phase 1: $1 frames, $7 RoCEv2 over IPv6 ($8 not between $A6 and $B6," \
 	"$9 not to UDP 4791), NS $5, NA $6, ARP $2, IPv4 $3, ICMPv6 unreachable $4"
-echo "phase 1: CM REQ ${10} REP ${11} RTU ${12} DREQ ${13} ($connections connections);" \
+echo "phase 1: CM REQ ${10} REP ${11} RTU ${12} DREQ ${13} ($pp_runs connections);" \
 	"SEND F/M/L/O ${14}/${15}/${16}/${17}, WRITE F/O ${18}/${19}, READ REQ ${20}" \
 	"RSP O/F/L ${21}/${22}/${23}, CSWAP ${24} FADD ${25} ATOMIC ACK ${26}, ACK ${27}, UD ${28}"
 need "RoCEv2 frames over IPv6" "$7" 1000
@@ -407,10 +264,10 @@ need "neighbour advertisements for the two addresses" "$6" 1
 none ARP "$2"
 none "IPv4 frames" "$3"
 none "ICMPv6 destination unreachable" "$4"
-need ConnectRequest "${10}" "$connections"
-need ConnectReply "${11}" "$connections"
-need ReadyToUse "${12}" "$connections"
-need DisconnectRequest "${13}" "$connections"
+need ConnectRequest "${10}" "$pp_runs"
+need ConnectReply "${11}" "$pp_runs"
+need ReadyToUse "${12}" "$pp_runs"
+need DisconnectRequest "${13}" "$pp_runs"
 need "SEND FIRST" "${14}" 1
 need "SEND MIDDLE" "${15}" 1
 need "SEND LAST" "${16}" 1
@@ -426,28 +283,23 @@ need "FETCH ADD" "${25}" 1
 need "ATOMIC ACKNOWLEDGE" "${26}" 1
 need ACKNOWLEDGE "${27}" 1
 no_errors "$tmp/phase1.pcapng"
-if timeout -k 5 60 "$PCAPCHECK" \
-	--require "CM_REQ:$connections,CM_REP:$connections,CM_RTU:$connections" \
+pcapcheck pcapcheck1 60 \
+	--require "CM_REQ:$pp_runs,CM_REP:$pp_runs,CM_RTU:$pp_runs" \
 	--require "RC_SEND_ONLY,RC_SEND_FIRST,RC_RDMA_WRITE_FIRST,RC_RDMA_READ_REQUEST" \
 	--require "RC_COMPARE_SWAP,RC_FETCH_ADD,RC_ATOMIC_ACKNOWLEDGE,ACK" --forbid ARP \
-	--min-roce 1000 -v "$tmp/phase1.pcapng" >"$tmp/pcapcheck1.txt"; then
-	echo "ok: droce-pcapcheck (ICRC of every frame): $(sed -n 's/^frames: //p' "$tmp/pcapcheck1.txt")"
-else
-	echo "FAIL: droce-pcapcheck:"
-	head -n 60 "$tmp/pcapcheck1.txt"
-	fail=1
-fi
+	--min-roce 1000 -v "$tmp/phase1.pcapng"
 
 # ---- phase 2: both families on the interfaces ------------------------------------
 
 ip -n "$NSA" addr add "$IP4A/24" dev "$VA"
 ip -n "$NSB" addr add "$IP4B/24" dev "$VB"
 echo "phase 2: $IP4A/24 and $IP4B/24 added: both families on each interface"
-connections=0
+pp_runs=0
 capture_start phase2
-pp "FI_DROCE_IP_VERSION=6 server, IPv6 client" "$NSA" "$NSB" "$IPA" 4096 100 \
-	FI_DROCE_IP_VERSION=6
-pp "defaults, IPv4" "$NSA" "$NSB" "$IP4A" 4096 100 "" " "
+pp_env=FI_DROCE_IP_VERSION=6
+run_pp "FI_DROCE_IP_VERSION=6 server, IPv6 client" "$NSA" "$NSB" "$IPA" 4096 100 40 -6 -c
+pp_env=""
+run_pp "defaults, IPv4" "$NSA" "$NSB" "$IP4A" 4096 100 40 -c
 capture_stop phase2
 fields "$tmp/phase2.pcapng" "$tmp/f2.txt"
 # shellcheck disable=SC2046
@@ -462,12 +314,7 @@ need "RoCEv2 frames over IPv6 (FI_DROCE_IP_VERSION=6)" "$1" 200
 need "RoCEv2 frames over IPv4 (the default)" "$2" 200
 none "RoCEv2 frames between other addresses" "$3"
 no_errors "$tmp/phase2.pcapng"
-timeout -k 5 60 "$PCAPCHECK" --require "CM_REQ:2,CM_REP:2" --min-roce 400 \
-	"$tmp/phase2.pcapng" >"$tmp/pcapcheck2.txt" || {
-	echo "FAIL: droce-pcapcheck (phase 2):"
-	head -n 40 "$tmp/pcapcheck2.txt"
-	fail=1
-}
+pcapcheck pcapcheck2 40 --require "CM_REQ:2,CM_REP:2" --min-roce 400 "$tmp/phase2.pcapng"
 
 # ---- phase 3: addresses only droce holds -------------------------------------------
 
@@ -475,41 +322,22 @@ C6A=$net6::11
 C6B=$net6::12
 port=$((port + 1))
 capture_start phase3
-ip netns exec "$NSA" env FI_DROCE_DEVICE="net_af_packet_p3,iface=$VA" \
-	FI_DROCE_ADDR="$C6A/64" timeout -k 5 60 "$XFER" -p droce -P $port -w 30 -t 20 \
-	>"$tmp/xfer3.srv" 2>&1 &
-spid=$!
-if wait_listen "$NSA" $port; then
+xfer_env="FI_DROCE_DEVICE=net_af_packet_p3,iface=$VA FI_DROCE_ADDR=$C6A/64"
+if xfer_start "$NSA" 60 xfer3 -w 30 -t 20; then
 	if ip -n "$NSA" -6 maddr show dev "$VA" | grep -q 'ff02::1:ff00:11'; then
 		echo "ok: phase 3: $VA joined ff02::1:ff00:11 (the solicited-node group of $C6A)"
 	else
-		echo "FAIL: phase 3: $VA has not joined ff02::1:ff00:11:"
+		bad "phase 3: $VA has not joined ff02::1:ff00:11:"
 		ip -n "$NSA" -6 maddr show dev "$VA"
-		fail=1
 	fi
 	# the control connection to A's kernel address; the fabric address
 	# (::11) comes over it from the server
-	ip netns exec "$NSB" env FI_DROCE_DEVICE="net_af_packet_p3,iface=$VB" \
-		FI_DROCE_ADDR="$C6B/64" timeout -k 5 60 "$XFER" -p droce -s "$IPA" -P $port \
-		-t 20 -o send,write,read -S 4096,65536 -I 2 >"$tmp/xfer3.cli" 2>&1
-	crc=$?
-	wait "$spid"
-	src=$?
-	if [ $crc -ne 0 ] || [ $src -ne 0 ] ||
-		! grep -qx 'droce-xfer: 7 passed, 0 failed, 0 skipped' "$tmp/xfer3.cli"; then
-		echo "FAIL: phase 3: droce-xfer: client exit $crc, server exit $src"
-		tail -n 20 "$tmp/xfer3.cli" "$tmp/xfer3.srv"
-		fail=1
-	else
-		echo "ok: phase 3: droce-xfer between $C6A and $C6B: $(tail -n 1 "$tmp/xfer3.cli")"
-	fi
-else
-	echo "FAIL: phase 3: the droce-xfer server never listened"
-	cat "$tmp/xfer3.srv"
-	kill "$spid" 2>/dev/null
-	wait "$spid" 2>/dev/null
-	fail=1
+	xfer_env="FI_DROCE_DEVICE=net_af_packet_p3,iface=$VB FI_DROCE_ADDR=$C6B/64"
+	xfer_end "$NSB" 60 xfer3 'droce-xfer: 7 passed, 0 failed, 0 skipped' \
+		"phase 3: droce-xfer between $C6A and $C6B" -s "$IPA" -t 20 -o send,write,read \
+		-S 4096,65536 -I 2
 fi
+xfer_env=""
 capture_stop phase3
 fields "$tmp/phase3.pcapng" "$tmp/f3.txt"
 # shellcheck disable=SC2046

@@ -45,42 +45,14 @@
 set -u
 
 . "$(dirname "$0")/netns-lib.sh"
-XFER=$top_builddir/tools/droce-xfer
-[ -x "$XFER" ] || hard "$XFER not built"
-NSA=drlf$$a
-NSB=drlf$$b
-VA=dla$$
-VB=dlb$$
-net=10.79.$(($$ % 200 + 20))
-IPA=$net.1
-IPB=$net.2
+built "$XFER"
+ns_pair_names drlf dl 10.79
 BOUND_MS=67 # DR_PORT_TX_STALE_NS, include/dr_port.h
 SLACK_MS=50
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/netns-linkflap.XXXXXX") || hard "mktemp failed"
-cap_pids=""
-fail=0
-
-cleanup() {
-	trap - EXIT INT TERM HUP
-	teardown_ns "$cap_pids" "$NSA" "$NSB"
-	if [ $fail -ne 0 ]; then
-		rm -rf "$top_builddir/netns-linkflap.d"
-		cp -r "$tmp" "$top_builddir/netns-linkflap.d" 2>/dev/null &&
-			echo "captures and logs kept in $top_builddir/netns-linkflap.d"
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'echo "interrupted"; fail=1; exit 1' INT TERM HUP
-
-setup_ns "$NSA"
-setup_ns "$NSB"
-veth_pair "$NSA" "$VA" "$IPA" "$NSB" "$VB" "$IPB"
+ns_pair_up netns-linkflap "$NSA" "$VA" "$IPA" "$NSB" "$VB" "$IPB"
+keep_on_fail . netns-linkflap.d
 echo "topology: $NSA/$VA $IPA (server) <-> $NSB/$VB $IPB (client, its link is faulted)"
 
-mkdir "$tmp/wsconf"
-WIRESHARK_CONFIG_DIR=$tmp/wsconf
-export WIRESHARK_CONFIG_DIR
 # droce's warnings (link down/up, the counters at close) in the logs
 FI_LOG_LEVEL=warn
 export FI_LOG_LEVEL
@@ -184,15 +156,9 @@ check_side() {
 session() {
 	down=$1 s=$tmp/s$1
 	mkdir "$s"
-	for side in a b; do
-		if [ $side = a ]; then ns=$NSA dev=$VA; else ns=$NSB dev=$VB; fi
-		ip netns exec "$ns" timeout -k 5 90 "$TSHARK" -q -n -i "$dev" -f inbound -s 128 \
-			-B 64 -w "$s/wire-$side.pcapng" >"$s/tshark-$side.log" 2>&1 &
-		cap_pids="$cap_pids $!"
-	done
-	wait_line "$s/tshark-a.log" 'Capturing on' 10 && wait_line "$s/tshark-b.log" 'Capturing on' 10 ||
-		hard "tshark did not start capturing"
-	sleep 0.3
+	cap_start "$NSA" "$VA" "$s/wire-a.pcapng" -f inbound -s 128 -B 64
+	cap_start "$NSB" "$VB" "$s/wire-b.pcapng" -f inbound -s 128 -B 64
+	cap_wait "$s/wire-a.pcapng" "$s/wire-b.pcapng"
 	port=$((47700 + down))
 	ip netns exec "$NSA" env FI_DROCE_PCAP="$s/own-a.pcapng" timeout -k 5 60 "$XFER" -p droce \
 		-P $port -w 30 -t 30 >"$s/server.log" 2>&1 &
@@ -219,17 +185,10 @@ session() {
 	crc=$?
 	wait $spid
 	src=$?
-	sleep 0.3
-	for p in $cap_pids; do
-		kill -INT "$p" 2>/dev/null
-	done
-	for p in $cap_pids; do
-		wait "$p" 2>/dev/null
-	done
-	cap_pids=""
+	cap_stop
 	veth_wait_up "$NSA" "$VA" "$NSB" "$VB"
 	for side in a b; do
-		drops=$(sed -n 's/.*(\([0-9]*\) packets\{0,1\} dropped.*/\1/p' "$s/tshark-$side.log")
+		drops=$(cap_drops "$s/wire-$side.pcapng")
 		if [ -n "$drops" ] && [ "$drops" -ne 0 ]; then
 			echo "FAIL: ${down} s: tshark lost $drops frames on side $side: the counts" \
 				"below cannot be checked"

@@ -48,17 +48,9 @@
 set -u
 
 . "$(dirname "$0")/netns-lib.sh"
-XFER=$top_builddir/tools/droce-xfer
-[ -x "$XFER" ] || hard "$XFER not built"
 CONNECT=$top_builddir/tests/mp-connect
-[ -x "$CONNECT" ] || hard "$CONNECT not built"
-NSA=drmp$$a
-NSB=drmp$$b
-VA=dma$$
-VB=dmb$$
-net=10.79.$(($$ % 200 + 20))
-IPA=$net.1
-IPB=$net.2
+built "$XFER" "$CONNECT"
+ns_pair_names drmp dm 10.79
 CPORT=$((47700 + $$ % 100 * 10))
 PLAN="-S 0,1,1023,4096,65536,1m -I 3"
 # ---- topology ---------------------------------------------------------------------
@@ -75,35 +67,19 @@ echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 # arrives at (ip.dst), once.  (With "inbound" in the filter, libpcap
 # missed the first MADs of a run.)
 
-mkdir "$tmp/wsconf"
-WIRESHARK_CONFIG_DIR=$tmp/wsconf
-export WIRESHARK_CONFIG_DIR
 filter='(udp dst port 4791 and udp[13:2] = 0 and udp[15] = 1) or (icmp and icmp[0] = 3)'
-for side in a b; do
-	if [ $side = a ]; then ns=$NSA if=$VA; else ns=$NSB if=$VB; fi
-	ip netns exec "$ns" timeout -k 5 $((budget + 30)) "$TSHARK" -q -n -i "$if" \
-		-f "$filter" -w "$tmp/$side.pcapng" >"$tmp/$side.cap.log" 2>&1 &
-	cap_pids="$cap_pids $!"
-done
-wait_all_lines 'Capturing on' 100 tshark "$tmp/a.cap.log" "$tmp/b.cap.log"
+cap_start "$NSA" "$VA" "$tmp/a.pcapng" -f "$filter"
+cap_start "$NSB" "$VB" "$tmp/b.pcapng" -f "$filter"
+cap_wait "$tmp/a.pcapng" "$tmp/b.pcapng"
 
 # ---- four servers in A, four clients in B ---------------------------------------------
 
-# droce's own log at info: the registry, the responder role, frames left
-# to other processes, drops
-LOG="env FI_LOG_LEVEL=info FI_LOG_PROV=droce"
-# server 1 runs without a timeout wrapper: its PID is droce-xfer's own
-# (ip netns exec execs it), the PID the kill below names
-ip netns exec "$NSA" $LOG "$XFER" -p droce -P $((CPORT + 1)) -w 60 -t 10 \
-	>"$tmp/s1.log" 2>&1 &
-s1_pid=$!
-wait_listen "$NSA" $((CPORT + 1)) || hard "server 1 never listened on TCP $((CPORT + 1))"
+mp_server "$NSA" 1
+s1_pid=$mp_pid
 spids=""
 for i in 2 3 4 5; do
-	ip netns exec "$NSA" timeout -k 5 90 $LOG "$XFER" -p droce -P $((CPORT + i)) -w 60 \
-		-t 10 >"$tmp/s$i.log" 2>&1 &
-	spids="$spids $!"
-	wait_listen "$NSA" $((CPORT + i)) || hard "server $i never listened on TCP $((CPORT + i))"
+	mp_server "$NSA" $i
+	spids="$spids $mp_pid"
 done
 reg_a=$(sed -n "s|.*$VA: registry \([^ ]*\).*|\1|p" "$tmp/s1.log" | head -n 1)
 [ -n "$reg_a" ] && [ -e "$reg_a" ] || bad "server 1 names no registry file ($reg_a)"
@@ -116,23 +92,16 @@ ports=$(sed -n 's/.*listening at [0-9.]*:\([0-9]*\).*/\1/p' "$tmp/s"[1-5].log | 
 echo "servers listening on rdma_cm ports" $ports
 
 t_start=$(date +%s)
-ip netns exec "$NSB" timeout -k 5 90 $LOG "$XFER" -p droce -s "$IPA" -P $((CPORT + 1)) \
-	$PLAN -t 5 -W "1:$tmp/gate" >"$tmp/c1.log" 2>&1 &
-c1_pid=$!
+mp_client "$NSB" 1 90 $PLAN -t 5 -W "1:$tmp/gate"
+c1_pid=$mp_pid
 cpids=""
 for i in 2 3 4; do
-	ip netns exec "$NSB" timeout -k 5 90 $LOG "$XFER" -p droce -s "$IPA" \
-		-P $((CPORT + i)) $PLAN -t 10 >"$tmp/c$i.log" 2>&1 &
-	cpids="$cpids $!"
+	mp_client "$NSB" $i 90 $PLAN -t 10
+	cpids="$cpids $mp_pid"
 done
 
 # client 1 is connected and at its first operation: kill its server
-i=0
-until [ -e "$tmp/gate" ]; do
-	i=$((i + 1))
-	[ $i -le 300 ] || hard "client 1 never reached its first operation"
-	sleep 0.1
-done
+gate_wait
 kill -0 $s1_pid 2>/dev/null || bad "server 1 died before it was killed"
 kill -KILL $s1_pid
 wait $s1_pid
@@ -155,33 +124,7 @@ done
 
 # server 5 stood by so that the interface keeps a droce process for the
 # connects above, whenever the others finish; now it gets its client
-ip netns exec "$NSB" timeout -k 5 60 $LOG "$XFER" -p droce -s "$IPA" -P $((CPORT + 5)) \
-	-o send,write,read,fetch_add -S 1,4096,1m -I 2 -t 10 >"$tmp/c5.log" 2>&1 &
-cpids="$cpids $!"
-
-# ---- the rest finish ------------------------------------------------------------------
-
-rc=0
-wait $c1_pid || rc=$?
-echo "client 1: exit $rc after $(($(date +%s) - t_start)) s: $(tail -n 1 "$tmp/c1.log")"
-if [ $rc -ne 1 ] || ! grep -q 'FAIL\|abort\|control connection' "$tmp/c1.log"; then
-	bad "client 1 (server killed) should fail cleanly (exit 1, a reason), got exit $rc:"
-	tail -n 20 "$tmp/c1.log"
-fi
-# shellcheck disable=SC2086 # the PID lists
-xfer_wait c 2 $cpids
-# shellcheck disable=SC2086
-xfer_wait s 2 $spids
-echo "all done after $(($(date +%s) - t_start)) s"
-
-# ---- the logs ---------------------------------------------------------------------------
-
-for f in s2 s3 s4 s5 c2 c3 c4 c5; do
-	if grep -q 'a correct peer does not send' "$tmp/$f.log"; then
-		bad "$f: droce saw frames a correct peer does not send:"
-		grep 'a correct peer does not send' "$tmp/$f.log"
-	fi
-done
+mp_finish "$NSB"
 # server 5 is up before clients 2-4 start and stays until after they end:
 # it must have seen their traffic.  Servers 2-4 live only as long as their
 # own client, which under load may run before the others send anything
@@ -209,13 +152,7 @@ left=$(ls /run/droce /dev/shm/droce 2>/dev/null | grep -c "^d[ms][ab]$$@") || tr
 
 # ---- the wire ---------------------------------------------------------------------------
 
-for p in $cap_pids; do
-	kill -INT "$p" 2>/dev/null
-done
-for p in $cap_pids; do
-	wait "$p" 2>/dev/null
-done
-cap_pids=""
+cap_stop
 fields() { # file filter fields...
 	f=$1
 	flt=$2

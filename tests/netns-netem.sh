@@ -79,28 +79,12 @@ BR=dbr$$
 net=10.77.$(($$ % 200 + 20))
 IPA=$net.1
 IPB=$net.2
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/netns-netem.XXXXXX") || hard "mktemp failed"
-cap_pids=""
 imp_pid=""
-fail=0
-keep=""
-
-cleanup() {
-	trap - EXIT INT TERM HUP
-	teardown_ns "$cap_pids $imp_pid" "$NSA" "$NSB" "$NSM"
-	if [ -n "$keep" ] && [ -f "$tmp/m.pcapng" ]; then
-		cp "$tmp/m.pcapng" "$keep" 2>/dev/null && echo "capture kept: $keep"
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'echo "interrupted"; exit 1' INT TERM HUP
+ns_frame netns-netem "$NSA" "$NSB" "$NSM"
+keep_on_fail m.pcapng netns-netem.pcapng
 
 # ---- topology -----------------------------------------------------------------
 
-setup_ns "$NSA"
-setup_ns "$NSB"
-setup_ns "$NSM"
 ip -n "$NSA" link add "$VA" type veth peer name "$MA" netns "$NSM" || hard "veth $VA/$MA"
 ip -n "$NSB" link add "$VB" type veth peer name "$MB" netns "$NSM" || hard "veth $VB/$MB"
 for l in "$NSA $VA" "$NSB $VB" "$NSM $MA" "$NSM $MB"; do
@@ -255,111 +239,34 @@ EOF
 		$LOSS $DUP $REORDER "$(echo "$DELAY_MS" | awk '{ print $1 / 1000 }')" $$ "$tmp/drop-rtu" \
 		2>"$tmp/impair.log" &
 	imp_pid=$!
-	i=0
-	until grep -q forwarding "$tmp/impair.log" 2>/dev/null; do
-		i=$((i + 1))
-		if [ $i -gt 50 ] || ! kill -0 "$imp_pid" 2>/dev/null; then
-			cat "$tmp/impair.log"
-			hard "the user-space forwarder did not start"
-		fi
-		sleep 0.1
-	done
+	wait_started "$imp_pid" "$tmp/impair.log" forwarding 50 "the user-space forwarder"
 else
 	skip "no way to impair the link: tc netem failed ($(head -n 1 "$tmp/tc.err" 2>/dev/null))" \
 		"and perl with Time::HiRes is not installed"
 fi
 
-i=0
-until ip -n "$NSA" link show "$VA" | grep -q LOWER_UP &&
-	ip -n "$NSB" link show "$VB" | grep -q LOWER_UP; do
-	i=$((i + 1))
-	[ $i -le 50 ] || hard "veths did not come up"
-	sleep 0.1
-done
+veth_wait_up "$NSA" "$VA" "$NSB" "$VB"
 echo "topology: $NSA/$VA $IPA <-> [$NSM: $MA | $MB] <-> $NSB/$VB $IPB, MTU 1500"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # ---- capture in the middle, on A's side of the link -------------------------------
 
-mkdir "$tmp/wsconf"
-WIRESHARK_CONFIG_DIR=$tmp/wsconf
-export WIRESHARK_CONFIG_DIR
-ip netns exec "$NSM" timeout -k 5 $((budget + 30)) "$TSHARK" -q -n -i "$MA" -B 128 \
-	-w "$tmp/m.pcapng" >"$tmp/m.log" 2>&1 &
-cap_pids=$!
-i=0
-until grep -q 'Capturing on' "$tmp/m.log" 2>/dev/null; do
-	i=$((i + 1))
-	if [ $i -gt 100 ]; then
-		cat "$tmp/m.log"
-		hard "tshark did not start capturing"
-	fi
-	sleep 0.1
-done
-sleep 0.3
+cap_start "$NSM" "$MA" "$tmp/m.pcapng" -B 128
+cap_wait "$tmp/m.pcapng"
 
 # ---- fi_pingpong runs ------------------------------------------------------------
 
 port=47600
-runs=0
-
-# run_pp LABEL SERVER_NS CLIENT_NS SERVER_IP SIZE ITERS TIMEOUT
-run_pp() {
-	label=$1 sns=$2 cns=$3 sip=$4 size=$5 iters=$6 tmo=$7
-	if [ "$(elapsed)" -ge "$budget" ]; then
-		echo "FAIL: $label -S $size: time budget of ${budget}s exhausted before this run"
-		fail=1
-		return 1
-	fi
-	left=$((budget - $(elapsed)))
-	[ "$tmo" -le "$left" ] || tmo=$left
-	port=$((port + 1))
-	runs=$((runs + 1))
-	out=$tmp/run$runs
-	rs=$(date +%s.%N)
-	ip netns exec "$sns" timeout -k 5 "$tmo" "$FI_PINGPONG" -p droce -e msg -B "$port" \
-		-I "$iters" -S "$size" -c >"$out.srv" 2>&1 &
-	spid=$!
-	if ! wait_listen "$sns" "$port"; then
-		echo "FAIL: $label: the fi_pingpong server never listened on TCP $port"
-		cat "$out.srv"
-		kill "$spid" 2>/dev/null
-		wait "$spid" 2>/dev/null
-		fail=1
-		return 1
-	fi
-	ip netns exec "$cns" timeout -k 5 "$tmo" "$FI_PINGPONG" -p droce -e msg -P "$port" \
-		-I "$iters" -S "$size" -c "$sip" >"$out.cli" 2>&1
-	crc=$?
-	wait "$spid"
-	src=$?
-	wall=$(echo "$rs $(date +%s.%N)" | awk '{ printf "%.2f", $2 - $1 }')
-	res=$(awk '$1 ~ /^[0-9]/ && NF >= 8 { l = $0 } END { print l }' "$out.cli")
-	set -- $res
-	if [ $crc -ne 0 ] || [ $src -ne 0 ] || [ $# -lt 8 ] || [ "$3" != "=$2" ] ||
-		grep -q 'Error at iteration' "$out.cli" "$out.srv"; then
-		echo "FAIL: $label -S $size -I $iters -c: client exit $crc, server exit $src" \
-			"(124 = timed out after ${tmo}s), result '$res' (${wall}s)"
-		echo "--- client:"
-		tail -n 20 "$out.cli"
-		echo "--- server:"
-		tail -n 20 "$out.srv"
-		fail=1
-		return 1
-	fi
-	echo "ok: $label -S $size -I $iters -c: data intact, $6 MB/s, $7 usec/xfer (${wall}s)"
-}
 
 for spec in 64:200 4096:100 65536:20 1048576:5; do
 	size=${spec%:*}
 	it=${spec#*:}
-	run_pp "server A, client B" "$NSA" "$NSB" "$IPA" "$size" "$it" 40
-	run_pp "server B, client A" "$NSB" "$NSA" "$IPB" "$size" "$it" 40
+	run_pp "server A, client B" "$NSA" "$NSB" "$IPA" "$size" "$it" 40 -c
+	run_pp "server B, client A" "$NSB" "$NSA" "$IPB" "$size" "$it" 40 -c
 done
 
 # ---- droce-xfer: every RMA and atomic operation through the same link (issue 5) ---
 
-XFER=$top_builddir/tools/droce-xfer
 if [ -x "$XFER" ] && [ "$(elapsed)" -lt "$budget" ]; then
 	port=$((port + 1))
 	tmo=$((budget - $(elapsed) + 30))
@@ -367,18 +274,14 @@ if [ -x "$XFER" ] && [ "$(elapsed)" -lt "$budget" ]; then
 	# the passive side comes up on the CM's REP retry while the client,
 	# connected since the REP, already waits on the control channel
 	: >"$tmp/drop-rtu"
-	ip netns exec "$NSA" timeout -k 5 "$tmo" "$XFER" -p droce -P "$port" -w 30 \
-		>"$tmp/xfer.srv" 2>&1 &
-	spid=$!
-	if wait_listen "$NSA" "$port"; then
+	crc=99 src=99
+	if xfer_start "$NSA" "$tmo" xfer -w 30; then
 		ip netns exec "$NSB" timeout -k 5 "$tmo" "$XFER" -p droce -s "$IPA" -P "$port" \
 			-S 0,1,4097,65536,1048576 -I 3 >"$tmp/xfer.cli" 2>&1
 		crc=$?
-	else
-		crc=99
+		wait "$xs_pid"
+		src=$?
 	fi
-	wait "$spid"
-	src=$?
 	if [ $crc -ne 0 ] || [ $src -ne 0 ] ||
 		! grep -q ' 0 failed, 0 skipped$' "$tmp/xfer.cli"; then
 		echo "FAIL: droce-xfer through the impaired link: client exit $crc, server exit $src"
@@ -402,13 +305,9 @@ fi
 
 # ---- stop capture and link, read their counters -------------------------------------
 
-sleep 0.5
-kill -INT $cap_pids 2>/dev/null
-wait $cap_pids 2>/dev/null
-cap_pids=""
-got=$(sed -n 's/^\([0-9]*\) packets\{0,1\} captured.*/\1/p' "$tmp/m.log" | head -n 1)
-drops=$(sed -n 's/.*(\([0-9]*\) packets\{0,1\} dropped.*/\1/p' "$tmp/m.log" | head -n 1)
-echo "capture: ${got:-?} frames${drops:+, $drops dropped by the kernel}"
+cap_stop
+drops=$(cap_drops "$tmp/m.pcapng")
+echo "capture: $(cap_got "$tmp/m.pcapng") frames${drops:+, $drops dropped by the kernel}"
 
 if [ "$mode" = netem ]; then
 	drops=0
@@ -449,22 +348,14 @@ fi
 
 # ---- droce's parser over the capture: ICRCs, and the loss recovery at work -----------
 
-if timeout -k 5 60 "$PCAPCHECK" \
-	--require "CM_REQ:$runs,CM_REP:$runs,CM_RTU:$runs,RC_SEND_ONLY,RC_SEND_FIRST" \
+pcapcheck pcapcheck 0 \
+	--require "CM_REQ:$pp_runs,CM_REP:$pp_runs,CM_RTU:$pp_runs,RC_SEND_ONLY,RC_SEND_FIRST" \
 	--require "RC_SEND_MIDDLE,RC_SEND_LAST,ACK,RETRANSMIT,NAK_PSN_SEQ" --min-roce 1000 \
-	"$tmp/m.pcapng" >"$tmp/pcapcheck.txt"; then
-	echo "ok: droce-pcapcheck: $(sed -n 's/^frames: //p' "$tmp/pcapcheck.txt")"
-else
-	echo "FAIL: droce-pcapcheck:"
-	fail=1
-fi
+	"$tmp/m.pcapng"
 sed -n '/^AETH syndromes:/,$p' "$tmp/pcapcheck.txt" | grep -v '^PASS'
 grep -q '^FAIL' "$tmp/pcapcheck.txt" && grep '^FAIL' "$tmp/pcapcheck.txt"
 
 echo "total $(elapsed)s (link: $mode)"
-if [ $fail -ne 0 ]; then
-	keep=$top_builddir/netns-netem.pcapng
-	exit 1
-fi
+[ $fail -eq 0 ] || exit 1
 echo "PASS: netns-netem"
 exit 0

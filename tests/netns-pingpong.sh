@@ -53,40 +53,10 @@
 set -u
 
 . "$(dirname "$0")/netns-lib.sh"
-MERGECAP=$(dirname "$TSHARK")/mergecap
-[ -x "$MERGECAP" ] || MERGECAP=$(command -v mergecap 2>/dev/null) ||
-	hard "mergecap (wireshark-common, installed with tshark) not found"
-NSA=drpp$$a
-NSB=drpp$$b
-VA=dpa$$
-VB=dpb$$
-net=10.77.$(($$ % 200 + 20))
-IPA=$net.1
-IPB=$net.2
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/netns-pingpong.XXXXXX") || hard "mktemp failed"
-cap_pids=""
-fail=0
-keep=""
-
-cleanup() {
-	trap - EXIT INT TERM HUP
-	# tsharks first (SIGINT: they flush and exit), then anything left in
-	# our own namespaces (only processes this script started live there)
-	teardown_ns "$cap_pids" "$NSA" "$NSB"
-	if [ -n "$keep" ] && [ -f "$tmp/merged.pcapng" ]; then
-		cp "$tmp/merged.pcapng" "$keep" 2>/dev/null &&
-			echo "capture kept: $keep"
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'echo "interrupted"; exit 1' INT TERM HUP
-
-# ---- topology -----------------------------------------------------------------
-
-setup_ns "$NSA"
-setup_ns "$NSB"
-veth_pair "$NSA" "$VA" "$IPA" "$NSB" "$VB" "$IPB"
+need_mergecap
+ns_pair_names drpp dp 10.77
+ns_pair_up netns-pingpong "$NSA" "$VA" "$IPA" "$NSB" "$VB" "$IPB"
+keep_on_fail merged.pcapng netns-pingpong.pcapng
 echo "topology: $NSA/$VA $IPA <-> $NSB/$VB $IPB, MTU 1500"
 pp_version=$(dpkg-query -W -f='${Version}' libfabric-bin 2>/dev/null || echo '?')
 echo "fi_pingpong: $FI_PINGPONG (libfabric-bin $pp_version)"
@@ -95,81 +65,15 @@ echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # ---- capture --------------------------------------------------------------------
 
-mkdir "$tmp/wsconf"
-WIRESHARK_CONFIG_DIR=$tmp/wsconf
-export WIRESHARK_CONFIG_DIR
-
-start_capture() { # ns iface file
-	ip netns exec "$1" timeout -k 5 $((budget + 30)) "$TSHARK" -q -n -i "$2" -f inbound \
-		-B 128 -w "$3" >"$3.log" 2>&1 &
-	cap_pids="$cap_pids $!"
-}
-start_capture "$NSA" "$VA" "$tmp/a.pcapng"
-start_capture "$NSB" "$VB" "$tmp/b.pcapng"
-wait_all_lines 'Capturing on' 100 tshark "$tmp/a.pcapng.log" "$tmp/b.pcapng.log"
-sleep 0.3
+cap_start "$NSA" "$VA" "$tmp/a.pcapng" -f inbound -B 128
+cap_start "$NSB" "$VB" "$tmp/b.pcapng" -f inbound -B 128
+cap_wait "$tmp/a.pcapng" "$tmp/b.pcapng"
 
 # ---- fi_pingpong runs ------------------------------------------------------------
 
 port=47600
-runs=0
 printf '%-34s %8s %6s %10s %11s %7s\n' "run" "size" "iters" "MB/sec" "usec/xfer" "wall s" \
-	>"$tmp/table"
-
-# run_pp LABEL SERVER_NS CLIENT_NS SERVER_IP SIZE ITERS VERIFY(-c or "") TIMEOUT
-run_pp() {
-	label=$1 sns=$2 cns=$3 sip=$4 size=$5 iters=$6 copt=$7 tmo=$8
-	if [ "$(elapsed)" -ge "$budget" ]; then
-		echo "FAIL: $label: time budget of ${budget}s exhausted before this run"
-		fail=1
-		return 1
-	fi
-	left=$((budget - $(elapsed)))
-	[ "$tmo" -le "$left" ] || tmo=$left
-	port=$((port + 1))
-	runs=$((runs + 1))
-	out=$tmp/run$runs
-	rs=$(date +%s.%N)
-	# shellcheck disable=SC2086
-	ip netns exec "$sns" timeout -k 5 "$tmo" "$FI_PINGPONG" -p droce -e msg -B "$port" \
-		-I "$iters" -S "$size" $copt >"$out.srv" 2>&1 &
-	spid=$!
-	if ! wait_listen "$sns" "$port"; then
-		echo "FAIL: $label: the fi_pingpong server never listened on TCP $port"
-		cat "$out.srv"
-		kill "$spid" 2>/dev/null
-		wait "$spid" 2>/dev/null
-		fail=1
-		return 1
-	fi
-	# shellcheck disable=SC2086
-	ip netns exec "$cns" timeout -k 5 "$tmo" "$FI_PINGPONG" -p droce -e msg -P "$port" \
-		-I "$iters" -S "$size" $copt "$sip" >"$out.cli" 2>&1
-	crc=$?
-	wait "$spid"
-	src=$?
-	wall=$(echo "$rs $(date +%s.%N)" | awk '{ printf "%.2f", $2 - $1 }')
-	res=$(awk '$1 ~ /^[0-9]/ && NF >= 8 { l = $0 } END { print l }' "$out.cli")
-	# fields: bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec
-	set -- $res
-	if [ $crc -ne 0 ] || [ $src -ne 0 ] || [ $# -lt 8 ] || [ "$3" != "=$2" ] ||
-		grep -q 'Error at iteration' "$out.cli" "$out.srv"; then
-		echo "FAIL: $label -S $size -I $iters: client exit $crc, server exit $src" \
-			"(124 = timed out after ${tmo}s), result '$res'"
-		echo "--- client:"
-		tail -n 20 "$out.cli"
-		echo "--- server:"
-		tail -n 20 "$out.srv"
-		fail=1
-		printf '%-34s %8s %6s %10s %11s %7s\n' "$label" "$size" "$iters" FAILED - "$wall" \
-			>>"$tmp/table"
-		return 1
-	fi
-	printf '%-34s %8s %6s %10s %11s %7s\n' "$label" "$size" "$iters" "$6" "$7" "$wall" \
-		>>"$tmp/table"
-	echo "ok: $label -S $size -I $iters: $6 MB/s, $7 usec/xfer (${wall}s)"
-	return 0
-}
+	>"$tmp/pp.table"
 
 iters_for() { # size -> iterations (keeps the capture and the run short)
 	case $1 in
@@ -181,29 +85,21 @@ iters_for() { # size -> iterations (keeps the capture and the run short)
 
 for size in 1 64 1024 4096 65536 1048576; do
 	it=$(iters_for $size)
-	run_pp "server A, client B, -c" "$NSA" "$NSB" "$IPA" $size "$it" -c 40
-	run_pp "server B, client A, -c" "$NSB" "$NSA" "$IPB" $size "$it" -c 40
+	run_pp "server A, client B, -c" "$NSA" "$NSB" "$IPA" $size "$it" 40 -c
+	run_pp "server B, client A, -c" "$NSB" "$NSA" "$IPB" $size "$it" 40 -c
 done
 # figures for the lead: no -c, server in A
-run_pp "figures: server A, client B" "$NSA" "$NSB" "$IPA" 64 5000 "" 40
-run_pp "figures: server A, client B" "$NSA" "$NSB" "$IPA" 4096 2000 "" 40
-run_pp "figures: server A, client B" "$NSA" "$NSB" "$IPA" 1048576 30 "" 40
-connections=$runs
+run_pp "figures: server A, client B" "$NSA" "$NSB" "$IPA" 64 5000 40
+run_pp "figures: server A, client B" "$NSA" "$NSB" "$IPA" 4096 2000 40
+run_pp "figures: server A, client B" "$NSA" "$NSB" "$IPA" 1048576 30 40
+connections=$pp_runs
 
 # ---- stop the capture --------------------------------------------------------------
 
-sleep 0.5 # the last DREQ/DREP exchange
-for p in $cap_pids; do
-	kill -INT "$p" 2>/dev/null
-done
-for p in $cap_pids; do
-	wait "$p" 2>/dev/null
-done
-cap_pids=""
+cap_stop
 for s in a b; do
-	drops=$(sed -n 's/.*(\([0-9]*\) packets\{0,1\} dropped.*/\1/p' "$tmp/$s.pcapng.log" | head -n 1)
-	got=$(sed -n 's/^\([0-9]*\) packets\{0,1\} captured.*/\1/p' "$tmp/$s.pcapng.log" | head -n 1)
-	echo "capture on the $s side: ${got:-?} frames${drops:+, $drops dropped by the kernel}"
+	drops=$(cap_drops "$tmp/$s.pcapng")
+	echo "capture on the $s side: $(cap_got "$tmp/$s.pcapng") frames${drops:+, $drops dropped by the kernel}"
 	if [ -n "$drops" ] && [ "$drops" -ne 0 ]; then
 		echo "WARN: the capture lost frames; counts below may be short"
 	fi
@@ -221,14 +117,9 @@ fi
 # not RPC-over-RDMA.  `tshark -G heuristic-decodes` lists it under its
 # protocol name (rpcordma), but --disable-heuristic wants the heuristic's own
 # short name.  Tried first; without it if this tshark does not know it.
-heur="--disable-heuristic rpcrdma_infiniband"
-if ! timeout -k 5 60 "$TSHARK" -n -r "$tmp/merged.pcapng" $heur -c 1 >/dev/null 2>&1; then
-	echo "note: this tshark has no heuristic rpcrdma_infiniband; running without disabling it"
-	heur=""
-fi
+heur_check "$tmp/merged.pcapng"
 
-# shellcheck disable=SC2086
-if ! timeout -k 5 120 "$TSHARK" -n -r "$tmp/merged.pcapng" $heur -T fields \
+if ! tshark_r "$tmp/merged.pcapng" -T fields \
 	-E separator=/t -E occurrence=f -e frame.number -e frame.protocols -e infiniband.bth.opcode \
 	-e infiniband.mad.attributeid -e icmp.type -e icmp.code \
 	>"$tmp/fields.txt" 2>"$tmp/tshark.err"; then
@@ -265,12 +156,6 @@ echo "tshark: CM ConnectRequest $2, ConnectReply $3, ReadyToUse $4, ConnectRejec
 	"DisconnectRequest $6, DisconnectReply $7 ($connections connections)"
 echo "tshark: RC SEND ONLY $8, FIRST $9, MIDDLE ${10}, LAST ${11}; RC ACKNOWLEDGE ${12}"
 
-need() { # what count minimum
-	if [ "$2" -lt "$3" ]; then
-		echo "FAIL: tshark: $1: $2, at least $3 expected"
-		fail=1
-	fi
-}
 need ARP "$1" 1
 need ConnectRequest "$2" "$connections"
 need ConnectReply "$3" "$connections"
@@ -287,59 +172,34 @@ if [ "$7" -lt "$connections" ]; then
 		"a DREQ and closes its port at once meets the DREP with a closed port" \
 		"(ICMP below), and a DREQ that meets a closed port is never answered"
 fi
-if [ "$5" -ne 0 ]; then
-	echo "FAIL: tshark: $5 ConnectReject in a session that rejects nothing"
-	fail=1
-fi
+none "ConnectReject in a session that rejects nothing" "$5"
 if [ "${13}" -ne 0 ]; then
 	echo "FAIL: tshark: ${13} ICMP port unreachable (icmp.type==3 && icmp.code==3):"
-	# shellcheck disable=SC2086
-	timeout -k 5 60 "$TSHARK" -n -r "$tmp/merged.pcapng" $heur \
-		-Y 'icmp.type==3 && icmp.code==3' -T fields -e frame.number -e frame.time_relative \
-		-e ip.src -e ip.dst -e udp.dstport -e infiniband.mad.attributeid 2>/dev/null | head -n 20
+	tshark_r "$tmp/merged.pcapng" -Y 'icmp.type==3 && icmp.code==3' -T fields \
+		-e frame.number -e frame.time_relative -e ip.src -e ip.dst -e udp.dstport -e infiniband.mad.attributeid 2>/dev/null | head -n 20
 	fail=1
 else
 	echo "ok: no ICMP port unreachable"
 fi
 
-# shellcheck disable=SC2086
-timeout -k 5 120 "$TSHARK" -n -r "$tmp/merged.pcapng" $heur \
-	-Y '_ws.malformed || _ws.expert.severity == error' -T fields \
-	-e frame.number -e frame.protocols -e _ws.expert.message \
-	>"$tmp/errors.txt" 2>"$tmp/tshark.err"
-if [ -s "$tmp/errors.txt" ]; then
-	echo "FAIL: tshark: $(wc -l <"$tmp/errors.txt") malformed frames or expert errors:"
-	head -n 20 "$tmp/errors.txt"
-	fail=1
-else
-	echo "ok: tshark: no malformed frame, no expert error"
-fi
+no_errors "$tmp/merged.pcapng"
 
 # ---- droce's own parser: every RoCE frame, ICRC included ------------------------------
 
-if timeout -k 5 60 "$PCAPCHECK" \
+pcapcheck pcapcheck 150 \
 	--require "ARP,CM_REQ:$connections,CM_REP:$connections,CM_RTU:$connections" \
 	--require "CM_DREQ:$connections,CM_DREP,RC_SEND_ONLY,RC_SEND_FIRST,RC_SEND_MIDDLE" \
-	--require "RC_SEND_LAST,ACK" --min-roce 1000 -v "$tmp/merged.pcapng" >"$tmp/pcapcheck.txt"; then
-	echo "ok: droce-pcapcheck: $(sed -n 's/^frames: //p' "$tmp/pcapcheck.txt")"
+	--require "RC_SEND_LAST,ACK" --min-roce 1000 -v "$tmp/merged.pcapng" &&
 	grep '^RC request PSNs' "$tmp/pcapcheck.txt"
-else
-	echo "FAIL: droce-pcapcheck:"
-	head -n 150 "$tmp/pcapcheck.txt"
-	fail=1
-fi
 
 # ---- figures ------------------------------------------------------------------------------
 
 echo
 echo "fi_pingpong over the veth (MTU 1500, path MTU 1024; load average now" \
 	"$(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs):"
-cat "$tmp/table"
+cat "$tmp/pp.table"
 echo "total $(elapsed)s"
 
-if [ $fail -ne 0 ]; then
-	keep=$top_builddir/netns-pingpong.pcapng
-	exit 1
-fi
+[ $fail -eq 0 ] || exit 1
 echo "PASS: netns-pingpong"
 exit 0

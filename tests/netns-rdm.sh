@@ -35,27 +35,8 @@ set -u
 RDM_CHECK=$top_builddir/tests/rdm-check
 [ -x "$RDM_CHECK" ] || hard "$RDM_CHECK not built"
 command -v fi_info >/dev/null 2>&1 || skip "fi_info not found (Debian package libfabric-bin)"
-NSA=drrdm$$a
-NSB=drrdm$$b
-VA=dra$$
-VB=drb$$
-net=10.79.$(($$ % 200 + 20))
-IPA=$net.1
-IPB=$net.2
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/netns-rdm.XXXXXX") || hard "mktemp failed"
-fail=0
-
-cleanup() {
-	trap - EXIT INT TERM HUP
-	teardown_ns "" "$NSA" "$NSB"
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'echo "interrupted"; exit 1' INT TERM HUP
-
-setup_ns "$NSA"
-setup_ns "$NSB"
-veth_pair "$NSA" "$VA" "$IPA" "$NSB" "$VB" "$IPB"
+ns_pair_names drrdm dr 10.79
+ns_pair_up netns-rdm "$NSA" "$VA" "$IPA" "$NSB" "$VB" "$IPB"
 echo "topology: $NSA/$VA $IPA <-> $NSB/$VB $IPB, MTU 1500"
 
 # ---- 1. fi_info ------------------------------------------------------------------
@@ -78,15 +59,7 @@ port=$((47000 + $$ % 1000))
 ip netns exec "$NSA" env FI_DROCE_PCAP="$tmp/server.pcapng" timeout -k 5 $budget \
 	"$RDM_CHECK" -s "$IPA" -P $port >"$tmp/server.txt" 2>&1 &
 server=$!
-i=0
-until grep -q '^server: listening' "$tmp/server.txt" 2>/dev/null; do
-	i=$((i + 1))
-	if [ $i -gt 300 ] || ! kill -0 $server 2>/dev/null; then
-		cat "$tmp/server.txt"
-		hard "rdm-check server did not start listening"
-	fi
-	sleep 0.1
-done
+wait_started $server "$tmp/server.txt" '^server: listening' 300 "rdm-check server"
 ip netns exec "$NSB" timeout -k 5 $budget "$RDM_CHECK" -c "$IPA" -P $port \
 	>"$tmp/client.txt" 2>&1
 crc=$?
@@ -116,16 +89,14 @@ fi
 
 # ---- 3. the server's capture ----------------------------------------------------------
 
-if [ -s "$tmp/server.pcapng" ] && timeout -k 5 60 "$PCAPCHECK" \
-	--require "CM_REQ,CM_REP,CM_RTU,RC_SEND_ONLY,RC_SEND_FIRST,RC_SEND_LAST,ACK" \
-	--require "RC_RDMA_WRITE_FIRST,RC_RDMA_WRITE_LAST,RC_RDMA_WRITE_LAST_WITH_IMMEDIATE" \
-	--require "RC_RDMA_READ_REQUEST,RC_RDMA_READ_RESPONSE_FIRST,RC_RDMA_READ_RESPONSE_LAST" \
-	--min-roce 1000 "$tmp/server.pcapng" >"$tmp/pcapcheck.txt" 2>&1; then
-	echo "ok: droce-pcapcheck: $(sed -n 's/^frames: //p' "$tmp/pcapcheck.txt")"
+if [ -s "$tmp/server.pcapng" ]; then
+	pcapcheck pcapcheck 60 \
+		--require "CM_REQ,CM_REP,CM_RTU,RC_SEND_ONLY,RC_SEND_FIRST,RC_SEND_LAST,ACK" \
+		--require "RC_RDMA_WRITE_FIRST,RC_RDMA_WRITE_LAST,RC_RDMA_WRITE_LAST_WITH_IMMEDIATE" \
+		--require "RC_RDMA_READ_REQUEST,RC_RDMA_READ_RESPONSE_FIRST,RC_RDMA_READ_RESPONSE_LAST" \
+		--min-roce 1000 "$tmp/server.pcapng"
 else
-	echo "FAIL: droce-pcapcheck on the server's capture:"
-	head -n 60 "$tmp/pcapcheck.txt" 2>/dev/null
-	fail=1
+	bad "no server capture (FI_DROCE_PCAP)"
 fi
 
 # ---- 4. peers connecting to each other at once ----------------------------------------

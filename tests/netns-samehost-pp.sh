@@ -41,21 +41,12 @@
 set -u
 
 . "$(dirname "$0")/netns-lib.sh"
-NSA=drsp$$a
-NSB=drsp$$b
-VA=dpa$$
-VB=dpb$$
-net=10.76.$(($$ % 200 + 20))
-IPA=$net.1
-IPB=$net.2
+ns_pair_names drsp dp 10.76
 CPORT=$((45700 + $$ % 100 * 10))
 ns_pair_up netns-samehost-pp "$NSA" "$VA" "$IPA" "$NSB" "$VB" "$IPB"
 MAC=$(ip netns exec "$NSA" cat "/sys/class/net/$VA/address")
 echo "topology: $NSA/$VA $IPA ($MAC) <-> $NSB/$VB $IPB; both fi_pingpong in $NSA"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-mkdir "$tmp/wsconf"
-WIRESHARK_CONFIG_DIR=$tmp/wsconf
-export WIRESHARK_CONFIG_DIR
 
 # pingpong prov port what... : one fi_pingpong pair in A; the client's
 # output in $tmp/<what>.c, the server's in $tmp/<what>.s
@@ -65,10 +56,8 @@ pingpong() {
 	ip netns exec "$NSA" env ${PCAP_S:+FI_DROCE_PCAP=$PCAP_S} timeout -k 5 60 \
 		"$FI_PINGPONG" -p "$prov" -e msg -B "$port" "$@" >"$tmp/$what.s" 2>&1 &
 	spid=$!
-	wait_listen "$NSA" "$port" || {
-		cat "$tmp/$what.s"
-		hard "$what: the fi_pingpong server never listened on TCP $port"
-	}
+	listening $spid "$NSA" "$port" "$tmp/$what.s" "$what: the fi_pingpong server" ||
+		hard "$what: no fi_pingpong server"
 	crc=0
 	ip netns exec "$NSA" env ${PCAP_C:+FI_DROCE_PCAP=$PCAP_C} timeout -k 5 60 \
 		"$FI_PINGPONG" -p "$prov" -e msg -P "$port" "$@" "$IPA" >"$tmp/$what.c" 2>&1 || crc=$?
@@ -90,15 +79,13 @@ PCAP_S="" PCAP_C=""
 
 # ---- 2. the captures -----------------------------------------------------------------------
 
-heur="--disable-heuristic rpcrdma_infiniband"
-timeout -k 5 60 "$TSHARK" -n -r "$tmp/s.pcapng" $heur -c 1 >/dev/null 2>&1 || heur=""
+heur_check "$tmp/s.pcapng"
 # one line per frame: direction (1 in, 2 out), eth src, eth dst, ip src,
 # ip dst, udp dst port, opcode, DestQP, PSN, MAD attribute, REQ's and
 # REP's local QPN
 for side in s c; do
-	timeout -k 5 60 "$TSHARK" -n -r "$tmp/$side.pcapng" $heur -T fields -E separator=/t \
-		-E occurrence=f -e frame.packet_flags_direction -e eth.src -e eth.dst -e ip.src \
-		-e ip.dst -e udp.dstport -e infiniband.bth.opcode -e infiniband.bth.destqp \
+	tshark_r "$tmp/$side.pcapng" -T fields -E separator=/t -E occurrence=f \
+		-e frame.packet_flags_direction -e eth.src -e eth.dst -e ip.src -e ip.dst -e udp.dstport -e infiniband.bth.opcode -e infiniband.bth.destqp \
 		-e infiniband.bth.psn -e infiniband.mad.attributeid -e infiniband.cm.req.localqpn \
 		-e infiniband.cm.rep.localqpn >"$tmp/$side.txt" 2>"$tmp/$side.err" ||
 		bad "tshark cannot read the $side capture: $(cat "$tmp/$side.err")"
@@ -116,7 +103,7 @@ done
 # the own address needs no ARP: the only ARP frame a side sends is the
 # port's announcement of itself (a gratuitous request)
 for side in s c; do
-	n=$(timeout -k 5 60 "$TSHARK" -n -r "$tmp/$side.pcapng" -Y arp -T fields -E separator=/t \
+	n=$(tshark_r "$tmp/$side.pcapng" -Y arp -T fields -E separator=/t \
 		-e frame.packet_flags_direction -e arp.src.proto_ipv4 -e arp.dst.proto_ipv4 \
 		2>/dev/null | awk -F '\t' -v a="$IPA" '$1 ~ /^0x0*2$/ && !($2 == a && $3 == a)' | wc -l)
 	[ "$n" -eq 0 ] || bad "$side capture: $n ARP frames sent other than the announcement"
@@ -164,14 +151,8 @@ n=$(cat "$tmp/s.txt" "$tmp/c.txt" | awk -F '\t' -v a="$cqpn" -v b="$sqpn" \
 # ---- 3. droce's parser ---------------------------------------------------------------------
 
 for side in s c; do
-	if timeout -k 5 60 "$PCAPCHECK" --require "CM_REQ,CM_REP,CM_RTU,RC_SEND_FIRST" \
-		--require "RC_SEND_MIDDLE,RC_SEND_LAST,ACK" -v "$tmp/$side.pcapng" \
-		>"$tmp/$side.check" 2>&1; then
-		echo "droce-pcapcheck $side: $(sed -n 's/^frames: //p' "$tmp/$side.check")"
-	else
-		bad "droce-pcapcheck $side:"
-		head -n 50 "$tmp/$side.check"
-	fi
+	pcapcheck "check-$side" 50 --require "CM_REQ,CM_REP,CM_RTU,RC_SEND_FIRST" \
+		--require "RC_SEND_MIDDLE,RC_SEND_LAST,ACK" -v "$tmp/$side.pcapng"
 done
 
 # ---- figures ------------------------------------------------------------------------------

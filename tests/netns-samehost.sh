@@ -38,17 +38,9 @@
 set -u
 
 . "$(dirname "$0")/netns-lib.sh"
-XFER=$top_builddir/tools/droce-xfer
-[ -x "$XFER" ] || hard "$XFER not built"
 CONNECT=$top_builddir/tests/mp-connect
-[ -x "$CONNECT" ] || hard "$CONNECT not built"
-NSA=drsh$$a
-NSB=drsh$$b
-VA=dsa$$
-VB=dsb$$
-net=10.78.$(($$ % 200 + 20))
-IPA=$net.1
-IPB=$net.2
+built "$XFER" "$CONNECT"
+ns_pair_names drsh ds 10.78
 CPORT=$((46700 + $$ % 100 * 10))
 PLAN="-S 0,1,1023,4096,65536,1m -I 3"
 ns_pair_up netns-samehost "$NSA" "$VA" "$IPA" "$NSB" "$VB" "$IPB"
@@ -56,26 +48,15 @@ echo "topology: $NSA/$VA $IPA <-> $NSB/$VB $IPB; every droce process in $NSA"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # the far end: whatever RoCEv2 leaves the veth
-mkdir "$tmp/wsconf"
-WIRESHARK_CONFIG_DIR=$tmp/wsconf
-export WIRESHARK_CONFIG_DIR
-ip netns exec "$NSB" timeout -k 5 $((budget + 30)) "$TSHARK" -q -n -i "$VB" \
-	-f 'udp port 4791' -w "$tmp/b.pcapng" >"$tmp/b.cap.log" 2>&1 &
-cap_pids=$!
-wait_all_lines 'Capturing on' 100 tshark "$tmp/b.cap.log"
+cap_start "$NSB" "$VB" "$tmp/b.pcapng" -f 'udp port 4791'
+cap_wait "$tmp/b.pcapng"
 
-LOG="env FI_LOG_LEVEL=info FI_LOG_PROV=droce"
-# server 1 runs without a timeout wrapper: its PID is droce-xfer's own
-ip netns exec "$NSA" $LOG "$XFER" -p droce -P $((CPORT + 1)) -w 60 -t 10 \
-	>"$tmp/s1.log" 2>&1 &
-s1_pid=$!
-wait_listen "$NSA" $((CPORT + 1)) || hard "server 1 never listened on TCP $((CPORT + 1))"
+mp_server "$NSA" 1
+s1_pid=$mp_pid
 spids=""
 for i in 2 3 4; do
-	ip netns exec "$NSA" timeout -k 5 90 $LOG "$XFER" -p droce -P $((CPORT + i)) -w 60 \
-		-t 10 >"$tmp/s$i.log" 2>&1 &
-	spids="$spids $!"
-	wait_listen "$NSA" $((CPORT + i)) || hard "server $i never listened on TCP $((CPORT + i))"
+	mp_server "$NSA" $i
+	spids="$spids $mp_pid"
 done
 wire=$(sed -n "s|.*$VA: host-local wire \([^ ,]*\), slot .*|\1|p" "$tmp/s1.log" | head -n 1)
 reg=$(sed -n "s|.*$VA: registry \([^ ]*\).*|\1|p" "$tmp/s1.log" | head -n 1)
@@ -88,23 +69,16 @@ s1_port=$(sed -n 's/.*listening at [0-9.]*:\([0-9]*\).*/\1/p' "$tmp/s1.log" | he
 [ -n "$s1_port" ] || hard "server 1 names no rdma_cm port"
 
 t_start=$(date +%s)
-ip netns exec "$NSA" timeout -k 5 90 $LOG "$XFER" -p droce -s "$IPA" -P $((CPORT + 1)) \
-	$PLAN -t 5 -W "1:$tmp/gate" >"$tmp/c1.log" 2>&1 &
-c1_pid=$!
+mp_client "$NSA" 1 90 $PLAN -t 5 -W "1:$tmp/gate"
+c1_pid=$mp_pid
 cpids=""
 for i in 2 3 4; do
-	ip netns exec "$NSA" timeout -k 5 90 $LOG "$XFER" -p droce -s "$IPA" \
-		-P $((CPORT + i)) $PLAN -t 10 >"$tmp/c$i.log" 2>&1 &
-	cpids="$cpids $!"
+	mp_client "$NSA" $i 90 $PLAN -t 10
+	cpids="$cpids $mp_pid"
 done
 
 # client 1 is connected and at its first operation: kill its server
-i=0
-until [ -e "$tmp/gate" ]; do
-	i=$((i + 1))
-	[ $i -le 300 ] || hard "client 1 never reached its first operation"
-	sleep 0.1
-done
+gate_wait
 kill -0 $s1_pid 2>/dev/null || bad "server 1 died before it was killed"
 # the slots held now: eight processes, eight slots
 wait_all_lines 'host-local wire' 100 'a process on the wire' "$tmp/c2.log" "$tmp/c3.log" \
@@ -142,36 +116,14 @@ echo "the connect sent $n_req REQ(s), received $n_rej REJ(s), $n_rej8 'invalid s
 	bad "not one REJ 'invalid service ID' per REQ ($n_req REQ, $n_rej REJ, $n_rej8 reason 8)"
 
 # a new process takes the dead one's slot and is reached through it
-ip netns exec "$NSA" timeout -k 5 90 $LOG "$XFER" -p droce -P $((CPORT + 5)) -w 60 -t 10 \
-	>"$tmp/s5.log" 2>&1 &
-spids="$spids $!"
-wait_listen "$NSA" $((CPORT + 5)) || hard "server 5 never listened on TCP $((CPORT + 5))"
+mp_server "$NSA" 5
+spids="$spids $mp_pid"
 s5_slot=$(slot_of "$tmp/s5.log")
 [ -n "$s1_slot" ] && [ "$s5_slot" = "$s1_slot" ] ||
 	bad "server 5 took slot '$s5_slot', not the killed server 1's ('$s1_slot')"
 echo "server 5 took slot $s5_slot, the killed server 1's"
-ip netns exec "$NSA" timeout -k 5 60 $LOG "$XFER" -p droce -s "$IPA" -P $((CPORT + 5)) \
-	-o send,write,read,fetch_add -S 1,4096,1m -I 2 -t 10 >"$tmp/c5.log" 2>&1 &
-cpids="$cpids $!"
-
-rc=0
-wait $c1_pid || rc=$?
-echo "client 1: exit $rc after $(($(date +%s) - t_start)) s: $(tail -n 1 "$tmp/c1.log")"
-if [ $rc -ne 1 ] || ! grep -q 'FAIL\|abort\|control connection' "$tmp/c1.log"; then
-	bad "client 1 (server killed) should fail cleanly (exit 1, a reason), got exit $rc:"
-	tail -n 20 "$tmp/c1.log"
-fi
-# shellcheck disable=SC2086 # the PID lists
-xfer_wait c 2 $cpids
-# shellcheck disable=SC2086
-xfer_wait s 2 $spids
-echo "all done after $(($(date +%s) - t_start)) s"
-
+mp_finish "$NSA"
 for f in s2 s3 s4 s5 c2 c3 c4 c5; do
-	if grep -q 'a correct peer does not send' "$tmp/$f.log"; then
-		bad "$f: droce saw frames a correct peer does not send:"
-		grep 'a correct peer does not send' "$tmp/$f.log"
-	fi
 	line=$(grep ' local wire (slot' "$tmp/$f.log" | sed 's/.*local wire/local wire/')
 	n=$(echo "$line" | sed -n 's/.* received \([0-9]*\) .*/\1/p')
 	if [ -z "$n" ] || [ "$n" -eq 0 ]; then
@@ -188,11 +140,7 @@ done
 
 # ---- the veth --------------------------------------------------------------------------
 
-for p in $cap_pids; do
-	kill -INT "$p" 2>/dev/null
-	wait "$p" 2>/dev/null
-done
-cap_pids=""
+cap_stop
 n=$(timeout -k 5 60 "$TSHARK" -n -r "$tmp/b.pcapng" -T fields -e frame.number 2>/dev/null |
 	wc -l)
 [ "$n" -eq 0 ] || bad "$n RoCEv2 frames went over the veth"

@@ -16,7 +16,7 @@
 # 4. tshark reports no malformed frame and no expert error.
 #
 # Run by `make check` with top_srcdir, top_builddir and TSHARK exported;
-# exits 77 (skip) when tshark is not installed.
+# exits 77 (skip) when tshark is not installed, 1 (fail) then if CI=true.
 
 set -u
 
@@ -27,6 +27,8 @@ TSHARK=${TSHARK:-}
 [ -n "$TSHARK" ] || TSHARK=$(command -v tshark 2>/dev/null || true)
 
 if [ -z "$TSHARK" ] || [ ! -x "$TSHARK" ]; then
+	# in CI (CI=true) tools/install-deps.sh installs it: its absence fails
+	[ "${CI:-}" != true ] || { echo "FAIL: tshark not found, and CI=true"; exit 1; }
 	echo "SKIP: tshark not found (install the tshark package, then re-run configure)"
 	exit 77
 fi

@@ -96,26 +96,38 @@ ix_set_mtu() {
 
 # ---- capture ------------------------------------------------------------
 
-IX_CAP_PID=""
-# ix_cap_start FILE
-ix_cap_start() {
-	rm -f "$1"
+# ix_dumpcap FILE TENTHS DUMPCAP-OPTION...: dumpcap on br0 into FILE (its
+# log FILE.log), its PID in IX_DC_PID; waits until FILE has its header (at
+# most TENTHS x 0.1 s), then 0.3 s
+ix_dumpcap() {
+	local f=$1 n=$2 i
+	shift 2
+	rm -f "$f"
 	# not through a function: $! must be dumpcap itself (ip netns exec execs it)
-	ip netns exec "$IX_NS" dumpcap -q -i br0 -s 0 -w "$1" -a duration:1800 -a filesize:262144 \
-		>"$1.log" 2>&1 &
-	IX_CAP_PID=$!
-	local i
-	for i in $(seq 50); do
-		[ -s "$1" ] && break
+	ip netns exec "$IX_NS" dumpcap -q -i br0 -s 0 -w "$f" "$@" >"$f.log" 2>&1 &
+	IX_DC_PID=$!
+	for i in $(seq "$n"); do
+		[ -s "$f" ] && break
 		sleep 0.1
 	done
 	sleep 0.3
 }
-ix_cap_stop() {
-	[ -n "$IX_CAP_PID" ] || return 0
+# ix_dumpcap_stop PID: after 0.5 s for the last frames, SIGINT, and wait
+ix_dumpcap_stop() {
+	[ -n "$1" ] || return 0
 	sleep 0.5
-	kill -INT "$IX_CAP_PID" 2>/dev/null
-	wait "$IX_CAP_PID" 2>/dev/null
+	kill -INT "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
+
+# the scenario's capture: ix_cap_start FILE, ix_cap_stop
+IX_CAP_PID=""
+ix_cap_start() {
+	ix_dumpcap "$1" 50 -a duration:1800 -a filesize:262144
+	IX_CAP_PID=$IX_DC_PID
+}
+ix_cap_stop() {
+	ix_dumpcap_stop "$IX_CAP_PID"
 	IX_CAP_PID=""
 }
 

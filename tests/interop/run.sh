@@ -155,18 +155,11 @@ scenario_begin() { # NAME MTU
 # example capture: the scenario's first step alone, for pcaps/interop-*.pcapng
 example_start() {
 	[ -f "$S_DIR/example.pcapng" ] && return 0
-	ip netns exec "$IX_NS" dumpcap -q -i br0 -s 0 -w "$S_DIR/example.pcapng" -a duration:600 \
-		>"$S_DIR/example.log" 2>&1 &
-	EX_PID=$!
-	local i
-	for i in $(seq 30); do [ -s "$S_DIR/example.pcapng" ] && break; sleep 0.1; done
-	sleep 0.3
+	ix_dumpcap "$S_DIR/example.pcapng" 30 -a duration:600
+	EX_PID=$IX_DC_PID
 }
 example_stop() {
-	[ -n "$EX_PID" ] || return 0
-	sleep 0.5
-	kill -INT "$EX_PID" 2>/dev/null
-	wait "$EX_PID" 2>/dev/null
+	ix_dumpcap_stop "$EX_PID"
 	EX_PID=""
 }
 
@@ -189,62 +182,71 @@ step_done() {
 	fi
 }
 
+# step_begin NAME WAIT HOSTOUT TMO HOSTCMD -- GUESTCMD: a step's arguments
+# (ST_NAME, ST_WAIT, ST_HOUT, ST_TMO, the array ST_HCMD, ST_GCMD) and its
+# start ST_T0; the scenario's first step starts the example capture
+step_begin() {
+	ST_NAME=$1 ST_WAIT=$2 ST_HOUT=$3 ST_TMO=$4
+	shift 4
+	ST_HCMD=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		ST_HCMD+=("$1")
+		shift
+	done
+	shift
+	ST_GCMD=$*
+	ST_T0=$(ix_now)
+	[ $S_STEPS = 0 ] && example_start
+}
+
+# step_end HOST_RC GUEST_ID SECS [NOTE]: the guest command's status (waited
+# for SECS) and output, the example capture stopped, the step's verdict
+step_end() {
+	local grc
+	g_wait "$2" "$3"
+	grc=$?
+	g_out "$2" >"$S_DIR/$(basename "$ST_HOUT" .host.out).guest.out"
+	example_stop
+	step_done "$ST_NAME" "$1" "$grc" "$ST_T0" ${4:+"$4"}
+}
+
 # host_server_step NAME LISTEN(tcp:PORT|re:REGEX) HOSTOUT TMO HOSTCMD -- GUESTCMD
 # droce serves, the guest connects
 host_server_step() {
-	local name=$1 listen=$2 hout=$3 tmo=$4 t0 hrc grc
-	shift 4
-	local hcmd=() gcmd
-	while [ $# -gt 0 ] && [ "$1" != -- ]; do hcmd+=("$1"); shift; done
-	shift
-	gcmd=$*
-	t0=$(ix_now)
-	[ $S_STEPS = 0 ] && example_start
-	h_start "$hout" "$tmo" "${hcmd[@]}"
-	case $listen in
-	tcp:*) h_wait_tcp "${listen#tcp:}" 30 ;;
-	re:*) h_wait_out "$hout" "${listen#re:}" 30 ;;
-	esac || { h_wait; step_done "$name" "$?" "not-run" "$t0" "(droce did not listen: $(tail -1 "$hout"))"; example_stop; return; }
-	g_start "$tmo" 0 "$gcmd"
-	local gid=$G_ID
+	local gid hrc
+	step_begin "$@"
+	h_start "$ST_HOUT" "$ST_TMO" "${ST_HCMD[@]}"
+	case $ST_WAIT in
+	tcp:*) h_wait_tcp "${ST_WAIT#tcp:}" 30 ;;
+	re:*) h_wait_out "$ST_HOUT" "${ST_WAIT#re:}" 30 ;;
+	esac || {
+		h_wait
+		step_done "$ST_NAME" "$?" "not-run" "$ST_T0" "(droce did not listen: $(tail -1 "$ST_HOUT"))"
+		example_stop
+		return
+	}
+	g_start "$ST_TMO" 0 "$ST_GCMD"
+	gid=$G_ID
 	h_wait
 	hrc=$?
-	g_wait "$gid" $((tmo + 15))
-	grc=$?
-	g_out "$gid" >"$S_DIR/$(basename "$hout" .host.out).guest.out"
-	example_stop
-	step_done "$name" "$hrc" "$grc" "$t0"
+	step_end "$hrc" "$gid" $((ST_TMO + 15))
 }
 
 # guest_server_step NAME WAIT(tcp:PORT|cm) HOSTOUT TMO HOSTCMD -- GUESTCMD
 # the guest serves, droce connects
 guest_server_step() {
-	local name=$1 w=$2 hout=$3 tmo=$4 t0 hrc grc
-	shift 4
-	local hcmd=() gcmd
-	while [ $# -gt 0 ] && [ "$1" != -- ]; do hcmd+=("$1"); shift; done
-	shift
-	gcmd=$*
-	t0=$(ix_now)
-	[ $S_STEPS = 0 ] && example_start
-	g_start "$tmo" "$w" "$gcmd"
-	local gid=$G_ID
+	local gid hrc
+	step_begin "$@"
+	g_start "$ST_TMO" "$ST_WAIT" "$ST_GCMD"
+	gid=$G_ID
 	if ! g_wait_listen "$gid" 40; then
-		g_wait "$gid" 5
-		grc=$?
-		g_out "$gid" >"$S_DIR/$(basename "$hout" .host.out).guest.out"
-		example_stop
-		step_done "$name" "not-run" "$grc" "$t0" "(the guest did not listen)"
+		step_end "not-run" "$gid" 5 "(the guest did not listen)"
 		return
 	fi
-	h_start "$hout" "$tmo" "${hcmd[@]}"
+	h_start "$ST_HOUT" "$ST_TMO" "${ST_HCMD[@]}"
 	h_wait
 	hrc=$?
-	g_wait "$gid" $((tmo + 15))
-	grc=$?
-	g_out "$gid" >"$S_DIR/$(basename "$hout" .host.out).guest.out"
-	example_stop
-	step_done "$name" "$hrc" "$grc" "$t0"
+	step_end "$hrc" "$gid" $((ST_TMO + 15))
 }
 
 # the wire checks of the scenario's capture
@@ -400,23 +402,30 @@ rping_checked() { # PREFIX CMD...
 		"[ \$rc = 0 ] && [ \$n = 5 ]"
 }
 
+# rping_steps HOST_ADDR GUEST_ADDR GUEST_BIND LABEL FILE: rping in the guest
+# against droce-rping at 64 and 4000 B, the guest as client, then as server
+# bound to GUEST_BIND; LABEL in the step names, outputs FILE-droce-*
+rping_steps() {
+	local h=$1 g=$2 bind=$3 v=$4 f=$5 s
+	for s in 64 4000; do
+		[ $S_STOP = 1 ] && break
+		host_server_step "rping$v client -> droce-rping server S=$s" 're:listening on' \
+			"$S_DIR/$f-droce-server-$s.host.out" 60 \
+			"$DROCE_RPING" -s -a "$h" -C 5 -S "$s" -v -t 50 -- \
+			"$(rping_checked "ping data: " rping -c -a "$h" -C 5 -S "$s" -v -V)"
+		[ $S_STOP = 1 ] && break
+		guest_server_step "droce-rping$v client -> rping server S=$s" cm \
+			"$S_DIR/$f-droce-client-$s.host.out" 60 \
+			"$DROCE_RPING" -c -a "$g" -C 5 -S "$s" -v -t 50 -- \
+			"$(rping_checked "server ping data: " rping -s -a "$bind" -C 5 -S "$s" -v -V)"
+	done
+}
+
 sc_rping() {
 	[ -x "$DROCE_RPING" ] || { scenario_skip rping "$DROCE_RPING not built"; return; }
 	droce_has_rma || { scenario_skip rping "droce does not offer FI_RMA yet (fi_info -p droce -c FI_RMA)"; return; }
 	scenario_begin rping 1500 || { scenario_end; return; }
-	local s
-	for s in 64 4000; do
-		[ $S_STOP = 1 ] && break
-		host_server_step "rping client -> droce-rping server S=$s" 're:listening on' \
-			"$S_DIR/rping-droce-server-$s.host.out" 60 \
-			"$DROCE_RPING" -s -a "$IX_HOST_IP" -C 5 -S "$s" -v -t 50 -- \
-			"$(rping_checked "ping data: " rping -c -a "$IX_HOST_IP" -C 5 -S "$s" -v -V)"
-		[ $S_STOP = 1 ] && break
-		guest_server_step "droce-rping client -> rping server S=$s" cm \
-			"$S_DIR/rping-droce-client-$s.host.out" 60 \
-			"$DROCE_RPING" -c -a "$IX_GUEST_IP" -C 5 -S "$s" -v -t 50 -- \
-			"$(rping_checked "server ping data: " rping -s -a 0.0.0.0 -C 5 -S "$s" -v -V)"
-	done
+	rping_steps "$IX_HOST_IP" "$IX_GUEST_IP" 0.0.0.0 "" rping
 	scenario_end
 }
 
@@ -528,18 +537,7 @@ sc_ipv6() {
 			-S "${IX_XFER6_SIZES:-0,1,1025,4096,65536,1m}" -I "$XFER_ITERS" -t 30
 	fi
 	if [ -x "$DROCE_RPING" ]; then
-		for s in 64 4000; do
-			[ $S_STOP = 1 ] && break
-			host_server_step "rping -6 client -> droce-rping server S=$s" \
-				're:listening on' "$S_DIR/rping6-droce-server-$s.host.out" 60 \
-				"$DROCE_RPING" -s -a "$IX_HOST_IP6" -C 5 -S "$s" -v -t 50 -- \
-				"$(rping_checked "ping data: " rping -c -a "$IX_HOST_IP6" -C 5 -S "$s" -v -V)"
-			[ $S_STOP = 1 ] && break
-			guest_server_step "droce-rping -6 client -> rping server S=$s" cm \
-				"$S_DIR/rping6-droce-client-$s.host.out" 60 \
-				"$DROCE_RPING" -c -a "$IX_GUEST_IP6" -C 5 -S "$s" -v -t 50 -- \
-				"$(rping_checked "server ping data: " rping -s -a "$IX_GUEST_IP6" -C 5 -S "$s" -v -V)"
-		done
+		rping_steps "$IX_HOST_IP6" "$IX_GUEST_IP6" "$IX_GUEST_IP6" " -6" rping6
 	fi
 	scenario_end
 	IX_IPV6=0
