@@ -8,7 +8,7 @@
 #    never drifts from the generator; fix with `make pcaps`).
 # 2. Our own parser accepts every frame, ICRC included, and rebuilds it
 #    byte-exact (droce-pcapgen --verify): Wireshark does not check the ICRC
-#    (ROCE-REFERENCE.md E).
+#    (docs/protocol.md E).
 # 3. Every frame dissects as eth:ethertype:ip:udp:infiniband, and the BTH,
 #    RETH, AETH, AtomicETH, AtomicAckETH, ImmDt, IETH, DETH and MAD fields
 #    tshark shows equal the table `droce-pcapgen --expect` prints from the

@@ -2,7 +2,7 @@
 /*
  * droce-pcapcheck - check a capture of RoCEv2 traffic with droce's own
  * parser: every frame to UDP port 4791 must parse with dr_pkt_parse() and
- * carry a valid ICRC (Wireshark never checks the ICRC, ROCE-REFERENCE.md E).
+ * carry a valid ICRC (Wireshark never checks the ICRC, docs/protocol.md E).
  *
  *   droce-pcapcheck [options] FILE.pcapng...
  *

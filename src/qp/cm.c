@@ -2,7 +2,7 @@
 /*
  * The IB connection manager, as the Linux CM and rdma_cm run it over
  * RoCEv2 (IBA 12.6-12.9; drivers/infiniband/core/cm.c and cma.c, as
- * summarised in ROCE-REFERENCE.md C):
+ * summarised in docs/protocol.md C):
  *
  *   active                         passive
  *   connect  -- REQ -------------> CONNREQ event; accept / reject
