@@ -212,6 +212,7 @@ static const unsigned ext_size[DR_HDR_NUM] = {
  * takes it at its first packet (R_TAKE) and completes it at its last
  * (R_DONE); a WRITE with immediate does both at the packet with the
  * ImmDt. */
+/* clang-format off: one opcode a line, read as a table */
 #define R_TAKE DR_OPF_RWQE
 #define R_DONE DR_OPF_RECV_DONE
 #define K_SEND (DR_OPF_REQ | DR_OPF_SEND)
@@ -291,6 +292,7 @@ static const struct op_spec op_spec[] = {
 	{ 0x65, "UD_SEND_ONLY_WITH_IMMEDIATE", DR_OPF_DETH | DR_OPF_IMMDT, P_ONLY, true,
 	  DR_ACK_NONE, K_UD, 24 },
 };
+/* clang-format on */
 
 /* The valid set, stated independently of op_spec[]: RC 0x00-0x14, 0x16,
  * 0x17 (0x15 is reserved), UD SEND_ONLY(+IMM) 0x64/0x65. */

@@ -38,6 +38,7 @@ _Static_assert(DR_HDR_NUM == 7, "LEN_BEFORE lists every header");
 /* requests from the requester of an RC QP; a SEND takes its receive WQE
  * at its first packet and completes it at its last, a WRITE with
  * immediate does both at the packet with the ImmDt */
+/* clang-format off: one opcode a line, read as a table */
 #define SEND (DR_OPF_REQ | DR_OPF_SEND | DR_OPF_PAYLOAD)
 #define WRITE (DR_OPF_REQ | DR_OPF_WRITE | DR_OPF_PAYLOAD)
 #define TAKE DR_OPF_RWQE
@@ -97,3 +98,4 @@ const struct dr_opcode_info dr_opcode_tab[256] = {
 	[DR_OP_UD_SEND_ONLY_IMM] = OP("UD_SEND_ONLY_WITH_IMMEDIATE", UD | DR_OPF_IMMDT,
 				      DR_ACK_NONE),
 };
+/* clang-format on */
