@@ -212,7 +212,8 @@ static const unsigned ext_size[DR_HDR_NUM] = {
  * takes it at its first packet (R_TAKE) and completes it at its last
  * (R_DONE); a WRITE with immediate does both at the packet with the
  * ImmDt. */
-/* clang-format off: one opcode a line, read as a table */
+/* one opcode a line, read as a table */
+/* clang-format off */
 #define R_TAKE DR_OPF_RWQE
 #define R_DONE DR_OPF_RECV_DONE
 #define K_SEND (DR_OPF_REQ | DR_OPF_SEND)

@@ -38,7 +38,8 @@ _Static_assert(DR_HDR_NUM == 7, "LEN_BEFORE lists every header");
 /* requests from the requester of an RC QP; a SEND takes its receive WQE
  * at its first packet and completes it at its last, a WRITE with
  * immediate does both at the packet with the ImmDt */
-/* clang-format off: one opcode a line, read as a table */
+/* one opcode a line, read as a table */
+/* clang-format off */
 #define SEND (DR_OPF_REQ | DR_OPF_SEND | DR_OPF_PAYLOAD)
 #define WRITE (DR_OPF_REQ | DR_OPF_WRITE | DR_OPF_PAYLOAD)
 #define TAKE DR_OPF_RWQE
