@@ -869,8 +869,11 @@ START_TEST(test_forged_cm)
 				m.body[10] = (uint8_t)x;
 				m.body[11] = (uint8_t)(x >> 40);
 				dr_mad_build(&m, mad);
-				forge_mad(to, i & 1 ? IP_X : to ? FX_IP_A : FX_IP_B, mad,
-					  to ? c.cq_b : c.cq_a);
+				forge_mad(to,
+					  i & 1 ? IP_X
+					  : to	? FX_IP_A
+						: FX_IP_B,
+					  mad, to ? c.cq_b : c.cq_a);
 			}
 	forge_drain(0, c.cq_a);
 	forge_drain(1, c.cq_b);

@@ -238,7 +238,7 @@ struct dr_eq {
 	struct fid_eq eq;
 	struct dr_progress progress;
 	struct dr_wait wait;
-	pthread_mutex_t lock; /* the ring, err_data, wait's state */
+	pthread_mutex_t lock;	      /* the ring, err_data, wait's state */
 	struct dr_eq_ev *head, *tail; /* FIFO, doubly linked; no overrun (eq.c) */
 	size_t count;
 	void *err_data; /* of the last error read, until the next read */
@@ -298,7 +298,7 @@ struct dr_cq {
 	struct dr_wait wait;
 	enum fi_cq_format format;
 	size_t entry_size;
-	int lock; /* dr_spin_lock: the ring, signaled, err_buf, wait's state */
+	int lock;		/* dr_spin_lock: the ring, signaled, err_buf, wait's state */
 	struct dr_cq_ent *ring; /* successes and errors in completion order */
 	size_t size, head, count; /* grows when full: nothing is lost */
 	bool signaled;	/* fi_cq_signal: wake one sread */
@@ -335,7 +335,7 @@ struct dr_cntr {
 	struct dr_wait wait;
 	pthread_mutex_t lock; /* value, err, wait's state */
 	uint64_t value, err;
-	int ref; /* endpoints bound (dr_ref_*) */
+	int ref;	       /* endpoints bound (dr_ref_*) */
 	struct dr_domain *dom; /* its dom->ref is held while open */
 };
 
@@ -717,22 +717,21 @@ extern const struct fi_ops_collective dr_no_collective_ops;
 /* The slots of an RMA and an atomic table, each function named prefix and
  * slot: listed once for the real tables (rma.c: rma_read, ...; atomic.c:
  * at_write, ...) and the -FI_ENOSYS ones (stubs.c: no_rma_read, ...). */
-#define DR_RMA_OPS(p)                                                              \
-	{                                                                          \
-		.size = sizeof(struct fi_ops_rma), .read = p##read, .readv = p##readv, \
-		.readmsg = p##readmsg, .write = p##write, .writev = p##writev,     \
-		.writemsg = p##writemsg, .inject = p##inject,                      \
-		.writedata = p##writedata, .injectdata = p##injectdata,            \
+#define DR_RMA_OPS(p)                                                                              \
+	{                                                                                          \
+		.size = sizeof(struct fi_ops_rma), .read = p##read, .readv = p##readv,             \
+		.readmsg = p##readmsg, .write = p##write, .writev = p##writev,                     \
+		.writemsg = p##writemsg, .inject = p##inject, .writedata = p##writedata,           \
+		.injectdata = p##injectdata,                                                       \
 	}
-#define DR_ATOMIC_OPS(p)                                                           \
-	{                                                                          \
-		.size = sizeof(struct fi_ops_atomic), .write = p##write,           \
-		.writev = p##writev, .writemsg = p##writemsg, .inject = p##inject, \
-		.readwrite = p##readwrite, .readwritev = p##readwritev,            \
-		.readwritemsg = p##readwritemsg, .compwrite = p##compwrite,        \
-		.compwritev = p##compwritev, .compwritemsg = p##compwritemsg,      \
-		.writevalid = p##writevalid, .readwritevalid = p##readwritevalid,  \
-		.compwritevalid = p##compwritevalid,                               \
+#define DR_ATOMIC_OPS(p)                                                                           \
+	{                                                                                          \
+		.size = sizeof(struct fi_ops_atomic), .write = p##write, .writev = p##writev,      \
+		.writemsg = p##writemsg, .inject = p##inject, .readwrite = p##readwrite,           \
+		.readwritev = p##readwritev, .readwritemsg = p##readwritemsg,                      \
+		.compwrite = p##compwrite, .compwritev = p##compwritev,                            \
+		.compwritemsg = p##compwritemsg, .writevalid = p##writevalid,                      \
+		.readwritevalid = p##readwritevalid, .compwritevalid = p##compwritevalid,          \
 	}
 /* RDMA WRITE (with immediate) and READ (rma.c); 64-bit FETCH_ADD and
  * CMP_SWAP behind the fi_atomic calls (atomic.c). */

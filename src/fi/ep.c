@@ -313,24 +313,24 @@ static ssize_t ep_rx_size_left(struct fid_ep *fep)
 }
 
 static const struct fi_ops ep_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = ep_close,
-	.bind = ep_bind,
-	.control = ep_control,
-	.ops_open = dr_ext_ops_open,
-	.tostr = dr_no_tostr,
-	.ops_set = dr_no_ops_set,
+    .size = sizeof(struct fi_ops),
+    .close = ep_close,
+    .bind = ep_bind,
+    .control = ep_control,
+    .ops_open = dr_ext_ops_open,
+    .tostr = dr_no_tostr,
+    .ops_set = dr_no_ops_set,
 };
 
 static const struct fi_ops_ep ep_ops = {
-	.size = sizeof(struct fi_ops_ep),
-	.cancel = ep_cancel,
-	.getopt = ep_getopt,
-	.setopt = ep_setopt,
-	.tx_ctx = dr_no_tx_ctx,
-	.rx_ctx = dr_no_rx_ctx,
-	.rx_size_left = ep_rx_size_left,
-	.tx_size_left = ep_tx_size_left,
+    .size = sizeof(struct fi_ops_ep),
+    .cancel = ep_cancel,
+    .getopt = ep_getopt,
+    .setopt = ep_setopt,
+    .tx_ctx = dr_no_tx_ctx,
+    .rx_ctx = dr_no_rx_ctx,
+    .rx_size_left = ep_rx_size_left,
+    .tx_size_left = ep_tx_size_left,
 };
 
 /* The endpoint's QP, its retransmit timer and the rings beside its queues
@@ -338,7 +338,7 @@ static const struct fi_ops_ep ep_ops = {
 static int ep_qp_new(struct dr_ep *ep, const struct fi_info *info)
 {
 	struct dr_dev *dev = ep->dev;
-	struct dr_qp_init_attr ia = { 0 };
+	struct dr_qp_init_attr ia = {0};
 	int ret;
 
 	/* the connection's identifiers, unpredictable from outside: the
@@ -350,15 +350,16 @@ static int ep_qp_new(struct dr_ep *ep, const struct fi_info *info)
 		return -FI_EIO;
 	}
 	ep->start_psn &= DR_PSN_MASK;
-	ia.max_send_wr = info->tx_attr && info->tx_attr->size ? (uint32_t)info->tx_attr->size :
-								DR_MAX_TX_SIZE;
-	ia.max_recv_wr = info->rx_attr && info->rx_attr->size ? (uint32_t)info->rx_attr->size :
-								DR_MAX_RX_SIZE;
+	ia.max_send_wr =
+	    info->tx_attr && info->tx_attr->size ? (uint32_t)info->tx_attr->size : DR_MAX_TX_SIZE;
+	ia.max_recv_wr =
+	    info->rx_attr && info->rx_attr->size ? (uint32_t)info->rx_attr->size : DR_MAX_RX_SIZE;
 	dr_ep_qp_ops_init(ep);
 	ia.ops = &ep->qp_ops;
 	ia.ctx = ep;
 	/* without FI_RX_CQ_DATA, writes with CQ data leave the receives alone */
-	ia.flags = DR_QP_DEFER_ACK | DR_QP_ADAPTIVE_RTO | (ep->rx_cq_data ? 0 : DR_QP_WRITE_IMM_NO_WQE);
+	ia.flags =
+	    DR_QP_DEFER_ACK | DR_QP_ADAPTIVE_RTO | (ep->rx_cq_data ? 0 : DR_QP_WRITE_IMM_NO_WQE);
 	ret = dr_dev_qp_create(dev, ep, &ia, &ep->qp);
 	if (ret)
 		return ret;

@@ -55,8 +55,8 @@ static int qp_go_rts(struct dr_ep *ep, const struct dr_cm_peer *peer, uint32_t f
 	a.path.sport = dr_udp_sport(flow_label, dr_qp_num(ep->qp), peer->qpn);
 	ret = dr_qp_modify(ep->qp, &a,
 			   DR_QP_ATTR_STATE | DR_QP_ATTR_DEST_QPN | DR_QP_ATTR_RQ_PSN |
-				   DR_QP_ATTR_PATH_MTU | DR_QP_ATTR_MIN_RNR_TIMER |
-				   DR_QP_ATTR_MAX_DEST_RD_ATOMIC | DR_QP_ATTR_PATH);
+			       DR_QP_ATTR_PATH_MTU | DR_QP_ATTR_MIN_RNR_TIMER |
+			       DR_QP_ATTR_MAX_DEST_RD_ATOMIC | DR_QP_ATTR_PATH);
 	if (ret)
 		return ret;
 	a.state = DR_QPS_RTS;
@@ -75,13 +75,13 @@ static int qp_go_rts(struct dr_ep *ep, const struct dr_cm_peer *peer, uint32_t f
 	a.max_rd_atomic = peer->responder_resources < DR_ORD ? peer->responder_resources : DR_ORD;
 	return dr_qp_modify(ep->qp, &a,
 			    DR_QP_ATTR_STATE | DR_QP_ATTR_SQ_PSN | DR_QP_ATTR_TIMEOUT |
-				    DR_QP_ATTR_RETRY_CNT | DR_QP_ATTR_RNR_RETRY |
-				    DR_QP_ATTR_MAX_RD_ATOMIC);
+				DR_QP_ATTR_RETRY_CNT | DR_QP_ATTR_RNR_RETRY |
+				DR_QP_ATTR_MAX_RD_ATOMIC);
 }
 
 static void qp_to_error(struct dr_ep *ep)
 {
-	struct dr_qp_attr a = { .state = DR_QPS_ERROR };
+	struct dr_qp_attr a = {.state = DR_QPS_ERROR};
 	enum dr_qp_state st = dr_qp_state(ep->qp);
 
 	if (st != DR_QPS_ERROR && st != DR_QPS_RESET)
@@ -378,7 +378,8 @@ static int ep_accept(struct fid_ep *fep, const void *param, size_t paramlen)
 	}
 	dr_dev_lock(dev);
 	if (!ep->connreq || ep->state != DR_EP_IDLE) {
-		DR_WARN(FI_LOG_EP_CTRL, "fi_accept: the endpoint was not made from an FI_CONNREQ\n");
+		DR_WARN(FI_LOG_EP_CTRL,
+			"fi_accept: the endpoint was not made from an FI_CONNREQ\n");
 		ret = -FI_EOPBADSTATE;
 		goto out_unlock;
 	}
@@ -396,7 +397,8 @@ static int ep_accept(struct fid_ep *fep, const void *param, size_t paramlen)
 	pmtu = dr_ib_mtu_bytes(peer->path_mtu);
 	if (!pmtu || pmtu > dev->pmtu) {
 		/* both sides must segment at the REQ's path MTU (B.9) */
-		DR_WARN(FI_LOG_EP_CTRL, "fi_accept: peer's path MTU %u exceeds ours (%u): raise FI_DROCE_MTU\n",
+		DR_WARN(FI_LOG_EP_CTRL,
+			"fi_accept: peer's path MTU %u exceeds ours (%u): raise FI_DROCE_MTU\n",
 			pmtu, dev->pmtu);
 		ret = -FI_EINVAL;
 		goto out_unlock;
@@ -411,7 +413,8 @@ static int ep_accept(struct fid_ep *fep, const void *param, size_t paramlen)
 	conn_param_init(ep, &cp, priv, param, paramlen);
 	/* the passive side swaps the REQ's depths (cm.c cm_req_handler) */
 	cp.responder_resources = peer->initiator_depth < DR_IRD ? peer->initiator_depth : DR_IRD;
-	cp.initiator_depth = peer->responder_resources < DR_ORD ? peer->responder_resources : DR_ORD;
+	cp.initiator_depth =
+	    peer->responder_resources < DR_ORD ? peer->responder_resources : DR_ORD;
 	cp.ack_timeout = DR_ACK_DELAY;
 	ep->cm_id = ep->connreq->id;
 	dr_cm_set_ctx(ep->cm_id, ep);
@@ -488,14 +491,14 @@ static int ep_getpeer(struct fid_ep *fep, void *addr, size_t *addrlen)
 }
 
 const struct fi_ops_cm dr_ep_cm_ops = {
-	.size = sizeof(struct fi_ops_cm),
-	.setname = ep_setname,
-	.getname = ep_getname,
-	.getpeer = ep_getpeer,
-	.connect = ep_connect,
-	.listen = dr_no_listen,
-	.accept = ep_accept,
-	.reject = dr_no_reject,
-	.shutdown = ep_shutdown,
-	.join = dr_no_join,
+    .size = sizeof(struct fi_ops_cm),
+    .setname = ep_setname,
+    .getname = ep_getname,
+    .getpeer = ep_getpeer,
+    .connect = ep_connect,
+    .listen = dr_no_listen,
+    .accept = ep_accept,
+    .reject = dr_no_reject,
+    .shutdown = ep_shutdown,
+    .join = dr_no_join,
 };

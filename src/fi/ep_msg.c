@@ -114,17 +114,17 @@ ssize_t dr_ep_post_send(struct dr_ep *ep, struct dr_send_wr *wr, const struct dr
 	return ret;
 }
 
-static ssize_t ep_post_send(struct dr_ep *ep, const struct iovec *iov, size_t count,
-			    void *context, uint64_t data, uint64_t flags, bool inject_call)
+static ssize_t ep_post_send(struct dr_ep *ep, const struct iovec *iov, size_t count, void *context,
+			    uint64_t data, uint64_t flags, bool inject_call)
 {
 	struct dr_sge sge[DR_MAX_IOV];
 	struct dr_send_wr wr;
 	struct dr_tx_op op = {
-		.context = context,
-		.cq_flags = FI_SEND | FI_MSG,
-		.cntr = DR_CNTR_SEND,
-		.comp = !inject_call && dr_ep_tx_comp(ep, flags),
-		.inject = inject_call,
+	    .context = context,
+	    .cq_flags = FI_SEND | FI_MSG,
+	    .cntr = DR_CNTR_SEND,
+	    .comp = !inject_call && dr_ep_tx_comp(ep, flags),
+	    .inject = inject_call,
 	};
 	uint64_t len;
 	int ret;
@@ -143,8 +143,8 @@ static ssize_t ep_post_send(struct dr_ep *ep, const struct iovec *iov, size_t co
 /* A receive completes on the CQ unless the CQ was bound with
  * FI_SELECTIVE_COMPLETION and the receive lacks FI_COMPLETION; errors
  * always complete. */
-static ssize_t ep_post_recv(struct dr_ep *ep, const struct iovec *iov, size_t count,
-			    void *context, uint64_t flags)
+static ssize_t ep_post_recv(struct dr_ep *ep, const struct iovec *iov, size_t count, void *context,
+			    uint64_t flags)
 {
 	struct dr_sge sge[DR_MAX_IOV];
 	struct dr_recv_wr wr;
@@ -164,8 +164,8 @@ static ssize_t ep_post_recv(struct dr_ep *ep, const struct iovec *iov, size_t co
 	} else {
 		wr.wr_id = ep->rx_posted;
 		ep->rxq[ep->rx_posted & (ep->rx_depth - 1)] = (struct dr_rx_op){
-			.context = context,
-			.comp = !ep->rx_selective || (flags & FI_COMPLETION),
+		    .context = context,
+		    .comp = !ep->rx_selective || (flags & FI_COMPLETION),
 		};
 		ret = post_errno(dr_qp_post_recv(ep->qp, &wr));
 		if (!ret)
@@ -181,7 +181,7 @@ static ssize_t ep_recv(struct fid_ep *fep, void *buf, size_t len, void *desc, fi
 		       void *context)
 {
 	struct dr_ep *ep = dr_ep_of(fep);
-	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct iovec iov = {.iov_base = buf, .iov_len = len};
 
 	return ep_post_recv(ep, &iov, 1, context, ep->rx_op_flags);
 }
@@ -207,11 +207,11 @@ static ssize_t ep_recvmsg(struct fid_ep *fep, const struct fi_msg *msg, uint64_t
 	return ep_post_recv(dr_ep_of(fep), msg->msg_iov, msg->iov_count, msg->context, flags);
 }
 
-static ssize_t ep_send(struct fid_ep *fep, const void *buf, size_t len, void *desc,
-		       fi_addr_t dest, void *context)
+static ssize_t ep_send(struct fid_ep *fep, const void *buf, size_t len, void *desc, fi_addr_t dest,
+		       void *context)
 {
 	struct dr_ep *ep = dr_ep_of(fep);
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
 
 	return ep_post_send(ep, &iov, 1, context, 0, ep->tx_op_flags, false);
 }
@@ -240,7 +240,7 @@ static ssize_t ep_sendmsg(struct fid_ep *fep, const struct fi_msg *msg, uint64_t
 /* fi_inject and fi_injectdata never complete on the CQ (errors aside). */
 static ssize_t ep_inject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest)
 {
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
 
 	return ep_post_send(dr_ep_of(fep), &iov, 1, NULL, 0, FI_INJECT, true);
 }
@@ -249,30 +249,29 @@ static ssize_t ep_senddata(struct fid_ep *fep, const void *buf, size_t len, void
 			   uint64_t data, fi_addr_t dest, void *context)
 {
 	struct dr_ep *ep = dr_ep_of(fep);
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
 
-	return ep_post_send(ep, &iov, 1, context, data, ep->tx_op_flags | FI_REMOTE_CQ_DATA,
-			    false);
+	return ep_post_send(ep, &iov, 1, context, data, ep->tx_op_flags | FI_REMOTE_CQ_DATA, false);
 }
 
 static ssize_t ep_injectdata(struct fid_ep *fep, const void *buf, size_t len, uint64_t data,
 			     fi_addr_t dest)
 {
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
 
 	return ep_post_send(dr_ep_of(fep), &iov, 1, NULL, data, FI_INJECT | FI_REMOTE_CQ_DATA,
 			    true);
 }
 
 const struct fi_ops_msg dr_ep_msg_ops = {
-	.size = sizeof(struct fi_ops_msg),
-	.recv = ep_recv,
-	.recvv = ep_recvv,
-	.recvmsg = ep_recvmsg,
-	.send = ep_send,
-	.sendv = ep_sendv,
-	.sendmsg = ep_sendmsg,
-	.inject = ep_inject,
-	.senddata = ep_senddata,
-	.injectdata = ep_injectdata,
+    .size = sizeof(struct fi_ops_msg),
+    .recv = ep_recv,
+    .recvv = ep_recvv,
+    .recvmsg = ep_recvmsg,
+    .send = ep_send,
+    .sendv = ep_sendv,
+    .sendmsg = ep_sendmsg,
+    .inject = ep_inject,
+    .senddata = ep_senddata,
+    .injectdata = ep_injectdata,
 };

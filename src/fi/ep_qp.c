@@ -50,9 +50,7 @@ static void qp_frame_done(void *ctx, struct dr_qp *qp, void *handle, bool send)
  * application may reuse only on completion, after the peer's ACK of that
  * very frame.
  */
-static void zc_done(void *arg)
-{
-}
+static void zc_done(void *arg) {}
 
 /* Payloads attached, not copied (only on ports whose device has copied
  * them out when the transmit batch ends, dr_port_zero_copy_sync: every
@@ -122,10 +120,10 @@ static int wc_err(enum dr_wc_status st)
 static void push_err(struct dr_cq *cq, void *context, uint64_t flags, const struct dr_wc *wc)
 {
 	struct dr_cq_ent e = {
-		.op_context = context,
-		.flags = flags,
-		.err = wc_err(wc->status),
-		.prov_errno = (int)wc->status,
+	    .op_context = context,
+	    .flags = flags,
+	    .err = wc_err(wc->status),
+	    .prov_errno = (int)wc->status,
 	};
 
 	if (cq)
@@ -152,7 +150,7 @@ static void tx_complete(struct dr_ep *ep, const struct dr_wc *wc)
 		return;
 	}
 	if (op->comp && ep->tx_cq) {
-		struct dr_cq_ent e = { .op_context = op->context, .flags = op->cq_flags };
+		struct dr_cq_ent e = {.op_context = op->context, .flags = op->cq_flags};
 
 		dr_cq_push(ep->tx_cq, &e);
 	}
@@ -172,7 +170,7 @@ static void rx_complete(struct dr_ep *ep, const struct dr_wc *wc)
 {
 	const struct dr_rx_op *op = wc->no_wqe ? NULL : &ep->rxq[wc->wr_id & (ep->rx_depth - 1)];
 	struct dr_cntr *c = ep->cntr[DR_CNTR_RECV];
-	struct dr_cq_ent e = { .op_context = op ? op->context : NULL };
+	struct dr_cq_ent e = {.op_context = op ? op->context : NULL};
 
 	if (wc->opcode == DR_WC_RECV_WRITE_IMM && wc->status == DR_WC_SUCCESS) {
 		/* RDMA WRITE with immediate: the data is in place, the entry
@@ -269,15 +267,15 @@ static void qp_path_suspect(void *ctx, struct dr_qp *qp)
 }
 
 static const struct dr_qp_ops ep_qp_ops = {
-	.xmit = qp_xmit,
-	.frame_alloc = qp_frame_alloc,
-	.frame_done = qp_frame_done,
-	.now_ns = qp_now,
-	.timer_set = qp_timer_set,
-	.complete = qp_complete,
-	.remote_op = qp_remote_op,
-	.log = qp_log,
-	.path_suspect = qp_path_suspect,
+    .xmit = qp_xmit,
+    .frame_alloc = qp_frame_alloc,
+    .frame_done = qp_frame_done,
+    .now_ns = qp_now,
+    .timer_set = qp_timer_set,
+    .complete = qp_complete,
+    .remote_op = qp_remote_op,
+    .log = qp_log,
+    .path_suspect = qp_path_suspect,
 };
 
 void dr_ep_qp_ops_init(struct dr_ep *ep)

@@ -135,23 +135,23 @@ static int fabric_domain2(struct fid_fabric *fabric, struct fi_info *info,
 }
 
 static const struct fi_ops fabric_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = fabric_close,
-	.bind = dr_no_bind,
-	.control = dr_no_control,
-	.ops_open = dr_no_ops_open,
-	.tostr = dr_no_tostr,
-	.ops_set = dr_no_ops_set,
+    .size = sizeof(struct fi_ops),
+    .close = fabric_close,
+    .bind = dr_no_bind,
+    .control = dr_no_control,
+    .ops_open = dr_no_ops_open,
+    .tostr = dr_no_tostr,
+    .ops_set = dr_no_ops_set,
 };
 
 static const struct fi_ops_fabric fabric_ops = {
-	.size = sizeof(struct fi_ops_fabric),
-	.domain = dr_domain_open,
-	.passive_ep = dr_pep_open,
-	.eq_open = dr_eq_open,
-	.wait_open = dr_no_wait_open,
-	.trywait = fabric_trywait,
-	.domain2 = fabric_domain2,
+    .size = sizeof(struct fi_ops_fabric),
+    .domain = dr_domain_open,
+    .passive_ep = dr_pep_open,
+    .eq_open = dr_eq_open,
+    .wait_open = dr_no_wait_open,
+    .trywait = fabric_trywait,
+    .domain2 = fabric_domain2,
 };
 
 int dr_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context)

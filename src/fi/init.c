@@ -62,49 +62,49 @@ static const struct dr_param {
 	int def, min, max;
 	const char *help;
 } dr_params[] = {
-#define PARAM_STR(f, help) { #f, DR_PARAM_STR, offsetof(struct dr_settings, f), 0, 0, 0, help }
-#define PARAM_INT(f, def, min, max, help) \
-	{ #f, DR_PARAM_INT, offsetof(struct dr_settings, f), def, min, max, help }
-	PARAM_STR(device,
-	  "DPDK device spec: a vdev such as net_memif0,role=server,socket=/tmp/s "
-	  "or net_af_packet0,iface=eth0, or a PCI address (default: "
-	  "net_af_packet on the interface holding the local address)"),
-	PARAM_STR(addr,
-	  "IPv4 or IPv6 address/prefix of the port, e.g. 192.0.2.1/24 or "
-	  "2001:db8::1/64 (default: the interface's own address with "
-	  "net_af_packet; required otherwise)"),
-	PARAM_INT(ip_version, 0, 0, 6,
-	  "4 or 6: the IP version of the port where an interface has both (default: 0, "
-	  "from FI_DROCE_ADDR, the nodes or the hints' addr_format, else IPv4 when the "
-	  "interface has an IPv4 address)"),
-	PARAM_STR(eal_args,
-	  "extra DPDK EAL arguments, space separated (default: none)"),
-	PARAM_INT(mtu, 0, 0, 9216,
-	  "Ethernet MTU of the port; the path MTU is derived as rdma_rxe does "
-	  "(1500 -> 1024, 4200 or more -> 4096) (default: 0, the interface's MTU, "
-	  "1500 for devices without one)"),
-	PARAM_INT(qdisc_bypass, 0, 0, 1,
-	  "net_af_packet: 1 sends past the kernel's qdisc layer and its packet taps, so "
-	  "tcpdump on the interface does not see droce's own frames (DPDK's default); "
-	  "0 sends through it (default: 0, both directions visible)"),
-	PARAM_STR(pcap,
-	  "write every frame sent and received to this pcapng file (default: off)"),
-	PARAM_INT(retry_cnt, 7, 0, 7,
-	  "transport retries before a work request fails (default: 7)"),
-	PARAM_INT(rnr_retry, 7, 0, 7,
-	  "RNR retries before a work request fails; 7 = infinite (default: 7)"),
-	PARAM_INT(timeout, 14, 1, 31,
-	  "ACK timeout exponent: 4.096 us * 2^timeout (default: 14, 67 ms)"),
-	PARAM_INT(min_rnr_timer, 12, 0, 31,
-	  "RNR NAK timer code sent to peers (IBA table 45) (default: 12, 0.64 ms)"),
-	PARAM_INT(cm_timeout, 20, 8, 31,
-	  "CM response timeout exponent: 4.096 us * 2^n per MAD (default: 20, "
-	  "4.3 s, as rdma_cm)"),
-	PARAM_INT(cm_retries, 15, 0, 15,
-	  "CM MAD resends before a connect fails (default: 15, as rdma_cm)"),
-	PARAM_INT(cm_backlog, 1024, 1, 65536,
-	  "connection requests a listener holds unanswered; more are dropped (default: 1024, "
-	  "rdma_ucm's max_backlog; fi_control FI_BACKLOG sets it per listener)"),
+#define PARAM_STR(f, help)                                                                         \
+	{                                                                                          \
+#f, DR_PARAM_STR, offsetof(struct dr_settings, f), 0, 0, 0, help                   \
+	}
+#define PARAM_INT(f, def, min, max, help)                                                          \
+	{                                                                                          \
+#f, DR_PARAM_INT, offsetof(struct dr_settings, f), def, min, max, help             \
+	}
+    PARAM_STR(device, "DPDK device spec: a vdev such as net_memif0,role=server,socket=/tmp/s "
+		      "or net_af_packet0,iface=eth0, or a PCI address (default: "
+		      "net_af_packet on the interface holding the local address)"),
+    PARAM_STR(addr, "IPv4 or IPv6 address/prefix of the port, e.g. 192.0.2.1/24 or "
+		    "2001:db8::1/64 (default: the interface's own address with "
+		    "net_af_packet; required otherwise)"),
+    PARAM_INT(ip_version, 0, 0, 6,
+	      "4 or 6: the IP version of the port where an interface has both (default: 0, "
+	      "from FI_DROCE_ADDR, the nodes or the hints' addr_format, else IPv4 when the "
+	      "interface has an IPv4 address)"),
+    PARAM_STR(eal_args, "extra DPDK EAL arguments, space separated (default: none)"),
+    PARAM_INT(mtu, 0, 0, 9216,
+	      "Ethernet MTU of the port; the path MTU is derived as rdma_rxe does "
+	      "(1500 -> 1024, 4200 or more -> 4096) (default: 0, the interface's MTU, "
+	      "1500 for devices without one)"),
+    PARAM_INT(qdisc_bypass, 0, 0, 1,
+	      "net_af_packet: 1 sends past the kernel's qdisc layer and its packet taps, so "
+	      "tcpdump on the interface does not see droce's own frames (DPDK's default); "
+	      "0 sends through it (default: 0, both directions visible)"),
+    PARAM_STR(pcap, "write every frame sent and received to this pcapng file (default: off)"),
+    PARAM_INT(retry_cnt, 7, 0, 7, "transport retries before a work request fails (default: 7)"),
+    PARAM_INT(rnr_retry, 7, 0, 7,
+	      "RNR retries before a work request fails; 7 = infinite (default: 7)"),
+    PARAM_INT(timeout, 14, 1, 31,
+	      "ACK timeout exponent: 4.096 us * 2^timeout (default: 14, 67 ms)"),
+    PARAM_INT(min_rnr_timer, 12, 0, 31,
+	      "RNR NAK timer code sent to peers (IBA table 45) (default: 12, 0.64 ms)"),
+    PARAM_INT(cm_timeout, 20, 8, 31,
+	      "CM response timeout exponent: 4.096 us * 2^n per MAD (default: 20, "
+	      "4.3 s, as rdma_cm)"),
+    PARAM_INT(cm_retries, 15, 0, 15,
+	      "CM MAD resends before a connect fails (default: 15, as rdma_cm)"),
+    PARAM_INT(cm_backlog, 1024, 1, 65536,
+	      "connection requests a listener holds unanswered; more are dropped (default: 1024, "
+	      "rdma_ucm's max_backlog; fi_control FI_BACKLOG sets it per listener)"),
 #undef PARAM_STR
 #undef PARAM_INT
 };

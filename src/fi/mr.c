@@ -39,13 +39,13 @@ static int mr_close(struct fid *fid)
 }
 
 static const struct fi_ops mr_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = mr_close,
-	.bind = dr_no_bind,
-	.control = dr_no_control,
-	.ops_open = dr_no_ops_open,
-	.tostr = dr_no_tostr,
-	.ops_set = dr_no_ops_set,
+    .size = sizeof(struct fi_ops),
+    .close = mr_close,
+    .bind = dr_no_bind,
+    .control = dr_no_control,
+    .ops_open = dr_no_ops_open,
+    .tostr = dr_no_tostr,
+    .ops_set = dr_no_ops_set,
 };
 
 #define DR_MR_ACCESS (FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
@@ -142,8 +142,8 @@ static int mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
 }
 
 const struct fi_ops_mr dr_mr_ops = {
-	.size = sizeof(struct fi_ops_mr),
-	.reg = mr_reg,
-	.regv = mr_regv,
-	.regattr = dr_mr_regattr,
+    .size = sizeof(struct fi_ops_mr),
+    .reg = mr_reg,
+    .regv = mr_regv,
+    .regattr = dr_mr_regattr,
 };

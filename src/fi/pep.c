@@ -303,37 +303,37 @@ out_reject:
 }
 
 static const struct fi_ops pep_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = pep_close,
-	.bind = pep_bind,
-	.control = pep_control,
-	.ops_open = dr_no_ops_open,
-	.tostr = dr_no_tostr,
-	.ops_set = dr_no_ops_set,
+    .size = sizeof(struct fi_ops),
+    .close = pep_close,
+    .bind = pep_bind,
+    .control = pep_control,
+    .ops_open = dr_no_ops_open,
+    .tostr = dr_no_tostr,
+    .ops_set = dr_no_ops_set,
 };
 
 static const struct fi_ops_cm pep_cm_ops = {
-	.size = sizeof(struct fi_ops_cm),
-	.setname = pep_setname,
-	.getname = pep_getname,
-	.getpeer = dr_no_getpeer,
-	.connect = dr_no_connect,
-	.listen = pep_listen,
-	.accept = dr_no_accept,
-	.reject = pep_reject,
-	.shutdown = dr_no_shutdown,
-	.join = dr_no_join,
+    .size = sizeof(struct fi_ops_cm),
+    .setname = pep_setname,
+    .getname = pep_getname,
+    .getpeer = dr_no_getpeer,
+    .connect = dr_no_connect,
+    .listen = pep_listen,
+    .accept = dr_no_accept,
+    .reject = pep_reject,
+    .shutdown = dr_no_shutdown,
+    .join = dr_no_join,
 };
 
 static const struct fi_ops_ep pep_ep_ops = {
-	.size = sizeof(struct fi_ops_ep),
-	.cancel = dr_no_cancel,
-	.getopt = pep_getopt,
-	.setopt = pep_setopt,
-	.tx_ctx = dr_no_tx_ctx,
-	.rx_ctx = dr_no_rx_ctx,
-	.rx_size_left = dr_no_size_left,
-	.tx_size_left = dr_no_size_left,
+    .size = sizeof(struct fi_ops_ep),
+    .cancel = dr_no_cancel,
+    .getopt = pep_getopt,
+    .setopt = pep_setopt,
+    .tx_ctx = dr_no_tx_ctx,
+    .rx_ctx = dr_no_rx_ctx,
+    .rx_size_left = dr_no_size_left,
+    .tx_size_left = dr_no_size_left,
 };
 
 int dr_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **out,

@@ -42,8 +42,7 @@ int dr_no_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops, 
 }
 
 /* struct fi_ops_fabric: wait sets (each object has its own wait object) */
-int dr_no_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
-		    struct fid_wait **waitset)
+int dr_no_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr, struct fid_wait **waitset)
 {
 	return -FI_ENOSYS;
 }
@@ -61,8 +60,7 @@ int dr_no_scalable_ep(struct fid_domain *domain, struct fi_info *info, struct fi
 	return -FI_ENOSYS;
 }
 
-int dr_no_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
-		    struct fid_poll **pollset)
+int dr_no_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr, struct fid_poll **pollset)
 {
 	return -FI_ENOSYS;
 }
@@ -147,10 +145,10 @@ ssize_t dr_no_size_left(struct fid_ep *ep)
 }
 
 /* Whole tables: each slot a file-local stub */
-#define NOSYS(name, ...)                         \
-	static ssize_t name(__VA_ARGS__)         \
-	{                                        \
-		return -FI_ENOSYS;               \
+#define NOSYS(name, ...)                                                                           \
+	static ssize_t name(__VA_ARGS__)                                                           \
+	{                                                                                          \
+		return -FI_ENOSYS;                                                                 \
 	}
 
 /* RMA */
@@ -191,24 +189,25 @@ NOSYS(tg_injectdata, struct fid_ep *ep, const void *buf, size_t len, uint64_t da
       fi_addr_t dest_addr, uint64_t tag)
 
 const struct fi_ops_tagged dr_no_tagged_ops = {
-	.size = sizeof(struct fi_ops_tagged),
-	.recv = tg_recv,
-	.recvv = tg_recvv,
-	.recvmsg = tg_recvmsg,
-	.send = tg_send,
-	.sendv = tg_sendv,
-	.sendmsg = tg_sendmsg,
-	.inject = tg_inject,
-	.senddata = tg_senddata,
-	.injectdata = tg_injectdata,
+    .size = sizeof(struct fi_ops_tagged),
+    .recv = tg_recv,
+    .recvv = tg_recvv,
+    .recvmsg = tg_recvmsg,
+    .send = tg_send,
+    .sendv = tg_sendv,
+    .sendmsg = tg_sendmsg,
+    .inject = tg_inject,
+    .senddata = tg_senddata,
+    .injectdata = tg_injectdata,
 };
 
 /* atomics */
-NOSYS(no_at_write, struct fid_ep *ep, const void *buf, size_t count, void *desc, fi_addr_t dest_addr,
-      uint64_t addr, uint64_t key, enum fi_datatype datatype, enum fi_op op, void *context)
+NOSYS(no_at_write, struct fid_ep *ep, const void *buf, size_t count, void *desc,
+      fi_addr_t dest_addr, uint64_t addr, uint64_t key, enum fi_datatype datatype, enum fi_op op,
+      void *context)
 NOSYS(no_at_writev, struct fid_ep *ep, const struct fi_ioc *iov, void **desc, size_t count,
-      fi_addr_t dest_addr, uint64_t addr, uint64_t key, enum fi_datatype datatype,
-      enum fi_op op, void *context)
+      fi_addr_t dest_addr, uint64_t addr, uint64_t key, enum fi_datatype datatype, enum fi_op op,
+      void *context)
 NOSYS(no_at_writemsg, struct fid_ep *ep, const struct fi_msg_atomic *msg, uint64_t flags)
 NOSYS(no_at_inject, struct fid_ep *ep, const void *buf, size_t count, fi_addr_t dest_addr,
       uint64_t addr, uint64_t key, enum fi_datatype datatype, enum fi_op op)
@@ -221,9 +220,8 @@ NOSYS(no_at_readwritev, struct fid_ep *ep, const struct fi_ioc *iov, void **desc
 NOSYS(no_at_readwritemsg, struct fid_ep *ep, const struct fi_msg_atomic *msg,
       struct fi_ioc *resultv, void **result_desc, size_t result_count, uint64_t flags)
 NOSYS(no_at_compwrite, struct fid_ep *ep, const void *buf, size_t count, void *desc,
-      const void *compare, void *compare_desc, void *result, void *result_desc,
-      fi_addr_t dest_addr, uint64_t addr, uint64_t key, enum fi_datatype datatype,
-      enum fi_op op, void *context)
+      const void *compare, void *compare_desc, void *result, void *result_desc, fi_addr_t dest_addr,
+      uint64_t addr, uint64_t key, enum fi_datatype datatype, enum fi_op op, void *context)
 NOSYS(no_at_compwritev, struct fid_ep *ep, const struct fi_ioc *iov, void **desc, size_t count,
       const struct fi_ioc *comparev, void **compare_desc, size_t compare_count,
       struct fi_ioc *resultv, void **result_desc, size_t result_count, fi_addr_t dest_addr,
@@ -265,9 +263,9 @@ NOSYS(co_allreduce, struct fid_ep *ep, const void *buf, size_t count, void *desc
 NOSYS(co_allgather, struct fid_ep *ep, const void *buf, size_t count, void *desc, void *result,
       void *result_desc, fi_addr_t coll_addr, enum fi_datatype datatype, uint64_t flags,
       void *context)
-NOSYS(co_reduce_scatter, struct fid_ep *ep, const void *buf, size_t count, void *desc,
-      void *result, void *result_desc, fi_addr_t coll_addr, enum fi_datatype datatype,
-      enum fi_op op, uint64_t flags, void *context)
+NOSYS(co_reduce_scatter, struct fid_ep *ep, const void *buf, size_t count, void *desc, void *result,
+      void *result_desc, fi_addr_t coll_addr, enum fi_datatype datatype, enum fi_op op,
+      uint64_t flags, void *context)
 NOSYS(co_reduce, struct fid_ep *ep, const void *buf, size_t count, void *desc, void *result,
       void *result_desc, fi_addr_t coll_addr, fi_addr_t root_addr, enum fi_datatype datatype,
       enum fi_op op, uint64_t flags, void *context)
@@ -282,16 +280,16 @@ NOSYS(co_msg, struct fid_ep *ep, const struct fi_msg_collective *msg, struct fi_
 NOSYS(co_barrier2, struct fid_ep *ep, fi_addr_t coll_addr, uint64_t flags, void *context)
 
 const struct fi_ops_collective dr_no_collective_ops = {
-	.size = sizeof(struct fi_ops_collective),
-	.barrier = co_barrier,
-	.broadcast = co_broadcast,
-	.alltoall = co_alltoall,
-	.allreduce = co_allreduce,
-	.allgather = co_allgather,
-	.reduce_scatter = co_reduce_scatter,
-	.reduce = co_reduce,
-	.scatter = co_scatter,
-	.gather = co_gather,
-	.msg = co_msg,
-	.barrier2 = co_barrier2,
+    .size = sizeof(struct fi_ops_collective),
+    .barrier = co_barrier,
+    .broadcast = co_broadcast,
+    .alltoall = co_alltoall,
+    .allreduce = co_allreduce,
+    .allgather = co_allgather,
+    .reduce_scatter = co_reduce_scatter,
+    .reduce = co_reduce,
+    .scatter = co_scatter,
+    .gather = co_gather,
+    .msg = co_msg,
+    .barrier2 = co_barrier2,
 };

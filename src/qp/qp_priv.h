@@ -182,8 +182,8 @@ struct dr_qp {
 		uint32_t max_psn; /* one past the highest PSN ever sent */
 		uint8_t retry_left;
 		uint8_t rnr_left;
-		bool retry_started; /* go-back-N begun, no progress since */
-		uint8_t backoff;    /* timeouts since the last progress */
+		bool retry_started;    /* go-back-N begun, no progress since */
+		uint8_t backoff;       /* timeouts since the last progress */
 		uint64_t rto_armed_ns; /* the timeout the deadline was set with */
 		/* DR_QP_ADAPTIVE_RTO: one round trip timed at a time (Karn:
 		 * never across a resend) */
@@ -194,7 +194,7 @@ struct dr_qp {
 		/* spurious timeouts (comp.c dr_comp_spurious): the timeout
 		 * never goes below rto_floor_ns, which halves every
 		 * DR_RTO_FLOOR_DECAY samples without another */
-		bool spur_check; /* a timeout resent; duplicates would show it spurious */
+		bool spur_check;   /* a timeout resent; duplicates would show it spurious */
 		uint32_t spur_psn; /* the first PSN it resent */
 		uint64_t spur_rto_ns;
 		uint64_t rto_floor_ns;

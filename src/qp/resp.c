@@ -89,8 +89,8 @@ static void dr_resp_classify(struct dr_resp_ctx *c)
 	else if (c->f & DR_OPF_READ)
 		c->rop.kind = DR_REMOTE_READ;
 	else if (c->f & DR_OPF_ATOMIC) /* the table's class stops at "atomic" */
-		c->rop.kind = c->pkt->opcode == DR_OP_CMP_SWAP ? DR_REMOTE_CMP_SWAP
-							       : DR_REMOTE_FETCH_ADD;
+		c->rop.kind =
+		    c->pkt->opcode == DR_OP_CMP_SWAP ? DR_REMOTE_CMP_SWAP : DR_REMOTE_FETCH_ADD;
 	else
 		c->remote = false;
 }
@@ -164,7 +164,8 @@ static void dr_resp_read_reply(struct dr_qp *qp, uint32_t psn, const uint8_t *pt
 		uint32_t off = i * pmtu, plen = len - off < pmtu ? len - off : pmtu;
 		struct dr_pkt_desc d;
 
-		dr_qp_desc(qp, &d, dr_read_rsp_opcode[dr_pos_of(i, n)], dr_psn_add(psn, (int32_t)i));
+		dr_qp_desc(qp, &d, dr_read_rsp_opcode[dr_pos_of(i, n)],
+			   dr_psn_add(psn, (int32_t)i));
 		d.aeth.syndrome = DR_AETH_ACK_UNLIMITED;
 		d.aeth.msn = qp->resp.msn;
 		d.payload = plen ? ptr + off : NULL;
