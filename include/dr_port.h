@@ -596,26 +596,7 @@ void dr_port_get_stats(const struct dr_port *p, struct dr_port_stats *s);
 #define DR_PORT_LINK_CHECK_US 1000
 #define DR_PORT_TX_STALE_NS   (4096ull << 14)
 
-struct dr_port_link_stats {
-	uint64_t downs;		  /* times the link was found down */
-	uint64_t down_ns;	  /* time it was down (outages that ended) */
-	uint64_t held;		  /* frames that waited for the link */
-	uint64_t held_sent;	  /* ... and left when it came back */
-	uint64_t stale;		  /* ... dropped: older than DR_PORT_TX_STALE_NS */
-	uint64_t held_overflow;	  /* ... dropped: DR_PORT_HELD_MAX were waiting */
-	uint64_t dropped_arp;	  /* of stale and held_overflow: ARP frames */
-	uint64_t ring_discarded;  /* handed to the device in bursts whose send
-				   * failed as the link went down, discarded with
-				   * its ring when it was re-created (none left if
-				   * the send failed at once, ENETDOWN; a burst
-				   * that lost the carrier midway, ENOBUFS, may
-				   * have sent its first frames) */
-	uint64_t recreated;	  /* times the device was re-created */
-	uint64_t recreate_failed; /* ... and could not be (retried) */
-};
-
 /* False while the link is known to be down (always true without a watch). */
 bool dr_port_link_up(const struct dr_port *p);
-void dr_port_get_link_stats(const struct dr_port *p, struct dr_port_link_stats *s);
 
 #endif /* DR_PORT_H */

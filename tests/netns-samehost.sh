@@ -84,7 +84,8 @@ kill -0 $s1_pid 2>/dev/null || bad "server 1 died before it was killed"
 wait_all_lines 'host-local wire' 100 'a process on the wire' "$tmp/c2.log" "$tmp/c3.log" \
 	"$tmp/c4.log"
 held=$(for f in s1 s2 s3 s4 c1 c2 c3 c4; do slot_of "$tmp/$f.log"; done | sort -u | wc -l)
-[ "$held" -eq 8 ] || bad "the 8 processes hold $held distinct slots of the wire"
+[ "$held" -eq 8 ] || bad "the 8 processes hold $held distinct slots of the wire:" \
+	"$(for f in s1 s2 s3 s4 c1 c2 c3 c4; do printf '%s=%s ' $f "$(slot_of "$tmp/$f.log")"; done)"
 kill -KILL $s1_pid
 wait $s1_pid
 s1_rc=$?

@@ -1502,11 +1502,6 @@ bool dr_port_link_up(const struct dr_port *p)
 	return !p->link_down;
 }
 
-void dr_port_get_link_stats(const struct dr_port *p, struct dr_port_link_stats *s)
-{
-	*s = p->link;
-}
-
 static void tx_backlog_add(struct dr_port *p, struct rte_mbuf *m);
 static struct rte_mbuf *frame_alloc(struct dr_port *p, size_t len, void **data);
 

@@ -77,6 +77,25 @@ struct rte_hash;
 struct rte_ring;
 struct rte_pcapng;
 
+/* Link-fault counters, logged when the port closes (port.c link_log_stats) */
+struct dr_port_link_stats {
+	uint64_t downs;		  /* times the link was found down */
+	uint64_t down_ns;	  /* time it was down (outages that ended) */
+	uint64_t held;		  /* frames that waited for the link */
+	uint64_t held_sent;	  /* ... and left when it came back */
+	uint64_t stale;		  /* ... dropped: older than DR_PORT_TX_STALE_NS */
+	uint64_t held_overflow;	  /* ... dropped: DR_PORT_HELD_MAX were waiting */
+	uint64_t dropped_arp;	  /* of stale and held_overflow: ARP frames */
+	uint64_t ring_discarded;  /* handed to the device in bursts whose send
+				   * failed as the link went down, discarded with
+				   * its ring when it was re-created (none left if
+				   * the send failed at once, ENETDOWN; a burst
+				   * that lost the carrier midway, ENOBUFS, may
+				   * have sent its first frames) */
+	uint64_t recreated;	  /* times the device was re-created */
+	uint64_t recreate_failed; /* ... and could not be (retried) */
+};
+
 struct dr_port {
 	uint16_t port_id;
 	int socket_id;
