@@ -222,6 +222,17 @@ static int post_send(struct pair *p, unsigned side, uint64_t wr_id, enum dr_wr_o
 	return dr_qp_post_send(p->qp[side], &wr);
 }
 
+/* A WRITE (wr_id 1) of len bytes from A's src to B's dst, registered for
+ * it on B */
+static void post_write_to_b(struct pair *p, uint8_t *src, uint8_t *dst, uint32_t len,
+			    unsigned flags)
+{
+	struct dr_mr *dmr = reg(p, 1, dst, len, DR_ACCESS_REMOTE_WRITE);
+
+	ck_assert_int_eq(
+	    post_send(p, 0, 1, DR_WR_WRITE, src, len, 0, (uintptr_t)dst, dmr->key, flags), 0);
+}
+
 static void post_recv(struct pair *p, unsigned side, uint64_t wr_id, void *buf, uint32_t len)
 {
 	struct dr_sge sge = {.addr = (uintptr_t)buf, .length = len};
@@ -1489,7 +1500,6 @@ START_TEST(test_gbn_partial)
 	struct gbn_sched g = {0};
 	uint32_t len = 1u << 20, i;
 	uint8_t *src = malloc(len), *dst = calloc(1, len);
-	struct dr_mr *dmr;
 	struct pair p;
 
 	g.start = c.psn_a;
@@ -1499,10 +1509,7 @@ START_TEST(test_gbn_partial)
 	c.sim.latency_ns = 50000; /* ACKs of 0..63 are back before the NAK */
 	pair_up(&p, &c);
 	fill(src, len, 77);
-	dmr = reg(&p, 1, dst, len, DR_ACCESS_REMOTE_WRITE);
-	ck_assert_int_eq(
-	    post_send(&p, 0, 1, DR_WR_WRITE, src, len, 0, (uintptr_t)dst, dmr->key, DR_WR_SIGNALED),
-	    0);
+	post_write_to_b(&p, src, dst, len, DR_WR_SIGNALED);
 	ck_assert(pair_run(&p));
 	expect_wc(&p.sim.end[0].wc[0], 1, DR_WC_SUCCESS);
 	ck_assert(memcmp(src, dst, len) == 0);
@@ -2020,15 +2027,12 @@ START_TEST(test_window)
 	struct pair_cfg c = pair_defaults();
 	uint32_t len = 1u << 20;
 	uint8_t *src = malloc(len), *dst = malloc(len);
-	struct dr_mr *dmr;
 	struct pair p;
 
 	c.sim.latency_ns = 1000000; /* 1 ms: the window, not the link, limits */
 	c.timeout = 12;
 	pair_up(&p, &c);
-	dmr = reg(&p, 1, dst, len, DR_ACCESS_REMOTE_WRITE);
-	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_WRITE, src, len, 0, (uintptr_t)dst, dmr->key, 0),
-			 0);
+	post_write_to_b(&p, src, dst, len, 0);
 	/* at t=0 exactly the window went out */
 	ck_assert_uint_eq(p.sim.end[0].tx_frames, DR_QP_MAX_UNACKED_PSNS);
 	ck_assert_int_eq(p.qp[0]->req.state, DR_REQ_WAIT_WINDOW);
@@ -2100,6 +2104,14 @@ static void rec_pair_up(struct pair *p, struct pair_cfg *c, struct wire_rec *r, 
 	c->sim = (struct dr_sim_cfg){.latency_ns = lat, .fault = rec_fault, .fault_arg = r};
 	pair_up(p, c);
 	r->sim = &p->sim;
+}
+
+/* the same, A with DR_QP_ADAPTIVE_RTO and a timeout of 2^14 * 4.096 us */
+static void adaptive_pair_up(struct pair *p, struct pair_cfg *c, struct wire_rec *r, uint64_t lat)
+{
+	c->qp_flags[0] = DR_QP_ADAPTIVE_RTO;
+	c->timeout = 14;
+	rec_pair_up(p, c, r, lat);
 }
 
 /* Frame i of direction dir: opcode, PSN, and (msn >= 0) an AETH with
@@ -2664,10 +2676,8 @@ START_TEST(test_adaptive_rto_early)
 	struct pair p;
 
 	ck_assert_ptr_nonnull(r);
-	c.qp_flags[0] = DR_QP_ADAPTIVE_RTO;
-	c.timeout = 14;
 	c.retry_cnt = 3;
-	rec_pair_up(&p, &c, r, lat);
+	adaptive_pair_up(&p, &c, r, lat);
 	post_recv(&p, 1, 900, dst[0], 16);
 	post_recv(&p, 1, 901, dst[1], 16);
 	post_recv(&p, 1, 902, dst[2], 16);
@@ -2825,10 +2835,8 @@ START_TEST(test_adaptive_rto_rnr_karn)
 	struct pair p;
 
 	ck_assert_ptr_nonnull(r);
-	c.qp_flags[0] = DR_QP_ADAPTIVE_RTO;
-	c.timeout = 14;
 	c.min_rnr_timer = 14;
-	rec_pair_up(&p, &c, r, lat);
+	adaptive_pair_up(&p, &c, r, lat);
 	for (unsigned i = 0; i < 3; i++)
 		fill(src[i], sizeof(src[i]), 40 + i);
 	ck_assert_uint_eq(dr_rnr_timer_ns(14), rnr);
@@ -2937,10 +2945,8 @@ START_TEST(test_adaptive_dead_link)
 	struct pair p;
 
 	ck_assert_ptr_nonnull(r);
-	c.qp_flags[0] = DR_QP_ADAPTIVE_RTO;
-	c.timeout = 14;
 	c.retry_cnt = 3;
-	rec_pair_up(&p, &c, r, adead_tab[_i].lat_ns);
+	adaptive_pair_up(&p, &c, r, adead_tab[_i].lat_ns);
 	for (k = 0; k < adead_tab[_i].warmups; k++) {
 		post_recv(&p, 1, 900 + k, dst, sizeof(dst));
 		ck_assert_int_eq(
@@ -3276,7 +3282,6 @@ START_TEST(test_cwnd_loss)
 					     395, 428, 461, 495, 511};
 	unsigned i, b, k, nack = 0, acks_after_nak = 0;
 	bool nak_seen = false;
-	struct dr_mr *dmr;
 	struct pair p;
 
 	ck_assert_ptr_nonnull(s);
@@ -3289,10 +3294,7 @@ START_TEST(test_cwnd_loss)
 	s->rec.drop_psn = dr_psn_add(c.psn_a, CW_DROP);
 	ck_assert_uint_eq(p.qp[0]->req.cwnd, DR_QP_MAX_UNACKED_PSNS);
 	fill(src, len, 123);
-	dmr = reg(&p, 1, dst, len, DR_ACCESS_REMOTE_WRITE);
-	ck_assert_int_eq(
-	    post_send(&p, 0, 1, DR_WR_WRITE, src, len, 0, (uintptr_t)dst, dmr->key, DR_WR_SIGNALED),
-	    0);
+	post_write_to_b(&p, src, dst, len, DR_WR_SIGNALED);
 	ck_assert(pair_run(&p));
 	ck_assert_uint_eq(p.sim.end[0].nwc, 1);
 	expect_wc(&p.sim.end[0].wc[0], 1, DR_WC_SUCCESS);
