@@ -195,6 +195,17 @@ static int build_send(struct dr_pkt_desc *d, struct dr_port *from, struct dr_por
 
 static uint8_t pattern[4096];
 
+/* from sends a SEND of len pattern bytes to to; the frame is in buf */
+static int send_pattern(struct dr_port *from, struct dr_port *to, uint32_t len, uint8_t *buf,
+			size_t cap)
+{
+	struct dr_pkt_desc d;
+	int n = build_send(&d, from, to, pattern, len, buf, cap);
+
+	ck_assert_int_eq(dr_port_send(from, buf, n), 0);
+	return n;
+}
+
 static void pattern_init(void)
 {
 	for (unsigned i = 0; i < sizeof(pattern); i++)
@@ -1018,13 +1029,10 @@ static void open_tapped(struct dr_port **a, struct dr_port **b, unsigned probe_m
  * real MAC (b takes only frames to its own). */
 static void data_a_to_b(struct dr_port *a, struct dr_port *b)
 {
-	struct dr_pkt_desc d;
 	uint8_t frame[256];
 	unsigned before = sink_b.rx;
-	int len;
 
-	len = build_send(&d, a, b, pattern, 32, frame, sizeof(frame));
-	ck_assert_int_eq(dr_port_send(a, frame, len), 0);
+	send_pattern(a, b, 32, frame, sizeof(frame));
 	poll_until_rx(a, b, &sink_b, before + 1);
 }
 
@@ -1352,14 +1360,12 @@ END_TEST
 START_TEST(test_roce_unresolved_queue)
 {
 	struct dr_port *a, *b;
-	struct dr_pkt_desc d;
 	uint8_t frame[512];
 	int len;
 
 	/* sent before anything is resolved: held, then sent on the reply */
 	open_pair(&a, &b, NULL);
-	len = build_send(&d, a, b, pattern, 300, frame, sizeof(frame));
-	ck_assert_int_eq(dr_port_send(a, frame, len), 0);
+	len = send_pattern(a, b, 300, frame, sizeof(frame));
 	ck_assert_int_eq(dr_port_send(a, frame, len), 0);
 	poll_until_rx(a, b, &sink_b, 2);
 	ck_assert_mem_eq(sink_b.frame, frame, len);
@@ -1485,13 +1491,11 @@ END_TEST
 START_TEST(test_loopback)
 {
 	struct dr_port *a, *b;
-	struct dr_pkt_desc d;
 	uint8_t frame[512];
 	int len;
 
 	open_pair(&a, &b, NULL);
-	len = build_send(&d, a, a, pattern, 200, frame, sizeof(frame));
-	ck_assert_int_eq(dr_port_send(a, frame, len), 0);
+	len = send_pattern(a, a, 200, frame, sizeof(frame));
 	poll_until_rx(a, NULL, &sink_a, 1);
 	ck_assert_uint_eq(sink_a.len, len);
 	ck_assert_mem_eq(sink_a.frame, frame, len);
