@@ -123,87 +123,141 @@ START_TEST(test_golden_roundtrip)
 }
 END_TEST
 
+/* Expected field values, checked by check_fields: a member of a CM
+ * message struct (by offset and width) and its value. */
+struct field_eq {
+	const char *what;
+	size_t off, size;
+	uint64_t value;
+};
+#define F(type, member, v) { #member, offsetof(struct type, member), sizeof(((struct type *)0)->member), v }
+
+static uint64_t get_member(const void *base, size_t size)
+{
+	switch (size) {
+	case 1: return *(const uint8_t *)base;
+	case 2: return *(const uint16_t *)base;
+	case 4: return *(const uint32_t *)base;
+	default: return *(const uint64_t *)base;
+	}
+}
+
+static void check_fields(uint64_t no, const void *m, const struct field_eq *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t v = get_member((const uint8_t *)m + f[i].off, f[i].size);
+
+		ck_assert_msg(v == f[i].value, "frame %lu: %s is 0x%llx, not 0x%llx", (unsigned long)no,
+			      f[i].what, (unsigned long long)v, (unsigned long long)f[i].value);
+	}
+}
+
+static const struct field_eq rping_req[] = {
+	F(dr_cm_req, local_comm_id, 0x6fcdc0ce),
+	F(dr_cm_req, service_id, DR_CM_SID_TCP_PS + 0x1c06),
+	F(dr_cm_req, local_ca_guid, 0x505400fffe77000cull),
+	F(dr_cm_req, local_qkey, 0),
+	F(dr_cm_req, local_qpn, 0x11),
+	F(dr_cm_req, responder_resources, 1),
+	F(dr_cm_req, initiator_depth, 1),
+	F(dr_cm_req, remote_cm_resp_timeout, 0x14),
+	F(dr_cm_req, transport_type, 0),
+	F(dr_cm_req, starting_psn, 0xd202c3),
+	F(dr_cm_req, local_cm_resp_timeout, 0x14),
+	F(dr_cm_req, retry_count, 7),
+	F(dr_cm_req, pkey, 0xffff),
+	F(dr_cm_req, path_mtu, 3), /* IB_MTU_1024 */
+	F(dr_cm_req, rnr_retry_count, 7),
+	F(dr_cm_req, max_cm_retries, 15),
+	F(dr_cm_req, primary.local_lid, 0xffff),
+	F(dr_cm_req, primary.remote_lid, 0xffff),
+}, rping_req_path[] = {
+	F(dr_cm_req, primary.hop_limit, 0x40),
+	F(dr_cm_req, primary.local_ack_timeout, 0x13),
+	F(dr_cm_req, alternate.local_lid, 0),
+}, rping_cma[] = {
+	F(dr_cma_hdr, cma_version, 0),
+	F(dr_cma_hdr, ip_version, 4),
+	F(dr_cma_hdr, src_port, 0x833f),
+	F(dr_cma_hdr, src_addr[15], 12),
+	F(dr_cma_hdr, dst_addr[15], 11),
+}, rping_rep[] = {
+	F(dr_cm_rep, local_comm_id, 0x6965d408),
+	F(dr_cm_rep, remote_comm_id, 0x6fcdc0ce),
+	F(dr_cm_rep, local_qpn, 0x11),
+	F(dr_cm_rep, starting_psn, 0x9d6578),
+	F(dr_cm_rep, responder_resources, 1),
+	F(dr_cm_rep, initiator_depth, 1),
+	F(dr_cm_rep, target_ack_delay, 0x0f),
+	F(dr_cm_rep, rnr_retry_count, 7),
+	F(dr_cm_rep, local_ca_guid, 0x505400fffe77000bull),
+}, rping_rtu[] = {
+	F(dr_cm_rtu, local_comm_id, 0x6fcdc0ce),
+	F(dr_cm_rtu, remote_comm_id, 0x6965d408),
+}, rping_dreq[] = {
+	F(dr_cm_dreq, local_comm_id, 0x6fcdc0ce),
+	F(dr_cm_dreq, remote_comm_id, 0x6965d408),
+	F(dr_cm_dreq, remote_qpn, 0x11),
+}, rping_drep[] = {
+	F(dr_cm_drep, local_comm_id, 0x6965d408),
+	F(dr_cm_drep, remote_comm_id, 0x6fcdc0ce),
+};
+
+#define FIELDS(t) t, sizeof(t) / sizeof(t[0])
+/* the rping handshake: frame, CM attribute, the fields of its body */
+static const struct {
+	uint64_t no;
+	uint16_t attr;
+	const struct field_eq *fields;
+	size_t n;
+} rping_mads[] = {
+	{ 21, DR_CM_ATTR_REQ, FIELDS(rping_req) },
+	{ 22, DR_CM_ATTR_REP, FIELDS(rping_rep) },
+	{ 23, DR_CM_ATTR_RTU, FIELDS(rping_rtu) },
+	{ 84, DR_CM_ATTR_DREQ, FIELDS(rping_dreq) },
+	{ 85, DR_CM_ATTR_DREP, FIELDS(rping_drep) },
+};
+
+union cm_msg {
+	struct dr_cm_req req;
+	struct dr_cm_rep rep;
+	struct dr_cm_rtu rtu;
+	struct dr_cm_dreq dreq;
+	struct dr_cm_drep drep;
+};
+
 static void check_rping(uint64_t no, const struct dr_pkt *pkt, const struct dr_mad *mad,
 			void *arg)
 {
+	union cm_msg m;
+	unsigned i = 0;
 	uint32_t ip;
 
 	ck_assert_uint_eq(mad->tid, 0x00000002cec0cd6full);
 	ck_assert_int_eq(mad->method, DR_MAD_METHOD_SEND);
-	if (no == 21) {
-		struct dr_cm_req req;
+	while (i < sizeof(rping_mads) / sizeof(rping_mads[0]) && rping_mads[i].no != no)
+		i++;
+	ck_assert_msg(i < sizeof(rping_mads) / sizeof(rping_mads[0]), "unexpected CM MAD in frame %lu",
+		      (unsigned long)no);
+	ck_assert_int_eq(mad->attr_id, rping_mads[i].attr);
+	switch (mad->attr_id) {
+	case DR_CM_ATTR_REQ: dr_cm_req_unpack(mad->body, &m.req); break;
+	case DR_CM_ATTR_REP: dr_cm_rep_unpack(mad->body, &m.rep); break;
+	case DR_CM_ATTR_RTU: dr_cm_rtu_unpack(mad->body, &m.rtu); break;
+	case DR_CM_ATTR_DREQ: dr_cm_dreq_unpack(mad->body, &m.dreq); break;
+	default: dr_cm_drep_unpack(mad->body, &m.drep); break;
+	}
+	check_fields(no, &m, rping_mads[i].fields, rping_mads[i].n);
+	if (mad->attr_id == DR_CM_ATTR_REQ) {
 		struct dr_cma_hdr cma;
 
-		ck_assert_int_eq(mad->attr_id, DR_CM_ATTR_REQ);
-		dr_cm_req_unpack(mad->body, &req);
-		ck_assert_uint_eq(req.local_comm_id, 0x6fcdc0ce);
-		ck_assert_uint_eq(req.service_id, DR_CM_SID_TCP_PS + 0x1c06);
-		ck_assert_uint_eq(req.local_ca_guid, 0x505400fffe77000cull);
-		ck_assert_uint_eq(req.local_qkey, 0);
-		ck_assert_uint_eq(req.local_qpn, 0x11);
-		ck_assert_uint_eq(req.responder_resources, 1);
-		ck_assert_uint_eq(req.initiator_depth, 1);
-		ck_assert_uint_eq(req.remote_cm_resp_timeout, 0x14);
-		ck_assert_uint_eq(req.transport_type, 0);
-		ck_assert_uint_eq(req.starting_psn, 0xd202c3);
-		ck_assert_uint_eq(req.local_cm_resp_timeout, 0x14);
-		ck_assert_uint_eq(req.retry_count, 7);
-		ck_assert_uint_eq(req.pkey, 0xffff);
-		ck_assert_uint_eq(req.path_mtu, 3); /* IB_MTU_1024 */
-		ck_assert_uint_eq(req.rnr_retry_count, 7);
-		ck_assert_uint_eq(req.max_cm_retries, 15);
-		ck_assert_uint_eq(req.primary.local_lid, 0xffff);
-		ck_assert_uint_eq(req.primary.remote_lid, 0xffff);
-		ck_assert(dr_gid_to_ipv4(req.primary.local_gid, &ip));
+		ck_assert(dr_gid_to_ipv4(m.req.primary.local_gid, &ip));
 		ck_assert_uint_eq(ip, 0xc0a84d0c); /* 192.168.77.12 */
-		ck_assert(dr_gid_to_ipv4(req.primary.remote_gid, &ip));
+		ck_assert(dr_gid_to_ipv4(m.req.primary.remote_gid, &ip));
 		ck_assert_uint_eq(ip, 0xc0a84d0b);
-		ck_assert_uint_eq(req.primary.hop_limit, 0x40);
-		ck_assert_uint_eq(req.primary.local_ack_timeout, 0x13);
-		ck_assert_uint_eq(req.alternate.local_lid, 0);
-		dr_cma_hdr_unpack(req.private_data, &cma);
-		ck_assert_uint_eq(cma.cma_version, 0);
-		ck_assert_uint_eq(cma.ip_version, 4);
-		ck_assert_uint_eq(cma.src_port, 0x833f);
-		ck_assert_uint_eq(cma.src_addr[15], 12);
-		ck_assert_uint_eq(cma.dst_addr[15], 11);
-	} else if (no == 22) {
-		struct dr_cm_rep rep;
-
-		ck_assert_int_eq(mad->attr_id, DR_CM_ATTR_REP);
-		dr_cm_rep_unpack(mad->body, &rep);
-		ck_assert_uint_eq(rep.local_comm_id, 0x6965d408);
-		ck_assert_uint_eq(rep.remote_comm_id, 0x6fcdc0ce);
-		ck_assert_uint_eq(rep.local_qpn, 0x11);
-		ck_assert_uint_eq(rep.starting_psn, 0x9d6578);
-		ck_assert_uint_eq(rep.responder_resources, 1);
-		ck_assert_uint_eq(rep.initiator_depth, 1);
-		ck_assert_uint_eq(rep.target_ack_delay, 0x0f);
-		ck_assert_uint_eq(rep.rnr_retry_count, 7);
-		ck_assert_uint_eq(rep.local_ca_guid, 0x505400fffe77000bull);
-	} else if (no == 23) {
-		struct dr_cm_rtu rtu;
-
-		ck_assert_int_eq(mad->attr_id, DR_CM_ATTR_RTU);
-		dr_cm_rtu_unpack(mad->body, &rtu);
-		ck_assert_uint_eq(rtu.local_comm_id, 0x6fcdc0ce);
-		ck_assert_uint_eq(rtu.remote_comm_id, 0x6965d408);
-	} else if (no == 84) {
-		struct dr_cm_dreq dreq;
-
-		ck_assert_int_eq(mad->attr_id, DR_CM_ATTR_DREQ);
-		dr_cm_dreq_unpack(mad->body, &dreq);
-		ck_assert_uint_eq(dreq.local_comm_id, 0x6fcdc0ce);
-		ck_assert_uint_eq(dreq.remote_comm_id, 0x6965d408);
-		ck_assert_uint_eq(dreq.remote_qpn, 0x11);
-	} else {
-		struct dr_cm_drep drep;
-
-		ck_assert_uint_eq(no, 85);
-		ck_assert_int_eq(mad->attr_id, DR_CM_ATTR_DREP);
-		dr_cm_drep_unpack(mad->body, &drep);
-		ck_assert_uint_eq(drep.local_comm_id, 0x6965d408);
-		ck_assert_uint_eq(drep.remote_comm_id, 0x6fcdc0ce);
+		check_fields(no, &m, FIELDS(rping_req_path));
+		dr_cma_hdr_unpack(m.req.private_data, &cma);
+		check_fields(no, &cma, FIELDS(rping_cma));
 	}
 }
 
@@ -213,6 +267,15 @@ START_TEST(test_rping_fields)
 }
 END_TEST
 
+static const struct field_eq reject_rej[] = {
+	F(dr_cm_rej, local_comm_id, 0x0d0ce000),
+	F(dr_cm_rej, remote_comm_id, 0xb86a86b7),
+	F(dr_cm_rej, msg_rejected, 0),
+	F(dr_cm_rej, reject_info_len, 0),
+	F(dr_cm_rej, reason, DR_CM_REJ_CONSUMER_DEFINED),
+};
+#undef F
+
 static void check_rej(uint64_t no, const struct dr_pkt *pkt, const struct dr_mad *mad, void *arg)
 {
 	struct dr_cm_rej rej;
@@ -220,11 +283,7 @@ static void check_rej(uint64_t no, const struct dr_pkt *pkt, const struct dr_mad
 	if (mad->attr_id != DR_CM_ATTR_REJ)
 		return;
 	dr_cm_rej_unpack(mad->body, &rej);
-	ck_assert_uint_eq(rej.local_comm_id, 0x0d0ce000);
-	ck_assert_uint_eq(rej.remote_comm_id, 0xb86a86b7);
-	ck_assert_uint_eq(rej.msg_rejected, 0);
-	ck_assert_uint_eq(rej.reject_info_len, 0);
-	ck_assert_uint_eq(rej.reason, DR_CM_REJ_CONSUMER_DEFINED);
+	check_fields(no, &rej, FIELDS(reject_rej));
 	(*(int *)arg)++;
 }
 

@@ -12,6 +12,7 @@
 
 #include "dr_cm.h"
 #include "forge.h"
+#include "rss.h"
 #include "../tools/pcapng.h"
 #include "ck_run.h"
 
@@ -108,7 +109,8 @@ static const struct dr_cm_ops ops = {
 	.event = on_event,
 };
 
-static void side_init_cfg(struct side *s, uint32_t ip, uint8_t resp_timeout, uint8_t retries)
+static void side_init_ops(struct side *s, uint32_t ip, uint8_t resp_timeout, uint8_t retries,
+			  const struct dr_cm_ops *cm_ops)
 {
 	struct dr_cm_config cfg = {
 		.local_ip4 = ip,
@@ -120,7 +122,12 @@ static void side_init_cfg(struct side *s, uint32_t ip, uint8_t resp_timeout, uin
 
 	memset(s, 0, sizeof(*s));
 	s->ip = ip;
-	ck_assert_int_eq(dr_cm_init(&s->cm, &cfg, &ops, s), 0);
+	ck_assert_int_eq(dr_cm_init(&s->cm, &cfg, cm_ops, s), 0);
+}
+
+static void side_init_cfg(struct side *s, uint32_t ip, uint8_t resp_timeout, uint8_t retries)
+{
+	side_init_ops(s, ip, resp_timeout, retries, &ops);
 }
 
 static void side_init(struct side *s, uint32_t ip)
@@ -145,28 +152,35 @@ static void teardown(void)
 	dr_cm_fini(&B.cm);
 }
 
+/* move time to the earliest deadline of the n sides and tick them, in
+ * order; false if none is due by limit_ns */
+static bool advance(uint64_t limit_ns, struct side *const *sides, unsigned n)
+{
+	uint64_t d = UINT64_MAX;
+
+	for (unsigned i = 0; i < n; i++)
+		if (dr_cm_deadline_ns(&sides[i]->cm) < d)
+			d = dr_cm_deadline_ns(&sides[i]->cm);
+	if (d == UINT64_MAX || d > limit_ns)
+		return false;
+	now_ns = d;
+	for (unsigned i = 0; i < n; i++)
+		dr_cm_tick(&sides[i]->cm);
+	return true;
+}
+
 /* deliver everything on the wire, then move time to the next deadline,
  * until nothing is left to do or the time limit passes */
 static void run_until(uint64_t limit_ns)
 {
-	for (;;) {
-		uint64_t d;
-
+	do {
 		while (wire_head != wire_tail) {
 			struct msg *m = &wire[wire_head++ % 256];
 			struct side *to = m->dst == IP_A ? &A : &B;
 
 			dr_cm_recv(&to->cm, m->src, m->mad, DR_MAD_LEN);
 		}
-		d = dr_cm_deadline_ns(&A.cm);
-		if (dr_cm_deadline_ns(&B.cm) < d)
-			d = dr_cm_deadline_ns(&B.cm);
-		if (d == UINT64_MAX || d > limit_ns)
-			return;
-		now_ns = d;
-		dr_cm_tick(&A.cm);
-		dr_cm_tick(&B.cm);
-	}
+	} while (advance(limit_ns, (struct side *const[]){ &A, &B }, 2));
 }
 
 static struct dr_cm_id *connect_ab(const void *priv, size_t len)
@@ -182,6 +196,17 @@ static struct dr_cm_id *connect_ab(const void *priv, size_t len)
 	ck_assert_int_eq(dr_cm_listen(&B.cm, PORT, BACKLOG, (void *)0x1234, &l), 0);
 	ck_assert_int_eq(dr_cm_connect(&A.cm, IP_B, PORT, 40000, &p, (void *)0x5678, &id), 0);
 	ck_assert_int_eq(id->state, DR_CMS_REQ_SENT);
+	return id;
+}
+
+/* A connects to B, which accepts; run until established */
+static struct dr_cm_id *connect_accepted(void)
+{
+	struct dr_cm_id *id;
+
+	B.accept = 1;
+	id = connect_ab(NULL, 0);
+	run_until(now_ns + 1000000);
 	return id;
 }
 
@@ -391,9 +416,7 @@ START_TEST(test_disconnect)
 {
 	struct dr_cm_id *id;
 
-	B.accept = 1;
-	id = connect_ab(NULL, 0);
-	run_until(now_ns + 1000000);
+	id = connect_accepted();
 	drop_attr = DR_CM_ATTR_DREP;
 	drop_left = _i; /* 0: clean; 1, 2: the DREQ is resent, DREP again */
 	ck_assert_int_eq(dr_cm_disconnect(id), 0);
@@ -428,9 +451,7 @@ START_TEST(test_disconnect_crossed)
 {
 	struct dr_cm_id *id;
 
-	B.accept = 1;
-	id = connect_ab(NULL, 0);
-	run_until(now_ns + 1000000);
+	id = connect_accepted();
 	ck_assert_int_eq(dr_cm_disconnect(id), 0);
 	ck_assert_int_eq(dr_cm_disconnect(B.conn), 0);
 	ck_assert(dr_cm_disconnecting(&A.cm));
@@ -463,9 +484,7 @@ START_TEST(test_disconnect_dead_peer)
 {
 	struct dr_cm_id *id;
 
-	B.accept = 1;
-	id = connect_ab(NULL, 0);
-	run_until(now_ns + 1000000);
+	id = connect_accepted();
 	drop_attr = DR_CM_ATTR_DREQ;
 	drop_left = 1000;
 	ck_assert_int_eq(dr_cm_disconnect(id), 0);
@@ -682,24 +701,14 @@ static void side6_init(struct side *s, const uint8_t ip6[16])
 
 static void run6(uint64_t limit_ns)
 {
-	for (;;) {
-		uint64_t d;
-
+	do {
 		while (wire6_head != wire6_tail) {
 			struct msg6 *m = &wire6[wire6_head++ % 64];
 
 			dr_cm_recv6(!memcmp(m->dst, ip6_a, 16) ? &A.cm : &B.cm, m->src, m->mad,
 				    DR_MAD_LEN);
 		}
-		d = dr_cm_deadline_ns(&A.cm);
-		if (dr_cm_deadline_ns(&B.cm) < d)
-			d = dr_cm_deadline_ns(&B.cm);
-		if (d == UINT64_MAX || d > limit_ns)
-			return;
-		now_ns = d;
-		dr_cm_tick(&A.cm);
-		dr_cm_tick(&B.cm);
-	}
+	} while (advance(limit_ns, (struct side *const[]){ &A, &B }, 2));
 }
 
 /*
@@ -883,67 +892,30 @@ END_TEST
 static void forge(struct side *to, uint32_t src, uint16_t attr, uint32_t local, uint32_t remote,
 		  uint32_t qpn, uint8_t msg)
 {
+	struct dr_cm_rep rep = { .local_comm_id = local, .remote_comm_id = remote, .local_qpn = qpn };
+	struct dr_cm_rtu rtu = { .local_comm_id = local, .remote_comm_id = remote };
+	struct dr_cm_rej rej = { .local_comm_id = local, .remote_comm_id = remote,
+				 .msg_rejected = msg, .reason = DR_CM_REJ_CONSUMER_DEFINED };
+	struct dr_cm_dreq dreq = { .local_comm_id = local, .remote_comm_id = remote, .remote_qpn = qpn };
+	struct dr_cm_drep drep = { .local_comm_id = local, .remote_comm_id = remote };
+	struct dr_cm_mra mra = { .local_comm_id = local, .remote_comm_id = remote,
+				 .msg_mraed = msg, .service_timeout = 20 };
 	uint8_t buf[DR_MAD_LEN];
 	struct dr_mad m;
 
 	dr_mad_init_cm(&m, attr, 0x0123456789abcdefull);
 	switch (attr) {
-	case DR_CM_ATTR_REP: {
-		struct dr_cm_rep r = { .local_comm_id = local, .remote_comm_id = remote,
-				       .local_qpn = qpn };
-
-		dr_cm_rep_pack(&r, m.body);
-		break;
-	}
-	case DR_CM_ATTR_RTU: {
-		struct dr_cm_rtu r = { .local_comm_id = local, .remote_comm_id = remote };
-
-		dr_cm_rtu_pack(&r, m.body);
-		break;
-	}
-	case DR_CM_ATTR_REJ: {
-		struct dr_cm_rej r = { .local_comm_id = local, .remote_comm_id = remote,
-				       .msg_rejected = msg, .reason = DR_CM_REJ_CONSUMER_DEFINED };
-
-		dr_cm_rej_pack(&r, m.body);
-		break;
-	}
-	case DR_CM_ATTR_DREQ: {
-		struct dr_cm_dreq r = { .local_comm_id = local, .remote_comm_id = remote,
-					.remote_qpn = qpn };
-
-		dr_cm_dreq_pack(&r, m.body);
-		break;
-	}
-	case DR_CM_ATTR_DREP: {
-		struct dr_cm_drep r = { .local_comm_id = local, .remote_comm_id = remote };
-
-		dr_cm_drep_pack(&r, m.body);
-		break;
-	}
-	case DR_CM_ATTR_MRA: {
-		struct dr_cm_mra r = { .local_comm_id = local, .remote_comm_id = remote,
-				       .msg_mraed = msg, .service_timeout = 20 };
-
-		dr_cm_mra_pack(&r, m.body);
-		break;
-	}
+	case DR_CM_ATTR_REP: dr_cm_rep_pack(&rep, m.body); break;
+	case DR_CM_ATTR_RTU: dr_cm_rtu_pack(&rtu, m.body); break;
+	case DR_CM_ATTR_REJ: dr_cm_rej_pack(&rej, m.body); break;
+	case DR_CM_ATTR_DREQ: dr_cm_dreq_pack(&dreq, m.body); break;
+	case DR_CM_ATTR_DREP: dr_cm_drep_pack(&drep, m.body); break;
+	case DR_CM_ATTR_MRA: dr_cm_mra_pack(&mra, m.body); break;
 	default:
 		ck_abort_msg("forge: attribute 0x%x", attr);
 	}
 	dr_mad_build(&m, buf);
 	dr_cm_recv(&to->cm, src, buf, DR_MAD_LEN);
-}
-
-static long rss_kib(void)
-{
-	FILE *f = fopen("/proc/self/statm", "r");
-	long size, pages;
-
-	ck_assert_ptr_nonnull(f);
-	ck_assert_int_eq(fscanf(f, "%ld %ld", &size, &pages), 2);
-	fclose(f);
-	return pages * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
 static uint64_t drops_of(const struct side *s)
@@ -1213,9 +1185,7 @@ START_TEST(test_forged_mads)
 	uint64_t drops_before, why_before = 0;
 	struct dr_mad reply;
 
-	B.accept = 1;
-	a = connect_ab(NULL, 0);
-	run_until(now_ns + 1000000);
+	a = connect_accepted();
 	b = B.conn;
 	ck_assert_int_eq(a->state, DR_CMS_ESTABLISHED);
 	ck_assert_int_eq(b->state, DR_CMS_ESTABLISHED);
@@ -1421,25 +1391,13 @@ static const struct dr_cm_ops shared_ops = {
 
 static void shared_init(struct side *s)
 {
-	struct dr_cm_config cfg = {
-		.local_ip4 = IP_B,
-		.ca_guid = 0x0200000000000000ull | IP_B,
-		.cm_resp_timeout = RESP_TIMEOUT,
-		.max_cm_retries = RETRIES,
-		.timewait_ns = TIMEWAIT_NS,
-	};
-
-	memset(s, 0, sizeof(*s));
-	s->ip = IP_B;
-	ck_assert_int_eq(dr_cm_init(&s->cm, &cfg, &shared_ops, s), 0);
+	side_init_ops(s, IP_B, RESP_TIMEOUT, RETRIES, &shared_ops);
 }
 
 /* every MAD to IP_B reaches B and B2 */
 static void run_shared(uint64_t limit_ns)
 {
-	for (;;) {
-		uint64_t d;
-
+	do {
 		while (wire_head != wire_tail) {
 			struct msg *m = &wire[wire_head++ % 256];
 
@@ -1450,18 +1408,7 @@ static void run_shared(uint64_t limit_ns)
 				dr_cm_recv(&B2.cm, m->src, m->mad, DR_MAD_LEN);
 			}
 		}
-		d = dr_cm_deadline_ns(&A.cm);
-		if (dr_cm_deadline_ns(&B.cm) < d)
-			d = dr_cm_deadline_ns(&B.cm);
-		if (dr_cm_deadline_ns(&B2.cm) < d)
-			d = dr_cm_deadline_ns(&B2.cm);
-		if (d == UINT64_MAX || d > limit_ns)
-			return;
-		now_ns = d;
-		dr_cm_tick(&A.cm);
-		dr_cm_tick(&B.cm);
-		dr_cm_tick(&B2.cm);
-	}
+	} while (advance(limit_ns, (struct side *const[]){ &A, &B, &B2 }, 3));
 }
 
 START_TEST(test_shared_interface)

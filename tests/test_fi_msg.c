@@ -32,6 +32,7 @@
 #include "fi_ext_droce.h"
 #include "fi_fixture.h"
 #include "forge.h"
+#include "rss.h"
 
 #include "dr_roce.h"
 
@@ -593,17 +594,6 @@ static void forge_drain(unsigned to, struct fid_cq *drive)
 	while (rte_ring_count(link_ring[!to]))
 		fi_cq_read(drive, NULL, 0);
 	fi_cq_read(drive, NULL, 0);
-}
-
-static long rss_kib(void)
-{
-	FILE *f = fopen("/proc/self/statm", "r");
-	long size, pages;
-
-	ck_assert_ptr_nonnull(f);
-	ck_assert_int_eq(fscanf(f, "%ld %ld", &size, &pages), 2);
-	fclose(f);
-	return pages * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
 static uint32_t addr_of(const void *sa)

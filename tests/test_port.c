@@ -141,6 +141,12 @@ static void open_pair(struct dr_port **a, struct dr_port **b, const char *pcap_a
 	attach(*b, &sink_b);
 }
 
+static void close_pair(struct dr_port *a, struct dr_port *b)
+{
+	dr_port_close(a);
+	dr_port_close(b);
+}
+
 static void poll_both(struct dr_port *a, struct dr_port *b)
 {
 	ck_assert_int_ge(dr_port_poll(a), 0);
@@ -188,6 +194,17 @@ static int build_send(struct dr_pkt_desc *d, struct dr_port *from, struct dr_por
 }
 
 static uint8_t pattern[4096];
+
+/* from sends a SEND of len pattern bytes to to; the frame is in buf */
+static int send_pattern(struct dr_port *from, struct dr_port *to, uint32_t len, uint8_t *buf,
+			size_t cap)
+{
+	struct dr_pkt_desc d;
+	int n = build_send(&d, from, to, pattern, len, buf, cap);
+
+	ck_assert_int_eq(dr_port_send(from, buf, n), 0);
+	return n;
+}
 
 static void pattern_init(void)
 {
@@ -652,8 +669,7 @@ START_TEST(test_nd_resolve)
 	ck_assert_uint_eq(sb.tx_nd, 3);
 	ck_assert_uint_eq(sb.rx_roce, 1);
 	ck_assert_uint_eq(sa.loopback, 1);
-	dr_port_close(a);
-	dr_port_close(b);
+	close_pair(a, b);
 }
 END_TEST
 
@@ -732,8 +748,7 @@ START_TEST(test_nd_forged)
 	ck_assert_uint_eq(sb.rx_nd_bad, 1);
 	ck_assert_str_eq(last_warning + strlen(last_warning) - strlen("02:ee:ee:ee:ee:ee"),
 			 "02:ee:ee:ee:ee:ee");
-	dr_port_close(a);
-	dr_port_close(b);
+	close_pair(a, b);
 }
 END_TEST
 
@@ -800,8 +815,7 @@ START_TEST(test_arp_resolve)
 	ck_assert_uint_eq(sa.tx_arp, 2); /* announcement + request */
 	ck_assert_uint_eq(sb.tx_arp, 3); /* announcement + reply + probe */
 	ck_assert_uint_eq(sa.arp_resolved, 1);
-	dr_port_close(a);
-	dr_port_close(b);
+	close_pair(a, b);
 }
 END_TEST
 
@@ -847,8 +861,7 @@ START_TEST(test_arp_reply_fields)
 	/* b learnt the stranger from its request */
 	ck_assert_int_eq(dr_port_resolve(b, IP_FAKE, got), 0);
 	ck_assert_mem_eq(got, mac_fake, 6);
-	dr_port_close(a);
-	dr_port_close(b);
+	close_pair(a, b);
 }
 END_TEST
 
@@ -891,8 +904,7 @@ START_TEST(test_arp_unreachable)
 	while (dr_port_resolve(a, IP_NOBODY, mac) == -EHOSTUNREACH && dr_port_now_ns() < end)
 		poll_both(a, b);
 	ck_assert_uint_eq(sink_a.arp_req_to_nobody, 4);
-	dr_port_close(a);
-	dr_port_close(b);
+	close_pair(a, b);
 }
 END_TEST
 
@@ -1017,13 +1029,10 @@ static void open_tapped(struct dr_port **a, struct dr_port **b, unsigned probe_m
  * real MAC (b takes only frames to its own). */
 static void data_a_to_b(struct dr_port *a, struct dr_port *b)
 {
-	struct dr_pkt_desc d;
 	uint8_t frame[256];
 	unsigned before = sink_b.rx;
-	int len;
 
-	len = build_send(&d, a, b, pattern, 32, frame, sizeof(frame));
-	ck_assert_int_eq(dr_port_send(a, frame, len), 0);
+	send_pattern(a, b, 32, frame, sizeof(frame));
 	poll_until_rx(a, b, &sink_b, before + 1);
 }
 
@@ -1056,13 +1065,24 @@ static void inject_forged(struct dr_port *a, struct dr_port *b, unsigned k)
 		   forged_tab[k].op == DR_ARP_OP_REPLY ? ma : NULL, forged_tab[k].tpa);
 }
 
+/* a's entry for b never moved: resolved once, each forged frame counted
+ * as a conflict */
+static void expect_held(struct dr_port *a, uint64_t conflicts)
+{
+	struct dr_port_stats s;
+
+	dr_port_get_stats(a, &s);
+	ck_assert_uint_eq(s.arp_conflicts, conflicts);
+	ck_assert_uint_eq(s.arp_moved, 0);
+	ck_assert_uint_eq(s.arp_resolved, 1);
+}
+
 /* One forged frame of each kind in the middle of a flow: the entry keeps
  * b's MAC, every data frame reaches b, and all a does is re-probe b's MAC by
  * unicast once (never a broadcast: nothing an attacker could answer). */
 START_TEST(test_arp_forged_one)
 {
 	struct dr_port *a, *b;
-	struct dr_port_stats s;
 	uint8_t mb[6], got[6];
 	unsigned from;
 
@@ -1084,12 +1104,8 @@ START_TEST(test_arp_forged_one)
 	ck_assert_uint_eq(tap_data_to(&tap_b, from, mb), 5);
 	ck_assert_uint_eq(tap_requests(&tap_b, from, IP_B, NULL), 0);
 	ck_assert_uint_eq(tap_requests(&tap_b, from, IP_B, mb), 1);
-	dr_port_get_stats(a, &s);
-	ck_assert_uint_eq(s.arp_conflicts, 1);
-	ck_assert_uint_eq(s.arp_moved, 0);
-	ck_assert_uint_eq(s.arp_resolved, 1);
-	dr_port_close(a);
-	dr_port_close(b);
+	expect_held(a, 1);
+	close_pair(a, b);
 }
 END_TEST
 
@@ -1100,7 +1116,6 @@ END_TEST
 START_TEST(test_arp_forged_burst)
 {
 	struct dr_port *a, *b;
-	struct dr_port_stats s;
 	uint8_t ma[6], mb[6], got[6];
 	unsigned from, sent = 0;
 
@@ -1137,12 +1152,8 @@ START_TEST(test_arp_forged_burst)
 	ck_assert_uint_eq(tap_data_to(&tap_b, from, mb), sent);
 	ck_assert_uint_eq(tap_requests(&tap_b, from, IP_B, NULL), 0);
 	ck_assert_uint_le(tap_requests(&tap_b, from, IP_B, mb), sent);
-	dr_port_get_stats(a, &s);
-	ck_assert_uint_eq(s.arp_conflicts, 102);
-	ck_assert_uint_eq(s.arp_moved, 0);
-	ck_assert_uint_eq(s.arp_resolved, 1);
-	dr_port_close(a);
-	dr_port_close(b);
+	expect_held(a, 102);
+	close_pair(a, b);
 }
 END_TEST
 
@@ -1179,8 +1190,7 @@ START_TEST(test_arp_solicited_only)
 	dr_port_get_stats(a, &s);
 	ck_assert_uint_eq(s.rx_arp_unsolicited - s0.rx_arp_unsolicited, 3);
 	ck_assert_uint_eq(s.arp_resolved, 2);
-	dr_port_close(a);
-	dr_port_close(b);
+	close_pair(a, b);
 }
 END_TEST
 
@@ -1256,8 +1266,7 @@ START_TEST(test_arp_suspect_moved)
 	ck_assert_uint_eq(tap_requests(&tap_b, from, IP_FAKE, mac_fake2), 1);
 	ck_assert_uint_eq(tap_requests(&tap_b, from, IP_FAKE, NULL), 3);
 	ck_assert_int_eq(dr_port_resolve(a, IP_FAKE, got), -EHOSTUNREACH);
-	dr_port_close(a);
-	dr_port_close(b);
+	close_pair(a, b);
 }
 END_TEST
 
@@ -1298,8 +1307,7 @@ START_TEST(test_arp_peer_reopened)
 	dr_port_get_stats(a, &s);
 	ck_assert_uint_eq(s.arp_moved, 1);
 	ck_assert_uint_eq(s.arp_conflicts, 1);
-	dr_port_close(a);
-	dr_port_close(b);
+	close_pair(a, b);
 }
 END_TEST
 
@@ -1345,27 +1353,23 @@ START_TEST(test_roce_cross)
 	dr_port_get_stats(b, &s);
 	ck_assert_uint_eq(s.rx_roce, 5);
 	ck_assert_uint_eq(s.rx_dropped, 0);
-	dr_port_close(a);
-	dr_port_close(b);
+	close_pair(a, b);
 }
 END_TEST
 
 START_TEST(test_roce_unresolved_queue)
 {
 	struct dr_port *a, *b;
-	struct dr_pkt_desc d;
 	uint8_t frame[512];
 	int len;
 
 	/* sent before anything is resolved: held, then sent on the reply */
 	open_pair(&a, &b, NULL);
-	len = build_send(&d, a, b, pattern, 300, frame, sizeof(frame));
-	ck_assert_int_eq(dr_port_send(a, frame, len), 0);
+	len = send_pattern(a, b, 300, frame, sizeof(frame));
 	ck_assert_int_eq(dr_port_send(a, frame, len), 0);
 	poll_until_rx(a, b, &sink_b, 2);
 	ck_assert_mem_eq(sink_b.frame, frame, len);
-	dr_port_close(a);
-	dr_port_close(b);
+	close_pair(a, b);
 }
 END_TEST
 
@@ -1419,8 +1423,7 @@ START_TEST(test_roce_zero_copy)
 	ck_assert_int_eq(dr_port_send_zc(a, pattern, 14, pattern, 8000, pattern, 4, zc_done, &z),
 			 -EMSGSIZE);
 	ck_assert_uint_eq(z.calls, 1);
-	dr_port_close(a);
-	dr_port_close(b);
+	close_pair(a, b);
 }
 END_TEST
 
@@ -1481,27 +1484,23 @@ START_TEST(test_garbage_dropped)
 	/* the random IPv4 header: whatever the parser says, it is counted */
 	ck_assert_uint_eq(s1.rx_not_ours - s0.rx_not_ours, 2);
 	ck_assert_uint_eq(s1.rx_roce, s0.rx_roce);
-	dr_port_close(a);
-	dr_port_close(b);
+	close_pair(a, b);
 }
 END_TEST
 
 START_TEST(test_loopback)
 {
 	struct dr_port *a, *b;
-	struct dr_pkt_desc d;
 	uint8_t frame[512];
 	int len;
 
 	open_pair(&a, &b, NULL);
-	len = build_send(&d, a, a, pattern, 200, frame, sizeof(frame));
-	ck_assert_int_eq(dr_port_send(a, frame, len), 0);
+	len = send_pattern(a, a, 200, frame, sizeof(frame));
 	poll_until_rx(a, NULL, &sink_a, 1);
 	ck_assert_uint_eq(sink_a.len, len);
 	ck_assert_mem_eq(sink_a.frame, frame, len);
 	ck_assert_uint_eq(sink_b.rx, 0);
-	dr_port_close(a);
-	dr_port_close(b);
+	close_pair(a, b);
 }
 END_TEST
 
@@ -1606,13 +1605,34 @@ static void expect_seqs(struct dr_port *b, const struct seq_sink *s, unsigned wa
 		ck_assert_msg(s->seq[i] == i, "frame %u carries %u", i, s->seq[i]);
 }
 
+/* a handed bursts bursts of frames frames to the driver since s0 */
+static void expect_tx(struct dr_port *a, const struct dr_port_stats *s0, uint64_t bursts,
+		      uint64_t frames)
+{
+	struct dr_port_stats s;
+
+	dr_port_get_stats(a, &s);
+	ck_assert_uint_eq(s.tx_bursts, s0->tx_bursts + bursts);
+	ck_assert_uint_eq(s.tx_frames, s0->tx_frames + frames);
+}
+
+/* and dropped none, nor had to ask ARP */
+static void expect_tx_kept(struct dr_port *a, const struct dr_port_stats *s0)
+{
+	struct dr_port_stats s;
+
+	dr_port_get_stats(a, &s);
+	ck_assert_uint_eq(s.tx_dropped, s0->tx_dropped);
+	ck_assert_uint_eq(s.tx_arp, s0->tx_arp);
+}
+
 /* Five frames in one batch: nothing reaches the device (nor b) before the
  * end, then all five in one burst, in order.  Outside a batch each send is
  * a burst of its own, received at b's next poll. */
 START_TEST(test_batch_send)
 {
 	struct dr_port *a, *b;
-	struct dr_port_stats s0, s, sb0, sb;
+	struct dr_port_stats s0, sb0, sb;
 	struct seq_sink ss;
 
 	batch_pair(&a, &b, &ss);
@@ -1621,17 +1641,12 @@ START_TEST(test_batch_send)
 	dr_port_batch_begin(a);
 	for (unsigned i = 0; i < 5; i++) {
 		send_seq(a, b, i);
-		dr_port_get_stats(a, &s);
-		ck_assert_uint_eq(s.tx_bursts, s0.tx_bursts);
-		ck_assert_uint_eq(s.tx_frames, s0.tx_frames); /* not handed over yet */
+		expect_tx(a, &s0, 0, 0); /* not handed over yet */
 	}
 	expect_nothing(b, &ss, 0);
 	dr_port_batch_end(a);
-	dr_port_get_stats(a, &s);
-	ck_assert_uint_eq(s.tx_bursts, s0.tx_bursts + 1);
-	ck_assert_uint_eq(s.tx_frames, s0.tx_frames + 5);
-	ck_assert_uint_eq(s.tx_dropped, s0.tx_dropped);
-	ck_assert_uint_eq(s.tx_arp, s0.tx_arp);
+	expect_tx(a, &s0, 1, 5);
+	expect_tx_kept(a, &s0);
 	/* all five are there for b's very next poll */
 	ck_assert_int_eq(dr_port_poll(b), 5);
 	ck_assert_uint_eq(ss.n, 5);
@@ -1639,16 +1654,13 @@ START_TEST(test_batch_send)
 
 	/* unbatched: one burst per frame, there at once */
 	send_seq(a, b, 5);
-	dr_port_get_stats(a, &s);
-	ck_assert_uint_eq(s.tx_bursts, s0.tx_bursts + 2);
-	ck_assert_uint_eq(s.tx_frames, s0.tx_frames + 6);
+	expect_tx(a, &s0, 2, 6);
 	ck_assert_int_eq(dr_port_poll(b), 1);
 	expect_seqs(b, &ss, 6);
 	dr_port_get_stats(b, &sb);
 	ck_assert_uint_eq(sb.rx_frames - sb0.rx_frames, 6);
 	ck_assert_uint_eq(sb.rx_roce - sb0.rx_roce, 6);
-	dr_port_close(a);
-	dr_port_close(b);
+	close_pair(a, b);
 }
 END_TEST
 
@@ -1657,7 +1669,7 @@ END_TEST
 START_TEST(test_batch_full)
 {
 	struct dr_port *a, *b;
-	struct dr_port_stats s0, s;
+	struct dr_port_stats s0;
 	struct seq_sink ss;
 	unsigned i;
 
@@ -1666,30 +1678,20 @@ START_TEST(test_batch_full)
 	dr_port_batch_begin(a);
 	for (i = 0; i < 32; i++)
 		send_seq(a, b, i);
-	dr_port_get_stats(a, &s);
-	ck_assert_uint_eq(s.tx_bursts, s0.tx_bursts);
-	ck_assert_uint_eq(s.tx_frames, s0.tx_frames);
+	expect_tx(a, &s0, 0, 0);
 	expect_nothing(b, &ss, 0);
 	send_seq(a, b, 32);
-	dr_port_get_stats(a, &s);
-	ck_assert_uint_eq(s.tx_bursts, s0.tx_bursts + 1);
-	ck_assert_uint_eq(s.tx_frames, s0.tx_frames + 32);
+	expect_tx(a, &s0, 1, 32);
 	expect_seqs(b, &ss, 32); /* the 33rd waits */
 	for (i = 33; i < 40; i++)
 		send_seq(a, b, i);
-	dr_port_get_stats(a, &s);
-	ck_assert_uint_eq(s.tx_bursts, s0.tx_bursts + 1);
-	ck_assert_uint_eq(s.tx_frames, s0.tx_frames + 32);
+	expect_tx(a, &s0, 1, 32);
 	expect_nothing(b, &ss, 32);
 	dr_port_batch_end(a);
-	dr_port_get_stats(a, &s);
-	ck_assert_uint_eq(s.tx_bursts, s0.tx_bursts + 2);
-	ck_assert_uint_eq(s.tx_frames, s0.tx_frames + 40);
-	ck_assert_uint_eq(s.tx_dropped, s0.tx_dropped);
-	ck_assert_uint_eq(s.tx_arp, s0.tx_arp);
+	expect_tx(a, &s0, 2, 40);
+	expect_tx_kept(a, &s0);
 	expect_seqs(b, &ss, 40);
-	dr_port_close(a);
-	dr_port_close(b);
+	close_pair(a, b);
 }
 END_TEST
 
@@ -1709,9 +1711,7 @@ START_TEST(test_batch_nested)
 	for (i = 0; i < 3; i++)
 		send_seq(a, b, i);
 	dr_port_batch_end(a);
-	dr_port_get_stats(a, &s);
-	ck_assert_uint_eq(s.tx_bursts, s0.tx_bursts);
-	ck_assert_uint_eq(s.tx_frames, s0.tx_frames);
+	expect_tx(a, &s0, 0, 0);
 	expect_nothing(b, &ss, 0);
 	ck_assert_int_eq(dr_port_poll(a), 0);
 	dr_port_get_stats(a, &s);
@@ -1723,13 +1723,10 @@ START_TEST(test_batch_nested)
 	ck_assert_uint_eq(s.tx_bursts, s0.tx_bursts);
 	expect_nothing(b, &ss, 0);
 	dr_port_batch_end(a);
-	dr_port_get_stats(a, &s);
-	ck_assert_uint_eq(s.tx_bursts, s0.tx_bursts + 1);
-	ck_assert_uint_eq(s.tx_frames, s0.tx_frames + 5);
+	expect_tx(a, &s0, 1, 5);
 	ck_assert_int_eq(dr_port_poll(b), 5);
 	expect_seqs(b, &ss, 5);
-	dr_port_close(a);
-	dr_port_close(b);
+	close_pair(a, b);
 }
 END_TEST
 
@@ -1739,7 +1736,7 @@ END_TEST
 START_TEST(test_batch_hook)
 {
 	struct dr_port *a, *b;
-	struct dr_port_stats s0, s;
+	struct dr_port_stats s0;
 	struct seq_sink ss;
 
 	batch_pair(&a, &b, &ss);
@@ -1749,22 +1746,17 @@ START_TEST(test_batch_hook)
 	dr_port_batch_begin(a);
 	for (unsigned i = 0; i < 5; i++) {
 		send_seq(a, b, i);
-		dr_port_get_stats(a, &s);
-		ck_assert_uint_eq(s.tx_bursts, s0.tx_bursts + i + 1);
-		ck_assert_uint_eq(s.tx_frames, s0.tx_frames + i + 1);
+		expect_tx(a, &s0, i + 1, i + 1);
 		ck_assert_uint_eq(sink_a.hook_tx, i + 1);
 		ck_assert_int_eq(dr_port_poll(b), 1);
 		ck_assert_uint_eq(ss.n, i + 1);
 		ck_assert_uint_eq(ss.seq[i], i);
 	}
 	dr_port_batch_end(a);
-	dr_port_get_stats(a, &s);
-	ck_assert_uint_eq(s.tx_bursts, s0.tx_bursts + 5);
-	ck_assert_uint_eq(s.tx_frames, s0.tx_frames + 5);
+	expect_tx(a, &s0, 5, 5);
 	ck_assert_uint_eq(sink_a.hook_tx, 5);
 	expect_seqs(b, &ss, 5);
-	dr_port_close(a);
-	dr_port_close(b);
+	close_pair(a, b);
 }
 END_TEST
 
@@ -2040,8 +2032,7 @@ START_TEST(test_timers)
 	ck_assert_uint_eq(never.fired, 0);
 	dr_port_timer_free(k.t);
 	dr_port_timer_free(never.t);
-	dr_port_close(a);
-	dr_port_close(b);
+	close_pair(a, b);
 }
 END_TEST
 

@@ -222,6 +222,17 @@ static int post_send(struct pair *p, unsigned side, uint64_t wr_id, enum dr_wr_o
 	return dr_qp_post_send(p->qp[side], &wr);
 }
 
+/* A WRITE (wr_id 1) of len bytes from A's src to B's dst, registered for
+ * it on B */
+static void post_write_to_b(struct pair *p, uint8_t *src, uint8_t *dst, uint32_t len,
+			    unsigned flags)
+{
+	struct dr_mr *dmr = reg(p, 1, dst, len, DR_ACCESS_REMOTE_WRITE);
+
+	ck_assert_int_eq(
+	    post_send(p, 0, 1, DR_WR_WRITE, src, len, 0, (uintptr_t)dst, dmr->key, flags), 0);
+}
+
 static void post_recv(struct pair *p, unsigned side, uint64_t wr_id, void *buf, uint32_t len)
 {
 	struct dr_sge sge = {.addr = (uintptr_t)buf, .length = len};
@@ -803,6 +814,31 @@ static uint32_t mix_len(unsigned i)
 	return mix_sizes[i % (sizeof(mix_sizes) / sizeof(mix_sizes[0]))];
 }
 
+/* how many WRs side posts: A MIX_N, B a quarter of them */
+static unsigned mix_count(unsigned side)
+{
+	return side ? MIX_N / 4 : MIX_N;
+}
+
+/* side's WR i left its data where it belongs, byte for byte; side A's
+ * atomics (B posted WRITEs in their place) carry none */
+static void check_mix_data(unsigned side, unsigned i, const uint8_t *src, const uint8_t *dst)
+{
+	enum dr_wr_opcode op = mix_op(i);
+	uint32_t len = mix_len(i);
+	const uint8_t *s = src + (size_t)i * MIX_SLOT;
+	const uint8_t *d = dst + (size_t)i * MIX_SLOT;
+
+	if (dr_wr_is_atomic(op) && !side)
+		return;
+	if (op == DR_WR_READ)
+		ck_assert(memcmp(s + MIX_SLOT / 2, d, len) == 0);
+	else if (op == DR_WR_SEND || op == DR_WR_SEND_IMM)
+		ck_assert(memcmp(s, d + MIX_SLOT / 2, len) == 0);
+	else
+		ck_assert(memcmp(s, d, len) == 0);
+}
+
 /* Does the peer's WR i take one of our receive WQEs? */
 static bool mix_takes_rwqe(unsigned i, bool imm_no_wqe)
 {
@@ -860,7 +896,7 @@ START_TEST(test_loss_mix)
 	}
 	/* receives first: both directions' SENDs and WRITE_IMMs */
 	for (side = 0; side < 2; side++) {
-		unsigned n = side ? MIX_N / 4 : MIX_N;
+		unsigned n = mix_count(side);
 
 		for (i = 0; i < n; i++) {
 			if (mix_takes_rwqe(i, imm_no_wqe))
@@ -870,11 +906,11 @@ START_TEST(test_loss_mix)
 		}
 	}
 	for (side = 0; side < 2; side++) {
-		unsigned n = side ? MIX_N / 4 : MIX_N;
+		unsigned n = mix_count(side);
 
 		for (i = 0; i < n; i++) {
 			enum dr_wr_opcode op = mix_op(i);
-			uint32_t len = mix_sizes[i % (sizeof(mix_sizes) / sizeof(mix_sizes[0]))];
+			uint32_t len = mix_len(i);
 			uint8_t *s = src[side] + (size_t)i * MIX_SLOT;
 			uint8_t *d = dst[side] + (size_t)i * MIX_SLOT;
 			struct dr_sge sge = {(uintptr_t)s, len, smr[side]->key};
@@ -913,8 +949,8 @@ START_TEST(test_loss_mix)
 
 	/* every WR completed exactly once, in order, successfully */
 	for (side = 0; side < 2; side++) {
-		unsigned n = side ? MIX_N / 4 : MIX_N, ns = 0, nr = 0, nw = 0, nimm = 0;
-		unsigned npeer = side ? MIX_N : MIX_N / 4;
+		unsigned n = mix_count(side), ns = 0, nr = 0, nw = 0, nimm = 0;
+		unsigned npeer = mix_count(side ^ 1);
 		struct dr_sim_end *e = &p.sim.end[side];
 
 		for (i = 0; i < e->nwc; i++) {
@@ -961,7 +997,7 @@ START_TEST(test_loss_mix)
 	/* each responder: one event per RDMA or atomic request of its peer,
 	 * in the peer's posting order, whatever was lost or duplicated */
 	for (side = 0; side < 2; side++) {
-		unsigned n = side ? MIX_N / 4 : MIX_N;
+		unsigned n = mix_count(side);
 		size_t k = 0;
 
 		for (i = 0; i < n; i++) {
@@ -994,25 +1030,9 @@ START_TEST(test_loss_mix)
 		ck_assert_uint_eq(rops[side ^ 1].n, k);
 	}
 	/* byte-exact data */
-	for (side = 0; side < 2; side++) {
-		unsigned n = side ? MIX_N / 4 : MIX_N;
-
-		for (i = 0; i < n; i++) {
-			enum dr_wr_opcode op = mix_op(i);
-			uint32_t len = mix_sizes[i % (sizeof(mix_sizes) / sizeof(mix_sizes[0]))];
-			uint8_t *s = src[side] + (size_t)i * MIX_SLOT;
-			uint8_t *d = dst[side] + (size_t)i * MIX_SLOT;
-
-			if (dr_wr_is_atomic(op) && !side)
-				continue;
-			if (op == DR_WR_READ)
-				ck_assert(memcmp(s + MIX_SLOT / 2, d, len) == 0);
-			else if (op == DR_WR_SEND || op == DR_WR_SEND_IMM)
-				ck_assert(memcmp(s, d + MIX_SLOT / 2, len) == 0);
-			else
-				ck_assert(memcmp(s, d, len) == 0);
-		}
-	}
+	for (side = 0; side < 2; side++)
+		for (i = 0; i < mix_count(side); i++)
+			check_mix_data(side, i, src[side], dst[side]);
 	/* atomics executed once each, in order: each FETCH_ADD saw the sum of
 	 * the ones before it */
 	for (i = 0; i < MIX_N; i++) {
@@ -1480,7 +1500,6 @@ START_TEST(test_gbn_partial)
 	struct gbn_sched g = {0};
 	uint32_t len = 1u << 20, i;
 	uint8_t *src = malloc(len), *dst = calloc(1, len);
-	struct dr_mr *dmr;
 	struct pair p;
 
 	g.start = c.psn_a;
@@ -1490,10 +1509,7 @@ START_TEST(test_gbn_partial)
 	c.sim.latency_ns = 50000; /* ACKs of 0..63 are back before the NAK */
 	pair_up(&p, &c);
 	fill(src, len, 77);
-	dmr = reg(&p, 1, dst, len, DR_ACCESS_REMOTE_WRITE);
-	ck_assert_int_eq(
-	    post_send(&p, 0, 1, DR_WR_WRITE, src, len, 0, (uintptr_t)dst, dmr->key, DR_WR_SIGNALED),
-	    0);
+	post_write_to_b(&p, src, dst, len, DR_WR_SIGNALED);
 	ck_assert(pair_run(&p));
 	expect_wc(&p.sim.end[0].wc[0], 1, DR_WC_SUCCESS);
 	ck_assert(memcmp(src, dst, len) == 0);
@@ -1526,23 +1542,33 @@ static enum dr_sim_action drop_rsp(void *arg, unsigned dir, uint64_t n, const st
 	return DR_SIM_PASS;
 }
 
+/* Brings the pair up over a link that loses B's READ response PSN
+ * +drop_at once, and posts a signaled READ (wr_id 1) of B's src into A's
+ * dst; returns src's MR. */
+static struct dr_mr *read_lose_rsp(struct pair *p, struct pair_cfg *c, struct gbn_sched *g,
+				   uint32_t drop_at, uint8_t *src, uint8_t *dst, uint32_t len)
+{
+	struct dr_mr *smr;
+
+	g->drop_psn = dr_psn_add(c->psn_a, drop_at);
+	c->sim.fault = drop_rsp;
+	c->sim.fault_arg = g;
+	pair_up(p, c);
+	smr = reg(p, 1, src, len, DR_ACCESS_REMOTE_READ);
+	ck_assert_int_eq(
+	    post_send(p, 0, 1, DR_WR_READ, dst, len, 0, (uintptr_t)src, smr->key, DR_WR_SIGNALED), 0);
+	return smr;
+}
+
 START_TEST(test_read_retry_tail)
 {
 	struct pair_cfg c = pair_defaults();
 	struct gbn_sched g = {0};
 	static uint8_t src[20 * 1024], dst[20 * 1024];
-	struct dr_mr *smr;
 	struct pair p;
 
-	g.drop_psn = dr_psn_add(c.psn_a, 15);
-	c.sim.fault = drop_rsp;
-	c.sim.fault_arg = &g;
-	pair_up(&p, &c);
 	fill(src, sizeof(src), 31);
-	smr = reg(&p, 1, src, sizeof(src), DR_ACCESS_REMOTE_READ);
-	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_READ, dst, sizeof(dst), 0, (uintptr_t)src,
-				   smr->key, DR_WR_SIGNALED),
-			 0);
+	read_lose_rsp(&p, &c, &g, 15, src, dst, sizeof(src));
 	ck_assert(pair_run(&p));
 	expect_wc(&p.sim.end[0].wc[0], 1, DR_WC_SUCCESS);
 	ck_assert(memcmp(src, dst, sizeof(src)) == 0);
@@ -1564,15 +1590,34 @@ struct ack_log {
 	uint8_t syn[16];
 };
 
-static enum dr_sim_action log_acks(void *arg, unsigned dir, uint64_t n, const struct dr_pkt *pkt)
+/* notes B's ACKs: PSN, MSN, syndrome (the first 16) */
+static void ack_log_add(struct ack_log *l, unsigned dir, const struct dr_pkt *pkt)
 {
-	struct ack_log *l = arg;
-
 	if (dir == 1 && pkt->opcode == DR_OP_ACK && l->n < 16) {
 		l->psn[l->n] = pkt->psn;
 		l->msn[l->n] = dr_aeth_msn(dr_pkt_aeth(pkt));
 		l->syn[l->n++] = dr_aeth_syndrome(dr_pkt_aeth(pkt));
 	}
+}
+
+/* three SENDs of 10 bytes A -> B (wr_id 0..2) into receives 900..902, run */
+static void three_sends(struct pair *p, uint8_t *src, uint8_t (*dst)[64])
+{
+	unsigned i;
+
+	for (i = 0; i < 3; i++)
+		post_recv(p, 1, 900 + i, dst[i], 64);
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(post_send(p, 0, i, DR_WR_SEND, src, 10, 0, 0, 0, DR_WR_SIGNALED),
+				 0);
+	ck_assert(pair_run(p));
+}
+
+static enum dr_sim_action log_acks(void *arg, unsigned dir, uint64_t n, const struct dr_pkt *pkt)
+{
+	struct ack_log *l = arg;
+
+	ack_log_add(l, dir, pkt);
 	if (dir == 0 && n == 0 && !l->delayed) {
 		l->delayed = true;
 		return DR_SIM_DUP;
@@ -1594,12 +1639,7 @@ START_TEST(test_dup_send_reack)
 	 * first, one nanosecond later, arrives behind the other two */
 	c.sim.rate_bps = 0;
 	pair_up(&p, &c);
-	for (i = 0; i < 3; i++)
-		post_recv(&p, 1, 900 + i, dst[i], 64);
-	for (i = 0; i < 3; i++)
-		ck_assert_int_eq(post_send(&p, 0, i, DR_WR_SEND, src, 10, 0, 0, 0, DR_WR_SIGNALED),
-				 0);
-	ck_assert(pair_run(&p));
+	three_sends(&p, src, dst);
 	/* three SENDs, one ACK each (AckReq on every last packet), and the
 	 * duplicate of the first answered with the last in-order PSN */
 	ck_assert_uint_eq(p.qp[1]->stats.rx_dup_reqs, 1);
@@ -1628,11 +1668,7 @@ static enum dr_sim_action delay_first(void *arg, unsigned dir, uint64_t n, const
 {
 	struct ack_log *l = arg;
 
-	if (dir == 1 && pkt->opcode == DR_OP_ACK && l->n < 16) {
-		l->psn[l->n] = pkt->psn;
-		l->msn[l->n] = dr_aeth_msn(dr_pkt_aeth(pkt));
-		l->syn[l->n++] = dr_aeth_syndrome(dr_pkt_aeth(pkt));
-	}
+	ack_log_add(l, dir, pkt);
 	return DR_SIM_PASS;
 }
 
@@ -1645,18 +1681,12 @@ START_TEST(test_dup_send_late)
 	struct pair p;
 	uint8_t frame[256];
 	struct dr_pkt pkt;
-	unsigned i;
 	int len;
 
 	c.sim.fault = delay_first;
 	c.sim.fault_arg = &l;
 	pair_up(&p, &c);
-	for (i = 0; i < 3; i++)
-		post_recv(&p, 1, 900 + i, dst[i], 64);
-	for (i = 0; i < 3; i++)
-		ck_assert_int_eq(post_send(&p, 0, i, DR_WR_SEND, src, 10, 0, 0, 0, DR_WR_SIGNALED),
-				 0);
-	ck_assert(pair_run(&p));
+	three_sends(&p, src, dst);
 	ck_assert_uint_eq(l.n, 3);
 	/* now replay SEND 0 by hand, built with the codec as A built it */
 	dr_qp_desc(p.qp[0], &d, DR_OP_SEND_ONLY, c.psn_a);
@@ -1974,14 +2004,7 @@ START_TEST(test_read_replay_refused)
 	struct dr_mr *smr;
 	struct pair p;
 
-	g.drop_psn = dr_psn_add(c.psn_a, 3);
-	c.sim.fault = drop_rsp;
-	c.sim.fault_arg = &g;
-	pair_up(&p, &c);
-	smr = reg(&p, 1, src, sizeof(src), DR_ACCESS_REMOTE_READ);
-	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_READ, dst, sizeof(dst), 0, (uintptr_t)src,
-				   smr->key, DR_WR_SIGNALED),
-			 0);
+	smr = read_lose_rsp(&p, &c, &g, 3, src, dst, sizeof(src));
 	ck_assert(dr_sim_run(&p.sim, LIMIT_NS, rsp_dropped, &g));
 	ck_assert_uint_eq(rops[1].n, 1);
 	ck_assert_int_eq(dr_mr_dereg(&p.mrt[1], smr->key), 0);
@@ -2004,15 +2027,12 @@ START_TEST(test_window)
 	struct pair_cfg c = pair_defaults();
 	uint32_t len = 1u << 20;
 	uint8_t *src = malloc(len), *dst = malloc(len);
-	struct dr_mr *dmr;
 	struct pair p;
 
 	c.sim.latency_ns = 1000000; /* 1 ms: the window, not the link, limits */
 	c.timeout = 12;
 	pair_up(&p, &c);
-	dmr = reg(&p, 1, dst, len, DR_ACCESS_REMOTE_WRITE);
-	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_WRITE, src, len, 0, (uintptr_t)dst, dmr->key, 0),
-			 0);
+	post_write_to_b(&p, src, dst, len, 0);
 	/* at t=0 exactly the window went out */
 	ck_assert_uint_eq(p.sim.end[0].tx_frames, DR_QP_MAX_UNACKED_PSNS);
 	ck_assert_int_eq(p.qp[0]->req.state, DR_REQ_WAIT_WINDOW);
@@ -2075,6 +2095,23 @@ static enum dr_sim_action rec_fault(void *arg, unsigned dir, uint64_t n, const s
 		return DR_SIM_DROP;
 	}
 	return DR_SIM_PASS;
+}
+
+/* brings the pair up over a link of latency lat that r records (and
+ * faults as r says) */
+static void rec_pair_up(struct pair *p, struct pair_cfg *c, struct wire_rec *r, uint64_t lat)
+{
+	c->sim = (struct dr_sim_cfg){.latency_ns = lat, .fault = rec_fault, .fault_arg = r};
+	pair_up(p, c);
+	r->sim = &p->sim;
+}
+
+/* the same, A with DR_QP_ADAPTIVE_RTO and a timeout of 2^14 * 4.096 us */
+static void adaptive_pair_up(struct pair *p, struct pair_cfg *c, struct wire_rec *r, uint64_t lat)
+{
+	c->qp_flags[0] = DR_QP_ADAPTIVE_RTO;
+	c->timeout = 14;
+	rec_pair_up(p, c, r, lat);
 }
 
 /* Frame i of direction dir: opcode, PSN, and (msn >= 0) an AETH with
@@ -2149,9 +2186,7 @@ START_TEST(test_defer_ack_coalesce)
 
 	ck_assert_ptr_nonnull(r);
 	c.qp_flags[1] = DR_QP_DEFER_ACK;
-	c.sim = (struct dr_sim_cfg){.latency_ns = lat, .fault = rec_fault, .fault_arg = r};
-	pair_up(&p, &c);
-	r->sim = &p.sim;
+	rec_pair_up(&p, &c, r, lat);
 	ck_assert_uint_lt(last, c.psn_a); /* the PSNs wrap */
 	for (i = 0; i < DEFER_N; i++) {
 		post_recv(&p, 1, 900 + i, dst[i], sizeof(dst[i]));
@@ -2222,6 +2257,16 @@ END_TEST
 /* The held ACK goes out first, before whatever else B sends: a READ
  * response, an ATOMIC ACK, an error NAK, a sequence NAK, an RNR NAK, a
  * duplicate's re-ACK. */
+/* B's held ACK flushed by hand: B has sent three frames, the third
+ * this ACK */
+static void flush_third_ack(struct pair *p, const struct wire_rec *r, uint32_t psn, int64_t msn)
+{
+	dr_qp_flush(p->qp[1]);
+	ck_assert(pair_run(p));
+	ck_assert_uint_eq(r->n[1], 3);
+	expect_frame(r, 1, 2, DR_OP_ACK, psn, msn, DR_AETH_ACK_UNLIMITED);
+}
+
 enum defer_case { DO_READ, DO_ATOMIC, DO_ERR_NAK, DO_SEQ_NAK, DO_RNR_NAK, DO_DUP, DO_NUM };
 
 START_TEST(test_defer_ack_order)
@@ -2240,9 +2285,7 @@ START_TEST(test_defer_ack_order)
 
 	ck_assert_ptr_nonnull(r);
 	c.qp_flags[1] = DR_QP_DEFER_ACK;
-	c.sim = (struct dr_sim_cfg){.latency_ns = lat, .fault = rec_fault, .fault_arg = r};
-	pair_up(&p, &c);
-	r->sim = &p.sim;
+	rec_pair_up(&p, &c, r, lat);
 	fill(src, sizeof(src), 61);
 	fill(buf, sizeof(buf), 62);
 	memset(rd, 0, sizeof(rd));
@@ -2320,10 +2363,7 @@ START_TEST(test_defer_ack_order)
 		expect_frame(r, 1, 1, DR_OP_ACK, psn1, 1, DR_AETH_NAK_PSN_SEQ);
 		ck_assert(dr_qp_ack_due(p.qp[1]));
 		ck_assert_uint_eq(p.qp[1]->stats.acks_coalesced, 1);
-		dr_qp_flush(p.qp[1]);
-		ck_assert(pair_run(&p));
-		ck_assert_uint_eq(r->n[1], 3);
-		expect_frame(r, 1, 2, DR_OP_ACK, psn2, 3, DR_AETH_ACK_UNLIMITED);
+		flush_third_ack(&p, r, psn2, 3);
 		ck_assert_uint_eq(p.sim.now_ns, 4 * lat);
 		ck_assert_uint_eq(p.qp[0]->stats.rx_seq_naks, 1);
 		ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 2);
@@ -2343,10 +2383,7 @@ START_TEST(test_defer_ack_order)
 		ck_assert_uint_eq(p.sim.now_ns, 3 * lat + dr_rnr_timer_ns(c.min_rnr_timer));
 		ck_assert(dr_qp_ack_due(p.qp[1]));
 		ck_assert_uint_eq(r->n[1], 2);
-		dr_qp_flush(p.qp[1]);
-		ck_assert(pair_run(&p));
-		ck_assert_uint_eq(r->n[1], 3);
-		expect_frame(r, 1, 2, DR_OP_ACK, psn1, 2, DR_AETH_ACK_UNLIMITED);
+		flush_third_ack(&p, r, psn1, 2);
 		ck_assert_uint_eq(p.qp[1]->stats.acks_coalesced, 0);
 		break;
 	case DO_DUP:
@@ -2369,10 +2406,7 @@ START_TEST(test_defer_ack_order)
 		ck_assert(dr_sim_run(&p.sim, LIMIT_NS, b_ack_due, &p));
 		ck_assert_uint_eq(p.qp[1]->resp.ack_psn, psn3);
 		ck_assert_uint_eq(p.qp[1]->resp.ack_msn, 2);
-		dr_qp_flush(p.qp[1]);
-		ck_assert(pair_run(&p));
-		ck_assert_uint_eq(r->n[1], 3);
-		expect_frame(r, 1, 2, DR_OP_ACK, psn3, 2, DR_AETH_ACK_UNLIMITED);
+		flush_third_ack(&p, r, psn3, 2);
 		ck_assert_uint_eq(p.sim.now_ns, 2 * lat);
 		ck_assert_uint_eq(p.qp[1]->stats.acks_coalesced, 0);
 		ck_assert_uint_eq(p.sim.end[1].nwc, 2); /* SEND 0 not delivered twice */
@@ -2415,9 +2449,7 @@ START_TEST(test_defer_ack_error)
 	c.qp_flags[1] = DR_QP_DEFER_ACK;
 	c.retry_cnt = 1;
 	qpt = dr_qp_timeout_ns(c.timeout);
-	c.sim = (struct dr_sim_cfg){.latency_ns = 2000, .fault = rec_fault, .fault_arg = r};
-	pair_up(&p, &c);
-	r->sim = &p.sim;
+	rec_pair_up(&p, &c, r, 2000);
 	post_recv(&p, 1, 900, dst[0], sizeof(dst[0]));
 	post_recv(&p, 1, 901, dst[1], sizeof(dst[1]));
 	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_SEND, src, 10, 0, 0, 0, DR_WR_SIGNALED), 0);
@@ -2644,12 +2676,8 @@ START_TEST(test_adaptive_rto_early)
 	struct pair p;
 
 	ck_assert_ptr_nonnull(r);
-	c.qp_flags[0] = DR_QP_ADAPTIVE_RTO;
-	c.timeout = 14;
 	c.retry_cnt = 3;
-	c.sim = (struct dr_sim_cfg){.latency_ns = lat, .fault = rec_fault, .fault_arg = r};
-	pair_up(&p, &c);
-	r->sim = &p.sim;
+	adaptive_pair_up(&p, &c, r, lat);
 	post_recv(&p, 1, 900, dst[0], 16);
 	post_recv(&p, 1, 901, dst[1], 16);
 	post_recv(&p, 1, 902, dst[2], 16);
@@ -2807,12 +2835,8 @@ START_TEST(test_adaptive_rto_rnr_karn)
 	struct pair p;
 
 	ck_assert_ptr_nonnull(r);
-	c.qp_flags[0] = DR_QP_ADAPTIVE_RTO;
-	c.timeout = 14;
 	c.min_rnr_timer = 14;
-	c.sim = (struct dr_sim_cfg){.latency_ns = lat, .fault = rec_fault, .fault_arg = r};
-	pair_up(&p, &c);
-	r->sim = &p.sim;
+	adaptive_pair_up(&p, &c, r, lat);
 	for (unsigned i = 0; i < 3; i++)
 		fill(src[i], sizeof(src[i]), 40 + i);
 	ck_assert_uint_eq(dr_rnr_timer_ns(14), rnr);
@@ -2921,13 +2945,8 @@ START_TEST(test_adaptive_dead_link)
 	struct pair p;
 
 	ck_assert_ptr_nonnull(r);
-	c.qp_flags[0] = DR_QP_ADAPTIVE_RTO;
-	c.timeout = 14;
 	c.retry_cnt = 3;
-	c.sim = (struct dr_sim_cfg){
-	    .latency_ns = adead_tab[_i].lat_ns, .fault = rec_fault, .fault_arg = r};
-	pair_up(&p, &c);
-	r->sim = &p.sim;
+	adaptive_pair_up(&p, &c, r, adead_tab[_i].lat_ns);
 	for (k = 0; k < adead_tab[_i].warmups; k++) {
 		post_recv(&p, 1, 900 + k, dst, sizeof(dst));
 		ck_assert_int_eq(
@@ -3263,7 +3282,6 @@ START_TEST(test_cwnd_loss)
 					     395, 428, 461, 495, 511};
 	unsigned i, b, k, nack = 0, acks_after_nak = 0;
 	bool nak_seen = false;
-	struct dr_mr *dmr;
 	struct pair p;
 
 	ck_assert_ptr_nonnull(s);
@@ -3276,10 +3294,7 @@ START_TEST(test_cwnd_loss)
 	s->rec.drop_psn = dr_psn_add(c.psn_a, CW_DROP);
 	ck_assert_uint_eq(p.qp[0]->req.cwnd, DR_QP_MAX_UNACKED_PSNS);
 	fill(src, len, 123);
-	dmr = reg(&p, 1, dst, len, DR_ACCESS_REMOTE_WRITE);
-	ck_assert_int_eq(
-	    post_send(&p, 0, 1, DR_WR_WRITE, src, len, 0, (uintptr_t)dst, dmr->key, DR_WR_SIGNALED),
-	    0);
+	post_write_to_b(&p, src, dst, len, DR_WR_SIGNALED);
 	ck_assert(pair_run(&p));
 	ck_assert_uint_eq(p.sim.end[0].nwc, 1);
 	expect_wc(&p.sim.end[0].wc[0], 1, DR_WC_SUCCESS);
