@@ -129,6 +129,17 @@ static void teardown(void)
 
 /* ---- helpers ---------------------------------------------------------------- */
 
+/* A freshly opened object: one reference on its parent, its class and the
+ * caller's context; closing it gives the parent's reference back. */
+static void check_open_close(struct fid *fid, const int *parent_ref, size_t fclass, void *ctx)
+{
+	ck_assert_int_eq(*parent_ref, 1);
+	ck_assert_int_eq(fid->fclass, fclass);
+	ck_assert_ptr_eq(fid->context, ctx);
+	ck_assert_int_eq(fi_close(fid), 0);
+	ck_assert_int_eq(*parent_ref, 0);
+}
+
 static struct fid_eq *eq_open(enum fi_wait_obj wait, uint64_t flags)
 {
 	struct fi_eq_attr attr = {.wait_obj = wait, .flags = flags};
@@ -256,11 +267,7 @@ START_TEST(eq_open_args)
 	ck_assert_int_eq(ret, eq_open_cases[_i].ret);
 	if (ret)
 		return;
-	ck_assert_int_eq(tfab.ref, 1);
-	ck_assert_int_eq(eq->fid.fclass, FI_CLASS_EQ);
-	ck_assert_ptr_eq(eq->fid.context, (void *)0x77);
-	ck_assert_int_eq(fi_close(&eq->fid), 0);
-	ck_assert_int_eq(tfab.ref, 0);
+	check_open_close(&eq->fid, &tfab.ref, FI_CLASS_EQ, (void *)0x77);
 }
 END_TEST
 
@@ -694,12 +701,8 @@ START_TEST(cq_open_args)
 	ck_assert_int_eq(ret, cq_open_cases[_i].ret);
 	if (ret)
 		return;
-	ck_assert_int_eq(tdom.ref, 1);
-	ck_assert_int_eq(cq->fid.fclass, FI_CLASS_CQ);
-	ck_assert_ptr_eq(cq->fid.context, (void *)0x66);
 	ck_assert_uint_eq(dr_cq_of(cq)->entry_size, cq_open_cases[_i].entry_size);
-	ck_assert_int_eq(fi_close(&cq->fid), 0);
-	ck_assert_int_eq(tdom.ref, 0);
+	check_open_close(&cq->fid, &tdom.ref, FI_CLASS_CQ, (void *)0x66);
 }
 END_TEST
 
@@ -1238,11 +1241,7 @@ START_TEST(cntr_open_args)
 	ck_assert_int_eq(ret, cntr_open_cases[_i].ret);
 	if (ret)
 		return;
-	ck_assert_int_eq(tdom.ref, 1);
-	ck_assert_int_eq(c->fid.fclass, FI_CLASS_CNTR);
-	ck_assert_ptr_eq(c->fid.context, (void *)0x55);
-	ck_assert_int_eq(fi_close(&c->fid), 0);
-	ck_assert_int_eq(tdom.ref, 0);
+	check_open_close(&c->fid, &tdom.ref, FI_CLASS_CNTR, (void *)0x55);
 }
 END_TEST
 
