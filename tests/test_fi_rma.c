@@ -639,6 +639,14 @@ START_TEST(test_rma_access_errors)
 }
 END_TEST
 
+/* A connected pair and a zeroed 64-byte region on B that A may read and
+ * write: what the refusal and atomic tests start from. */
+static void connect_rw64(struct fx_conn *c, struct fx_region *r)
+{
+	fx_connect(&F, c);
+	fx_region_open(r, F.dom_b, 64, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
+}
+
 /* keys wider than mr_key_size, and calls without a connection */
 START_TEST(test_rma_refused_at_post)
 {
@@ -650,8 +658,7 @@ START_TEST(test_rma_refused_at_post)
 	struct fx_region r;
 	struct fx_conn c;
 
-	fx_connect(&F, &c);
-	fx_region_open(&r, F.dom_b, 64, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
+	connect_rw64(&c, &r);
 	ck_assert_int_eq(fi_write(c.ep_a, buf, 8, NULL, 0, r.addr, r.key | (1ull << 40), NULL),
 			 -FI_EINVAL);
 	ck_assert_int_eq(fi_read(c.ep_a, buf, 8, NULL, 0, r.addr, 1ull << 32, NULL), -FI_EINVAL);
@@ -751,8 +758,7 @@ START_TEST(test_atomic_ops)
 	struct fx_conn c;
 	int ctx;
 
-	fx_connect(&F, &c);
-	fx_region_open(&r, F.dom_b, 64, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
+	connect_rw64(&c, &r);
 	*at64(&r, 0) = 100;
 
 	/* fi_atomic FI_SUM: FETCH_ADD, the result dropped */
@@ -947,8 +953,7 @@ START_TEST(test_atomic_refused)
 	struct fx_conn c;
 	int ctx;
 
-	fx_connect(&F, &c);
-	fx_region_open(&r, F.dom_b, 64, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
+	connect_rw64(&c, &r);
 #define BASE(dt, op) fi_atomic(c.ep_a, &v, 1, NULL, 0, r.addr, r.key, dt, op, NULL)
 #define FETCH(dt, op)                                                                              \
 	fi_fetch_atomic(c.ep_a, &v, 1, NULL, &res, NULL, 0, r.addr, r.key, dt, op, NULL)
