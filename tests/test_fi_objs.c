@@ -256,18 +256,17 @@ static const struct {
 
 START_TEST(eq_open_args)
 {
+	struct fid_eq *eq = NULL;
 	struct fi_eq_attr attr = {
 	    .size = 1,
 	    .wait_obj = eq_open_cases[_i].wait,
 	    .flags = eq_open_cases[_i].flags,
 	};
-	struct fid_eq *eq = NULL;
 	int ret = dr_eq_open(&tfab.fab, &attr, &eq, (void *)0x77);
 
 	ck_assert_int_eq(ret, eq_open_cases[_i].ret);
-	if (ret)
-		return;
-	check_open_close(&eq->fid, &tfab.ref, FI_CLASS_EQ, (void *)0x77);
+	if (!ret)
+		check_open_close(&eq->fid, &tfab.ref, FI_CLASS_EQ, (void *)0x77);
 }
 END_TEST
 
@@ -455,12 +454,16 @@ END_TEST
 
 /* err_data: copied when the application (API >= 1.5) gives a buffer,
  * provider-owned otherwise (fi_eq(3) "fi_eq_readerr"). */
-static const struct {
+/* the API version, the application's err_data_size, whether the provider
+ * copies into the buffer, and the err_data_size it reports */
+struct err_data_case {
 	uint32_t api;
 	size_t user_size;
 	bool copied;
 	size_t out_size;
-} eq_err_data_cases[] = {
+};
+
+static const struct err_data_case eq_err_data_cases[] = {
     {FI_VERSION(1, 17), 0, false, 11},
     {FI_VERSION(1, 17), 4, true, 4}, /* cut to the buffer */
     {FI_VERSION(1, 17), 11, true, 11},
@@ -906,12 +909,7 @@ START_TEST(cq_err_data_status)
 }
 END_TEST
 
-static const struct {
-	uint32_t api;
-	size_t user_size;
-	bool copied;
-	size_t out_size;
-} cq_err_data_cases[] = {
+static const struct err_data_case cq_err_data_cases[] = {
     {FI_VERSION(1, 17), 0, false, 35},
     {FI_VERSION(1, 17), 8, true, 8}, /* cut, and then without its NUL */
     {FI_VERSION(1, 17), 35, true, 35},
