@@ -446,13 +446,12 @@ START_TEST(test_writemsg_readmsg)
 	fx_region_open(&r, F.dom_b, 1024, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
 	rma[0] = (struct fi_rma_iov){.addr = r.addr + 100, .len = 600, .key = r.key};
 	rma[1] = rma[0];
-	memset(&msg, 0, sizeof(msg));
-	msg.msg_iov = iov;
-	msg.iov_count = 2;
-	msg.rma_iov = rma;
-	msg.rma_iov_count = 1;
-	msg.context = &ctx;
-	msg.data = 0xfeed;
+	msg = (struct fi_msg_rma){.msg_iov = iov,
+				  .iov_count = 2,
+				  .rma_iov = rma,
+				  .rma_iov_count = 1,
+				  .context = &ctx,
+				  .data = 0xfeed};
 	ck_assert_int_eq(fi_writemsg(c.ep_a, &msg, FI_COMPLETION | FI_REMOTE_CQ_DATA), 0);
 	expect_imm(c.cq_b, c.cq_a, NULL, 0xfeed, 600);
 	expect_comp(c.cq_a, c.cq_b, &ctx, FI_RMA | FI_WRITE);
@@ -517,12 +516,8 @@ START_TEST(test_inject_write)
 	fill(buf, 200, 10);
 	memcpy(want, buf, 200);
 	rma = (struct fi_rma_iov){.addr = r.addr + 600, .len = 200, .key = r.key};
-	memset(&msg, 0, sizeof(msg));
-	msg.msg_iov = &iov;
-	msg.iov_count = 1;
-	msg.rma_iov = &rma;
-	msg.rma_iov_count = 1;
-	msg.context = &ctx;
+	msg = (struct fi_msg_rma){
+	    .msg_iov = &iov, .iov_count = 1, .rma_iov = &rma, .rma_iov_count = 1, .context = &ctx};
 	ck_assert_int_eq(fi_writemsg(c.ep_a, &msg, FI_INJECT | FI_INJECT_COMPLETE), 0);
 	memset(buf, 0, sizeof(buf));
 	expect_comp(c.cq_a, c.cq_b, &ctx, FI_RMA | FI_WRITE);
@@ -830,14 +825,13 @@ START_TEST(test_atomic_ops)
 	*at64(&r, 2) = 10;
 	v = 1;
 	rioc_remote = (struct fi_rma_ioc){.addr = r.addr + 16, .count = 1, .key = r.key};
-	memset(&msg, 0, sizeof(msg));
-	msg.msg_iov = &ioc;
-	msg.iov_count = 1;
-	msg.rma_iov = &rioc_remote;
-	msg.rma_iov_count = 1;
-	msg.datatype = dt;
-	msg.op = FI_SUM;
-	msg.context = &ctx;
+	msg = (struct fi_msg_atomic){.msg_iov = &ioc,
+				     .iov_count = 1,
+				     .rma_iov = &rioc_remote,
+				     .rma_iov_count = 1,
+				     .datatype = dt,
+				     .op = FI_SUM,
+				     .context = &ctx};
 	ck_assert_int_eq(fi_atomicmsg(c.ep_a, &msg, FI_COMPLETION | FI_FENCE | FI_INJECT), 0);
 	v = 1000; /* FI_INJECT: the operand was copied */
 	expect_comp(c.cq_a, c.cq_b, &ctx, FI_ATOMIC | FI_WRITE);
@@ -1006,13 +1000,12 @@ START_TEST(test_atomic_refused)
 	/* msg forms: one remote element, no CQ data */
 	rma2[0] = (struct fi_rma_ioc){.addr = r.addr, .count = 1, .key = r.key};
 	rma2[1] = rma2[0];
-	memset(&msg, 0, sizeof(msg));
-	msg.msg_iov = ioc2;
-	msg.iov_count = 1;
-	msg.rma_iov = rma2;
-	msg.rma_iov_count = 2;
-	msg.datatype = FI_UINT64;
-	msg.op = FI_SUM;
+	msg = (struct fi_msg_atomic){.msg_iov = ioc2,
+				     .iov_count = 1,
+				     .rma_iov = rma2,
+				     .rma_iov_count = 2,
+				     .datatype = FI_UINT64,
+				     .op = FI_SUM};
 	ck_assert_int_eq(fi_atomicmsg(c.ep_a, &msg, 0), -FI_EINVAL);
 	msg.rma_iov_count = 1;
 	rma2[0].count = 2;
@@ -1133,12 +1126,11 @@ START_TEST(test_selective_tx)
 
 	/* with FI_COMPLETION: one entry each */
 	rma = (struct fi_rma_iov){.addr = r.addr, .len = 64, .key = r.key};
-	memset(&msg, 0, sizeof(msg));
-	msg.msg_iov = &iov;
-	msg.iov_count = 1;
-	msg.rma_iov = &rma;
-	msg.rma_iov_count = 1;
-	msg.context = &ctx[1];
+	msg = (struct fi_msg_rma){.msg_iov = &iov,
+				  .iov_count = 1,
+				  .rma_iov = &rma,
+				  .rma_iov_count = 1,
+				  .context = &ctx[1]};
 	ck_assert_int_eq(fi_writemsg(c.ep_a, &msg, FI_COMPLETION), 0);
 	msg.msg_iov = &riov;
 	msg.context = &ctx[2];
@@ -1381,10 +1373,7 @@ START_TEST(test_fence_levels_more)
 
 	fx_connect(&F, &c);
 	fx_region_open(&r, F.dom_b, 9 * 512, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
-	memset(&msg, 0, sizeof(msg));
-	msg.iov_count = 1;
-	msg.rma_iov = &rma;
-	msg.rma_iov_count = 1;
+	msg = (struct fi_msg_rma){.iov_count = 1, .rma_iov = &rma, .rma_iov_count = 1};
 
 	/* a fenced read sees the write before it; a fenced write follows the
 	 * atomic before it */
