@@ -1869,14 +1869,14 @@ static void mal_apply(struct frame *f, const struct mal *m)
 	case M_SET8:
 		*p = (uint8_t)m->val;
 		break;
+	case M_XOR8:
+		*p ^= (uint8_t)m->val;
+		break;
 	case M_SET16:
 		put16(p, (uint16_t)m->val);
 		break;
 	case M_ADD16:
 		put16(p, (uint16_t)(get16(p) + m->val));
-		break;
-	case M_XOR8:
-		*p ^= (uint8_t)m->val;
 		break;
 	case M_GROW:
 		frame_grow(f, (size_t)m->val);
