@@ -12,6 +12,7 @@
 #define FUZZ_COMMON_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -45,6 +46,20 @@ static uint8_t u8(struct rd *r)
 		return 0;
 	r->n--;
 	return *r->p++;
+}
+
+/* An action script's next byte, false at the end of the input: its top bit
+ * picks the side, the low seven the action. */
+static bool next_action(struct rd *r, unsigned *action, unsigned *side)
+{
+	uint8_t b;
+
+	if (!r->n)
+		return false;
+	b = u8(r);
+	*side = b >> 7;
+	*action = b & 0x7f;
+	return true;
 }
 
 /* big-endian; separate statements: the order of reads is fixed */

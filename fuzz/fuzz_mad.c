@@ -853,14 +853,11 @@ static void act_app(struct rd *r, unsigned i)
 
 static bool act(struct rd *r)
 {
-	uint8_t b;
-	unsigned i;
+	unsigned a, i;
 
-	if (!r->n)
+	if (!next_action(r, &a, &i))
 		return false;
-	b = u8(r);
-	i = b >> 7;
-	switch ((b & 0x7f) % 12) {
+	switch (a % 12) {
 	case 0:
 	case 1:
 	case 2:

@@ -1132,14 +1132,11 @@ static void act_modify(struct rd *r, unsigned i)
 /* One action; returns false at the end of the input. */
 static bool act(struct rd *r)
 {
-	uint8_t b;
-	unsigned i;
+	unsigned a, i;
 
-	if (!r->n)
+	if (!next_action(r, &a, &i))
 		return false;
-	b = u8(r);
-	i = b >> 7;
-	switch ((b & 0x7f) % 16) {
+	switch (a % 16) {
 	case 0:
 	case 1:
 	case 2:

@@ -705,25 +705,21 @@ static void client_rma_atomic(struct ctx *c)
 	if (result != AMO_START + 5)
 		fail("fetching FI_SUM returned %llu, expected %u", (unsigned long long)result,
 		     AMO_START + 5);
-	compare = 1;
+	/* FI_CSWAP 42 twice: compare 1 misses, compare AMO_START + 12 hits and
+	 * swaps; both return the value before, AMO_START + 12 */
 	operand = 42;
-	POST(c,
-	     fi_compare_atomic(c->ep, &operand, 1, NULL, &compare, NULL, &result, NULL, c->peer,
-			       info.amo_addr, info.amo_key, FI_UINT64, FI_CSWAP, &fctx),
-	     "fi_compare_atomic miss");
-	wait_for(c, &stash, &fctx, &e, "fi_compare_atomic");
-	if (result != AMO_START + 12)
-		fail("FI_CSWAP (miss) returned %llu, expected %u", (unsigned long long)result,
-		     AMO_START + 12);
-	compare = AMO_START + 12;
-	POST(c,
-	     fi_compare_atomic(c->ep, &operand, 1, NULL, &compare, NULL, &result, NULL, c->peer,
-			       info.amo_addr, info.amo_key, FI_UINT64, FI_CSWAP, &fctx),
-	     "fi_compare_atomic hit");
-	wait_for(c, &stash, &fctx, &e, "fi_compare_atomic");
-	if (result != AMO_START + 12)
-		fail("FI_CSWAP (hit) returned %llu, expected %u", (unsigned long long)result,
-		     AMO_START + 12);
+	for (int hit = 0; hit < 2; hit++) {
+		compare = hit ? AMO_START + 12 : 1;
+		POST(c,
+		     fi_compare_atomic(c->ep, &operand, 1, NULL, &compare, NULL, &result, NULL,
+				       c->peer, info.amo_addr, info.amo_key, FI_UINT64, FI_CSWAP,
+				       &fctx),
+		     hit ? "fi_compare_atomic hit" : "fi_compare_atomic miss");
+		wait_for(c, &stash, &fctx, &e, "fi_compare_atomic");
+		if (result != AMO_START + 12)
+			fail("FI_CSWAP (%s) returned %llu, expected %u", hit ? "hit" : "miss",
+			     (unsigned long long)result, AMO_START + 12);
+	}
 	POST(c,
 	     fi_fetch_atomic(c->ep, &operand, 1, NULL, &result, NULL, c->peer, info.amo_addr,
 			     info.amo_key, FI_UINT64, FI_ATOMIC_READ, &fctx),

@@ -100,18 +100,22 @@ START_TEST(test_exit_rdm_open)
 }
 END_TEST
 
-int main(void)
+static Suite *exit_suite(void)
 {
 	Suite *s = suite_create("fi_exit");
 	TCase *tc = tcase_create("exit");
-
-	/* before libfabric initialises (only the children use it) */
-	fx_env("fexit");
-	unsetenv("FI_PROVIDER");
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_exit_msg_open);
 	tcase_add_test(tc, test_exit_rdm_open);
 	suite_add_tcase(s, tc);
-	return ck_run(s, false);
+	return s;
+}
+
+int main(void)
+{
+	/* before libfabric initialises (only the children use it) */
+	fx_env("fexit");
+	unsetenv("FI_PROVIDER");
+	return ck_run(exit_suite(), false);
 }

@@ -129,6 +129,17 @@ static void teardown(void)
 
 /* ---- helpers ---------------------------------------------------------------- */
 
+/* A freshly opened object: one reference on its parent, its class and the
+ * caller's context; closing it gives the parent's reference back. */
+static void check_open_close(struct fid *fid, const int *parent_ref, size_t fclass, void *ctx)
+{
+	ck_assert_int_eq(*parent_ref, 1);
+	ck_assert_int_eq(fid->fclass, fclass);
+	ck_assert_ptr_eq(fid->context, ctx);
+	ck_assert_int_eq(fi_close(fid), 0);
+	ck_assert_int_eq(*parent_ref, 0);
+}
+
 static struct fid_eq *eq_open(enum fi_wait_obj wait, uint64_t flags)
 {
 	struct fi_eq_attr attr = {.wait_obj = wait, .flags = flags};
@@ -245,22 +256,17 @@ static const struct {
 
 START_TEST(eq_open_args)
 {
+	struct fid_eq *eq = NULL;
 	struct fi_eq_attr attr = {
 	    .size = 1,
 	    .wait_obj = eq_open_cases[_i].wait,
 	    .flags = eq_open_cases[_i].flags,
 	};
-	struct fid_eq *eq = NULL;
 	int ret = dr_eq_open(&tfab.fab, &attr, &eq, (void *)0x77);
 
 	ck_assert_int_eq(ret, eq_open_cases[_i].ret);
-	if (ret)
-		return;
-	ck_assert_int_eq(tfab.ref, 1);
-	ck_assert_int_eq(eq->fid.fclass, FI_CLASS_EQ);
-	ck_assert_ptr_eq(eq->fid.context, (void *)0x77);
-	ck_assert_int_eq(fi_close(&eq->fid), 0);
-	ck_assert_int_eq(tfab.ref, 0);
+	if (!ret)
+		check_open_close(&eq->fid, &tfab.ref, FI_CLASS_EQ, (void *)0x77);
 }
 END_TEST
 
@@ -448,12 +454,16 @@ END_TEST
 
 /* err_data: copied when the application (API >= 1.5) gives a buffer,
  * provider-owned otherwise (fi_eq(3) "fi_eq_readerr"). */
-static const struct {
+/* the API version, the application's err_data_size, whether the provider
+ * copies into the buffer, and the err_data_size it reports */
+struct err_data_case {
 	uint32_t api;
 	size_t user_size;
 	bool copied;
 	size_t out_size;
-} eq_err_data_cases[] = {
+};
+
+static const struct err_data_case eq_err_data_cases[] = {
     {FI_VERSION(1, 17), 0, false, 11},
     {FI_VERSION(1, 17), 4, true, 4}, /* cut to the buffer */
     {FI_VERSION(1, 17), 11, true, 11},
@@ -694,12 +704,8 @@ START_TEST(cq_open_args)
 	ck_assert_int_eq(ret, cq_open_cases[_i].ret);
 	if (ret)
 		return;
-	ck_assert_int_eq(tdom.ref, 1);
-	ck_assert_int_eq(cq->fid.fclass, FI_CLASS_CQ);
-	ck_assert_ptr_eq(cq->fid.context, (void *)0x66);
 	ck_assert_uint_eq(dr_cq_of(cq)->entry_size, cq_open_cases[_i].entry_size);
-	ck_assert_int_eq(fi_close(&cq->fid), 0);
-	ck_assert_int_eq(tdom.ref, 0);
+	check_open_close(&cq->fid, &tdom.ref, FI_CLASS_CQ, (void *)0x66);
 }
 END_TEST
 
@@ -903,12 +909,7 @@ START_TEST(cq_err_data_status)
 }
 END_TEST
 
-static const struct {
-	uint32_t api;
-	size_t user_size;
-	bool copied;
-	size_t out_size;
-} cq_err_data_cases[] = {
+static const struct err_data_case cq_err_data_cases[] = {
     {FI_VERSION(1, 17), 0, false, 35},
     {FI_VERSION(1, 17), 8, true, 8}, /* cut, and then without its NUL */
     {FI_VERSION(1, 17), 35, true, 35},
@@ -1238,11 +1239,7 @@ START_TEST(cntr_open_args)
 	ck_assert_int_eq(ret, cntr_open_cases[_i].ret);
 	if (ret)
 		return;
-	ck_assert_int_eq(tdom.ref, 1);
-	ck_assert_int_eq(c->fid.fclass, FI_CLASS_CNTR);
-	ck_assert_ptr_eq(c->fid.context, (void *)0x55);
-	ck_assert_int_eq(fi_close(&c->fid), 0);
-	ck_assert_int_eq(tdom.ref, 0);
+	check_open_close(&c->fid, &tdom.ref, FI_CLASS_CNTR, (void *)0x55);
 }
 END_TEST
 

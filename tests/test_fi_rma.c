@@ -446,13 +446,12 @@ START_TEST(test_writemsg_readmsg)
 	fx_region_open(&r, F.dom_b, 1024, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
 	rma[0] = (struct fi_rma_iov){.addr = r.addr + 100, .len = 600, .key = r.key};
 	rma[1] = rma[0];
-	memset(&msg, 0, sizeof(msg));
-	msg.msg_iov = iov;
-	msg.iov_count = 2;
-	msg.rma_iov = rma;
-	msg.rma_iov_count = 1;
-	msg.context = &ctx;
-	msg.data = 0xfeed;
+	msg = (struct fi_msg_rma){.msg_iov = iov,
+				  .iov_count = 2,
+				  .rma_iov = rma,
+				  .rma_iov_count = 1,
+				  .context = &ctx,
+				  .data = 0xfeed};
 	ck_assert_int_eq(fi_writemsg(c.ep_a, &msg, FI_COMPLETION | FI_REMOTE_CQ_DATA), 0);
 	expect_imm(c.cq_b, c.cq_a, NULL, 0xfeed, 600);
 	expect_comp(c.cq_a, c.cq_b, &ctx, FI_RMA | FI_WRITE);
@@ -517,12 +516,8 @@ START_TEST(test_inject_write)
 	fill(buf, 200, 10);
 	memcpy(want, buf, 200);
 	rma = (struct fi_rma_iov){.addr = r.addr + 600, .len = 200, .key = r.key};
-	memset(&msg, 0, sizeof(msg));
-	msg.msg_iov = &iov;
-	msg.iov_count = 1;
-	msg.rma_iov = &rma;
-	msg.rma_iov_count = 1;
-	msg.context = &ctx;
+	msg = (struct fi_msg_rma){
+	    .msg_iov = &iov, .iov_count = 1, .rma_iov = &rma, .rma_iov_count = 1, .context = &ctx};
 	ck_assert_int_eq(fi_writemsg(c.ep_a, &msg, FI_INJECT | FI_INJECT_COMPLETE), 0);
 	memset(buf, 0, sizeof(buf));
 	expect_comp(c.cq_a, c.cq_b, &ctx, FI_RMA | FI_WRITE);
@@ -639,6 +634,14 @@ START_TEST(test_rma_access_errors)
 }
 END_TEST
 
+/* A connected pair and a zeroed 64-byte region on B that A may read and
+ * write: what the refusal and atomic tests start from. */
+static void connect_rw64(struct fx_conn *c, struct fx_region *r)
+{
+	fx_connect(&F, c);
+	fx_region_open(r, F.dom_b, 64, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
+}
+
 /* keys wider than mr_key_size, and calls without a connection */
 START_TEST(test_rma_refused_at_post)
 {
@@ -650,8 +653,7 @@ START_TEST(test_rma_refused_at_post)
 	struct fx_region r;
 	struct fx_conn c;
 
-	fx_connect(&F, &c);
-	fx_region_open(&r, F.dom_b, 64, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
+	connect_rw64(&c, &r);
 	ck_assert_int_eq(fi_write(c.ep_a, buf, 8, NULL, 0, r.addr, r.key | (1ull << 40), NULL),
 			 -FI_EINVAL);
 	ck_assert_int_eq(fi_read(c.ep_a, buf, 8, NULL, 0, r.addr, 1ull << 32, NULL), -FI_EINVAL);
@@ -751,8 +753,7 @@ START_TEST(test_atomic_ops)
 	struct fx_conn c;
 	int ctx;
 
-	fx_connect(&F, &c);
-	fx_region_open(&r, F.dom_b, 64, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
+	connect_rw64(&c, &r);
 	*at64(&r, 0) = 100;
 
 	/* fi_atomic FI_SUM: FETCH_ADD, the result dropped */
@@ -824,14 +825,13 @@ START_TEST(test_atomic_ops)
 	*at64(&r, 2) = 10;
 	v = 1;
 	rioc_remote = (struct fi_rma_ioc){.addr = r.addr + 16, .count = 1, .key = r.key};
-	memset(&msg, 0, sizeof(msg));
-	msg.msg_iov = &ioc;
-	msg.iov_count = 1;
-	msg.rma_iov = &rioc_remote;
-	msg.rma_iov_count = 1;
-	msg.datatype = dt;
-	msg.op = FI_SUM;
-	msg.context = &ctx;
+	msg = (struct fi_msg_atomic){.msg_iov = &ioc,
+				     .iov_count = 1,
+				     .rma_iov = &rioc_remote,
+				     .rma_iov_count = 1,
+				     .datatype = dt,
+				     .op = FI_SUM,
+				     .context = &ctx};
 	ck_assert_int_eq(fi_atomicmsg(c.ep_a, &msg, FI_COMPLETION | FI_FENCE | FI_INJECT), 0);
 	v = 1000; /* FI_INJECT: the operand was copied */
 	expect_comp(c.cq_a, c.cq_b, &ctx, FI_ATOMIC | FI_WRITE);
@@ -947,8 +947,7 @@ START_TEST(test_atomic_refused)
 	struct fx_conn c;
 	int ctx;
 
-	fx_connect(&F, &c);
-	fx_region_open(&r, F.dom_b, 64, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
+	connect_rw64(&c, &r);
 #define BASE(dt, op) fi_atomic(c.ep_a, &v, 1, NULL, 0, r.addr, r.key, dt, op, NULL)
 #define FETCH(dt, op)                                                                              \
 	fi_fetch_atomic(c.ep_a, &v, 1, NULL, &res, NULL, 0, r.addr, r.key, dt, op, NULL)
@@ -1001,13 +1000,12 @@ START_TEST(test_atomic_refused)
 	/* msg forms: one remote element, no CQ data */
 	rma2[0] = (struct fi_rma_ioc){.addr = r.addr, .count = 1, .key = r.key};
 	rma2[1] = rma2[0];
-	memset(&msg, 0, sizeof(msg));
-	msg.msg_iov = ioc2;
-	msg.iov_count = 1;
-	msg.rma_iov = rma2;
-	msg.rma_iov_count = 2;
-	msg.datatype = FI_UINT64;
-	msg.op = FI_SUM;
+	msg = (struct fi_msg_atomic){.msg_iov = ioc2,
+				     .iov_count = 1,
+				     .rma_iov = rma2,
+				     .rma_iov_count = 2,
+				     .datatype = FI_UINT64,
+				     .op = FI_SUM};
 	ck_assert_int_eq(fi_atomicmsg(c.ep_a, &msg, 0), -FI_EINVAL);
 	msg.rma_iov_count = 1;
 	rma2[0].count = 2;
@@ -1128,12 +1126,11 @@ START_TEST(test_selective_tx)
 
 	/* with FI_COMPLETION: one entry each */
 	rma = (struct fi_rma_iov){.addr = r.addr, .len = 64, .key = r.key};
-	memset(&msg, 0, sizeof(msg));
-	msg.msg_iov = &iov;
-	msg.iov_count = 1;
-	msg.rma_iov = &rma;
-	msg.rma_iov_count = 1;
-	msg.context = &ctx[1];
+	msg = (struct fi_msg_rma){.msg_iov = &iov,
+				  .iov_count = 1,
+				  .rma_iov = &rma,
+				  .rma_iov_count = 1,
+				  .context = &ctx[1]};
 	ck_assert_int_eq(fi_writemsg(c.ep_a, &msg, FI_COMPLETION), 0);
 	msg.msg_iov = &riov;
 	msg.context = &ctx[2];
@@ -1376,10 +1373,7 @@ START_TEST(test_fence_levels_more)
 
 	fx_connect(&F, &c);
 	fx_region_open(&r, F.dom_b, 9 * 512, FI_REMOTE_READ | FI_REMOTE_WRITE, 0);
-	memset(&msg, 0, sizeof(msg));
-	msg.iov_count = 1;
-	msg.rma_iov = &rma;
-	msg.rma_iov_count = 1;
+	msg = (struct fi_msg_rma){.iov_count = 1, .rma_iov = &rma, .rma_iov_count = 1};
 
 	/* a fenced read sees the write before it; a fenced write follows the
 	 * atomic before it */

@@ -1869,14 +1869,14 @@ static void mal_apply(struct frame *f, const struct mal *m)
 	case M_SET8:
 		*p = (uint8_t)m->val;
 		break;
+	case M_XOR8:
+		*p ^= (uint8_t)m->val;
+		break;
 	case M_SET16:
 		put16(p, (uint16_t)m->val);
 		break;
 	case M_ADD16:
 		put16(p, (uint16_t)(get16(p) + m->val));
-		break;
-	case M_XOR8:
-		*p ^= (uint8_t)m->val;
 		break;
 	case M_GROW:
 		frame_grow(f, (size_t)m->val);
@@ -2318,12 +2318,26 @@ START_TEST(test_roundtrip_udp_csum_pad)
 }
 END_TEST
 
+/* One test case of the suite, added to s: a timeout in seconds where the
+ * default is too short (0 keeps it), the frame buffers' setup where asked. */
+static TCase *wire_tcase(Suite *s, const char *name, int timeout, bool fixture)
+{
+	TCase *tc = tcase_create(name);
+
+	if (timeout)
+		tcase_set_timeout(tc, timeout);
+	if (fixture)
+		tcase_add_unchecked_fixture(tc, setup, NULL);
+	suite_add_tcase(s, tc);
+	return tc;
+}
+
 static Suite *wire_suite(void)
 {
 	Suite *s = suite_create("wire");
 	TCase *tc;
 
-	tc = tcase_create("opcode_table");
+	tc = wire_tcase(s, "opcode_table", 0, false);
 	tcase_add_test(tc, test_opcode_valid_set);
 	tcase_add_loop_test(tc, test_opcode_spec, 0, ARRAY_SIZE(op_spec));
 	tcase_add_loop_test(tc, test_opcode_offsets, 0, ARRAY_SIZE(op_spec));
@@ -2331,64 +2345,46 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, test_opcode_invalid_entries);
 	tcase_add_test(tc, test_opcode_names_distinct);
 	tcase_add_test(tc, test_opcode_engine_rules);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("crc");
-	tcase_set_timeout(tc, 120);
+	tc = wire_tcase(s, "crc", 120, false);
 	tcase_add_test(tc, test_crc_known);
 	tcase_add_test(tc, test_crc_select);
 	tcase_add_test(tc, test_crc_fold_consts);
 	tcase_add_loop_test(tc, test_crc_short_lengths, 0, ARRAY_SIZE(crc_impls));
 	tcase_add_loop_test(tc, test_crc_long_lengths, 0, ARRAY_SIZE(crc_impls));
 	tcase_add_loop_test(tc, test_crc_continuation, 0, ARRAY_SIZE(crc_impls));
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("icrc");
+	tc = wire_tcase(s, "icrc", 0, false);
 	tcase_add_test(tc, test_icrc_vector);
 	tcase_add_test(tc, test_icrc_vector_ipv6_rxe);
 	tcase_add_test(tc, test_icrc_pieces);
 	tcase_add_loop_test(tc, test_icrc_impls, 0, ARRAY_SIZE(crc_impls));
 	tcase_add_test(tc, test_icrc_byte_order);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("roundtrip");
-	tcase_set_timeout(tc, 60);
-	tcase_add_unchecked_fixture(tc, setup, NULL);
+	tc = wire_tcase(s, "roundtrip", 60, true);
 	tcase_add_loop_test(tc, test_roundtrip, 0, ARRAY_SIZE(op_spec));
 	tcase_add_test(tc, test_roundtrip_psn_qpn_edges);
 	tcase_add_test(tc, test_eth_trailer);
 	tcase_add_test(tc, test_roundtrip_udp_csum_pad);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("builder");
-	tcase_add_unchecked_fixture(tc, setup, NULL);
+	tc = wire_tcase(s, "builder", 0, true);
 	tcase_add_test(tc, test_build_refusals);
 	tcase_add_test(tc, test_build_enospc);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("malformed");
-	tcase_set_timeout(tc, 60);
-	tcase_add_unchecked_fixture(tc, setup, NULL);
+	tc = wire_tcase(s, "malformed", 60, true);
 	tcase_add_loop_test(tc, test_malformed_table, 0, ARRAY_SIZE(mal_tab));
 	tcase_add_test(tc, test_malformed_coverage);
 	tcase_add_test(tc, test_malformed_opcodes);
 	tcase_add_test(tc, test_malformed_runts);
 	tcase_add_test(tc, test_arp);
 	tcase_add_test(tc, test_verdict_str);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("truncation");
-	tcase_set_timeout(tc, 60);
-	tcase_add_unchecked_fixture(tc, setup, NULL);
+	tc = wire_tcase(s, "truncation", 60, true);
 	tcase_add_loop_test(tc, test_truncation, 0, ARRAY_SIZE(trunc_bases));
 	tcase_add_loop_test(tc, test_truncation_consistent, 0, ARRAY_SIZE(trunc_bases));
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("bit_flips");
-	tcase_set_timeout(tc, 120);
-	tcase_add_unchecked_fixture(tc, setup, NULL);
+	tc = wire_tcase(s, "bit_flips", 120, true);
 	tcase_add_loop_test(tc, test_bit_flips, 0, ARRAY_SIZE(flip_bases));
-	suite_add_tcase(s, tc);
 
 	return s;
 }
