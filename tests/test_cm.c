@@ -130,7 +130,9 @@ struct field_eq {
 	size_t off, size;
 	uint64_t value;
 };
+/* clang-format off */
 #define F(type, member, v) { #member, offsetof(struct type, member), sizeof(((struct type *)0)->member), v }
+/* clang-format on */
 
 static uint64_t get_member(const void *base, size_t size)
 {
@@ -152,6 +154,7 @@ static void check_fields(uint64_t no, const void *m, const struct field_eq *f, s
 	}
 }
 
+/* clang-format off */
 static const struct field_eq rping_req[] = {
 	F(dr_cm_req, local_comm_id, 0x6fcdc0ce),
 	F(dr_cm_req, service_id, DR_CM_SID_TCP_PS + 0x1c06),
@@ -202,6 +205,7 @@ static const struct field_eq rping_req[] = {
 	F(dr_cm_drep, local_comm_id, 0x6965d408),
 	F(dr_cm_drep, remote_comm_id, 0x6fcdc0ce),
 };
+/* clang-format on */
 
 #define FIELDS(t) t, sizeof(t) / sizeof(t[0])
 /* the rping handshake: frame, CM attribute, the fields of its body */
@@ -267,6 +271,7 @@ START_TEST(test_rping_fields)
 }
 END_TEST
 
+/* clang-format off */
 static const struct field_eq reject_rej[] = {
 	F(dr_cm_rej, local_comm_id, 0x0d0ce000),
 	F(dr_cm_rej, remote_comm_id, 0xb86a86b7),
@@ -274,6 +279,7 @@ static const struct field_eq reject_rej[] = {
 	F(dr_cm_rej, reject_info_len, 0),
 	F(dr_cm_rej, reason, DR_CM_REJ_CONSUMER_DEFINED),
 };
+/* clang-format on */
 #undef F
 
 static void check_rej(uint64_t no, const struct dr_pkt *pkt, const struct dr_mad *mad, void *arg)
