@@ -137,10 +137,14 @@ struct field_eq {
 static uint64_t get_member(const void *base, size_t size)
 {
 	switch (size) {
-	case 1: return *(const uint8_t *)base;
-	case 2: return *(const uint16_t *)base;
-	case 4: return *(const uint32_t *)base;
-	default: return *(const uint64_t *)base;
+	case 1:
+		return *(const uint8_t *)base;
+	case 2:
+		return *(const uint16_t *)base;
+	case 4:
+		return *(const uint32_t *)base;
+	default:
+		return *(const uint64_t *)base;
 	}
 }
 
@@ -149,8 +153,9 @@ static void check_fields(uint64_t no, const void *m, const struct field_eq *f, s
 	for (size_t i = 0; i < n; i++) {
 		uint64_t v = get_member((const uint8_t *)m + f[i].off, f[i].size);
 
-		ck_assert_msg(v == f[i].value, "frame %lu: %s is 0x%llx, not 0x%llx", (unsigned long)no,
-			      f[i].what, (unsigned long long)v, (unsigned long long)f[i].value);
+		ck_assert_msg(v == f[i].value, "frame %lu: %s is 0x%llx, not 0x%llx",
+			      (unsigned long)no, f[i].what, (unsigned long long)v,
+			      (unsigned long long)f[i].value);
 	}
 }
 
@@ -215,11 +220,9 @@ static const struct {
 	const struct field_eq *fields;
 	size_t n;
 } rping_mads[] = {
-	{ 21, DR_CM_ATTR_REQ, FIELDS(rping_req) },
-	{ 22, DR_CM_ATTR_REP, FIELDS(rping_rep) },
-	{ 23, DR_CM_ATTR_RTU, FIELDS(rping_rtu) },
-	{ 84, DR_CM_ATTR_DREQ, FIELDS(rping_dreq) },
-	{ 85, DR_CM_ATTR_DREP, FIELDS(rping_drep) },
+    {21, DR_CM_ATTR_REQ, FIELDS(rping_req)},   {22, DR_CM_ATTR_REP, FIELDS(rping_rep)},
+    {23, DR_CM_ATTR_RTU, FIELDS(rping_rtu)},   {84, DR_CM_ATTR_DREQ, FIELDS(rping_dreq)},
+    {85, DR_CM_ATTR_DREP, FIELDS(rping_drep)},
 };
 
 union cm_msg {
@@ -241,15 +244,25 @@ static void check_rping(uint64_t no, const struct dr_pkt *pkt, const struct dr_m
 	ck_assert_int_eq(mad->method, DR_MAD_METHOD_SEND);
 	while (i < sizeof(rping_mads) / sizeof(rping_mads[0]) && rping_mads[i].no != no)
 		i++;
-	ck_assert_msg(i < sizeof(rping_mads) / sizeof(rping_mads[0]), "unexpected CM MAD in frame %lu",
-		      (unsigned long)no);
+	ck_assert_msg(i < sizeof(rping_mads) / sizeof(rping_mads[0]),
+		      "unexpected CM MAD in frame %lu", (unsigned long)no);
 	ck_assert_int_eq(mad->attr_id, rping_mads[i].attr);
 	switch (mad->attr_id) {
-	case DR_CM_ATTR_REQ: dr_cm_req_unpack(mad->body, &m.req); break;
-	case DR_CM_ATTR_REP: dr_cm_rep_unpack(mad->body, &m.rep); break;
-	case DR_CM_ATTR_RTU: dr_cm_rtu_unpack(mad->body, &m.rtu); break;
-	case DR_CM_ATTR_DREQ: dr_cm_dreq_unpack(mad->body, &m.dreq); break;
-	default: dr_cm_drep_unpack(mad->body, &m.drep); break;
+	case DR_CM_ATTR_REQ:
+		dr_cm_req_unpack(mad->body, &m.req);
+		break;
+	case DR_CM_ATTR_REP:
+		dr_cm_rep_unpack(mad->body, &m.rep);
+		break;
+	case DR_CM_ATTR_RTU:
+		dr_cm_rtu_unpack(mad->body, &m.rtu);
+		break;
+	case DR_CM_ATTR_DREQ:
+		dr_cm_dreq_unpack(mad->body, &m.dreq);
+		break;
+	default:
+		dr_cm_drep_unpack(mad->body, &m.drep);
+		break;
 	}
 	check_fields(no, &m, rping_mads[i].fields, rping_mads[i].n);
 	if (mad->attr_id == DR_CM_ATTR_REQ) {

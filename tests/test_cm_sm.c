@@ -180,7 +180,7 @@ static void run_until(uint64_t limit_ns)
 
 			dr_cm_recv(&to->cm, m->src, m->mad, DR_MAD_LEN);
 		}
-	} while (advance(limit_ns, (struct side *const[]){ &A, &B }, 2));
+	} while (advance(limit_ns, (struct side *const[]){&A, &B}, 2));
 }
 
 static struct dr_cm_id *connect_ab(const void *priv, size_t len)
@@ -708,7 +708,7 @@ static void run6(uint64_t limit_ns)
 			dr_cm_recv6(!memcmp(m->dst, ip6_a, 16) ? &A.cm : &B.cm, m->src, m->mad,
 				    DR_MAD_LEN);
 		}
-	} while (advance(limit_ns, (struct side *const[]){ &A, &B }, 2));
+	} while (advance(limit_ns, (struct side *const[]){&A, &B}, 2));
 }
 
 /*
@@ -892,25 +892,42 @@ END_TEST
 static void forge(struct side *to, uint32_t src, uint16_t attr, uint32_t local, uint32_t remote,
 		  uint32_t qpn, uint8_t msg)
 {
-	struct dr_cm_rep rep = { .local_comm_id = local, .remote_comm_id = remote, .local_qpn = qpn };
-	struct dr_cm_rtu rtu = { .local_comm_id = local, .remote_comm_id = remote };
-	struct dr_cm_rej rej = { .local_comm_id = local, .remote_comm_id = remote,
-				 .msg_rejected = msg, .reason = DR_CM_REJ_CONSUMER_DEFINED };
-	struct dr_cm_dreq dreq = { .local_comm_id = local, .remote_comm_id = remote, .remote_qpn = qpn };
-	struct dr_cm_drep drep = { .local_comm_id = local, .remote_comm_id = remote };
-	struct dr_cm_mra mra = { .local_comm_id = local, .remote_comm_id = remote,
-				 .msg_mraed = msg, .service_timeout = 20 };
+	struct dr_cm_rep rep = {.local_comm_id = local, .remote_comm_id = remote, .local_qpn = qpn};
+	struct dr_cm_rtu rtu = {.local_comm_id = local, .remote_comm_id = remote};
+	struct dr_cm_rej rej = {.local_comm_id = local,
+				.remote_comm_id = remote,
+				.msg_rejected = msg,
+				.reason = DR_CM_REJ_CONSUMER_DEFINED};
+	struct dr_cm_dreq dreq = {
+	    .local_comm_id = local, .remote_comm_id = remote, .remote_qpn = qpn};
+	struct dr_cm_drep drep = {.local_comm_id = local, .remote_comm_id = remote};
+	struct dr_cm_mra mra = {.local_comm_id = local,
+				.remote_comm_id = remote,
+				.msg_mraed = msg,
+				.service_timeout = 20};
 	uint8_t buf[DR_MAD_LEN];
 	struct dr_mad m;
 
 	dr_mad_init_cm(&m, attr, 0x0123456789abcdefull);
 	switch (attr) {
-	case DR_CM_ATTR_REP: dr_cm_rep_pack(&rep, m.body); break;
-	case DR_CM_ATTR_RTU: dr_cm_rtu_pack(&rtu, m.body); break;
-	case DR_CM_ATTR_REJ: dr_cm_rej_pack(&rej, m.body); break;
-	case DR_CM_ATTR_DREQ: dr_cm_dreq_pack(&dreq, m.body); break;
-	case DR_CM_ATTR_DREP: dr_cm_drep_pack(&drep, m.body); break;
-	case DR_CM_ATTR_MRA: dr_cm_mra_pack(&mra, m.body); break;
+	case DR_CM_ATTR_REP:
+		dr_cm_rep_pack(&rep, m.body);
+		break;
+	case DR_CM_ATTR_RTU:
+		dr_cm_rtu_pack(&rtu, m.body);
+		break;
+	case DR_CM_ATTR_REJ:
+		dr_cm_rej_pack(&rej, m.body);
+		break;
+	case DR_CM_ATTR_DREQ:
+		dr_cm_dreq_pack(&dreq, m.body);
+		break;
+	case DR_CM_ATTR_DREP:
+		dr_cm_drep_pack(&drep, m.body);
+		break;
+	case DR_CM_ATTR_MRA:
+		dr_cm_mra_pack(&mra, m.body);
+		break;
 	default:
 		ck_abort_msg("forge: attribute 0x%x", attr);
 	}
@@ -1408,7 +1425,7 @@ static void run_shared(uint64_t limit_ns)
 				dr_cm_recv(&B2.cm, m->src, m->mad, DR_MAD_LEN);
 			}
 		}
-	} while (advance(limit_ns, (struct side *const[]){ &A, &B, &B2 }, 3));
+	} while (advance(limit_ns, (struct side *const[]){&A, &B, &B2}, 3));
 }
 
 START_TEST(test_shared_interface)

@@ -1556,7 +1556,8 @@ static struct dr_mr *read_lose_rsp(struct pair *p, struct pair_cfg *c, struct gb
 	pair_up(p, c);
 	smr = reg(p, 1, src, len, DR_ACCESS_REMOTE_READ);
 	ck_assert_int_eq(
-	    post_send(p, 0, 1, DR_WR_READ, dst, len, 0, (uintptr_t)src, smr->key, DR_WR_SIGNALED), 0);
+	    post_send(p, 0, 1, DR_WR_READ, dst, len, 0, (uintptr_t)src, smr->key, DR_WR_SIGNALED),
+	    0);
 	return smr;
 }
 
