@@ -360,7 +360,7 @@ bool dr_port_zero_copy(const struct dr_port *p);
 bool dr_port_zero_copy_sync(const struct dr_port *p);
 
 /* The IB path MTU rxe derives from an Ethernet MTU: the largest of
- * 256..4096 that fits in mtu - 80 (ROCE-REFERENCE.md A.1); 0 if none does. */
+ * 256..4096 that fits in mtu - 80 (docs/protocol.md A.1); 0 if none does. */
 static inline unsigned dr_port_pmtu_of(unsigned mtu)
 {
 	unsigned pmtu;

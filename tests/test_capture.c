@@ -196,6 +196,15 @@ static void run(const char *path, uint64_t *t0, uint64_t *t1)
 	ck_assert_uint_eq(s.rx_verdict[DR_PKT_BAD_ICRC], 1);
 	ck_assert_uint_eq(s.rx_verdict[DR_PKT_NOT_ROCE], 1);
 	ck_assert_uint_eq(s.capture_errors, 0);
+	/* notes on frames that never leave: the 17th pushes the oldest out */
+	for (int i = 0; i < 17; i++) {
+		uint8_t never[80] = {0};
+
+		never[20] = (uint8_t)i;
+		dr_port_capture_note(pa, never, sizeof(never), "never sent %d", i);
+	}
+	dr_port_get_stats(pa, &s);
+	ck_assert_uint_eq(s.capture_errors, 1);
 	dr_port_close(pa);
 	dr_port_close(pb);
 	*t1 = real_ns();
