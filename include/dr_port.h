@@ -302,7 +302,8 @@ struct dr_port_config {
 				* 02:64:72:hh:hh:0<side> (hh: a hash of NAME);
 				* random, locally administered, for a vdev
 				* that has none */
-	const char *pcap_path; /* capture every frame to this pcapng file */
+	const char *pcap_path; /* capture every frame to this pcapng file
+				* (wall-clock ns stamps, annotations) */
 	const char *eal_args;  /* for dr_port_eal_init() if EAL is not up */
 	unsigned nb_mbufs;     /* frame pool size; 0: sized from the queues */
 	bool qdisc_bypass;     /* net_af_packet (unless the spec names
@@ -386,6 +387,28 @@ enum dr_port_dir {
  * capture, for tests and tracing.  The frame is valid only during the call. */
 typedef void (*dr_port_frame_fn)(void *ctx, enum dr_port_dir dir, const void *frame, size_t len);
 void dr_port_set_frame_hook(struct dr_port *p, dr_port_frame_fn fn, void *ctx);
+
+/* ---- capture annotations (FI_DROCE_PCAP) ----
+ * What droce decided about a frame, in the frame's own record of the
+ * capture, as a pcapng comment Wireshark shows in its packet list.  All are
+ * no-ops when the port does not capture: test dr_port_capturing() before
+ * formatting anything costly. */
+bool dr_port_capturing(const struct dr_port *p);
+/* A comment on frame (len bytes): either the received frame being handled
+ * (as the rx callback got it, during that call, before anything is sent in
+ * answer: the frame is written then), or a frame this port is about to send
+ * (the frame or the header given to dr_port_send, _send_zc, _buf_send, before
+ * that call).  A frame to send is found by its bytes after the MAC
+ * addresses (the first 64), when it leaves; several notes on one frame are
+ * joined with "; ".  At most 16 notes wait for their frames: a seventeenth
+ * pushes the oldest out (counted in capture_errors). */
+void dr_port_capture_note(struct dr_port *p, const void *frame, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* The received frame being handled (during the rx callback) is dropped: its
+ * record is marked so -- epb_flags inbound, epb_dropcount 1 -- and its
+ * comment begins "dropped: <reason>". */
+void dr_port_capture_drop(struct dr_port *p, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* Told when resolution of ip ends: status 0 (resolved) or -EHOSTUNREACH
  * (no answer after the retries; frames queued for it were dropped). */

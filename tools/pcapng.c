@@ -8,9 +8,10 @@
  * byte-order helpers (the section's order, from its byte-order magic), so
  * nothing depends on the host's order.
  *
- * Writer: little-endian, fixed options, so the output is a pure function of
- * the packets and their timestamps.
+ * Writer: little-endian, only the options the caller gives, so the output is
+ * a pure function of the packets, their timestamps and those options.
  */
+#define _GNU_SOURCE /* fwrite_unlocked */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -25,14 +26,26 @@
 #define BT_OPB 0x00000002u /* obsolete Packet Block */
 #define BT_SPB 0x00000003u
 #define BT_EPB 0x00000006u
+#define BT_ISB 0x00000005u
 
 #define BOM 0x1A2B3C4Du
 
 /* Option codes */
-#define OPT_ENDOFOPT	 0
-#define OPT_SHB_USERAPPL 4
-#define IF_TSRESOL	 9
-#define IF_TSOFFSET	 14
+#define OPT_ENDOFOPT	   0
+#define OPT_COMMENT	   1
+#define OPT_SHB_HARDWARE   2
+#define OPT_SHB_OS	   3
+#define OPT_SHB_USERAPPL   4
+#define OPT_IF_NAME	   2
+#define OPT_IF_DESCRIPTION 3
+#define OPT_EPB_FLAGS	   2
+#define OPT_EPB_DROPCOUNT  4
+#define OPT_ISB_STARTTIME  2
+#define OPT_ISB_ENDTIME	   3
+#define OPT_ISB_IFRECV	   4
+#define OPT_ISB_IFDROP	   5
+#define IF_TSRESOL	   9
+#define IF_TSOFFSET	   14
 
 /* Fixed part of each block body (after type and length, before options) */
 #define SHB_FIXED      16 /* BOM, major, minor, section length */
@@ -40,6 +53,7 @@
 #define EPB_FIXED      20 /* ifid, ts high, ts low, caplen, origlen */
 /* (the obsolete PB has the same 20 bytes: ifid(16), drops(16), ts, caplen, len) */
 #define SPB_FIXED      4  /* origlen */
+#define ISB_FIXED      12 /* ifid, ts high, ts low */
 #define BLOCK_OVERHEAD 12 /* type, length, trailing length */
 
 #define MAX_IFACES 4096
@@ -526,11 +540,13 @@ static void put64(uint8_t *p, uint64_t v)
 	put32(p + 4, (uint32_t)(v >> 32));
 }
 
+/* A block is several pieces: unlocked, each costs a copy (a writer and its
+ * stream belong to one thread; FI_DROCE_PCAP writes one frame per call). */
 static void emit(struct dr_pcapng_writer *w, const void *p, size_t n)
 {
 	if (w->err || !n)
 		return;
-	if (fwrite(p, 1, n, w->f) != n)
+	if (fwrite_unlocked(p, 1, n, w->f) != n)
 		w->err = errno ? -errno : -EIO;
 }
 
@@ -554,43 +570,62 @@ static void emit_block(struct dr_pcapng_writer *w, uint32_t type, const uint8_t 
 	emit(w, b + 4, 4);
 }
 
-struct dr_pcapng_writer *dr_pcapng_writer_open_stream(FILE *f, uint32_t snaplen,
-						      const char *appname)
+/* One option at b: code, length, value padded to 4 bytes.  Returns its size. */
+static uint32_t put_opt(uint8_t *b, uint16_t code, const void *v, uint16_t n)
+{
+	put16(b, code);
+	put16(b + 2, n);
+	memcpy(b + 4, v, n);
+	memset(b + 4 + n, 0, pad4(n) - n);
+	return 4 + pad4(n);
+}
+
+/* A string option, cut to DR_PCAPNG_MAX_STR bytes; none for NULL. */
+static uint32_t put_str(uint8_t *b, uint16_t code, const char *s)
+{
+	return s ? put_opt(b, code, s, (uint16_t)strnlen(s, DR_PCAPNG_MAX_STR)) : 0;
+}
+
+/* the end of a non-empty option list */
+static uint32_t put_end(uint8_t *b, uint32_t olen)
+{
+	if (!olen)
+		return 0;
+	put32(b + olen, OPT_ENDOFOPT); /* code 0, length 0 */
+	return olen + 4;
+}
+
+struct dr_pcapng_writer *dr_pcapng_writer_open_opts(FILE *f, const struct dr_pcapng_wopts *o)
 {
 	struct dr_pcapng_writer *w = calloc(1, sizeof(*w));
-	uint8_t shb[SHB_FIXED], idb[IDB_FIXED], opts[4 + 256 + 4], ifopts[4 + 4 + 4];
+	uint8_t shb[SHB_FIXED], idb[IDB_FIXED], opts[3 * (4 + DR_PCAPNG_MAX_STR + 3) + 4];
+	uint8_t resol = o->nanoseconds ? 9 : 6;
 	uint32_t olen = 0;
 
 	if (!w)
 		return NULL;
 	w->f = f;
-	w->snaplen = snaplen;
+	w->snaplen = o->snaplen;
 
 	put32(shb, BOM);
 	put16(shb + 4, 1);	    /* major */
 	put16(shb + 6, 0);	    /* minor */
 	put64(shb + 8, UINT64_MAX); /* section length: not given */
-	if (appname) {
-		size_t n = strnlen(appname, 256);
-
-		put16(opts, OPT_SHB_USERAPPL);
-		put16(opts + 2, (uint16_t)n);
-		memcpy(opts + 4, appname, n);
-		memset(opts + 4 + n, 0, pad4(n) - n);
-		olen = 4 + pad4(n);
-		put32(opts + olen, OPT_ENDOFOPT); /* code 0, length 0 */
-		olen += 4;
-	}
+	olen += put_str(opts + olen, OPT_SHB_HARDWARE, o->hardware);
+	olen += put_str(opts + olen, OPT_SHB_OS, o->os);
+	olen += put_str(opts + olen, OPT_SHB_USERAPPL, o->appname);
+	olen = put_end(opts, olen);
 	emit_block(w, BT_SHB, shb, sizeof(shb), NULL, 0, opts, olen);
 
 	put16(idb, DR_LINKTYPE_ETHERNET);
 	put16(idb + 2, 0);
-	put32(idb + 4, snaplen);
-	put16(ifopts, IF_TSRESOL);
-	put16(ifopts + 2, 1);
-	memcpy(ifopts + 4, "\x06\0\0\0", 4); /* 10^-6 s */
-	put32(ifopts + 8, OPT_ENDOFOPT);
-	emit_block(w, BT_IDB, idb, sizeof(idb), NULL, 0, ifopts, sizeof(ifopts));
+	put32(idb + 4, o->snaplen);
+	olen = 0;
+	olen += put_str(opts + olen, OPT_IF_NAME, o->if_name);
+	olen += put_str(opts + olen, OPT_IF_DESCRIPTION, o->if_description);
+	olen += put_opt(opts + olen, IF_TSRESOL, &resol, 1); /* 10^-resol s */
+	olen = put_end(opts, olen);
+	emit_block(w, BT_IDB, idb, sizeof(idb), NULL, 0, opts, olen);
 
 	if (w->err) {
 		errno = -w->err;
@@ -598,6 +633,14 @@ struct dr_pcapng_writer *dr_pcapng_writer_open_stream(FILE *f, uint32_t snaplen,
 		return NULL;
 	}
 	return w;
+}
+
+struct dr_pcapng_writer *dr_pcapng_writer_open_stream(FILE *f, uint32_t snaplen,
+						      const char *appname)
+{
+	struct dr_pcapng_wopts o = {.snaplen = snaplen, .appname = appname};
+
+	return dr_pcapng_writer_open_opts(f, &o);
 }
 
 struct dr_pcapng_writer *dr_pcapng_writer_open(const char *path, uint32_t snaplen,
@@ -622,17 +665,65 @@ struct dr_pcapng_writer *dr_pcapng_writer_open(const char *path, uint32_t snaple
 
 int dr_pcapng_write(struct dr_pcapng_writer *w, uint64_t ts_us, const void *data, uint32_t len)
 {
-	uint32_t caplen = w->snaplen && len > w->snaplen ? w->snaplen : len;
-	uint8_t epb[EPB_FIXED];
+	struct dr_pcapng_epb e = {.ts = ts_us};
 
-	if (caplen > DR_PCAPNG_MAX_BLOCK - BLOCK_OVERHEAD - EPB_FIXED - 4)
+	return dr_pcapng_write_epb(w, &e, data, len);
+}
+
+int dr_pcapng_write_epb(struct dr_pcapng_writer *w, const struct dr_pcapng_epb *e, const void *data,
+			uint32_t len)
+{
+	uint32_t caplen = w->snaplen && len > w->snaplen ? w->snaplen : len;
+	uint8_t epb[EPB_FIXED], opts[4 + DR_PCAPNG_MAX_STR + 3 + 8 + 12 + 4], v[8];
+	uint32_t olen = 0;
+
+	if (caplen > DR_PCAPNG_MAX_BLOCK - BLOCK_OVERHEAD - EPB_FIXED - sizeof(opts))
 		return -EMSGSIZE;
 	put32(epb, 0); /* interface 0 */
-	put32(epb + 4, (uint32_t)(ts_us >> 32));
-	put32(epb + 8, (uint32_t)ts_us);
+	put32(epb + 4, (uint32_t)(e->ts >> 32));
+	put32(epb + 8, (uint32_t)e->ts);
 	put32(epb + 12, caplen);
 	put32(epb + 16, len);
-	emit_block(w, BT_EPB, epb, sizeof(epb), data, caplen, NULL, 0);
+	olen += put_str(opts + olen, OPT_COMMENT, e->comment);
+	if (e->flags) {
+		put32(v, e->flags);
+		olen += put_opt(opts + olen, OPT_EPB_FLAGS, v, 4);
+	}
+	if (e->has_dropcount) {
+		put64(v, e->dropcount);
+		olen += put_opt(opts + olen, OPT_EPB_DROPCOUNT, v, 8);
+	}
+	olen = put_end(opts, olen);
+	emit_block(w, BT_EPB, epb, sizeof(epb), data, caplen, opts, olen);
+	return w->err;
+}
+
+int dr_pcapng_write_isb(struct dr_pcapng_writer *w, uint64_t ts, uint64_t start, uint64_t end,
+			uint64_t ifrecv, uint64_t ifdrop)
+{
+	uint8_t isb[ISB_FIXED], opts[4 * 12 + 4], v[8];
+	uint32_t olen = 0;
+
+	put32(isb, 0); /* interface 0 */
+	put32(isb + 4, (uint32_t)(ts >> 32));
+	put32(isb + 8, (uint32_t)ts);
+	put64(v, start);
+	olen += put_opt(opts + olen, OPT_ISB_STARTTIME, v, 8);
+	put64(v, end);
+	olen += put_opt(opts + olen, OPT_ISB_ENDTIME, v, 8);
+	put64(v, ifrecv);
+	olen += put_opt(opts + olen, OPT_ISB_IFRECV, v, 8);
+	put64(v, ifdrop);
+	olen += put_opt(opts + olen, OPT_ISB_IFDROP, v, 8);
+	olen = put_end(opts, olen);
+	emit_block(w, BT_ISB, isb, sizeof(isb), NULL, 0, opts, olen);
+	return w->err;
+}
+
+int dr_pcapng_writer_flush(struct dr_pcapng_writer *w)
+{
+	if (fflush(w->f) && !w->err)
+		w->err = errno ? -errno : -EIO;
 	return w->err;
 }
 

@@ -10,12 +10,14 @@
  * naming the block and its file offset, never a silent short read.
  *
  * The writer emits one section (little-endian, whatever the host), one
- * Ethernet interface with microsecond timestamps, and Enhanced Packet
- * Blocks: the same input always gives the same bytes.
+ * Ethernet interface (microsecond or nanosecond timestamps), Enhanced Packet
+ * Blocks (with a comment, flags and a drop count if asked) and Interface
+ * Statistics Blocks: the same input always gives the same bytes.
  */
 #ifndef DR_PCAPNG_H
 #define DR_PCAPNG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -78,6 +80,55 @@ struct dr_pcapng_writer *dr_pcapng_writer_open_stream(FILE *f, uint32_t snaplen,
 /* Append one Enhanced Packet Block; the packet is cut to snaplen.  Returns
  * 0 or -errno. */
 int dr_pcapng_write(struct dr_pcapng_writer *w, uint64_t ts_us, const void *data, uint32_t len);
+
+/* The writer of FI_DROCE_PCAP (src/roce/port_capture.c): options of the
+ * section and of its one interface.  Strings are cut to DR_PCAPNG_MAX_STR
+ * bytes; NULL ones are left out. */
+#define DR_PCAPNG_MAX_STR 1024
+
+struct dr_pcapng_wopts {
+	uint32_t snaplen;	    /* 0: no limit */
+	bool nanoseconds;	    /* if_tsresol 9, else 6 (microseconds) */
+	const char *hardware;	    /* shb_hardware */
+	const char *os;		    /* shb_os */
+	const char *appname;	    /* shb_userappl */
+	const char *if_name;	    /* if_name */
+	const char *if_description; /* if_description */
+};
+
+/* The same as dr_pcapng_writer_open_stream() (which is this with snaplen
+ * and appname only), with those options. */
+struct dr_pcapng_writer *dr_pcapng_writer_open_opts(FILE *f, const struct dr_pcapng_wopts *o);
+
+/* epb_flags (section 4.3.1): direction, and link-layer errors */
+#define DR_PCAPNG_FLAG_INBOUND	 0x00000001u
+#define DR_PCAPNG_FLAG_OUTBOUND	 0x00000002u
+#define DR_PCAPNG_FLAG_CRC_ERR	 0x01000000u
+#define DR_PCAPNG_FLAG_TOO_LONG	 0x02000000u
+#define DR_PCAPNG_FLAG_TOO_SHORT 0x04000000u
+
+/* One Enhanced Packet Block and its options */
+struct dr_pcapng_epb {
+	uint64_t ts;	    /* in the interface's units (if_tsresol) */
+	uint32_t flags;	    /* epb_flags, left out when 0 */
+	bool has_dropcount; /* write epb_dropcount */
+	uint64_t dropcount;
+	const char *comment; /* opt_comment, or NULL */
+};
+
+/* Append one Enhanced Packet Block with those options; the packet is cut
+ * to snaplen.  Returns 0 or -errno. */
+int dr_pcapng_write_epb(struct dr_pcapng_writer *w, const struct dr_pcapng_epb *e, const void *data,
+			uint32_t len);
+
+/* Append an Interface Statistics Block for the interface, stamped ts, with
+ * isb_starttime, isb_endtime, isb_ifrecv and isb_ifdrop.  Returns 0 or
+ * -errno. */
+int dr_pcapng_write_isb(struct dr_pcapng_writer *w, uint64_t ts, uint64_t start, uint64_t end,
+			uint64_t ifrecv, uint64_t ifdrop);
+
+/* Hand what was written to the file now (fflush).  Returns 0 or -errno. */
+int dr_pcapng_writer_flush(struct dr_pcapng_writer *w);
 
 /* Flush and close.  Returns 0, or -errno if any write failed. */
 int dr_pcapng_writer_close(struct dr_pcapng_writer *w);

@@ -1984,7 +1984,7 @@ int dr_port_resolve(struct dr_port *p, uint32_t ip, uint8_t mac[6])
 
 /* ---- receive ------------------------------------------------------------------------- */
 
-static void rx_one(struct dr_port *p, struct rte_mbuf *m, bool looped)
+static void rx_frame(struct dr_port *p, struct rte_mbuf *m, bool looped)
 {
 	uint32_t len = rte_pktmbuf_pkt_len(m);
 	const struct dr_eth_hdr *eth;
@@ -1994,12 +1994,6 @@ static void rx_one(struct dr_port *p, struct rte_mbuf *m, bool looped)
 
 	p->stats.rx_frames++;
 	p->stats.rx_bytes += len;
-	if (p->pcapng) {
-		struct rte_mbuf *copy = dr_capture_prepare(p, m, DR_PORT_DIR_RX);
-
-		if (copy)
-			dr_capture_commit(p, copy);
-	}
 	if (len > p->buf_size) {
 		p->stats.rx_too_long++;
 		goto drop;
@@ -2034,6 +2028,7 @@ static void rx_one(struct dr_port *p, struct rte_mbuf *m, bool looped)
 	v = dr_pkt_parse(data, len, 0, &pkt);
 	if (v != DR_PKT_OK) {
 		p->stats.rx_verdict[v]++;
+		dr_capture_rx_verdict(p, v);
 		goto drop;
 	}
 	if (p->ipv6 ? !pkt.ip6 || memcmp(pkt.ip6->daddr, p->ip6, 16)
@@ -2052,6 +2047,15 @@ static void rx_one(struct dr_port *p, struct rte_mbuf *m, bool looped)
 drop:
 	p->stats.rx_dropped++;
 	rte_pktmbuf_free(m);
+}
+
+/* The capture records the frame as it arrives and writes it when the port
+ * and the rx callback are done with it (port_capture.c). */
+static void rx_one(struct dr_port *p, struct rte_mbuf *m, bool looped)
+{
+	dr_capture_rx_begin(p, m);
+	rx_frame(p, m, looped);
+	dr_capture_rx_end(p);
 }
 
 int dr_port_poll(struct dr_port *p)

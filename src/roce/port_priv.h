@@ -75,7 +75,7 @@ struct dr_neigh;
 struct dr_pair;
 struct rte_hash;
 struct rte_ring;
-struct rte_pcapng;
+struct dr_capture;
 
 /* Link-fault counters, logged when the port closes (port.c link_log_stats) */
 struct dr_port_link_stats {
@@ -139,9 +139,7 @@ struct dr_port {
 	struct dr_neigh *neigh_last; /* the last one looked up (port_neigh.c) */
 	struct rte_mbuf **neigh_q;   /* arp.entries * arp.queue_len */
 
-	struct rte_pcapng *pcapng;
-	struct rte_mempool *cap_pool;
-	char *pcap_path;
+	struct dr_capture *pcapng; /* FI_DROCE_PCAP (port_capture.c), NULL: none */
 
 	int kernel_fd; /* UDP socket held on ip:4791 (af_packet), or -1 */
 	int group_fd;  /* IPv6 af_packet: socket holding our solicited-node group, or -1 */
@@ -229,5 +227,15 @@ struct rte_mbuf *dr_capture_prepare_at(struct dr_port *p, const struct rte_mbuf 
 				       enum dr_port_dir dir, uint64_t tsc);
 void dr_capture_commit(struct dr_port *p, struct rte_mbuf *copy);
 void dr_capture_discard(struct rte_mbuf *copy);
+/* A received frame: recorded at begin, written at end (or before any
+ * later record), so that what the port and the engines decided about it
+ * in between is in its record (dr_port_capture_note, _drop).  No-ops when
+ * not capturing. */
+void dr_capture_rx_begin(struct dr_port *p, const struct rte_mbuf *m);
+void dr_capture_rx_end(struct dr_port *p);
+/* dr_pkt_parse() rejected the received frame: it is recorded as dropped,
+ * with the verdict, unless it is not RoCEv2 at all (not IP, not UDP, not
+ * port 4791: the interface's other traffic). */
+void dr_capture_rx_verdict(struct dr_port *p, enum dr_pkt_verdict v);
 
 #endif /* DR_PORT_PRIV_H */
