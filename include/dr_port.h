@@ -403,12 +403,12 @@ bool dr_port_capturing(const struct dr_port *p);
  * joined with "; ".  At most 16 notes wait for their frames: a seventeenth
  * pushes the oldest out (counted in capture_errors). */
 void dr_port_capture_note(struct dr_port *p, const void *frame, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 /* The received frame being handled (during the rx callback) is dropped: its
  * record is marked so -- epb_flags inbound, epb_dropcount 1 -- and its
  * comment begins "dropped: <reason>". */
 void dr_port_capture_drop(struct dr_port *p, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 /* Told when resolution of ip ends: status 0 (resolved) or -EHOSTUNREACH
  * (no answer after the retries; frames queued for it were dropped). */
