@@ -11,7 +11,9 @@
  * Writer: little-endian, only the options the caller gives, so the output is
  * a pure function of the packets, their timestamps and those options.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* fwrite_unlocked */
+#endif
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
