@@ -9,16 +9,16 @@
  * nothing depends on the host's order.
  *
  * Writer: little-endian, only the options the caller gives, so the output is
- * a pure function of the packets, their timestamps and those options.
+ * a pure function of the packets, their timestamps and those options.  Each
+ * block is assembled whole in the writer's buffer and handed over in one
+ * call: one fwrite() on a stream, one write(2) on a file descriptor.
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* fwrite_unlocked */
-#endif
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pcapng.h"
 
@@ -516,24 +516,27 @@ struct dr_pcapng *dr_pcapng_open(const char *path, char *err, size_t errlen)
 /* ---- Writer ------------------------------------------------------------ */
 
 struct dr_pcapng_writer {
-	FILE *f;
+	FILE *f;	/* or NULL: fd */
+	int fd;		/* -1: f */
 	bool own_f;
 	int err; /* first failure, as -errno */
 	uint32_t snaplen;
+	uint8_t *blk; /* the block being assembled */
+	size_t len, cap;
 };
 
 static void put16(uint8_t *p, uint16_t v)
 {
-	p[0] = v;
-	p[1] = v >> 8;
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
 }
 
 static void put32(uint8_t *p, uint32_t v)
 {
-	p[0] = v;
-	p[1] = v >> 8;
-	p[2] = v >> 16;
-	p[3] = v >> 24;
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
 }
 
 static void put64(uint8_t *p, uint64_t v)
@@ -542,14 +545,57 @@ static void put64(uint8_t *p, uint64_t v)
 	put32(p + 4, (uint32_t)(v >> 32));
 }
 
-/* A block is several pieces: unlocked, each costs a copy (a writer and its
- * stream belong to one thread; FI_DROCE_PCAP writes one frame per call). */
+/* Append n bytes to the block being assembled. */
 static void emit(struct dr_pcapng_writer *w, const void *p, size_t n)
 {
 	if (w->err || !n)
 		return;
-	if (fwrite_unlocked(p, 1, n, w->f) != n)
-		w->err = errno ? -errno : -EIO;
+	if (w->len + n > w->cap) {
+		size_t cap = w->cap ? w->cap : 4096;
+		uint8_t *b;
+
+		while (cap < w->len + n)
+			cap *= 2;
+		b = realloc(w->blk, cap);
+		if (!b) {
+			w->err = -ENOMEM;
+			return;
+		}
+		w->blk = b;
+		w->cap = cap;
+	}
+	memcpy(w->blk + w->len, p, n);
+	w->len += n;
+}
+
+/* The assembled block to the file in one call.  On a descriptor that is
+ * one write(2): a process that exit()s in a signal handler while a thread
+ * is half-way through a record leaves the file without that record, never
+ * with part of it (stdio's buffer would be flushed by exit() as it is). */
+static void emit_done(struct dr_pcapng_writer *w)
+{
+	size_t off = 0;
+	ssize_t n;
+
+	if (w->err)
+		goto out;
+	if (w->f) {
+		if (fwrite(w->blk, 1, w->len, w->f) != w->len)
+			w->err = errno ? -errno : -EIO;
+		goto out;
+	}
+	while (off < w->len) {
+		n = write(w->fd, w->blk + off, w->len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			w->err = n < 0 ? -errno : -EIO;
+			break;
+		}
+		off += (size_t)n;
+	}
+out:
+	w->len = 0;
 }
 
 static const uint8_t zeros[4];
@@ -570,6 +616,7 @@ static void emit_block(struct dr_pcapng_writer *w, uint32_t type, const uint8_t 
 	emit(w, zeros, pad4(blen) - blen);
 	emit(w, opts, olen);
 	emit(w, b + 4, 4);
+	emit_done(w);
 }
 
 /* One option at b: code, length, value padded to 4 bytes.  Returns its size. */
@@ -597,7 +644,7 @@ static uint32_t put_end(uint8_t *b, uint32_t olen)
 	return olen + 4;
 }
 
-struct dr_pcapng_writer *dr_pcapng_writer_open_opts(FILE *f, const struct dr_pcapng_wopts *o)
+static struct dr_pcapng_writer *open_common(FILE *f, int fd, const struct dr_pcapng_wopts *o)
 {
 	struct dr_pcapng_writer *w = calloc(1, sizeof(*w));
 	uint8_t shb[SHB_FIXED], idb[IDB_FIXED], opts[3 * (4 + DR_PCAPNG_MAX_STR + 3) + 4];
@@ -607,6 +654,7 @@ struct dr_pcapng_writer *dr_pcapng_writer_open_opts(FILE *f, const struct dr_pca
 	if (!w)
 		return NULL;
 	w->f = f;
+	w->fd = fd;
 	w->snaplen = o->snaplen;
 
 	put32(shb, BOM);
@@ -631,10 +679,21 @@ struct dr_pcapng_writer *dr_pcapng_writer_open_opts(FILE *f, const struct dr_pca
 
 	if (w->err) {
 		errno = -w->err;
+		free(w->blk);
 		free(w);
 		return NULL;
 	}
 	return w;
+}
+
+struct dr_pcapng_writer *dr_pcapng_writer_open_opts(FILE *f, const struct dr_pcapng_wopts *o)
+{
+	return open_common(f, -1, o);
+}
+
+struct dr_pcapng_writer *dr_pcapng_writer_open_fd(int fd, const struct dr_pcapng_wopts *o)
+{
+	return open_common(NULL, fd, o);
 }
 
 struct dr_pcapng_writer *dr_pcapng_writer_open_stream(FILE *f, uint32_t snaplen,
@@ -724,7 +783,7 @@ int dr_pcapng_write_isb(struct dr_pcapng_writer *w, uint64_t ts, uint64_t start,
 
 int dr_pcapng_writer_flush(struct dr_pcapng_writer *w)
 {
-	if (fflush(w->f) && !w->err)
+	if (w->f && fflush(w->f) && !w->err)
 		w->err = errno ? -errno : -EIO;
 	return w->err;
 }
@@ -735,11 +794,12 @@ int dr_pcapng_writer_close(struct dr_pcapng_writer *w)
 
 	if (!w)
 		return 0;
-	if (fflush(w->f) && !w->err)
+	if (w->f && fflush(w->f) && !w->err)
 		w->err = errno ? -errno : -EIO;
 	if (w->own_f && fclose(w->f) && !w->err)
 		w->err = errno ? -errno : -EIO;
 	ret = w->err;
+	free(w->blk);
 	free(w);
 	return ret;
 }

@@ -100,6 +100,12 @@ struct dr_pcapng_wopts {
  * and appname only), with those options. */
 struct dr_pcapng_writer *dr_pcapng_writer_open_opts(FILE *f, const struct dr_pcapng_wopts *o);
 
+/* The same on a file descriptor, which dr_pcapng_writer_close() does not
+ * close: each block goes to it in one write(2), so the file never holds
+ * part of a record, even when the process exit()s from a signal handler
+ * while a thread is writing one (FI_DROCE_PCAP). */
+struct dr_pcapng_writer *dr_pcapng_writer_open_fd(int fd, const struct dr_pcapng_wopts *o);
+
 /* epb_flags (section 4.3.1): direction, and link-layer errors */
 #define DR_PCAPNG_FLAG_INBOUND	 0x00000001u
 #define DR_PCAPNG_FLAG_OUTBOUND	 0x00000002u
@@ -127,7 +133,8 @@ int dr_pcapng_write_epb(struct dr_pcapng_writer *w, const struct dr_pcapng_epb *
 int dr_pcapng_write_isb(struct dr_pcapng_writer *w, uint64_t ts, uint64_t start, uint64_t end,
 			uint64_t ifrecv, uint64_t ifdrop);
 
-/* Hand what was written to the file now (fflush).  Returns 0 or -errno. */
+/* Hand what was written to the file now (fflush; nothing to do on a
+ * descriptor).  Returns 0 or -errno. */
 int dr_pcapng_writer_flush(struct dr_pcapng_writer *w);
 
 /* Flush and close.  Returns 0, or -errno if any write failed. */

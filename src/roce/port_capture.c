@@ -9,7 +9,7 @@
  *
  * Records: a copy of each frame is taken before the device owns it
  * (af_packet frees the mbuf inside rte_eth_tx_burst), stamped then, and
- * written once the device took it, one write() per frame: the file is
+ * written once the device took it, one write(2) per frame: the file is
  * current while the process runs, and a crash loses nothing written.  A
  * received frame is written when the port is done with it
  * (dr_capture_rx_end), or before any other record, so that what droce made
@@ -63,7 +63,7 @@ struct dr_cap_txnote {
 };
 
 struct dr_capture {
-	FILE *f;
+	int fd;
 	struct dr_pcapng_writer *w;
 	struct rte_mempool *pool;
 	int64_t real_off; /* CLOCK_REALTIME - CLOCK_MONOTONIC at open, ns */
@@ -150,19 +150,13 @@ int dr_capture_open(struct dr_port *p, const char *path, struct dr_port_err *err
 		return dr_port_fail(err, -e, DR_PORT_PARAM_PCAP,
 				    "cannot create capture file '%s': %s", path, strerror(e));
 	}
-	c->f = fdopen(fd, "w");
-	if (!c->f) {
-		e = errno;
-		close(fd);
-		free(c);
-		return dr_port_fail(err, -e, DR_PORT_PARAM_NONE, "%s: out of memory", p->name);
-	}
+	c->fd = fd;
 	snprintf(name, sizeof(name), "drp%u_cap", p->serial);
 	c->pool = rte_pktmbuf_pool_create(name, DR_CAPTURE_MBUFS, 0, sizeof(struct dr_cap_meta),
 					  p->buf_size + RTE_PKTMBUF_HEADROOM, p->socket_id);
 	if (!c->pool) {
 		e = rte_errno;
-		fclose(c->f);
+		close(c->fd);
 		free(c);
 		return dr_port_fail(err, -e, DR_PORT_PARAM_NONE,
 				    "cannot create the capture mempool: %s (EAL memory: -m)",
@@ -186,11 +180,10 @@ int dr_capture_open(struct dr_port *p, const char *path, struct dr_port_err *err
 	c->real_off = (int64_t)((uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec) -
 		      (int64_t)mono_ns();
 	c->start = cap_now(c);
-	c->w = dr_pcapng_writer_open_opts(c->f, &o);
-	if (!c->w || dr_pcapng_writer_flush(c->w) < 0) {
+	c->w = dr_pcapng_writer_open_fd(c->fd, &o);
+	if (!c->w) {
 		e = errno ? errno : EIO;
-		dr_pcapng_writer_close(c->w);
-		fclose(c->f);
+		close(c->fd);
 		rte_mempool_free(c->pool);
 		free(c);
 		return dr_port_fail(err, -e, DR_PORT_PARAM_PCAP,
@@ -230,9 +223,7 @@ static void write_record(struct dr_port *p, struct rte_mbuf *copy, const char *c
 	    .comment = comment && *comment ? comment : NULL,
 	};
 
-	if (dr_pcapng_write_epb(c->w, &e, rte_pktmbuf_mtod(copy, const void *), copy->data_len) <
-		0 ||
-	    dr_pcapng_writer_flush(c->w) < 0)
+	if (dr_pcapng_write_epb(c->w, &e, rte_pktmbuf_mtod(copy, const void *), copy->data_len) < 0)
 		p->stats.capture_errors++;
 }
 
@@ -261,7 +252,9 @@ void dr_capture_close(struct dr_port *p)
 	    dr_pcapng_writer_close(c->w) < 0)
 		dr_port_log(DR_PORT_LOG_WARN, "%s: the capture file could not be written whole",
 			    p->name);
-	fclose(c->f);
+	if (close(c->fd) < 0)
+		dr_port_log(DR_PORT_LOG_WARN, "%s: closing the capture file: %s", p->name,
+			    strerror(errno));
 	rte_mempool_free(c->pool);
 	free(c);
 	p->pcapng = NULL;
