@@ -325,6 +325,15 @@ struct dr_qp_ops {
 	 * (dr_port_neigh_suspect), so that a peer whose MAC changed is
 	 * followed long before retry_cnt runs out. */
 	void (*path_suspect)(void *ctx, struct dr_qp *qp);
+	/* Optional: annotations of protocol events for a capture that explains
+	 * itself (issue 15; the vocabulary is in man/fi_droce.7, FI_DROCE_PCAP).
+	 * noting: whether anyone listens now (a NULL noting with a note means
+	 * always); the engine formats a note only then.  note: one note on a
+	 * frame, the one being received (during dr_qp_input) or one about to be
+	 * sent (frame, len: at least its headers through the BTH's extension
+	 * headers, as built).  text is valid only during the call. */
+	bool (*noting)(void *ctx, struct dr_qp *qp);
+	void (*note)(void *ctx, struct dr_qp *qp, const void *frame, size_t len, const char *text);
 };
 
 /* QP options, fixed at creation (struct dr_qp_init_attr.flags). */

@@ -266,6 +266,21 @@ static void qp_path_suspect(void *ctx, struct dr_qp *qp)
 		dr_port_neigh_suspect(ep->dev->port, ntohl(ep->dst.sin.sin_addr.s_addr));
 }
 
+/* Annotations go to the port's capture (FI_DROCE_PCAP), if it has one. */
+static bool qp_noting(void *ctx, struct dr_qp *qp)
+{
+	struct dr_ep *ep = ctx;
+
+	return dr_port_capturing(ep->dev->port);
+}
+
+static void qp_note(void *ctx, struct dr_qp *qp, const void *frame, size_t len, const char *text)
+{
+	struct dr_ep *ep = ctx;
+
+	dr_port_capture_note(ep->dev->port, frame, len, "%s", text);
+}
+
 static const struct dr_qp_ops ep_qp_ops = {
     .xmit = qp_xmit,
     .frame_alloc = qp_frame_alloc,
@@ -276,6 +291,8 @@ static const struct dr_qp_ops ep_qp_ops = {
     .remote_op = qp_remote_op,
     .log = qp_log,
     .path_suspect = qp_path_suspect,
+    .noting = qp_noting,
+    .note = qp_note,
 };
 
 void dr_ep_qp_ops_init(struct dr_ep *ep)

@@ -120,6 +120,24 @@ void dr_qp_log(struct dr_qp *qp, const char *fmt, ...)
 	qp->ops->log(qp->ctx, qp, msg);
 }
 
+bool dr_qp_noting(const struct dr_qp *qp)
+{
+	return qp->ops->note && (!qp->ops->noting || qp->ops->noting(qp->ctx, (struct dr_qp *)qp));
+}
+
+void dr_qp_note(struct dr_qp *qp, const void *frame, size_t len, const char *fmt, ...)
+{
+	char text[256];
+	va_list ap;
+
+	if (!dr_qp_noting(qp))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	qp->ops->note(qp->ctx, qp, frame, len, text);
+}
+
 uint64_t dr_qp_now(struct dr_qp *qp)
 {
 	return qp->ops->now_ns(qp->ctx);

@@ -252,6 +252,11 @@ void dr_qp_drop(struct dr_qp *qp, enum dr_rx_drop why);
 /* RNR NAK timer code -> delay (IBA table 45). */
 uint64_t dr_rnr_timer_ns(unsigned code);
 void dr_qp_log(struct dr_qp *qp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Annotations (struct dr_qp_ops.note): test dr_qp_noting() before working
+ * out what a note says; dr_qp_note() formats and hands it over. */
+bool dr_qp_noting(const struct dr_qp *qp);
+void dr_qp_note(struct dr_qp *qp, const void *frame, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 uint64_t dr_qp_now(struct dr_qp *qp);
 void dr_qp_timer_update(struct dr_qp *qp);
 /* Fill d with this QP's addressing and the BTH basics. */
