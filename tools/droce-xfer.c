@@ -132,6 +132,7 @@ static struct opts {
 	unsigned int fault_iter;
 	const char *gate;	/* -W: a file to hold the client with ... */
 	unsigned int gate_iter; /* ... before the operation of this iteration */
+	bool gate_once;		/* -G: only before the first operation */
 } opt;
 
 enum { FAULT_NONE, FAULT_CORRUPT, FAULT_BADKEY };
@@ -2057,20 +2058,23 @@ static void client_part(struct xfer *x, const struct test *t, unsigned int iter,
  * down, for instance): create the file, wait until it is removed. */
 static void gate_wait(const struct test *t, unsigned int iter)
 {
+	const char *gate = opt.gate;
 	int fd;
 
-	if (!opt.gate || iter != opt.gate_iter)
+	if (!gate || iter != opt.gate_iter)
 		return;
-	fd = open(opt.gate, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (opt.gate_once)
+		opt.gate = NULL; /* -G: this was the one time */
+	fd = open(gate, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0) {
-		say("cannot create %s: %s\n", opt.gate, strerror(errno));
+		say("cannot create %s: %s\n", gate, strerror(errno));
 		return;
 	}
 	close(fd);
 	printf(PROG ": %s %" PRIu64 " B iteration %u: held until %s is removed\n",
-	       op_tab[t->op].name, t->size, iter, opt.gate);
+	       op_tab[t->op].name, t->size, iter, gate);
 	fflush(stdout);
-	while (access(opt.gate, F_OK) == 0)
+	while (access(gate, F_OK) == 0)
 		usleep(1000);
 }
 
@@ -2606,7 +2610,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: " PROG " [-p provider] [-d domain] [-a fabric_addr] [-s server] [-P port]\n"
 		"                  [-o ops] [-S sizes] [-I iterations] [-t timeout] [-w wait]\n"
-		"                  [-N] [-X fault] [-W n:file] [-v] [-h]\n"
+		"                  [-N] [-X fault] [-W n:file] [-G n:file] [-v] [-h]\n"
 		"  server without -s, client of the server (host name or address) with -s\n"
 		"  -p provider   libfabric provider (droce, verbs, tcp, sockets...)\n"
 		"  -d domain     domain name (e.g. a verbs device or an interface)\n"
@@ -2627,6 +2631,7 @@ static void usage(FILE *f)
 		   "                what it sends or writes, badkey:OP[:ITER] uses a wrong key\n"
 		   "  -W n:file     client: before the operation of iteration n, create file\n"
 		   "                and wait until it is removed (for test harnesses)\n"
+		   "  -G n:file     client: the same, at the first operation only\n"
 		   "  -v            verbose (twice: every iteration)\n"
 		   "exit status: 0 when nothing failed, 1 when something failed, 2 on bad usage\n");
 }
@@ -2750,7 +2755,7 @@ int main(int argc, char **argv)
 	opt.nsizes = (int)(sizeof(default_sizes) / sizeof(default_sizes[0]));
 	memcpy(opt.sizes, default_sizes, sizeof(default_sizes));
 
-	while ((c = getopt(argc, argv, "p:d:a:s:P:o:S:I:t:w:NX:W:vh")) != -1) {
+	while ((c = getopt(argc, argv, "p:d:a:s:P:o:S:I:t:w:NX:W:G:vh")) != -1) {
 		switch (c) {
 		case 'p':
 			opt.prov = optarg;
@@ -2799,9 +2804,11 @@ int main(int argc, char **argv)
 			if (parse_fault(optarg))
 				goto bad;
 			break;
-		case 'W': {
+		case 'W':
+		case 'G': {
 			char *end;
 
+			opt.gate_once = c == 'G';
 			opt.gate_iter = (unsigned int)strtoul(optarg, &end, 10);
 			if (end == optarg || *end != ':' || !end[1])
 				goto bad;
