@@ -2620,20 +2620,21 @@ static void usage(FILE *f)
 		DEFAULT_PORT);
 	for (op = 0; op < OP_MAX; op++)
 		fprintf(f, " %s", op_tab[op].name);
-	fprintf(f, "\n"
-		   "  -S sizes      comma list, k/m suffixes (default 0,1,7,64,1023,1024,1025,\n"
-		   "                4096,65536,1048576,4194304); atomics use 8 bytes\n"
-		   "  -I n          iterations per operation and size (default 10)\n"
-		   "  -t seconds    timeout of every step (default 10)\n"
-		   "  -w seconds    server: how long to wait for a client (default 120, 0: forever)\n"
-		   "  -N            do not accept the FI_RX_CQ_DATA mode\n"
-		   "  -X fault      client, to test the tester: corrupt:OP[:ITER] flips a byte of\n"
-		   "                what it sends or writes, badkey:OP[:ITER] uses a wrong key\n"
-		   "  -W n:file     client: before the operation of iteration n, create file\n"
-		   "                and wait until it is removed (for test harnesses)\n"
-		   "  -G n:file     client: the same, at the first operation only\n"
-		   "  -v            verbose (twice: every iteration)\n"
-		   "exit status: 0 when nothing failed, 1 when something failed, 2 on bad usage\n");
+	fprintf(f,
+		"\n"
+		"  -S sizes      comma list, k/m suffixes (default 0,1,7,64,1023,1024,1025,\n"
+		"                4096,65536,1048576,4194304); atomics use 8 bytes\n"
+		"  -I n          iterations per operation and size (default 10)\n"
+		"  -t seconds    timeout of every step (default 10)\n"
+		"  -w seconds    server: how long to wait for a client (default 120, 0: forever)\n"
+		"  -N            do not accept the FI_RX_CQ_DATA mode\n"
+		"  -X fault      client, to test the tester: corrupt:OP[:ITER] flips a byte of\n"
+		"                what it sends or writes, badkey:OP[:ITER] uses a wrong key\n"
+		"  -W n:file     client: before the operation of iteration n, create file\n"
+		"                and wait until it is removed (for test harnesses)\n"
+		"  -G n:file     client: the same, at the first operation only\n"
+		"  -v            verbose (twice: every iteration)\n"
+		"exit status: 0 when nothing failed, 1 when something failed, 2 on bad usage\n");
 }
 
 static int parse_ops(const char *s)
