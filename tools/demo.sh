@@ -7,8 +7,12 @@
 #     send with immediate, RDMA write (and write with immediate), RDMA read
 #     and the three atomics, every byte verified on both sides,
 #  4. capture every frame the server's port sends and receives to a pcapng,
-#     check every ICRC in it with droce's own parser, and print tshark's
-#     summary of the start of it.
+#     check every ICRC in it with droce's own parser (which also breaks the
+#     retransmissions down by the cause droce wrote in the capture's
+#     comments), list the first frames droce annotated (why it
+#     retransmitted, NAKed, changed a QP or CM state, dropped a frame: the
+#     demo's link loses nothing, so mostly state changes and the odd resend
+#     after a timeout) and print tshark's summary of the start of it.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$top/build}
@@ -60,6 +64,12 @@ tail -n 1 "$work/server.log"
 echo
 echo "demo: every RoCEv2 frame of the capture through droce's parser (ICRC included)"
 "$build/tools/droce-pcapcheck" "$pcap"
+echo
+echo "demo: the first 12 frames droce annotated (droce-pcapcheck --notes; in Wireshark:"
+echo "      tshark -r $pcap -Y frame.comment -T fields -e frame.number -e _ws.col.Info -e frame.comment)"
+"$build/tools/droce-pcapcheck" -q --notes "$pcap" >"$work/notes.txt" || true
+head -n 13 "$work/notes.txt"
+[ "$(wc -l <"$work/notes.txt")" -gt 1 ] || echo "(no frame of this run carries a comment)"
 echo
 echo "demo: tshark's summary of the first 40 frames (tshark -r $pcap)"
 # Wireshark 4.0's RPC-over-RDMA heuristic misreads short SEND payloads

@@ -31,7 +31,7 @@
  *
  * Capture comments (pcapng opt_comment, as FI_DROCE_PCAP writes them) are
  * read as droce's notes: one or more "keyword: details" joined by "; "
- * (fi_droce(7), ANNOTATED CAPTURES).  A frame marked dropped (a "dropped:"
+ * (README.md, "Reading a capture").  A frame marked dropped (a "dropped:"
  * note, or an epb_dropcount above 0, which is how FI_DROCE_PCAP marks a
  * frame it received and threw away) never reached droce's engine: it is
  * counted among the frames and by drop reason, and nowhere else (not RoCE,
@@ -135,7 +135,7 @@ static const struct {
 
 /* ---- notes: the capture's comments ---------------------------------------------- */
 
-/* The keywords of droce's notes (fi_droce(7), ANNOTATED CAPTURES), in the
+/* The keywords of droce's notes (README.md, "Reading a capture"), in the
  * order the report lists them; a note is matched up to its colon. */
 static const char *const note_kw[] = {
     "retransmit",    "NAK sent", "NAK received", "RNR NAK sent", "RNR NAK received", "duplicate",
