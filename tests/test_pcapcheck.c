@@ -67,13 +67,13 @@ static const struct frame scenario[FRAMES] = {
     /* 14: two comments, five notes (two outside the vocabulary) */
     {true, DR_OP_ACK, 104, DR_AETH_ACK_UNLIMITED, false, 0, -1, NULL},
     /* 15: dropped by its note alone */
-    {true, DR_OP_SEND_ONLY, 502, 0, false, 0, -1, "dropped: unknown QPN 0x000099, 1 so far"},
+    {true, DR_OP_SEND_ONLY, 502, 0, false, 0, -1, "dropped: unknown\tQPN 0x000099, 1 so far"},
 };
 
 static const char *const comments14[2] = {
     "CNP received: rate 10000 -> 5000 Mb/s",
     "duplicate: READ PSN 7 answered again from the request; QP state: RTS -> ERROR (retry "
-    "exceeded); frobnicate: x; no keyword here",
+    "exceeded); frobnicate: x; no keyword\nhere",
 };
 
 static char dir[64], cap[96];
@@ -269,7 +269,7 @@ START_TEST(test_report)
 	    "dropped by droce: 3 frame(s)\n"
 	    "  (no reason given)                                     1\n"
 	    "  bad ICRC                                              1\n"
-	    "  unknown QPN 0x000099                                  1\n"
+	    "  unknown\\tQPN 0x000099                                 1\n"
 	    "PASS: every RoCE frame parses with a valid ICRC\n";
 	char out[8192];
 
@@ -279,7 +279,8 @@ START_TEST(test_report)
 END_TEST
 
 /* --notes: every frame with a comment (not 13: a drop count alone), as
- * tshark -Y frame.comment would pick them, also with -q */
+ * tshark -Y frame.comment would pick them, also with -q; a tab or a newline
+ * in a comment escaped (here and in the report) */
 START_TEST(test_notes)
 {
 	static const char want[] =
@@ -298,10 +299,10 @@ START_TEST(test_notes)
 	    "dropped: bad ICRC\n"
 	    "14\t0.000019500\tin\t192.0.2.2 -> 192.0.2.1 RC_ACKNOWLEDGE QP 0x000012 PSN 104 ACK\t"
 	    "CNP received: rate 10000 -> 5000 Mb/s; duplicate: READ PSN 7 answered again from "
-	    "the request; QP state: RTS -> ERROR (retry exceeded); frobnicate: x; no keyword "
-	    "here\n"
+	    "the request; QP state: RTS -> ERROR (retry exceeded); frobnicate: x; no keyword"
+	    "\\nhere\n"
 	    "15\t0.000021000\tin\t192.0.2.2 -> 192.0.2.1 RC_SEND_ONLY QP 0x000012 PSN 502\t"
-	    "dropped: unknown QPN 0x000099, 1 so far\n";
+	    "dropped: unknown\\tQPN 0x000099, 1 so far\n";
 	char out[8192];
 
 	ck_assert_int_eq(run("-q --notes", out, sizeof(out)), 0);

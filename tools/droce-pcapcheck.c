@@ -64,7 +64,8 @@
  *   --notes             list every annotated frame as it is read, one tab-separated
  *                       line each: number, seconds since the file's first frame,
  *                       direction (in, out or -, from epb_flags), a summary and
- *                       the comment(s) (also with -q)
+ *                       the comment(s), joined by "; ", control characters
+ *                       written \t, \n, \r, \xNN (also with -q)
  *   --list-names        print every counter name and exit
  *
  * Exit: 0 all good; 1 a bad RoCE frame, a missing requirement or a forbidden
@@ -612,13 +613,41 @@ static void count_good(const struct dr_pkt *p, uint64_t num, size_t cause)
 	psn_track(p, num, cause);
 }
 
-/* Count one more s[0..len) in t; returns its index. */
+/* s[0..len) with its control characters written as \t, \n, \r or \xNN,
+ * so a comment from any writer stays on its line and in its column. */
+static char *escape(const char *s, size_t len)
+{
+	char *e = malloc(len * 4 + 1), *o = e;
+
+	if (!e) {
+		perror("droce-pcapcheck");
+		exit(2);
+	}
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '\t' || c == '\n' || c == '\r') {
+			*o++ = '\\';
+			*o++ = c == '\t' ? 't' : c == '\n' ? 'n' : 'r';
+		} else if (c < 0x20 || c == 0x7f) {
+			o += sprintf(o, "\\x%02x", c);
+		} else {
+			*o++ = (char)c;
+		}
+	}
+	*o = '\0';
+	return e;
+}
+
+/* Count one more s[0..len) in t (escaped); returns its index. */
 static size_t tally_add(struct tally *t, const char *s, size_t len)
 {
+	char *name = escape(s, len);
 	size_t i;
 
 	for (i = 0; i < t->len; i++)
-		if (strlen(t->name[i]) == len && !memcmp(t->name[i], s, len)) {
+		if (!strcmp(t->name[i], name)) {
+			free(name);
 			t->n[i]++;
 			return i;
 		}
@@ -636,11 +665,7 @@ static size_t tally_add(struct tally *t, const char *s, size_t len)
 		t->n = nv;
 		t->cap = nc;
 	}
-	t->name[i] = strndup(s, len);
-	if (!t->name[i]) {
-		perror("droce-pcapcheck");
-		exit(2);
-	}
+	t->name[i] = name;
 	t->n[i] = 1;
 	t->len++;
 	return i;
@@ -782,8 +807,12 @@ static void print_note_line(const struct dr_pcapng_pkt *cp, uint64_t t0_sec, uin
 	       : (cp->flags & 3) == DR_PCAPNG_FLAG_OUTBOUND ? "out"
 							    : "-",
 	       sum);
-	for (unsigned c = 0; c < cp->ncomments; c++)
-		printf("%s%s", c ? "; " : "", cp->comments[c]);
+	for (unsigned c = 0; c < cp->ncomments; c++) {
+		char *e = escape(cp->comments[c], strlen(cp->comments[c]));
+
+		printf("%s%s", c ? "; " : "", e);
+		free(e);
+	}
 	putchar('\n');
 }
 
