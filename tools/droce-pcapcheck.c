@@ -796,13 +796,23 @@ static void summarize(const struct dr_pcapng_pkt *cp, char *buf, size_t len)
  * summary, the comments joined by "; " */
 static void print_note_line(const struct dr_pcapng_pkt *cp, uint64_t t0_sec, uint32_t t0_nsec)
 {
-	int64_t ns = (int64_t)(cp->ts_sec - t0_sec) * 1000000000 + cp->ts_nsec - t0_nsec;
-	uint64_t mag = ns < 0 ? (uint64_t)-ns : (uint64_t)ns;
+	/* |t - t0| as seconds and nanoseconds: no product that can overflow,
+	 * whatever the stamps of a corrupt or odd file */
+	bool neg = cp->ts_sec < t0_sec || (cp->ts_sec == t0_sec && cp->ts_nsec < t0_nsec);
+	uint64_t hi_s = neg ? t0_sec : cp->ts_sec, lo_s = neg ? cp->ts_sec : t0_sec;
+	uint32_t hi_ns = neg ? t0_nsec : cp->ts_nsec, lo_ns = neg ? cp->ts_nsec : t0_nsec;
+	uint64_t sec = hi_s - lo_s, nsec;
 	char sum[256];
 
+	if (hi_ns < lo_ns) {
+		sec--;
+		nsec = 1000000000u + hi_ns - lo_ns;
+	} else {
+		nsec = hi_ns - lo_ns;
+	}
 	summarize(cp, sum, sizeof(sum));
-	printf("%" PRIu64 "\t%s%" PRIu64 ".%09" PRIu64 "\t%s\t%s\t", cp->number, ns < 0 ? "-" : "",
-	       mag / 1000000000, mag % 1000000000,
+	printf("%" PRIu64 "\t%s%" PRIu64 ".%09" PRIu64 "\t%s\t%s\t", cp->number, neg ? "-" : "",
+	       sec, nsec,
 	       (cp->flags & 3) == DR_PCAPNG_FLAG_INBOUND    ? "in"
 	       : (cp->flags & 3) == DR_PCAPNG_FLAG_OUTBOUND ? "out"
 							    : "-",
