@@ -29,11 +29,12 @@
 #define IN     DR_PCAPNG_FLAG_INBOUND
 #define RTO_C  ", go-back-N from PSN 101, attempt 1 of 7, RTO 16384 us"
 #define NAK_C  ", go-back-N from PSN 103, attempt 1 of 7, RTO 16384 us"
-#define FRAMES 15
+#define READ_C ", go-back-N from PSN 105, attempt 2 of 7, RTO 32768 us"
+#define FRAMES 19
 
 struct frame {
 	bool from_b;	/* B -> A (in), else A -> B (out) */
-	uint8_t opcode; /* RC_SEND_ONLY or ACKNOWLEDGE */
+	uint8_t opcode; /* RC_SEND_ONLY, RDMA_READ_REQUEST (4096 bytes) or ACKNOWLEDGE */
 	uint32_t psn;
 	uint8_t syndrome;    /* of an ACK */
 	bool bad_icrc;	     /* flip the last byte */
@@ -68,6 +69,12 @@ static const struct frame scenario[FRAMES] = {
     {true, DR_OP_ACK, 104, DR_AETH_ACK_UNLIMITED, false, 0, -1, NULL},
     /* 15: dropped by its note alone */
     {true, DR_OP_SEND_ONLY, 502, 0, false, 0, -1, "dropped: unknown\tQPN 0x000099, 1 so far"},
+    /* 16-17: a 4096-byte READ takes PSNs 105-108 (path MTU 1024), a send
+     * 109; 18-19: both resent, one note: 109 is the same go-back-N */
+    {false, DR_OP_READ_REQ, 105, 0, false, 0, -1, NULL},
+    {false, DR_OP_SEND_ONLY, 109, 0, false, 0, -1, NULL},
+    {false, DR_OP_READ_REQ, 105, 0, false, 0, -1, "retransmit: timeout" READ_C},
+    {false, DR_OP_SEND_ONLY, 109, 0, false, 0, -1, NULL},
 };
 
 static const char *const comments14[2] = {
@@ -177,6 +184,11 @@ static void write_capture(void)
 		if (fr->opcode == DR_OP_ACK) {
 			d.aeth.syndrome = fr->syndrome;
 			d.aeth.msn = fr->psn;
+		} else if (fr->opcode == DR_OP_READ_REQ) {
+			d.ackreq = true;
+			d.reth.va = 0x10000;
+			d.reth.rkey = 0x1234;
+			d.reth.len = 4096;
 		} else {
 			d.ackreq = true;
 			d.payload = payload;
@@ -234,30 +246,31 @@ static const char *after_name(const char *out)
 }
 
 /* The existing lines unchanged in form (the three dropped frames nowhere
- * in them: 15 frames, 12 RoCE, 9 request packets in one flow, 4
+ * in them: 19 frames, 16 RoCE, 13 request packets in one flow, 6
  * retransmitted), then the new ones. */
 START_TEST(test_report)
 {
 	static const char want[] =
-	    "frames: 15  RoCEv2 (UDP/4791): 12 (ok 12, bad 0)  ARP: 0  other: 0\n"
+	    "frames: 19  RoCEv2 (UDP/4791): 16 (ok 16, bad 0)  ARP: 0  other: 0\n"
 	    "by verdict:\n"
-	    "  ok                                                   12\n"
+	    "  ok                                                   16\n"
 	    "by opcode:\n"
-	    "  0x04 RC_SEND_ONLY                                     9\n"
+	    "  0x04 RC_SEND_ONLY                                    11\n"
+	    "  0x0c RC_RDMA_READ_REQUEST                             2\n"
 	    "  0x11 RC_ACKNOWLEDGE                                   3\n"
 	    "AETH syndromes:\n"
 	    "  ACK                                                   2\n"
 	    "  NAK_PSN_SEQ                                           1\n"
-	    "RC request PSNs: 9 packets in 1 flow(s); RETRANSMIT 4, DUPLICATE 0, PSN_GAP 0, "
+	    "RC request PSNs: 13 packets in 1 flow(s); RETRANSMIT 6, DUPLICATE 0, PSN_GAP 0, "
 	    "PSN_LATE 0; READ responses resent 0\n"
 	    /* 5 annotated, 6 the rest of its go-back-N, 9 annotated, 11
-	     * unexplained */
-	    "retransmissions by cause: 4\n"
+	     * unexplained, 18 annotated, 19 after its READ's PSNs */
+	    "retransmissions by cause: 6\n"
 	    "  NAK sequence error                                    1\n"
-	    "  timeout                                               2\n"
+	    "  timeout                                               4\n"
 	    "  unexplained                                           1\n"
-	    "notes: 12 on 8 frame(s)\n"
-	    "  retransmit                                            2\n"
+	    "notes: 13 on 9 frame(s)\n"
+	    "  retransmit                                            3\n"
 	    "  NAK received                                          1\n"
 	    "  duplicate                                             1\n"
 	    "  ACK coalesced                                         1\n"
@@ -302,7 +315,10 @@ START_TEST(test_notes)
 	    "the request; QP state: RTS -> ERROR (retry exceeded); frobnicate: x; no keyword"
 	    "\\nhere\n"
 	    "15\t0.000021000\tin\t192.0.2.2 -> 192.0.2.1 RC_SEND_ONLY QP 0x000012 PSN 502\t"
-	    "dropped: unknown\\tQPN 0x000099, 1 so far\n";
+	    "dropped: unknown\\tQPN 0x000099, 1 so far\n"
+	    "18\t0.000025500\tout\t192.0.2.1 -> 192.0.2.2 RC_RDMA_READ_REQUEST QP 0x000011 PSN "
+	    "105\t"
+	    "retransmit: timeout" READ_C "\n";
 	char out[8192];
 
 	ck_assert_int_eq(run("-q --notes", out, sizeof(out)), 0);
@@ -315,11 +331,11 @@ START_TEST(test_conditions)
 {
 	char out[1024];
 
-	ck_assert_int_eq(run("-q --require DROPPED:3,ANNOTATED:8,RETRANSMIT:4", out, sizeof(out)),
+	ck_assert_int_eq(run("-q --require DROPPED:3,ANNOTATED:9,RETRANSMIT:6", out, sizeof(out)),
 			 0);
 	ck_assert_str_eq(out, "");
 	ck_assert_int_eq(
-	    run("-q --forbid UNEXPLAINED --require DROPPED:4,ANNOTATED:8", out, sizeof(out)), 1);
+	    run("-q --forbid UNEXPLAINED --require DROPPED:4,ANNOTATED:9", out, sizeof(out)), 1);
 	ck_assert_str_eq(out, "FAIL: UNEXPLAINED: 1, forbidden\n"
 			      "FAIL: DROPPED: 3, at least 4 required\n");
 }

@@ -435,15 +435,19 @@ static void psn_event(struct flow *f, enum psn_event ev, uint64_t num, const cha
 /* Count the frames of a go-back-N: cause is what the frame's "retransmit:"
  * note says (its index in notes.causes + 1), 0 when it has none.  droce
  * may annotate only the first packet it resends: the ones that follow it
- * PSN by PSN carry on the same retransmission. */
+ * PSN by PSN carry on the same retransmission (after a READ request, up to
+ * read_slack PSNs further: its responses' PSNs, which depend on the path
+ * MTU).  Called before f->read_slack moves on to this packet. */
 static void gbn_track(struct flow *f, const struct dr_pkt *p, bool resent, size_t cause)
 {
+	int32_t d = dr_psn_diff(p->psn, f->gbn_next);
+
 	if (cause) {
 		f->gbn_cause = cause; /* counted when the note was read */
 	} else if (!resent) {
 		f->gbn_cause = 0;
 		return;
-	} else if (f->gbn_cause && p->psn == f->gbn_next) {
+	} else if (f->gbn_cause && d >= 0 && (uint32_t)d <= f->read_slack) {
 		notes.causes.n[f->gbn_cause - 1]++;
 	} else {
 		notes.unexplained++;
