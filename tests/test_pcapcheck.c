@@ -30,7 +30,7 @@
 #define RTO_C  ", go-back-N from PSN 101, attempt 1 of 7, RTO 16384 us"
 #define NAK_C  ", go-back-N from PSN 103, attempt 1 of 7, RTO 16384 us"
 #define READ_C ", go-back-N from PSN 105, attempt 2 of 7, RTO 32768 us"
-#define FRAMES 19
+#define FRAMES 21
 
 struct frame {
 	bool from_b;	/* B -> A (in), else A -> B (out) */
@@ -75,6 +75,11 @@ static const struct frame scenario[FRAMES] = {
     {false, DR_OP_SEND_ONLY, 109, 0, false, 0, -1, NULL},
     {false, DR_OP_READ_REQ, 105, 0, false, 0, -1, "retransmit: timeout" READ_C},
     {false, DR_OP_SEND_ONLY, 109, 0, false, 0, -1, NULL},
+    /* 20-21: B sends 600 twice: the peer's retransmission, which A's note
+     * calls a duplicate (B's capture would say why) */
+    {true, DR_OP_SEND_ONLY, 600, 0, false, 0, -1, NULL},
+    {true, DR_OP_SEND_ONLY, 600, 0, false, 0, -1,
+     "duplicate: SEND_ONLY PSN 600 acknowledged again, ACK PSN 600"},
 };
 
 static const char *const comments14[2] = {
@@ -246,33 +251,35 @@ static const char *after_name(const char *out)
 }
 
 /* The existing lines unchanged in form (the three dropped frames nowhere
- * in them: 19 frames, 16 RoCE, 13 request packets in one flow, 6
+ * in them: 21 frames, 18 RoCE, 15 request packets in two flows, 7
  * retransmitted), then the new ones. */
 START_TEST(test_report)
 {
 	static const char want[] =
-	    "frames: 19  RoCEv2 (UDP/4791): 16 (ok 16, bad 0)  ARP: 0  other: 0\n"
+	    "frames: 21  RoCEv2 (UDP/4791): 18 (ok 18, bad 0)  ARP: 0  other: 0\n"
 	    "by verdict:\n"
-	    "  ok                                                   16\n"
+	    "  ok                                                   18\n"
 	    "by opcode:\n"
-	    "  0x04 RC_SEND_ONLY                                    11\n"
+	    "  0x04 RC_SEND_ONLY                                    13\n"
 	    "  0x0c RC_RDMA_READ_REQUEST                             2\n"
 	    "  0x11 RC_ACKNOWLEDGE                                   3\n"
 	    "AETH syndromes:\n"
 	    "  ACK                                                   2\n"
 	    "  NAK_PSN_SEQ                                           1\n"
-	    "RC request PSNs: 13 packets in 1 flow(s); RETRANSMIT 6, DUPLICATE 0, PSN_GAP 0, "
+	    "RC request PSNs: 15 packets in 2 flow(s); RETRANSMIT 7, DUPLICATE 0, PSN_GAP 0, "
 	    "PSN_LATE 0; READ responses resent 0\n"
 	    /* 5 annotated, 6 the rest of its go-back-N, 9 annotated, 11
-	     * unexplained, 18 annotated, 19 after its READ's PSNs */
-	    "retransmissions by cause: 6\n"
+	     * unexplained, 18 annotated, 19 after its READ's PSNs, 21
+	     * received */
+	    "retransmissions by cause: 7\n"
 	    "  NAK sequence error                                    1\n"
 	    "  timeout                                               4\n"
+	    "  resent by the peer                                    1\n"
 	    "  unexplained                                           1\n"
-	    "notes: 13 on 9 frame(s)\n"
+	    "notes: 14 on 10 frame(s)\n"
 	    "  retransmit                                            3\n"
 	    "  NAK received                                          1\n"
-	    "  duplicate                                             1\n"
+	    "  duplicate                                             2\n"
 	    "  ACK coalesced                                         1\n"
 	    "  CNP received                                          1\n"
 	    "  QP state                                              2\n"
@@ -318,7 +325,9 @@ START_TEST(test_notes)
 	    "dropped: unknown\\tQPN 0x000099, 1 so far\n"
 	    "18\t0.000025500\tout\t192.0.2.1 -> 192.0.2.2 RC_RDMA_READ_REQUEST QP 0x000011 PSN "
 	    "105\t"
-	    "retransmit: timeout" READ_C "\n";
+	    "retransmit: timeout" READ_C "\n"
+	    "21\t0.000030000\tin\t192.0.2.2 -> 192.0.2.1 RC_SEND_ONLY QP 0x000012 PSN 600\t"
+	    "duplicate: SEND_ONLY PSN 600 acknowledged again, ACK PSN 600\n";
 	char out[8192];
 
 	ck_assert_int_eq(run("-q --notes", out, sizeof(out)), 0);
@@ -331,11 +340,11 @@ START_TEST(test_conditions)
 {
 	char out[1024];
 
-	ck_assert_int_eq(run("-q --require DROPPED:3,ANNOTATED:9,RETRANSMIT:6", out, sizeof(out)),
+	ck_assert_int_eq(run("-q --require DROPPED:3,ANNOTATED:10,RETRANSMIT:7", out, sizeof(out)),
 			 0);
 	ck_assert_str_eq(out, "");
 	ck_assert_int_eq(
-	    run("-q --forbid UNEXPLAINED --require DROPPED:4,ANNOTATED:9", out, sizeof(out)), 1);
+	    run("-q --forbid UNEXPLAINED --require DROPPED:4,ANNOTATED:10", out, sizeof(out)), 1);
 	ck_assert_str_eq(out, "FAIL: UNEXPLAINED: 1, forbidden\n"
 			      "FAIL: DROPPED: 3, at least 4 required\n");
 }

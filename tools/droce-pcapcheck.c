@@ -38,8 +38,9 @@
  * not an opcode, not a PSN).  Retransmissions are broken down by cause: the
  * text of a "retransmit:" note up to its first comma; a RETRANSMIT without
  * a note that resends the PSN after the previous annotated one of its flow
- * belongs to the same go-back-N and takes its cause; any other is
- * "unexplained".
+ * belongs to the same go-back-N and takes its cause; any other is "resent
+ * by the peer" when the frame came in (epb_flags: the peer decided, its
+ * own capture says why), else "unexplained".
  *
  * Options:
  *   -v, --verbose       list every bad frame (number, file offset, verdict,
@@ -56,7 +57,8 @@
  *                       NAK_REM_ACCESS, NAK_REM_OP, NAK_INV_RD_REQ), ARP,
  *                       RETRANSMIT, DUPLICATE, PSN_GAP, PSN_LATE, RSP_RESENT,
  *                       ICMP_PORT_UNREACH, ROCE, and from the comments
- *                       UNEXPLAINED (retransmissions without a cause),
+ *                       UNEXPLAINED (retransmissions droce sent, or of
+ *                       unknown direction, without a cause),
  *                       DROPPED (frames marked dropped), ANNOTATED (frames
  *                       with a comment)
  *   --forbid LIST       counter names that must be zero (same names)
@@ -159,9 +161,10 @@ static struct {
 	uint64_t notes;	 /* in all */
 	uint64_t kw[N_KW];
 	struct tally other_kw;
-	struct tally causes; /* frames retransmitted, by cause */
-	uint64_t unexplained;
-	uint64_t dropped; /* frames */
+	struct tally causes;  /* frames retransmitted, by cause */
+	uint64_t peer;	      /* retransmissions received, without a note */
+	uint64_t unexplained; /* sent, or of unknown direction, without a note */
+	uint64_t dropped;     /* frames */
 	struct tally drop_reasons;
 } notes;
 
@@ -433,12 +436,14 @@ static void psn_event(struct flow *f, enum psn_event ev, uint64_t num, const cha
 }
 
 /* Count the frames of a go-back-N: cause is what the frame's "retransmit:"
- * note says (its index in notes.causes + 1), 0 when it has none.  droce
+ * note says (its index in notes.causes + 1), 0 when it has none; inbound
+ * when the capture marks it received.  droce
  * may annotate only the first packet it resends: the ones that follow it
  * PSN by PSN carry on the same retransmission (after a READ request, up to
  * read_slack PSNs further: its responses' PSNs, which depend on the path
  * MTU).  Called before f->read_slack moves on to this packet. */
-static void gbn_track(struct flow *f, const struct dr_pkt *p, bool resent, size_t cause)
+static void gbn_track(struct flow *f, const struct dr_pkt *p, bool resent, size_t cause,
+		      bool inbound)
 {
 	int32_t d = dr_psn_diff(p->psn, f->gbn_next);
 
@@ -450,7 +455,10 @@ static void gbn_track(struct flow *f, const struct dr_pkt *p, bool resent, size_
 	} else if (f->gbn_cause && d >= 0 && (uint32_t)d <= f->read_slack) {
 		notes.causes.n[f->gbn_cause - 1]++;
 	} else {
-		notes.unexplained++;
+		if (inbound)
+			notes.peer++;
+		else
+			notes.unexplained++;
 		f->gbn_cause = 0;
 		return;
 	}
@@ -458,7 +466,7 @@ static void gbn_track(struct flow *f, const struct dr_pkt *p, bool resent, size_
 }
 
 /* Follow the PSNs of RC request packets, flow by flow; cause as gbn_track(). */
-static void psn_track(const struct dr_pkt *p, uint64_t num, size_t cause)
+static void psn_track(const struct dr_pkt *p, uint64_t num, size_t cause, bool inbound)
 {
 	struct flow *f;
 	struct psn_slot *s;
@@ -481,7 +489,7 @@ static void psn_track(const struct dr_pkt *p, uint64_t num, size_t cause)
 	tot.rc_requests++;
 	s = psn_lookup((((uint64_t)(f - flows) << 24) | p->psn) + 1, &fresh);
 	d = dr_psn_diff(p->psn, f->next_psn);
-	gbn_track(f, p, !fresh && s->icrc != p->icrc, cause);
+	gbn_track(f, p, !fresh && s->icrc != p->icrc, cause, inbound);
 	if (!fresh) {
 		if (s->icrc == p->icrc)
 			psn_event(f, EV_DUPLICATE, num, "PSN %u (%s) again, byte-identical", p->psn,
@@ -600,7 +608,7 @@ static void print_bad(const char *path, const struct dr_pcapng_pkt *cp, enum dr_
 	putchar('\n');
 }
 
-static void count_good(const struct dr_pkt *p, uint64_t num, size_t cause)
+static void count_good(const struct dr_pkt *p, uint64_t num, size_t cause, bool inbound)
 {
 	tot.opcode[p->opcode]++;
 	if (p->hdr[DR_HDR_AETH])
@@ -614,7 +622,7 @@ static void count_good(const struct dr_pkt *p, uint64_t num, size_t cause)
 		else
 			tot.mad_other++;
 	}
-	psn_track(p, num, cause);
+	psn_track(p, num, cause, inbound);
 }
 
 /* s[0..len) with its control characters written as \t, \n, \r or \xNN,
@@ -883,7 +891,7 @@ static int check_file(const char *path)
 		tot.verdict[v]++;
 		if (v == DR_PKT_OK) {
 			tot.roce_ok++;
-			count_good(&p, cp.number, cause);
+			count_good(&p, cp.number, cause, (cp.flags & 3) == DR_PCAPNG_FLAG_INBOUND);
 			continue;
 		}
 		tot.roce_bad++;
@@ -944,12 +952,14 @@ static void tally_print(struct tally *t)
  * these three headers, each "name: N" followed by "  NAME  COUNT" lines. */
 static void report_notes(void)
 {
-	uint64_t rtx = notes.unexplained;
+	uint64_t rtx = notes.peer + notes.unexplained;
 
 	for (size_t i = 0; i < notes.causes.len; i++)
 		rtx += notes.causes.n[i];
 	printf("retransmissions by cause: %" PRIu64 "\n", rtx);
 	tally_print(&notes.causes);
+	if (notes.peer)
+		printf("  %-44s %10" PRIu64 "\n", "resent by the peer", notes.peer);
 	if (notes.unexplained)
 		printf("  %-44s %10" PRIu64 "\n", "unexplained", notes.unexplained);
 	printf("notes: %" PRIu64 " on %" PRIu64 " frame(s)\n", notes.notes, notes.frames);
