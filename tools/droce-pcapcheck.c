@@ -437,11 +437,11 @@ static void psn_event(struct flow *f, enum psn_event ev, uint64_t num, const cha
 
 /* Count the frames of a go-back-N: cause is what the frame's "retransmit:"
  * note says (its index in notes.causes + 1), 0 when it has none; inbound
- * when the capture marks it received.  droce
- * may annotate only the first packet it resends: the ones that follow it
- * PSN by PSN carry on the same retransmission (after a READ request, up to
- * read_slack PSNs further: its responses' PSNs, which depend on the path
- * MTU).  Called before f->read_slack moves on to this packet. */
+ * when the capture marks it received.  droce may annotate only the first
+ * packet it resends: the ones that follow it PSN by PSN carry on the same
+ * retransmission (after a READ request, up to read_slack PSNs further: its
+ * responses' PSNs, which depend on the path MTU).  Called before
+ * f->read_slack moves on to this packet. */
 static void gbn_track(struct flow *f, const struct dr_pkt *p, bool resent, size_t cause,
 		      bool inbound)
 {
