@@ -449,8 +449,9 @@ static void mkidb(struct mk *m, uint32_t snaplen, uint8_t tsresol)
 	mkblock(m, 1, &b, 0);
 }
 
-static void mkepb(struct mk *m, uint32_t ifid, uint64_t ts, const void *data, uint32_t caplen,
-		  uint32_t origlen)
+/* EPB with the options already assembled in opts (NULL: none) */
+static void mkepb_opts(struct mk *m, uint32_t ifid, uint64_t ts, const void *data, uint32_t caplen,
+		       uint32_t origlen, const struct mk *opts)
 {
 	struct mk b = { .be = m->be };
 
@@ -462,7 +463,25 @@ static void mkepb(struct mk *m, uint32_t ifid, uint64_t ts, const void *data, ui
 	mkbytes(&b, data, caplen);
 	while (b.n % 4)
 		mk8(&b, 0);
+	if (opts)
+		mkbytes(&b, opts->b, opts->n);
 	mkblock(m, 6, &b, 0);
+}
+
+static void mkepb(struct mk *m, uint32_t ifid, uint64_t ts, const void *data, uint32_t caplen,
+		  uint32_t origlen)
+{
+	mkepb_opts(m, ifid, ts, data, caplen, origlen, NULL);
+}
+
+/* One option: code, length, value (n bytes, given in file order), padding */
+static void mkopt(struct mk *m, uint16_t code, uint16_t len, const void *val, size_t n)
+{
+	mk16(m, code);
+	mk16(m, len);
+	mkbytes(m, val, n);
+	while (m->n % 4)
+		mk8(m, 0);
 }
 
 static struct dr_pcapng *open_mem(const void *buf, size_t len, FILE **fp, char *err,
@@ -479,6 +498,19 @@ static struct dr_pcapng *open_mem(const void *buf, size_t len, FILE **fp, char *
 	return r;
 }
 
+/* A writer into memory: *buf and *len once *f is closed */
+static struct dr_pcapng_writer *mem_writer(FILE **f, char **buf, size_t *len, uint32_t snaplen,
+					   const char *appname)
+{
+	struct dr_pcapng_writer *w;
+
+	*f = open_memstream(buf, len);
+	ck_assert_ptr_nonnull(*f);
+	w = dr_pcapng_writer_open_stream(*f, snaplen, appname);
+	ck_assert_ptr_nonnull(w);
+	return w;
+}
+
 START_TEST(test_pcapng_roundtrip)
 {
 	static const uint8_t a[] = { 1, 2, 3, 4, 5 }, b[64] = { 0xab };
@@ -489,10 +521,7 @@ START_TEST(test_pcapng_roundtrip)
 	size_t len = 0;
 	FILE *f, *in;
 
-	f = open_memstream(&buf, &len);
-	ck_assert_ptr_nonnull(f);
-	w = dr_pcapng_writer_open_stream(f, 32, "test_golden");
-	ck_assert_ptr_nonnull(w);
+	w = mem_writer(&f, &buf, &len, 32, "test_golden");
 	ck_assert_int_eq(dr_pcapng_write(w, 1704067200123456ull, a, sizeof(a)), 0);
 	ck_assert_int_eq(dr_pcapng_write(w, 1704067201000001ull, b, sizeof(b)), 0);
 	ck_assert_int_eq(dr_pcapng_writer_close(w), 0);
@@ -631,6 +660,130 @@ START_TEST(test_pcapng_both_orders)
 }
 END_TEST
 
+/* An EPB's options, exactly, in either byte order: several comments (one
+ * with the NUL terminator some writers add, one empty), flags, a drop
+ * count, an option the reader does not know, and a list without its end
+ * marker (allowed when it ends the block). */
+START_TEST(test_pcapng_epb_options)
+{
+	static const char c1[] = "retransmit: timeout, go-back-N from PSN 7, attempt 1 of 7",
+			  c2[] = "QP state: RTS -> ERROR (retry exceeded)";
+	struct mk m = {.be = _i != 0}, o1 = {.be = m.be}, o2 = {.be = m.be};
+	struct dr_pcapng_pkt p;
+	struct dr_pcapng *r;
+	char err[256];
+	FILE *f;
+
+	mkshb(&m, 1);
+	mkidb(&m, 0, 9);
+	mkopt(&o1, 1, sizeof(c1) - 1, c1, sizeof(c1) - 1);
+	mkopt(&o1, 0x0003, 4, "hash", 4);	   /* epb_hash: skipped */
+	mkopt(&o1, 1, sizeof(c2), c2, sizeof(c2)); /* NUL included */
+	mkopt(&o1, 1, 0, "", 0);
+	mk16(&o1, 2); /* epb_flags: inbound, CRC error */
+	mk16(&o1, 4);
+	mk32(&o1, DR_PCAPNG_FLAG_INBOUND | DR_PCAPNG_FLAG_CRC_ERR);
+	mk16(&o1, 4); /* epb_dropcount 2^32 + 3 */
+	mk16(&o1, 8);
+	mk32(&o1, m.be ? 1 : 3);
+	mk32(&o1, m.be ? 3 : 1);
+	mk32(&o1, 0); /* opt_endofopt */
+	mkepb_opts(&m, 0, 5, "abc", 3, 3, &o1);
+	mkepb(&m, 0, 6, "de", 2, 2);
+	mk16(&o2, 2);
+	mk16(&o2, 4);
+	mk32(&o2, DR_PCAPNG_FLAG_OUTBOUND);
+	mkepb_opts(&m, 0, 7, "fghij", 5, 5, &o2);
+
+	r = open_mem(m.b, m.n, &f, err, sizeof(err));
+	ck_assert_msg(r != NULL, "%s", err);
+	ck_assert_int_eq(dr_pcapng_next(r, &p), 1);
+	ck_assert_uint_eq(p.caplen, 3);
+	ck_assert_mem_eq(p.data, "abc", 3);
+	ck_assert_uint_eq(p.ts_nsec, 5);
+	ck_assert_uint_eq(p.ncomments, 3);
+	ck_assert_str_eq(p.comments[0], c1);
+	ck_assert_str_eq(p.comments[1], c2);
+	ck_assert_str_eq(p.comments[2], "");
+	ck_assert(p.has_flags);
+	ck_assert_uint_eq(p.flags, 0x01000001);
+	ck_assert(p.has_dropcount);
+	ck_assert_uint_eq(p.dropcount, (1ull << 32) + 3);
+
+	ck_assert_int_eq(dr_pcapng_next(r, &p), 1);
+	ck_assert_mem_eq(p.data, "de", 2);
+	ck_assert_uint_eq(p.ncomments, 0);
+	ck_assert(!p.has_flags);
+	ck_assert_uint_eq(p.flags, 0);
+	ck_assert(!p.has_dropcount);
+	ck_assert_uint_eq(p.dropcount, 0);
+
+	ck_assert_int_eq(dr_pcapng_next(r, &p), 1);
+	ck_assert_mem_eq(p.data, "fghij", 5);
+	ck_assert_uint_eq(p.ncomments, 0);
+	ck_assert(p.has_flags);
+	ck_assert_uint_eq(p.flags, DR_PCAPNG_FLAG_OUTBOUND);
+	ck_assert(!p.has_dropcount);
+	ck_assert_int_eq(dr_pcapng_next(r, &p), 0);
+	dr_pcapng_close(r);
+	fclose(f);
+}
+END_TEST
+
+/* What dr_pcapng_write_epb() writes, the reader gives back. */
+START_TEST(test_pcapng_epb_roundtrip)
+{
+	static const uint8_t d[7] = "0123456";
+	struct dr_pcapng_epb e1 = {.ts = 1,
+				   .flags = DR_PCAPNG_FLAG_OUTBOUND,
+				   .comment = "NAK sent: PSN sequence error, expected PSN 4, "
+					      "received PSN 6"},
+			     e2 = {.ts = 2,
+				   .flags = DR_PCAPNG_FLAG_INBOUND | DR_PCAPNG_FLAG_CRC_ERR,
+				   .has_dropcount = true,
+				   .dropcount = 1,
+				   .comment = "dropped: bad ICRC"},
+			     e3 = {.ts = 3};
+	struct dr_pcapng_writer *w;
+	struct dr_pcapng_pkt p;
+	struct dr_pcapng *r;
+	char *buf = NULL, err[256];
+	size_t len = 0;
+	FILE *f, *in;
+
+	w = mem_writer(&f, &buf, &len, 0, NULL);
+	ck_assert_int_eq(dr_pcapng_write_epb(w, &e1, d, 7), 0);
+	ck_assert_int_eq(dr_pcapng_write_epb(w, &e2, d, 4), 0);
+	ck_assert_int_eq(dr_pcapng_write_epb(w, &e3, d, 1), 0);
+	ck_assert_int_eq(dr_pcapng_writer_close(w), 0);
+	fclose(f);
+
+	r = open_mem(buf, len, &in, err, sizeof(err));
+	ck_assert_msg(r != NULL, "%s", err);
+	ck_assert_int_eq(dr_pcapng_next(r, &p), 1);
+	ck_assert_uint_eq(p.ncomments, 1);
+	ck_assert_str_eq(p.comments[0], e1.comment);
+	ck_assert(p.has_flags);
+	ck_assert_uint_eq(p.flags, DR_PCAPNG_FLAG_OUTBOUND);
+	ck_assert(!p.has_dropcount);
+	ck_assert_int_eq(dr_pcapng_next(r, &p), 1);
+	ck_assert_uint_eq(p.caplen, 4);
+	ck_assert_uint_eq(p.ncomments, 1);
+	ck_assert_str_eq(p.comments[0], "dropped: bad ICRC");
+	ck_assert_uint_eq(p.flags, 0x01000001);
+	ck_assert(p.has_dropcount);
+	ck_assert_uint_eq(p.dropcount, 1);
+	ck_assert_int_eq(dr_pcapng_next(r, &p), 1);
+	ck_assert_uint_eq(p.ncomments, 0);
+	ck_assert(!p.has_flags);
+	ck_assert(!p.has_dropcount);
+	ck_assert_int_eq(dr_pcapng_next(r, &p), 0);
+	dr_pcapng_close(r);
+	fclose(in);
+	free(buf);
+}
+END_TEST
+
 enum corrupt {
 	C_CLASSIC_PCAP,
 	C_BAD_BOM,
@@ -646,6 +799,12 @@ enum corrupt {
 	C_IDB_TSRESOL_RANGE,
 	C_SPB_NO_IFACE,
 	C_EPB_SHORT_BODY,
+	C_EPB_OPTION_PAST_END,
+	C_EPB_FLAGS_LEN,
+	C_EPB_FLAGS_TWICE,
+	C_EPB_DROPCOUNT_LEN,
+	C_EPB_DROPCOUNT_TWICE,
+	C_EPB_COMMENT_NUL,
 };
 
 struct corrupt_case {
@@ -655,6 +814,7 @@ struct corrupt_case {
 };
 
 /* One case per check in pcapng.c, with the message that names it. */
+/* clang-format off */
 static const struct corrupt_case corrupt_cases[] = {
 	{ C_CLASSIC_PCAP, true, "classic pcap" },
 	{ C_BAD_BOM, true, "byte-order magic" },
@@ -670,7 +830,25 @@ static const struct corrupt_case corrupt_cases[] = {
 	{ C_IDB_TSRESOL_RANGE, false, "if_tsresol 10^-20 out of range" },
 	{ C_SPB_NO_IFACE, false, "interface 0 not described" },
 	{ C_EPB_SHORT_BODY, false, "body too short" },
+	/* the EPB at offset 48 (SHB 28, IDB 20), its options at 80 */
+	{ C_EPB_OPTION_PAST_END, false,
+	  "offset 48: enhanced packet block 0x00000006: option 1 at offset 80 (64 bytes) runs "
+	  "past the block" },
+	{ C_EPB_FLAGS_LEN, false,
+	  "offset 48: enhanced packet block 0x00000006: epb_flags at offset 80: length 3 != 4" },
+	{ C_EPB_FLAGS_TWICE, false,
+	  "offset 48: enhanced packet block 0x00000006: epb_flags at offset 88: a second one" },
+	{ C_EPB_DROPCOUNT_LEN, false,
+	  "offset 48: enhanced packet block 0x00000006: epb_dropcount at offset 80: length 4 != "
+	  "8" },
+	{ C_EPB_DROPCOUNT_TWICE, false,
+	  "offset 48: enhanced packet block 0x00000006: epb_dropcount at offset 92: a second "
+	  "one" },
+	{ C_EPB_COMMENT_NUL, false,
+	  "offset 48: enhanced packet block 0x00000006: opt_comment at offset 80: NUL byte at 2 "
+	  "of its 5 bytes" },
 };
+/* clang-format on */
 
 START_TEST(test_pcapng_corrupt)
 {
@@ -747,6 +925,31 @@ START_TEST(test_pcapng_corrupt)
 		mk32(&b, 0);
 		mkblock(&m, 6, &b, 0);
 		break;
+	case C_EPB_OPTION_PAST_END:
+		mk16(&b, 1); /* a 64-byte comment with 4 bytes in the block */
+		mk16(&b, 64);
+		mkbytes(&b, "abcd", 4);
+		goto epb;
+	case C_EPB_FLAGS_LEN:
+		mkopt(&b, 2, 3, "\1\0\0", 3);
+		goto epb;
+	case C_EPB_DROPCOUNT_LEN:
+		mkopt(&b, 4, 4, "\1\0\0\0", 4);
+		goto epb;
+	case C_EPB_FLAGS_TWICE: /* epb_flags (2, 4 bytes) or epb_dropcount (4, 8) twice */
+	case C_EPB_DROPCOUNT_TWICE:
+		for (int k = 0; k < 2; k++)
+			mkopt(&b, c->what == C_EPB_FLAGS_TWICE ? 2 : 4,
+			      c->what == C_EPB_FLAGS_TWICE ? 4 : 8, "\1\0\0\0\0\0\0\0",
+			      c->what == C_EPB_FLAGS_TWICE ? 4 : 8);
+		goto epb;
+	case C_EPB_COMMENT_NUL:
+		mkopt(&b, 1, 5, "ab\0cd", 5);
+	epb:
+		mkshb(&m, 1);
+		mkidb(&m, 0, 0xff);
+		mkepb_opts(&m, 0, 0, "abcd", 4, 4, &b);
+		break;
 	}
 
 	r = open_mem(m.b, m.n, &f, err, sizeof(err));
@@ -787,6 +990,8 @@ static Suite *golden_suite(void)
 	tcase_add_test(tc, test_pcapng_roundtrip);
 	tcase_add_test(tc, test_pcapng_truncated);
 	tcase_add_test(tc, test_pcapng_both_orders);
+	tcase_add_loop_test(tc, test_pcapng_epb_options, 0, 2); /* little, big endian */
+	tcase_add_test(tc, test_pcapng_epb_roundtrip);
 	tcase_add_loop_test(tc, test_pcapng_corrupt, 0,
 			    sizeof(corrupt_cases) / sizeof(corrupt_cases[0]));
 	suite_add_tcase(s, tc);

@@ -29,6 +29,19 @@
  * the same way, apart from the requests in the same direction: a response
  * PSN seen before is RSP_RESENT (a READ asked for again).
  *
+ * Capture comments (pcapng opt_comment, as FI_DROCE_PCAP writes them) are
+ * read as droce's notes: one or more "keyword: details" joined by "; "
+ * (README.md, "Reading a capture").  A frame marked dropped (a "dropped:"
+ * note, or an epb_dropcount above 0, which is how FI_DROCE_PCAP marks a
+ * frame it received and threw away) never reached droce's engine: it is
+ * counted among the frames and by drop reason, and nowhere else (not RoCE,
+ * not an opcode, not a PSN).  Retransmissions are broken down by cause: the
+ * text of a "retransmit:" note up to its first comma; a RETRANSMIT without
+ * a note that resends the PSN after the previous annotated one of its flow
+ * belongs to the same go-back-N and takes its cause; any other is "resent
+ * by the peer" when the frame came in (epb_flags: the peer decided, its
+ * own capture says why), else "unexplained".
+ *
  * Options:
  *   -v, --verbose       list every bad frame (number, file offset, verdict,
  *                       addresses, opcode, PSN, carried/computed ICRC) and the
@@ -43,9 +56,18 @@
  *                       NAK or RNR NAK), RNR_NAK, NAK_PSN_SEQ, NAK_INV_REQ,
  *                       NAK_REM_ACCESS, NAK_REM_OP, NAK_INV_RD_REQ), ARP,
  *                       RETRANSMIT, DUPLICATE, PSN_GAP, PSN_LATE, RSP_RESENT,
- *                       ICMP_PORT_UNREACH, ROCE
+ *                       ICMP_PORT_UNREACH, ROCE, and from the comments
+ *                       UNEXPLAINED (retransmissions droce sent, or of
+ *                       unknown direction, without a cause),
+ *                       DROPPED (frames marked dropped), ANNOTATED (frames
+ *                       with a comment)
  *   --forbid LIST       counter names that must be zero (same names)
  *   --min-roce N        at least N RoCE frames in all (default 1)
+ *   --notes             list every annotated frame as it is read, one tab-separated
+ *                       line each: number, seconds since the file's first frame,
+ *                       direction (in, out or -, from epb_flags), a summary and
+ *                       the comment(s), joined by "; ", control characters
+ *                       written \t, \n, \r, \xNN (also with -q)
  *   --list-names        print every counter name and exit
  *
  * Exit: 0 all good; 1 a bad RoCE frame, a missing requirement or a forbidden
@@ -114,6 +136,40 @@ static const struct {
 };
 #define N_NAK (sizeof(nak_names) / sizeof(nak_names[0]))
 
+/* ---- notes: the capture's comments ---------------------------------------------- */
+
+/* The keywords of droce's notes (README.md, "Reading a capture"), in the
+ * order the report lists them; a note is matched up to its colon. */
+static const char *const note_kw[] = {
+    "retransmit",    "NAK sent", "NAK received", "RNR NAK sent", "RNR NAK received", "duplicate",
+    "ACK coalesced", "CNP sent", "CNP received", "QP state",	 "CM state",	     "dropped",
+};
+#define N_KW	      (sizeof(note_kw) / sizeof(note_kw[0]))
+#define KW_RETRANSMIT 0
+#define KW_DROPPED    (N_KW - 1)
+
+/* Names counted as they come: retransmit causes, drop reasons, keywords
+ * outside the vocabulary */
+struct tally {
+	char **name;
+	uint64_t *n;
+	size_t len, cap;
+};
+
+static struct {
+	uint64_t frames; /* with at least one comment */
+	uint64_t notes;	 /* in all */
+	uint64_t kw[N_KW];
+	struct tally other_kw;
+	struct tally causes;  /* frames retransmitted, by cause */
+	uint64_t peer;	      /* retransmissions received, without a note */
+	uint64_t unexplained; /* sent, or of unknown direction, without a note */
+	uint64_t dropped;     /* frames */
+	struct tally drop_reasons;
+} notes;
+
+static bool list_notes;
+
 static uint64_t aeth_class(uint8_t lo, uint8_t hi)
 {
 	uint64_t n = 0;
@@ -171,6 +227,12 @@ static bool counter_get(const char *name, uint64_t *v)
 		*v = tot.icmp_unreach_roce;
 	else if (!strcasecmp(name, "ROCE"))
 		*v = tot.roce;
+	else if (!strcasecmp(name, "UNEXPLAINED"))
+		*v = notes.unexplained;
+	else if (!strcasecmp(name, "DROPPED"))
+		*v = notes.dropped;
+	else if (!strcasecmp(name, "ANNOTATED"))
+		*v = notes.frames;
 	else
 		return false;
 	return true;
@@ -188,7 +250,8 @@ static void list_names(void)
 	printf("\nAETH: ACK NAK RNR_NAK");
 	for (unsigned i = 0; i < N_NAK; i++)
 		printf(" %s", nak_names[i].name);
-	printf("\nother: ARP ROCE ICMP_PORT_UNREACH RETRANSMIT DUPLICATE PSN_GAP PSN_LATE\n");
+	printf("\nother: ARP ROCE ICMP_PORT_UNREACH RETRANSMIT DUPLICATE PSN_GAP PSN_LATE "
+	       "RSP_RESENT\nfrom the comments: UNEXPLAINED DROPPED ANNOTATED\n");
 }
 
 /* ---- RC request PSN tracking ------------------------------------------------ */
@@ -209,6 +272,8 @@ struct flow {
 	uint32_t next_psn;   /* one past the highest PSN seen */
 	bool superseded;     /* a later connection took over this key */
 	uint32_t read_slack; /* PSNs the last READ request may have used up */
+	size_t gbn_cause;    /* cause of the go-back-N under way + 1, 0: none */
+	uint32_t gbn_next;   /* the PSN that would continue it */
 	uint64_t first_frame;
 	uint64_t requests, ev[EV_NUM];
 };
@@ -370,8 +435,38 @@ static void psn_event(struct flow *f, enum psn_event ev, uint64_t num, const cha
 	putchar('\n');
 }
 
-/* Follow the PSNs of RC request packets, flow by flow. */
-static void psn_track(const struct dr_pkt *p, uint64_t num)
+/* Count the frames of a go-back-N: cause is what the frame's "retransmit:"
+ * note says (its index in notes.causes + 1), 0 when it has none; inbound
+ * when the capture marks it received.  droce may annotate only the first
+ * packet it resends: the ones that follow it PSN by PSN carry on the same
+ * retransmission (after a READ request, up to read_slack PSNs further: its
+ * responses' PSNs, which depend on the path MTU).  Called before
+ * f->read_slack moves on to this packet. */
+static void gbn_track(struct flow *f, const struct dr_pkt *p, bool resent, size_t cause,
+		      bool inbound)
+{
+	int32_t d = dr_psn_diff(p->psn, f->gbn_next);
+
+	if (cause) {
+		f->gbn_cause = cause; /* counted when the note was read */
+	} else if (!resent) {
+		f->gbn_cause = 0;
+		return;
+	} else if (f->gbn_cause && d >= 0 && (uint32_t)d <= f->read_slack) {
+		notes.causes.n[f->gbn_cause - 1]++;
+	} else {
+		if (inbound)
+			notes.peer++;
+		else
+			notes.unexplained++;
+		f->gbn_cause = 0;
+		return;
+	}
+	f->gbn_next = dr_psn_add(p->psn, 1);
+}
+
+/* Follow the PSNs of RC request packets, flow by flow; cause as gbn_track(). */
+static void psn_track(const struct dr_pkt *p, uint64_t num, size_t cause, bool inbound)
 {
 	struct flow *f;
 	struct psn_slot *s;
@@ -394,6 +489,7 @@ static void psn_track(const struct dr_pkt *p, uint64_t num)
 	tot.rc_requests++;
 	s = psn_lookup((((uint64_t)(f - flows) << 24) | p->psn) + 1, &fresh);
 	d = dr_psn_diff(p->psn, f->next_psn);
+	gbn_track(f, p, !fresh && s->icrc != p->icrc, cause, inbound);
 	if (!fresh) {
 		if (s->icrc == p->icrc)
 			psn_event(f, EV_DUPLICATE, num, "PSN %u (%s) again, byte-identical", p->psn,
@@ -512,7 +608,7 @@ static void print_bad(const char *path, const struct dr_pcapng_pkt *cp, enum dr_
 	putchar('\n');
 }
 
-static void count_good(const struct dr_pkt *p, uint64_t num)
+static void count_good(const struct dr_pkt *p, uint64_t num, size_t cause, bool inbound)
 {
 	tot.opcode[p->opcode]++;
 	if (p->hdr[DR_HDR_AETH])
@@ -526,7 +622,220 @@ static void count_good(const struct dr_pkt *p, uint64_t num)
 		else
 			tot.mad_other++;
 	}
-	psn_track(p, num);
+	psn_track(p, num, cause, inbound);
+}
+
+/* s[0..len) with its control characters written as \t, \n, \r or \xNN,
+ * so a comment from any writer stays on its line and in its column. */
+static char *escape(const char *s, size_t len)
+{
+	char *e = malloc(len * 4 + 1), *o = e;
+
+	if (!e) {
+		perror("droce-pcapcheck");
+		exit(2);
+	}
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '\t' || c == '\n' || c == '\r') {
+			*o++ = '\\';
+			*o++ = c == '\t' ? 't' : c == '\n' ? 'n' : 'r';
+		} else if (c < 0x20 || c == 0x7f) {
+			o += sprintf(o, "\\x%02x", c);
+		} else {
+			*o++ = (char)c;
+		}
+	}
+	*o = '\0';
+	return e;
+}
+
+/* Count one more s[0..len) in t (escaped); returns its index. */
+static size_t tally_add(struct tally *t, const char *s, size_t len)
+{
+	char *name = escape(s, len);
+	size_t i;
+
+	for (i = 0; i < t->len; i++)
+		if (!strcmp(t->name[i], name)) {
+			free(name);
+			t->n[i]++;
+			return i;
+		}
+	if (t->len == t->cap) {
+		size_t nc = t->cap ? t->cap * 2 : 8;
+		char **nn = realloc(t->name, nc * sizeof(*nn));
+		uint64_t *nv = nn ? realloc(t->n, nc * sizeof(*nv)) : NULL;
+
+		if (nn)
+			t->name = nn;
+		if (!nv) {
+			perror("droce-pcapcheck");
+			exit(2);
+		}
+		t->n = nv;
+		t->cap = nc;
+	}
+	t->name[i] = name;
+	t->n[i] = 1;
+	t->len++;
+	return i;
+}
+
+/* The details of a note from *s (after "keyword:"), up to the first comma
+ * and without the spaces around: a retransmit cause, a drop reason. */
+static size_t first_item(const char **s, size_t len)
+{
+	const char *comma;
+
+	while (len && **s == ' ') {
+		(*s)++;
+		len--;
+	}
+	comma = memchr(*s, ',', len);
+	if (comma)
+		len = (size_t)(comma - *s);
+	while (len && (*s)[len - 1] == ' ')
+		len--;
+	return len;
+}
+
+/* Read a frame's comments as notes and count them.  Returns true when the
+ * frame is marked dropped; *cause is its retransmit cause (index in
+ * notes.causes + 1, counted here), 0 for none or a dropped frame. */
+static bool read_notes(const struct dr_pcapng_pkt *cp, size_t *cause)
+{
+	const char *rtx = NULL, *why = NULL;
+	size_t rtx_len = 0, why_len = 0;
+	bool dropped = cp->has_dropcount && cp->dropcount;
+
+	*cause = 0;
+	if (cp->ncomments)
+		notes.frames++;
+	for (unsigned c = 0; c < cp->ncomments; c++) {
+		const char *note = cp->comments[c];
+
+		while (*note) {
+			const char *end = strstr(note, "; "), *colon;
+			size_t len = end ? (size_t)(end - note) : strlen(note), kw;
+
+			colon = memchr(note, ':', len);
+			notes.notes++;
+			for (kw = 0; kw < N_KW; kw++)
+				if (colon && strlen(note_kw[kw]) == (size_t)(colon - note) &&
+				    !memcmp(note, note_kw[kw], (size_t)(colon - note)))
+					break;
+			if (kw == N_KW) {
+				tally_add(&notes.other_kw, colon ? note : "(no keyword)",
+					  colon ? (size_t)(colon - note) : strlen("(no keyword)"));
+			} else {
+				notes.kw[kw]++;
+			}
+			if (kw == KW_RETRANSMIT && !rtx) {
+				rtx = colon + 1;
+				rtx_len = first_item(&rtx, len - (size_t)(rtx - note));
+			} else if (kw == KW_DROPPED && !why) {
+				why = colon + 1;
+				why_len = first_item(&why, len - (size_t)(why - note));
+				dropped = true;
+			}
+			note += end ? len + 2 : len;
+		}
+	}
+	if (dropped) {
+		notes.dropped++;
+		if (!why)
+			why = "(no reason given)", why_len = strlen(why);
+		tally_add(&notes.drop_reasons, why, why_len);
+	} else if (rtx) {
+		*cause = tally_add(&notes.causes, rtx, rtx_len) + 1;
+	}
+	return dropped;
+}
+
+/* What a frame is, in one line (for --notes): the RoCE headers droce's
+ * parser finds, the ICRC not checked (a frame dropped for it still says
+ * what it was). */
+static void summarize(const struct dr_pcapng_pkt *cp, char *buf, size_t len)
+{
+	char s[INET6_ADDRSTRLEN], d[INET6_ADDRSTRLEN];
+	enum dr_pkt_verdict v;
+	struct dr_pkt p;
+	struct dr_mad mad;
+	size_t n;
+
+	if (cp->linktype != DR_LINKTYPE_ETHERNET) {
+		snprintf(buf, len, "link type %u", cp->linktype);
+		return;
+	}
+	if (cp->caplen >= 14 && cp->data[12] == ETH_P_ARP >> 8 &&
+	    cp->data[13] == (ETH_P_ARP & 0xff)) {
+		snprintf(buf, len, "ARP");
+		return;
+	}
+	v = dr_pkt_parse(cp->data, cp->caplen, DR_PARSE_NO_ICRC, &p);
+	if (v != DR_PKT_OK) {
+		snprintf(buf, len, "%u bytes, not RoCEv2 to droce's parser: %s", cp->origlen,
+			 dr_pkt_verdict_str(v));
+		return;
+	}
+	inet_ntop(p.ip6 ? AF_INET6 : AF_INET, p.ip6 ? (const void *)p.ip6->saddr : &p.ip4->saddr, s,
+		  sizeof(s));
+	inet_ntop(p.ip6 ? AF_INET6 : AF_INET, p.ip6 ? (const void *)p.ip6->daddr : &p.ip4->daddr, d,
+		  sizeof(d));
+	n = (size_t)snprintf(buf, len, "%s -> %s %s QP 0x%06x PSN %u", s, d,
+			     dr_opcode_name(p.opcode), p.dqpn, p.psn);
+	if (n >= len)
+		return;
+	if (p.hdr[DR_HDR_AETH]) {
+		uint8_t syn = dr_aeth_syndrome(dr_pkt_aeth(&p));
+		const char *what = syn < 0x20 ? "ACK" : syn < 0x40 ? "RNR_NAK" : "NAK";
+
+		for (unsigned i = 0; i < N_NAK; i++)
+			if (nak_names[i].syndrome == syn)
+				what = nak_names[i].name;
+		snprintf(buf + n, len - n, " %s", what);
+	} else if ((p.op->flags & DR_OPF_UD) && p.dqpn == DR_GSI_QPN &&
+		   !dr_mad_parse(p.payload, p.payload_len, &mad) && dr_mad_is_cm(&mad)) {
+		for (unsigned i = 0; i < N_CM; i++)
+			if (cm_names[i].attr == mad.attr_id)
+				snprintf(buf + n, len - n, " %s", cm_names[i].name);
+	}
+}
+
+/* One --notes line: number, time since the first frame, direction,
+ * summary, the comments joined by "; " */
+static void print_note_line(const struct dr_pcapng_pkt *cp, uint64_t t0_sec, uint32_t t0_nsec)
+{
+	/* |t - t0| as seconds and nanoseconds: no product that can overflow,
+	 * whatever the stamps of a corrupt or odd file */
+	bool neg = cp->ts_sec < t0_sec || (cp->ts_sec == t0_sec && cp->ts_nsec < t0_nsec);
+	uint64_t hi_s = neg ? t0_sec : cp->ts_sec, lo_s = neg ? cp->ts_sec : t0_sec;
+	uint32_t hi_ns = neg ? t0_nsec : cp->ts_nsec, lo_ns = neg ? cp->ts_nsec : t0_nsec;
+	uint64_t sec = hi_s - lo_s, nsec;
+	char sum[256];
+
+	if (hi_ns < lo_ns) {
+		sec--;
+		nsec = 1000000000u + hi_ns - lo_ns;
+	} else {
+		nsec = hi_ns - lo_ns;
+	}
+	summarize(cp, sum, sizeof(sum));
+	printf("%" PRIu64 "\t%s%" PRIu64 ".%09" PRIu64 "\t%s\t%s\t", cp->number, neg ? "-" : "",
+	       sec, nsec,
+	       (cp->flags & 3) == DR_PCAPNG_FLAG_INBOUND    ? "in"
+	       : (cp->flags & 3) == DR_PCAPNG_FLAG_OUTBOUND ? "out"
+							    : "-",
+	       sum);
+	for (unsigned c = 0; c < cp->ncomments; c++) {
+		char *e = escape(cp->comments[c], strlen(cp->comments[c]));
+
+		printf("%s%s", c ? "; " : "", e);
+		free(e);
+	}
+	putchar('\n');
 }
 
 static int check_file(const char *path)
@@ -534,7 +843,8 @@ static int check_file(const char *path)
 	char err[256];
 	struct dr_pcapng *r = dr_pcapng_open(path, err, sizeof(err));
 	struct dr_pcapng_pkt cp;
-	uint64_t bad_before = tot.roce_bad;
+	uint64_t bad_before = tot.roce_bad, t0_sec = 0;
+	uint32_t t0_nsec = 0;
 	int rc;
 
 	if (!r) {
@@ -542,11 +852,23 @@ static int check_file(const char *path)
 		return 2;
 	}
 	psn_reset();
+	if (list_notes)
+		printf("annotated frames (number, time, direction, summary, comment; "
+		       "tab-separated):\n");
 	while ((rc = dr_pcapng_next(r, &cp)) == 1) {
 		struct dr_pkt p;
 		enum dr_pkt_verdict v;
+		size_t cause;
 
 		tot.frames++;
+		if (cp.number == 1) {
+			t0_sec = cp.ts_sec;
+			t0_nsec = cp.ts_nsec;
+		}
+		if (list_notes && cp.ncomments)
+			print_note_line(&cp, t0_sec, t0_nsec);
+		if (read_notes(&cp, &cause))
+			continue; /* never reached droce's engine */
 		if (cp.linktype != DR_LINKTYPE_ETHERNET) {
 			tot.other++;
 			tot.other_nonether++;
@@ -569,7 +891,7 @@ static int check_file(const char *path)
 		tot.verdict[v]++;
 		if (v == DR_PKT_OK) {
 			tot.roce_ok++;
-			count_good(&p, cp.number);
+			count_good(&p, cp.number, cause, (cp.flags & 3) == DR_PCAPNG_FLAG_INBOUND);
 			continue;
 		}
 		tot.roce_bad++;
@@ -608,6 +930,47 @@ static int check_file(const char *path)
 
 /* ---- report ------------------------------------------------------------------ */
 
+/* A tally's lines in alphabetical order, so they do not depend on which
+ * came first (it is sorted in place: only once nothing is counted). */
+static void tally_print(struct tally *t)
+{
+	for (size_t i = 1; i < t->len; i++)
+		for (size_t j = i; j && strcmp(t->name[j - 1], t->name[j]) > 0; j--) {
+			char *name = t->name[j];
+			uint64_t n = t->n[j];
+
+			t->name[j] = t->name[j - 1];
+			t->n[j] = t->n[j - 1];
+			t->name[j - 1] = name;
+			t->n[j - 1] = n;
+		}
+	for (size_t i = 0; i < t->len; i++)
+		printf("  %-44s %10" PRIu64 "\n", t->name[i], t->n[i]);
+}
+
+/* The lines after the counts of the frames: what the comments say.  Always
+ * these three headers, each "name: N" followed by "  NAME  COUNT" lines. */
+static void report_notes(void)
+{
+	uint64_t rtx = notes.peer + notes.unexplained;
+
+	for (size_t i = 0; i < notes.causes.len; i++)
+		rtx += notes.causes.n[i];
+	printf("retransmissions by cause: %" PRIu64 "\n", rtx);
+	tally_print(&notes.causes);
+	if (notes.peer)
+		printf("  %-44s %10" PRIu64 "\n", "resent by the peer", notes.peer);
+	if (notes.unexplained)
+		printf("  %-44s %10" PRIu64 "\n", "unexplained", notes.unexplained);
+	printf("notes: %" PRIu64 " on %" PRIu64 " frame(s)\n", notes.notes, notes.frames);
+	for (size_t i = 0; i < N_KW; i++)
+		if (notes.kw[i])
+			printf("  %-44s %10" PRIu64 "\n", note_kw[i], notes.kw[i]);
+	tally_print(&notes.other_kw);
+	printf("dropped by droce: %" PRIu64 " frame(s)\n", notes.dropped);
+	tally_print(&notes.drop_reasons);
+}
+
 static void report(void)
 {
 	printf("frames: %" PRIu64 "  RoCEv2 (UDP/4791): %" PRIu64 " (ok %" PRIu64 ", bad %" PRIu64
@@ -621,6 +984,7 @@ static void report(void)
 		       tot.other_ipv6, tot.other_nonip, tot.other_nonether);
 	if (!tot.roce) {
 		printf("no RoCE frames\n");
+		report_notes();
 		return;
 	}
 	printf("by verdict:\n");
@@ -665,6 +1029,7 @@ static void report(void)
 	       "; READ responses resent %" PRIu64 "\n",
 	       tot.rc_requests, tot.flows, tot.ev[EV_RETRANSMIT], tot.ev[EV_DUPLICATE],
 	       tot.ev[EV_GAP], tot.ev[EV_LATE], tot.ev[EV_RSP_RESENT]);
+	report_notes();
 }
 
 struct cond {
@@ -725,19 +1090,25 @@ static int add_conds(const char *list, bool forbid)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: droce-pcapcheck [-v|-vv] [-q] [--require NAME[:N],...] "
-		   "[--forbid NAME,...] [--min-roce N] [--list-names] FILE.pcapng...\n"
+		   "[--forbid NAME,...] [--min-roce N] [--notes] [--list-names] FILE.pcapng...\n"
 		   "Checks every UDP/4791 frame with droce's parser (ICRC included) and counts "
-		   "frames by opcode,\nCM message, AETH syndrome and verdict.  Exit 0 pass, 1 "
-		   "check failed, 2 usage or file error.\n");
+		   "frames by opcode,\nCM message, AETH syndrome and verdict, retransmissions by "
+		   "cause and droce's notes\n(capture comments); --notes lists the annotated "
+		   "frames.  Exit 0 pass, 1 check failed,\n2 usage or file error.\n");
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"verbose", no_argument, NULL, 'v'},	{"quiet", no_argument, NULL, 'q'},
-	    {"require", required_argument, NULL, 'r'},	{"forbid", required_argument, NULL, 'f'},
-	    {"min-roce", required_argument, NULL, 'm'}, {"list-names", no_argument, NULL, 'l'},
-	    {"help", no_argument, NULL, 'h'},		{NULL, 0, NULL, 0},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"require", required_argument, NULL, 'r'},
+	    {"forbid", required_argument, NULL, 'f'},
+	    {"min-roce", required_argument, NULL, 'm'},
+	    {"list-names", no_argument, NULL, 'l'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"notes", no_argument, NULL, 'n'},
+	    {NULL, 0, NULL, 0},
 	};
 	uint64_t min_roce = 1;
 	int c, fail = 0;
@@ -769,6 +1140,9 @@ int main(int argc, char **argv)
 		case 'l':
 			list_names();
 			return 0;
+		case 'n':
+			list_notes = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;

@@ -82,6 +82,9 @@ struct dr_pcapng {
 	uint32_t blk_type; /* type of the current block, once read */
 	bool have_type;
 	uint64_t npkts;
+	char *cbuf; /* the current packet's comments, NUL-terminated */
+	const char **cptr;
+	size_t cbuf_cap, cptr_cap;
 	char err[256];
 };
 
@@ -238,6 +241,27 @@ static int read_block(struct dr_pcapng *r, uint32_t *type, uint32_t *len)
 	return 1;
 }
 
+/* The option of a block's option list at body[*o] (section 3.5): 1 with
+ * *code, *len and *val set and *o moved past its padding, 0 at
+ * opt_endofopt or at the end of the body (the end marker may be left out),
+ * -1 when its value runs past the block. */
+static int next_opt(struct dr_pcapng *r, const uint8_t *body, uint32_t blen, uint32_t *o,
+		    uint16_t *code, uint16_t *len, const uint8_t **val)
+{
+	if (blen - *o < 4)
+		return 0;
+	*code = get16(r, body + *o);
+	*len = get16(r, body + *o + 2);
+	if (*code == OPT_ENDOFOPT)
+		return 0;
+	if (pad4(*len) > blen - *o - 4)
+		return fail(r, "option %u at offset %llu (%u bytes) runs past the block", *code,
+			    (unsigned long long)(r->blk_off + 8 + *o), *len);
+	*val = body + *o + 4;
+	*o += 4 + pad4(*len);
+	return 1;
+}
+
 static int parse_shb(struct dr_pcapng *r, const uint8_t *body, uint32_t blen)
 {
 	uint16_t major = get16(r, body + 4), minor = get16(r, body + 6);
@@ -281,14 +305,16 @@ static int parse_idb(struct dr_pcapng *r, const uint8_t *body, uint32_t blen)
 	ifc.linktype = get16(r, body);
 	ifc.snaplen = get32(r, body + 4);
 
-	while (blen - o >= 4) {
-		uint16_t code = get16(r, body + o), olen = get16(r, body + o + 2);
-		const uint8_t *val = body + o + 4;
+	for (;;) {
+		const uint8_t *val = NULL;
+		uint16_t code, olen;
+		int ret = next_opt(r, body, blen, &o, &code, &olen, &val);
 
-		if (code == OPT_ENDOFOPT)
+		if (ret <= 0) {
+			if (ret < 0)
+				return -1;
 			break;
-		if (pad4(olen) > blen - o - 4)
-			return fail(r, "option %u (%u bytes) runs past the block", code, olen);
+		}
 		if (code == IF_TSRESOL) {
 			if (olen != 1)
 				return fail(r, "if_tsresol length %u != 1", olen);
@@ -299,7 +325,6 @@ static int parse_idb(struct dr_pcapng *r, const uint8_t *body, uint32_t blen)
 				return fail(r, "if_tsoffset length %u != 8", olen);
 			ifc.tsoffset_s = (int64_t)get64(r, val);
 		}
-		o += 4 + pad4(olen);
 	}
 
 	if (r->nif % 8 == 0) {
@@ -334,6 +359,90 @@ static const struct iface *iface_of(struct dr_pcapng *r, uint32_t ifid)
 	return &r->ifs[ifid];
 }
 
+/* One opt_comment into the reader's comment buffer, NUL-terminated.  The
+ * value is UTF-8 without a terminator (3.5); NULs at its end (some writers
+ * add one) are dropped, one inside it would hide the rest from a C string
+ * and is refused. */
+static int add_comment(struct dr_pcapng *r, uint32_t blen, size_t *used, const uint8_t *val,
+		       uint16_t len, unsigned long long off, struct dr_pcapng_pkt *pkt)
+{
+	const uint8_t *nul;
+
+	/* Each comment takes 4 + pad4(len) >= len + 1 bytes of the body, and
+	 * at least 4: blen bytes and blen / 4 pointers are always enough. */
+	if (r->cbuf_cap < blen) {
+		char *nb = realloc(r->cbuf, blen);
+
+		if (!nb)
+			return fail(r, "out of memory for comments");
+		r->cbuf = nb;
+		r->cbuf_cap = blen;
+	}
+	if (r->cptr_cap < blen / 4) {
+		const char **np = realloc(r->cptr, blen / 4 * sizeof(*np));
+
+		if (!np)
+			return fail(r, "out of memory for comments");
+		r->cptr = np;
+		r->cptr_cap = blen / 4;
+	}
+	while (len && !val[len - 1])
+		len--;
+	nul = memchr(val, 0, len);
+	if (nul)
+		return fail(r, "opt_comment at offset %llu: NUL byte at %u of its %u bytes", off,
+			    (unsigned)(nul - val), len);
+	memcpy(r->cbuf + *used, val, len);
+	r->cbuf[*used + len] = '\0';
+	r->cptr[pkt->ncomments++] = r->cbuf + *used;
+	*used += len + 1u;
+	return 0;
+}
+
+/* An option of n bytes that a block may hold once (4.3.1: epb_flags,
+ * epb_dropcount); *seen says whether it came already. */
+static int once_opt(struct dr_pcapng *r, const char *name, unsigned long long off, uint16_t len,
+		    uint16_t n, bool *seen)
+{
+	if (len != n)
+		return fail(r, "%s at offset %llu: length %u != %u", name, off, len, n);
+	if (*seen)
+		return fail(r, "%s at offset %llu: a second one", name, off);
+	*seen = true;
+	return 0;
+}
+
+/* The options of an EPB (4.3.1) or obsolete Packet Block (A), which
+ * starts them at body[o]: comments, flags (same code in both), drop count
+ * (EPB only; the Packet Block has a field). */
+static int parse_pkt_opts(struct dr_pcapng *r, uint32_t type, const uint8_t *body, uint32_t blen,
+			  uint32_t o, struct dr_pcapng_pkt *pkt)
+{
+	size_t used = 0;
+
+	for (;;) {
+		unsigned long long off = r->blk_off + 8 + o; /* the option's, in the file */
+		const uint8_t *val = NULL;
+		uint16_t code, len;
+		int ret = next_opt(r, body, blen, &o, &code, &len, &val);
+
+		if (ret <= 0)
+			return ret;
+		if (code == OPT_COMMENT) {
+			if (add_comment(r, blen, &used, val, len, off, pkt) < 0)
+				return -1;
+		} else if (code == OPT_EPB_FLAGS) {
+			if (once_opt(r, "epb_flags", off, len, 4, &pkt->has_flags) < 0)
+				return -1;
+			pkt->flags = get32(r, val);
+		} else if (code == OPT_EPB_DROPCOUNT && type == BT_EPB) {
+			if (once_opt(r, "epb_dropcount", off, len, 8, &pkt->has_dropcount) < 0)
+				return -1;
+			pkt->dropcount = get64(r, val);
+		}
+	}
+}
+
 /* EPB (4.3) and the obsolete Packet Block (A): same layout once the 16-bit
  * interface id of the latter is accounted for. */
 static int parse_epb(struct dr_pcapng *r, uint32_t type, const uint8_t *body, uint32_t blen,
@@ -358,7 +467,7 @@ static int parse_epb(struct dr_pcapng *r, uint32_t type, const uint8_t *body, ui
 	pkt->ifid = ifid;
 	pkt->linktype = ifc->linktype;
 	set_ts(ifc, (uint64_t)get32(r, body + 4) << 32 | get32(r, body + 8), pkt);
-	return 0;
+	return parse_pkt_opts(r, type, body, blen, EPB_FIXED + pad4(caplen), pkt);
 }
 
 /* SPB (4.4): interface 0, no timestamp; the captured length is implied by
@@ -403,6 +512,7 @@ int dr_pcapng_next(struct dr_pcapng *r, struct dr_pcapng_pkt *pkt)
 		ret = read_block(r, &type, &len);
 		if (ret <= 0)
 			return ret;
+		memset(pkt, 0, sizeof(*pkt));
 		body = r->blk + 8;
 		blen = len - BLOCK_OVERHEAD;
 
@@ -435,6 +545,7 @@ int dr_pcapng_next(struct dr_pcapng *r, struct dr_pcapng_pkt *pkt)
 	}
 
 out_pkt:
+	pkt->comments = r->cptr; /* where add_comment() left them */
 	pkt->number = ++r->npkts;
 	pkt->offset = r->blk_off;
 	return 1;
@@ -452,6 +563,8 @@ void dr_pcapng_close(struct dr_pcapng *r)
 	if (r->own_f && r->f)
 		fclose(r->f);
 	free(r->blk);
+	free(r->cbuf);
+	free(r->cptr);
 	free(r->ifs);
 	free(r->name);
 	free(r);

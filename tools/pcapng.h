@@ -44,6 +44,16 @@ struct dr_pcapng_pkt {
 	uint32_t ts_nsec;
 	uint64_t number; /* 1-based packet number, as Wireshark counts */
 	uint64_t offset; /* file offset of the block that holds it */
+	/* The block's options (EPB; the obsolete Packet Block's comments and
+	 * flags); none for a Simple Packet Block.  comments[i] are the
+	 * opt_comment values in file order, each NUL-terminated (a block may
+	 * hold several); like data they live until the next call. */
+	const char *const *comments;
+	unsigned ncomments;
+	bool has_flags;	    /* epb_flags present */
+	uint32_t flags;	    /* DR_PCAPNG_FLAG_*, 0 when absent */
+	bool has_dropcount; /* epb_dropcount present */
+	uint64_t dropcount;
 };
 
 /* Open a capture and read its Section Header Block.  Returns NULL with a
