@@ -2,9 +2,10 @@
 /*
  * replay-edit - inject faults into a capture for tests/replay.sh.
  *
- *   replay-edit IN OUT EDIT...
+ *   replay-edit IN OUT [EDIT...]
  *
- * Copies IN (pcap or pcapng) to OUT (pcapng, microsecond timestamps),
+ * Copies IN (pcapng) to OUT (pcapng, microsecond timestamps; classic pcap,
+ * little-endian, microseconds, when OUT ends in ".pcap"),
  * applying each EDIT to the frame it names by its number in IN:
  *   drop:N          leave frame N out
  *   dup:N           write frame N twice
@@ -67,18 +68,56 @@ static int rebuild(const struct edit *e, uint8_t *buf, uint32_t *len)
 	return 0;
 }
 
+/* Classic pcap: magic a1b2c3d4 (microseconds), version 2.4, snaplen
+ * 65535, Ethernet; little-endian */
+/* clang-format off */
+static const uint8_t pcap_hdr[24] = {
+	0xd4, 0xc3, 0xb2, 0xa1,	/* magic */
+	2, 0, 4, 0,		/* version 2.4 */
+	0, 0, 0, 0, 0, 0, 0, 0,	/* thiszone, sigfigs */
+	0xff, 0xff, 0, 0,	/* snaplen */
+	1, 0, 0, 0,		/* Ethernet */
+};
+/* clang-format on */
+
+static int pcap_put(FILE *f, const void *p, size_t n)
+{
+	return fwrite(p, 1, n, f) == n ? 0 : -EIO;
+}
+
+static void le32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
+static int pcap_rec(FILE *f, uint64_t ts_us, const void *data, uint32_t len)
+{
+	uint8_t rec[16];
+
+	le32(rec, (uint32_t)(ts_us / 1000000));
+	le32(rec + 4, (uint32_t)(ts_us % 1000000));
+	le32(rec + 8, len);
+	le32(rec + 12, len);
+	return pcap_put(f, rec, sizeof(rec)) || pcap_put(f, data, len) ? -EIO : 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct edit ed[32];
 	unsigned ned = 0, i;
 	char err[256];
 	struct dr_pcapng *r;
-	struct dr_pcapng_writer *w;
+	struct dr_pcapng_writer *w = NULL;
 	struct dr_pcapng_pkt pk;
+	FILE *classic = NULL;
+	size_t olen;
 	int ret, status = 0;
 
-	if (argc < 4) {
-		fprintf(stderr, "usage: replay-edit IN OUT EDIT...\n");
+	if (argc < 3) {
+		fprintf(stderr, "usage: replay-edit IN OUT [EDIT...]\n");
 		return 2;
 	}
 	for (i = 3; i < (unsigned)argc && ned < 32; i++) {
@@ -105,8 +144,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "replay-edit: %s\n", err);
 		return 1;
 	}
-	w = dr_pcapng_writer_open(argv[2], 65535, "replay-edit");
-	if (!w) {
+	olen = strlen(argv[2]);
+	if (olen > 5 && !strcmp(argv[2] + olen - 5, ".pcap")) {
+		classic = fopen(argv[2], "wb");
+		if (classic && pcap_put(classic, pcap_hdr, sizeof(pcap_hdr)))
+			classic = NULL;
+	} else {
+		w = dr_pcapng_writer_open(argv[2], 65535, "replay-edit");
+	}
+	if (!w && !classic) {
 		fprintf(stderr, "replay-edit: %s: %s\n", argv[2], strerror(errno));
 		return 1;
 	}
@@ -139,7 +185,8 @@ int main(int argc, char **argv)
 			}
 		}
 		while (copies--)
-			if (dr_pcapng_write(w, ts_us, buf, len))
+			if (classic ? pcap_rec(classic, ts_us, buf, len)
+				    : dr_pcapng_write(w, ts_us, buf, len))
 				status = 1;
 	}
 	if (ret < 0) {
@@ -147,7 +194,7 @@ int main(int argc, char **argv)
 		status = 1;
 	}
 	dr_pcapng_close(r);
-	if (dr_pcapng_writer_close(w))
+	if (classic ? fclose(classic) != 0 : dr_pcapng_writer_close(w) != 0)
 		status = 1;
 	return status;
 }

@@ -16,7 +16,10 @@
 #    DestQP nobody has -> "dropped: unknown_qpn"; a forged source address
 #    -> "dropped: src_addr"; the same faults with --as requester are not
 #    the responder's business.
-# 3. Bad input (no file, not a capture, no RC traffic, a bad --as) fails
+# 3. The engine's own notes, where it makes them, are printed once each on
+#    the frame they are about (exact lines).
+# 4. Bad input (no file, not a capture, a truncated pcapng or pcap, no RC
+#    traffic, a bad --as) fails
 #    with a message, never a crash.
 #
 # Run by `make check` with top_srcdir and top_builddir exported.
@@ -52,9 +55,10 @@ block() {
 		/^(frame|timer|summary)/ { on = 0 } on' "$1"
 }
 
-# expect_block FILE FRAME <<EOF ... EOF: the entry of FRAME is exactly that
+# expect_block FILE FRAME <<EOF ... EOF: the entry of FRAME is exactly that,
+# the engine's own notes aside (checked in part 3)
 expect_block() {
-	block "$1" "$2" >"$tmp/got"
+	block "$1" "$2" | grep -v '^  [AB] note: ' >"$tmp/got"
 	cat >"$tmp/want"
 	if ! cmp -s "$tmp/got" "$tmp/want"; then
 		fail "$(basename "$1") frame $2:"
@@ -286,7 +290,79 @@ frame 27: B->A RC_RDMA_READ_RESPONSE_ONLY QP 0x000011 PSN 13763267, 64 bytes
   A completer: not replayed (--as responder)
 EOF
 
-# ---- 3. bad input ----------------------------------------------------------------
+# a classic pcap (tcpdump's default format) of the same frames replays the same
+if "$edit" "$rping" "$tmp/rping.pcap"; then
+	run "$tmp/rping-pcap.txt" "$tmp/rping.pcap"
+	cmp -s "$tmp/rping.txt" "$tmp/rping-pcap.txt" || {
+		fail "classic pcap: not the same replay as pcapng"
+		diff -u "$tmp/rping.txt" "$tmp/rping-pcap.txt"
+	}
+else
+	fail "replay-edit: classic pcap"
+fi
+
+# droce-pcapgen's conversation of every opcode (pcaps/): droce offers no SEND
+# with invalidate, so its responder answers one with an invalid request NAK
+# and its QP goes to ERROR; the capture's RNR NAK reaches B's completer.
+# The capture's CM REQ carries the PSN its sender sends (rdma_rxe's and
+# droce's carry the one they receive): droce-replay notices and says so.
+o="$tmp/opcodes.txt"
+run "$o" "$top_srcdir/pcaps/droce-opcodes.pcapng"
+has "$o.err" "droce-replay: B: the CM's starting PSN 45056 is after its first request's (16777208): using the request's"
+expect_block "$o" 32 <<'EOF'
+frame 32: B->A RC_SEND_ONLY_WITH_INVALIDATE QP 0x000456 PSN 12, 19 bytes
+  B requester: posted SEND of 19 bytes (wr 32)
+  B requester: sent 1 request frame, PSN 12
+  A responder: 32 receives flushed
+  A QP: QP state: RTS -> ERROR (invalid request)
+  A responder: NAK sent: invalid request, expected PSN 12, received PSN 12
+EOF
+expect_block "$o" 33 <<'EOF'
+frame 33: A->B RC_ACKNOWLEDGE QP 0x000123 PSN 12
+  B completer: RNR NAK received: waiting 1.28 ms
+EOF
+expect_block "$o" 34 <<'EOF'
+frame 34: B->A RC_SEND_ONLY_WITH_INVALIDATE QP 0x000456 PSN 12, 19 bytes
+  B requester: PSN 12 sent again in the capture: droce resends on its own timer and NAKs, nothing posted
+  A responder: dropped: qp_state
+EOF
+expect_block "$o" 9 <<'EOF'
+frame 9: B->A RC_SEND_LAST_WITH_IMMEDIATE QP 0x000456 PSN 16777212, 2 bytes
+  A responder: SEND completed into a receive, 258 bytes, immediate 0xcafe0001
+EOF
+
+# ---- 3. the engine's notes (struct dr_qp_ops.note) ----------------------------
+# An engine that annotates (issue 15 point 1) adds these lines, its notes
+# that say more than droce-replay's own lines; one without notes adds none.
+# Either all of them or no note line at all.
+cat >"$tmp/notes" <<'EOF'
+rc_pingpong|59|  B note: duplicate: SEND_ONLY PSN 12506424 acknowledged again, ACK PSN 12506424
+rc_pingpong|60|  A note: dropped: unexpected_rsp, PSN 12506424, nothing outstanding
+drop|32|  A note: dropped: unexpected_rsp, PSN 13763269, nothing outstanding
+drop|37|  B note: dropped: psn_ahead, expected PSN 13763269, received PSN 13763271, NAK already sent
+dup|29|  B note: duplicate: SEND_ONLY PSN 13763268 acknowledged again, ACK PSN 13763268
+icrc|27|  A note: dropped: unexpected_rsp, PSN 13763267, nothing outstanding
+pkey|24|  A note: dropped: pkey, P_Key 0x1234
+srcip|28|  B note: dropped: src_addr, from 192.168.77.99
+EOF
+if cat "$tmp"/*.txt | grep -q '^  [AB] note: '; then
+	while IFS='|' read -r f n line; do
+		block "$tmp/$f.txt" "$n" | grep -qxF -- "$line" ||
+			fail "$f frame $n: no note '$line'"
+	done <"$tmp/notes"
+	# the NAK's note says what droce-replay's line says: printed once
+	n=$(block "$tmp/drop.txt" 33 | grep -c 'NAK sent: sequence error')
+	[ "$n" -eq 1 ] || fail "drop frame 33: the sequence NAK printed $n times"
+	# the set-up's state changes are the replay's, not the capture's
+	if cat "$tmp"/*.txt | grep -q '(modify)'; then
+		fail "a QP state note of the replay's set-up was printed"
+	fi
+	echo "notes: the engine annotates; its $(wc -l <"$tmp/notes") expected notes found"
+else
+	echo "notes: the engine makes none (struct dr_qp_ops.note not fed yet)"
+fi
+
+# ---- 4. bad input ----------------------------------------------------------------
 bad() {
 	want=$1
 	shift
@@ -308,8 +384,11 @@ rc=$?
 [ "$rc" -eq 1 ] && grep -q "^droce-replay: $tmp/cut.pcapng: " "$tmp/bad.err" ||
 	fail "a truncated capture: exit $rc, stderr '$(cat "$tmp/bad.err")'"
 
+head -c 100 "$tmp/rping.pcap" >"$tmp/cut.pcap"
+bad "droce-replay: $tmp/cut.pcap: record at offset 24 cut short" "$tmp/cut.pcap"
+
 if [ "$fails" -ne 0 ]; then
 	echo "FAIL: $fails check(s) failed"
 	exit 1
 fi
-echo "PASS: droce-replay: 11 golden captures, 6 injected faults, --as, bad input"
+echo "PASS: droce-replay: 11 golden captures (pcapng and classic pcap), 6 injected faults, --as, bad input"

@@ -77,6 +77,9 @@ struct rp_end {
 	unsigned nqpns;
 	uint32_t sq_psn; /* the first PSN it sends */
 	bool has_psn;
+	uint32_t first_psn; /* of the first request the capture shows it send */
+	uint32_t next_psn;  /* after the last request posted to its requester */
+	bool has_first;
 	const char *psn_from;
 	uint64_t max_recv; /* longest SEND message sent to it */
 	struct rp_key keys[RP_MAX_KEYS];
@@ -112,11 +115,13 @@ struct rp_tx {
 
 #define RP_MAX_TX 4096
 static struct {
-	struct rp_end *end; /* whose engine the step drives */
+	struct rp_end *end;	/* whose engine the step drives */
+	enum dr_qp_state state; /* its QP's state when the step began */
 	struct rp_tx tx[RP_MAX_TX];
 	unsigned ntx;
 	struct dr_wc wc[64];
 	unsigned nwc;
+	unsigned nflushed[2]; /* send, receive work requests flushed */
 	struct dr_remote_op rop[8];
 	unsigned nrop;
 	char notes[16][RP_LINE];
@@ -159,9 +164,14 @@ static uint64_t cb_now(void *ctx)
 static void cb_complete(void *ctx, struct dr_qp *qp, const struct dr_wc *wc)
 {
 	(void)ctx;
-	if (wc->opcode == DR_WC_RECV || (wc->opcode == DR_WC_RECV_WRITE_IMM && !wc->no_wqe))
+	bool recv = wc->opcode == DR_WC_RECV || wc->opcode == DR_WC_RECV_WRITE_IMM;
+
+	if (recv && !wc->no_wqe)
 		end_of(qp)->recvs--;
-	if (step.nwc < sizeof(step.wc) / sizeof(step.wc[0]))
+	/* a QP gone to ERROR flushes everything: counted, not listed */
+	if (wc->status == DR_WC_WR_FLUSH_ERR)
+		step.nflushed[recv]++;
+	else if (step.nwc < sizeof(step.wc) / sizeof(step.wc[0]))
 		step.wc[step.nwc++] = *wc;
 }
 
@@ -214,6 +224,8 @@ static void say(const struct rp_end *e, const char *role, const char *fmt, ...)
 static void step_begin(struct rp_end *e)
 {
 	step.ntx = step.nwc = step.nrop = step.nnotes = 0;
+	step.nflushed[0] = step.nflushed[1] = 0;
+	step.state = dr_qp_state(e->qp);
 	step.end = e;
 }
 
@@ -255,9 +267,25 @@ static void say_rnr_ms(char *buf, size_t len, uint8_t code)
 	snprintf(buf, len, "%" PRIu32 ".%02" PRIu32, c / 100, c % 100);
 }
 
-/* What the engine sent during a step, in words.  req_psn: the PSN of the
- * frame fed (for a sequence NAK's "received PSN"). */
-static void say_tx(struct rp_end *e, const char *role, uint32_t req_psn)
+/* The error NAK (not a sequence one) the engine sent during the step, or 0 */
+static uint8_t step_err_nak(void)
+{
+	unsigned i;
+
+	for (i = 0; i < step.ntx; i++) {
+		uint8_t syn = step.tx[i].syndrome;
+
+		if (step.tx[i].opcode == DR_OP_ACK && (syn & DR_AETH_TYPE_MASK) == DR_AETH_NAK &&
+		    syn != DR_AETH_NAK_PSN_SEQ)
+			return syn;
+	}
+	return 0;
+}
+
+/* What the engine sent during a step, in words.  expect_psn, req_psn: the
+ * PSN the responder expected and the one of the frame fed (a NAK's
+ * "expected PSN", "received PSN"; a sequence NAK carries the expected one). */
+static void say_tx(struct rp_end *e, const char *role, uint32_t expect_psn, uint32_t req_psn)
 {
 	unsigned i, nrsp = 0, nreq = 0;
 	uint32_t rsp_first = 0, rsp_last = 0, rsp_bytes = 0, req_first = 0, req_last = 0;
@@ -291,7 +319,9 @@ static void say_tx(struct rp_end *e, const char *role, uint32_t req_psn)
 			    ", received PSN %" PRIu32,
 			    t->psn, req_psn);
 		} else {
-			say(e, role, "NAK sent: %s, PSN %" PRIu32, nak_reason(t->syndrome), t->psn);
+			say(e, role,
+			    "NAK sent: %s, expected PSN %" PRIu32 ", received PSN %" PRIu32,
+			    nak_reason(t->syndrome), expect_psn, req_psn);
 		}
 	}
 	if (nrsp == 1)
@@ -333,18 +363,55 @@ static void say_wcs(struct rp_end *e)
 		say(e, "completer", "completion: wr %" PRIu64 " %s", wc->wr_id,
 		    dr_wc_status_names[wc->status]);
 	}
+	if (step.nflushed[0])
+		say(e, "completer", "%u work request%s flushed", step.nflushed[0],
+		    step.nflushed[0] == 1 ? "" : "s");
+	if (step.nflushed[1])
+		say(e, "responder", "%u receive%s flushed", step.nflushed[1],
+		    step.nflushed[1] == 1 ? "" : "s");
+	if (dr_qp_state(e->qp) != step.state) {
+		uint8_t nak = step_err_nak();
+		char why[64] = "";
+
+		if (nak)
+			snprintf(why, sizeof(why), " (%s)", nak_reason(nak));
+		say(e, "QP", "QP state: %s -> %s%s", dr_qp_state_names[step.state],
+		    dr_qp_state_names[dr_qp_state(e->qp)], why);
+	}
 }
 
-static void say_notes(struct rp_end *e)
+/* One note of a comment: printed unless a line of this frame already said
+ * it, or it is a state change of the replay's own set-up (the replay calls
+ * dr_qp_modify there only; the engine hands such notes over with the first
+ * frame the QP sends). */
+static void say_note(const struct rp_end *e, const char *note, size_t len)
 {
-	unsigned i, j;
+	static const char setup[] = "(modify)";
+	unsigned j;
+
+	if (!strncmp(note, "QP state: ", 10) && len >= sizeof(setup) - 1 &&
+	    !memcmp(note + len - (sizeof(setup) - 1), setup, sizeof(setup) - 1))
+		return;
+	for (j = 0; j < nprinted; j++)
+		if (strlen(printed[j]) == len && !memcmp(printed[j], note, len))
+			return;
+	printf("  %c note: %.*s\n", e->name, (int)len, note);
+}
+
+/* A comment is one or more notes joined by "; " (the vocabulary of
+ * fi_droce(7)): one line each. */
+static void say_notes(const struct rp_end *e)
+{
+	unsigned i;
 
 	for (i = 0; i < step.nnotes; i++) {
-		for (j = 0; j < nprinted; j++)
-			if (!strcmp(printed[j], step.notes[i]))
-				break;
-		if (j == nprinted)
-			printf("  %c note: %s\n", e->name, step.notes[i]);
+		const char *n = step.notes[i], *sep;
+
+		while ((sep = strstr(n, "; "))) {
+			say_note(e, n, (size_t)(sep - n));
+			n = sep + 2;
+		}
+		say_note(e, n, strlen(n));
 	}
 }
 
@@ -577,10 +644,9 @@ static int first_pass(void)
 			mtu_seen = p.payload_len;
 		if (!(f & DR_OPF_REQ))
 			continue;
-		if (!from->has_psn) {
-			from->sq_psn = p.psn;
-			from->has_psn = true;
-			from->psn_from = "its first request";
+		if (!from->has_first) {
+			from->first_psn = p.psn;
+			from->has_first = true;
 		}
 		if (f & DR_OPF_SEND) {
 			uint64_t *l = &send_len[to - ends];
@@ -602,6 +668,24 @@ static int first_pass(void)
 		fprintf(stderr,
 			"droce-replay: no RC traffic between two endpoints in the capture\n");
 		return -ENOENT;
+	}
+	for (i = 0; i < 2; i++) {
+		struct rp_end *e = &ends[i];
+
+		/* a first request behind the CM's starting PSN would be a resend
+		 * of something never sent: the CM's PSN is not what this side
+		 * sends (a capture that reads the field the other way) */
+		if (e->has_first && (!e->has_psn || dr_psn_diff(e->first_psn, e->sq_psn) < 0)) {
+			if (e->has_psn)
+				fprintf(stderr,
+					"droce-replay: %c: the CM's starting PSN %" PRIu32
+					" is after its first request's (%" PRIu32
+					"): using the request's\n",
+					e->name, e->sq_psn, e->first_psn);
+			e->sq_psn = e->first_psn;
+			e->has_psn = true;
+			e->psn_from = "its first request";
+		}
 	}
 	if (!pmtu && mtu_seen) {
 		pmtu = mtu_seen;
@@ -695,6 +779,7 @@ static int end_setup(struct rp_end *e, const struct rp_end *peer)
 		return ret;
 	a.state = DR_QPS_RTS;
 	a.sq_psn = e->sq_psn;
+	e->next_psn = e->sq_psn;
 	a.timeout = ack_timeout;
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
@@ -713,6 +798,9 @@ static void recv_refill(struct rp_end *e)
 			     .length = (uint32_t)(e->max_recv ? e->max_recv : 1)};
 	struct dr_recv_wr wr = {.sg_list = &sge, .num_sge = 1};
 
+	/* in ERROR a receive is accepted and flushed at once: none to keep */
+	if (dr_qp_state(e->qp) == DR_QPS_ERROR)
+		return;
 	while (e->recvs < RP_RECV_DEPTH / 2 && !dr_qp_post_recv(e->qp, &wr))
 		e->recvs++;
 }
@@ -810,16 +898,15 @@ static int wr_of(size_t i, const struct dr_pkt *p, struct dr_send_wr *wr, struct
  * its completer expects the responses. */
 static void requester_post(struct rp_end *x, size_t i, const struct dr_pkt *p)
 {
-	struct dr_qp_attr a;
 	struct dr_send_wr wr;
 	struct dr_sge sge;
+	uint32_t next = x->next_psn, npsn;
 	int32_t gap;
 	int ret;
 
 	if (!(p->op->flags & (DR_OPF_FIRST | DR_OPF_ONLY)))
 		return;
-	dr_qp_query(x->qp, &a);
-	gap = dr_psn_diff(p->psn, a.sq_psn);
+	gap = dr_psn_diff(p->psn, next);
 	if (gap < 0) {
 		say(x, "requester",
 		    "PSN %" PRIu32 " sent again in the capture: droce resends on "
@@ -831,7 +918,7 @@ static void requester_post(struct rp_end *x, size_t i, const struct dr_pkt *p)
 		say(x, "requester",
 		    "PSN %" PRIu32 " in the capture, %d after droce's next PSN %" PRIu32
 		    ": too far to fill, posted as droce would number it",
-		    p->psn, (int)gap, a.sq_psn);
+		    p->psn, (int)gap, next);
 	} else if (gap > 0) {
 		/* requests missing from the capture: zero-length WRITEs keep the
 		 * PSNs of what follows as captured */
@@ -841,22 +928,28 @@ static void requester_post(struct rp_end *x, size_t i, const struct dr_pkt *p)
 		for (k = 0; k < gap; k++)
 			if (dr_qp_post_send(x->qp, &fill))
 				break;
+		next = dr_psn_add(next, k);
 		if (gap == 1)
 			say(x, "requester",
 			    "PSN %" PRIu32 " not in the capture: %d zero-length "
 			    "WRITE posted in its place",
-			    a.sq_psn, (int)k);
+			    x->next_psn, (int)k);
 		else
 			say(x, "requester",
 			    "PSN %" PRIu32 "..%" PRIu32 " not in the capture: %d "
 			    "zero-length WRITEs posted in their place",
-			    a.sq_psn, dr_psn_add(p->psn, -1), (int)k);
+			    x->next_psn, dr_psn_add(p->psn, -1), (int)k);
 	}
 	if (wr_of(i, p, &wr, &sge)) {
 		say(x, "requester", "cannot post %s: out of memory", p->op->name);
 		return;
 	}
 	ret = dr_qp_post_send(x->qp, &wr);
+	/* the PSNs the message takes: its packets (a READ: its responses) */
+	npsn = wr.opcode == DR_WR_FETCH_ADD || wr.opcode == DR_WR_CMP_SWAP || !sge.length
+		   ? 1
+		   : (sge.length + pmtu - 1) / pmtu;
+	x->next_psn = ret ? next : dr_psn_add(next, (int32_t)npsn);
 	if (ret)
 		say(x, "requester", "posting %s of %" PRIu32 " bytes failed: %s",
 		    dr_wr_opcode_names[wr.opcode], sge.length, strerror(-ret));
@@ -929,7 +1022,9 @@ static void feed_request(struct rp_end *y, const struct dr_pkt *p0)
 	dr_qp_input(y->qp, p);
 	s = dr_qp_stats(y->qp);
 	say_drops(y, "responder", &b, s, &before);
-	if (s->rx_dup_reqs != b.rx_dup_reqs) {
+	if (s->rx_dropped != b.rx_dropped) {
+		/* said by say_drops */
+	} else if (s->rx_dup_reqs != b.rx_dup_reqs) {
 		if (f & DR_OPF_READ)
 			say(y, "responder",
 			    "duplicate: READ PSN %" PRIu32 " answered again from the request",
@@ -974,7 +1069,7 @@ static void feed_request(struct rp_end *y, const struct dr_pkt *p0)
 			    dr_wc_status_names[op->status]);
 	}
 	say_wcs(y);
-	say_tx(y, "responder", p->psn);
+	say_tx(y, "responder", before.rq_psn, p->psn);
 	say_notes(y);
 	recv_refill(y);
 }
@@ -1013,7 +1108,7 @@ static void feed_response(struct rp_end *x, const struct dr_pkt *p)
 			    p->opcode == DR_OP_ATOMIC_ACK ? "ATOMIC ACKNOWLEDGE" : "ACK", p->psn);
 	}
 	say_wcs(x);
-	say_tx(x, "completer", p->psn);
+	say_tx(x, "completer", before.rq_psn, p->psn);
 	say_notes(x);
 }
 
@@ -1038,7 +1133,7 @@ static void run_timers(uint64_t t)
 			if (dr_qp_stats(e->qp)->timeouts != b.timeouts)
 				say(e, "requester", "retransmit timeout");
 			say_wcs(e);
-			say_tx(e, "requester", 0);
+			say_tx(e, "requester", 0, 0);
 			say_notes(e);
 			if (dr_qp_deadline_ns(e->qp) == d)
 				break; /* the engine did not move it: do not spin */
@@ -1124,7 +1219,7 @@ static void replay_frame(size_t i)
 		/* what the requester sends once posted */
 		step_begin(x);
 		requester_post(x, i, &p);
-		say_tx(x, "requester", 0);
+		say_tx(x, "requester", 0, 0);
 		say_wcs(x);
 		say_notes(x);
 	}
@@ -1141,47 +1236,148 @@ static void replay_frame(size_t i)
 	}
 }
 
-static int load(const char *path)
+static int add_frame(const uint8_t *data, uint32_t len, uint64_t ts_ns, uint64_t number)
 {
-	char err[256];
-	struct dr_pcapng *r = dr_pcapng_open(path, err, sizeof(err));
-	struct dr_pcapng_pkt pk;
-	size_t cap = 0;
+	static size_t cap;
+
+	if (nframes == cap) {
+		size_t ncap = cap ? 2 * cap : 1024;
+		struct rp_frame *nf = realloc(frames, ncap * sizeof(*frames));
+
+		if (!nf)
+			return -ENOMEM;
+		frames = nf;
+		cap = ncap;
+	}
+	frames[nframes].data = malloc(len ? len : 1);
+	if (!frames[nframes].data)
+		return -ENOMEM;
+	memcpy(frames[nframes].data, data, len);
+	frames[nframes].len = len;
+	frames[nframes].ts_ns = ts_ns;
+	frames[nframes].number = number;
+	nframes++;
+	return 0;
+}
+
+/* Classic pcap (tcpdump's default): a 24-byte file header, then records of
+ * a 16-byte header and the packet, in the writer's byte order;
+ * microsecond or nanosecond timestamps by the magic.  Ethernet only. */
+#define RP_PCAP_MAX_REC (256u << 10)
+
+static uint32_t pcap_u32(const uint8_t *p, bool swap)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return swap ? __builtin_bswap32(v) : v;
+}
+
+static int load_pcap(FILE *f, const char *path, const uint8_t magic[4])
+{
+	uint8_t hdr[24], rec[16];
+	static uint8_t buf[RP_PCAP_MAX_REC];
+	uint32_t m, linktype;
+	uint64_t off = 24, number = 0;
+	bool swap, nsec;
+	size_t n;
 	int ret;
 
+	memcpy(hdr, magic, 4);
+	if (fread(hdr + 4, 1, 20, f) != 20) {
+		fprintf(stderr, "droce-replay: %s: classic pcap file header cut short\n", path);
+		return -EINVAL;
+	}
+	memcpy(&m, hdr, 4);
+	swap = m == 0xd4c3b2a1u || m == 0x4d3cb2a1u;
+	nsec = pcap_u32(hdr, swap) == 0xa1b23c4du;
+	linktype = pcap_u32(hdr + 20, swap) & 0xffff;
+	if (linktype != DR_LINKTYPE_ETHERNET) {
+		fprintf(stderr, "droce-replay: %s: link type %" PRIu32 ", not Ethernet\n", path,
+			linktype);
+		return -EINVAL;
+	}
+	while ((n = fread(rec, 1, sizeof(rec), f)) == sizeof(rec)) {
+		uint32_t incl = pcap_u32(rec + 8, swap);
+		uint64_t sub = pcap_u32(rec + 4, swap);
+
+		if (incl > RP_PCAP_MAX_REC) {
+			fprintf(stderr,
+				"droce-replay: %s: record at offset %" PRIu64 ": length %" PRIu32
+				" over %u bytes\n",
+				path, off, incl, RP_PCAP_MAX_REC);
+			return -EINVAL;
+		}
+		if (fread(buf, 1, incl, f) != incl) {
+			fprintf(stderr,
+				"droce-replay: %s: record at offset %" PRIu64 " cut short\n", path,
+				off);
+			return -EINVAL;
+		}
+		ret = add_frame(buf, incl,
+				pcap_u32(rec, swap) * 1000000000ull + (nsec ? sub : sub * 1000),
+				++number);
+		if (ret)
+			return ret;
+		off += sizeof(rec) + incl;
+	}
+	if (n) {
+		fprintf(stderr, "droce-replay: %s: record header at offset %" PRIu64 " cut short\n",
+			path, off);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int load(const char *path)
+{
+	static const uint32_t classic[] = {0xa1b2c3d4u, 0xd4c3b2a1u, 0xa1b23c4du, 0x4d3cb2a1u};
+	struct dr_pcapng_pkt pk;
+	struct dr_pcapng *r;
+	uint8_t magic[4];
+	char err[256];
+	uint32_t m;
+	unsigned i;
+	FILE *f;
+	int ret;
+
+	f = fopen(path, "rb");
+	if (!f) {
+		fprintf(stderr, "droce-replay: %s: %s\n", path, strerror(errno));
+		return -errno;
+	}
+	if (fread(magic, 1, 4, f) == 4) {
+		memcpy(&m, magic, 4);
+		for (i = 0; i < sizeof(classic) / sizeof(classic[0]); i++) {
+			if (m != classic[i])
+				continue;
+			ret = load_pcap(f, path, magic);
+			fclose(f);
+			if (ret == -ENOMEM)
+				fprintf(stderr, "droce-replay: %s: %s\n", path, strerror(ENOMEM));
+			return ret;
+		}
+	}
+	rewind(f);
+	r = dr_pcapng_open_stream(f, path, err, sizeof(err));
 	if (!r) {
 		fprintf(stderr, "droce-replay: %s\n", err);
+		fclose(f);
 		return -EINVAL;
 	}
 	while ((ret = dr_pcapng_next(r, &pk)) == 1) {
 		if (pk.linktype != DR_LINKTYPE_ETHERNET)
 			continue;
-		if (nframes == cap) {
-			struct rp_frame *nf;
-
-			cap = cap ? 2 * cap : 1024;
-			nf = realloc(frames, cap * sizeof(*frames));
-			if (!nf) {
-				ret = -ENOMEM;
-				break;
-			}
-			frames = nf;
-		}
-		frames[nframes].data = malloc(pk.caplen ? pk.caplen : 1);
-		if (!frames[nframes].data) {
-			ret = -ENOMEM;
+		ret = add_frame(pk.data, pk.caplen, pk.ts_sec * 1000000000ull + pk.ts_nsec,
+				pk.number);
+		if (ret)
 			break;
-		}
-		memcpy(frames[nframes].data, pk.data, pk.caplen);
-		frames[nframes].len = pk.caplen;
-		frames[nframes].ts_ns = pk.ts_sec * 1000000000ull + pk.ts_nsec;
-		frames[nframes].number = pk.number;
-		nframes++;
 	}
 	if (ret < 0)
 		fprintf(stderr, "droce-replay: %s: %s\n", path,
 			ret == -ENOMEM ? strerror(ENOMEM) : dr_pcapng_strerror(r));
 	dr_pcapng_close(r);
+	fclose(f);
 	return ret < 0 ? ret : 0;
 }
 
