@@ -13,6 +13,7 @@
  *   pkey:N:HEX      set frame N's BTH P_Key, with a correct ICRC
  *   qpn:N:HEX       set frame N's BTH DestQP, with a correct ICRC
  *   srcip:N:A.B.C.D set frame N's IPv4 source, with a correct ICRC
+ *   delay:N:US      frame N and every later one US microseconds later
  * Frames edited with a correct ICRC are rebuilt with dr_pkt_build from
  * their parsed description, so only the named field differs.
  */
@@ -113,6 +114,7 @@ int main(int argc, char **argv)
 	struct dr_pcapng_writer *w = NULL;
 	struct dr_pcapng_pkt pk;
 	FILE *classic = NULL;
+	uint64_t delay_us = 0;
 	size_t olen;
 	int ret, status = 0;
 
@@ -131,7 +133,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		if (strcmp(e->op, "drop") && strcmp(e->op, "dup") && strcmp(e->op, "icrc") &&
-		    strcmp(e->op, "pkey") && strcmp(e->op, "qpn") && strcmp(e->op, "srcip")) {
+		    strcmp(e->op, "pkey") && strcmp(e->op, "qpn") && strcmp(e->op, "srcip") &&
+		    strcmp(e->op, "delay")) {
 			fprintf(stderr, "replay-edit: unknown edit '%s'\n", e->op);
 			return 2;
 		}
@@ -159,14 +162,17 @@ int main(int argc, char **argv)
 	while ((ret = dr_pcapng_next(r, &pk)) == 1) {
 		uint8_t buf[16384];
 		uint32_t len = pk.caplen < sizeof(buf) ? pk.caplen : sizeof(buf);
-		uint64_t ts_us = pk.ts_sec * 1000000ull + pk.ts_nsec / 1000;
+		uint64_t ts_us = pk.ts_sec * 1000000ull + pk.ts_nsec / 1000 + delay_us;
 		unsigned copies = 1;
 
 		memcpy(buf, pk.data, len);
 		for (i = 0; i < ned; i++) {
 			if (ed[i].frame != pk.number)
 				continue;
-			if (!strcmp(ed[i].op, "drop")) {
+			if (!strcmp(ed[i].op, "delay")) {
+				delay_us += strtoull(ed[i].arg, NULL, 10);
+				ts_us += strtoull(ed[i].arg, NULL, 10);
+			} else if (!strcmp(ed[i].op, "drop")) {
 				copies = 0;
 			} else if (!strcmp(ed[i].op, "dup")) {
 				copies = 2;

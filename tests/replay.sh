@@ -14,7 +14,8 @@
 #    a request written twice -> duplicate, re-ACKed; a bit of the ICRC
 #    flipped -> "dropped: bad ICRC"; a wrong P_Key -> "dropped: pkey"; a
 #    DestQP nobody has -> "dropped: unknown_qpn"; a forged source address
-#    -> "dropped: src_addr"; the same faults with --as requester are not
+#    -> "dropped: src_addr"; an ACK 3 s late -> B's retransmit timer
+#    expires on the capture's clock before it; the same faults with --as requester are not
 #    the responder's business.
 # 3. The engine's own notes, where it makes them, are printed once each on
 #    the frame they are about (exact lines).
@@ -270,6 +271,27 @@ frame 28: 192.168.77.99->B RC_SEND_ONLY QP 0x000011 PSN 13763268, 16 bytes
   B responder: dropped: src_addr
 EOF
 
+# the ACK of B's first SEND (frame 25) 3 s late: on the capture's clock B's
+# retransmit timer (ACK timeout 19 from the CM REQ: 2.1 s) expires first
+fault late delay:25:3000000
+awk '/^timer: /, /^frame 25:/' "$tmp/late.txt" >"$tmp/got"
+cat >"$tmp/want" <<'EOF'
+timer: B at +10.688028 s
+  B requester: retransmit timeout
+  B requester: sent 1 request frame, PSN 10315128
+frame 25: A->B RC_ACKNOWLEDGE QP 0x000011 PSN 10315128
+EOF
+grep -v '^  [AB] note: ' "$tmp/got" | cmp -s - "$tmp/want" || {
+	fail "late ACK: the timer entry"
+	diff -u "$tmp/want" "$tmp/got"
+}
+expect_block "$tmp/late.txt" 25 <<'EOF'
+frame 25: A->B RC_ACKNOWLEDGE QP 0x000011 PSN 10315128
+  B completer: accepted: ACK PSN 10315128
+  B completer: completion: wr 24 success
+EOF
+[ "$(grep -c '^timer: ' "$tmp/late.txt")" -eq 1 ] || fail "late ACK: not one timer entry"
+
 # --as requester: requests are the capture's responder's, not replayed
 run "$tmp/asreq.txt" --as requester "$tmp/drop.pcapng"
 expect_block "$tmp/asreq.txt" 33 <<'EOF'
@@ -338,6 +360,7 @@ EOF
 cat >"$tmp/notes" <<'EOF'
 rc_pingpong|59|  B note: duplicate: SEND_ONLY PSN 12506424 acknowledged again, ACK PSN 12506424
 rc_pingpong|60|  A note: dropped: unexpected_rsp, PSN 12506424, nothing outstanding
+late|timer|  B note: retransmit: timeout, go-back-N from PSN 10315128, attempt 1 of 7, RTO 4294967 us
 drop|32|  A note: dropped: unexpected_rsp, PSN 13763269, nothing outstanding
 drop|37|  B note: dropped: psn_ahead, expected PSN 13763269, received PSN 13763271, NAK already sent
 dup|29|  B note: duplicate: SEND_ONLY PSN 13763268 acknowledged again, ACK PSN 13763268
@@ -347,7 +370,11 @@ srcip|28|  B note: dropped: src_addr, from 192.168.77.99
 EOF
 if cat "$tmp"/*.txt | grep -q '^  [AB] note: '; then
 	while IFS='|' read -r f n line; do
-		block "$tmp/$f.txt" "$n" | grep -qxF -- "$line" ||
+		if [ "$n" = timer ]; then
+			awk '/^timer: /, /^frame/' "$tmp/$f.txt"
+		else
+			block "$tmp/$f.txt" "$n"
+		fi | grep -qxF -- "$line" ||
 			fail "$f frame $n: no note '$line'"
 	done <"$tmp/notes"
 	# the NAK's note says what droce-replay's line says: printed once
@@ -391,4 +418,4 @@ if [ "$fails" -ne 0 ]; then
 	echo "FAIL: $fails check(s) failed"
 	exit 1
 fi
-echo "PASS: droce-replay: 11 golden captures (pcapng and classic pcap), 6 injected faults, --as, bad input"
+echo "PASS: droce-replay: 11 golden captures (pcapng and classic pcap), 7 injected faults, --as, bad input"
