@@ -14,6 +14,8 @@
  *   qpn:N:HEX       set frame N's BTH DestQP, with a correct ICRC
  *   srcip:N:A.B.C.D set frame N's IPv4 source, with a correct ICRC
  *   delay:N:US      frame N and every later one US microseconds later
+ *   snaplen:0:LEN   write every frame cut to LEN bytes (pcapng: the
+ *                   original length kept, as a capture with -s LEN has it)
  * Frames edited with a correct ICRC are rebuilt with dr_pkt_build from
  * their parsed description, so only the named field differs.
  */
@@ -115,6 +117,7 @@ int main(int argc, char **argv)
 	struct dr_pcapng_pkt pk;
 	FILE *classic = NULL;
 	uint64_t delay_us = 0;
+	uint32_t snaplen = 65535;
 	size_t olen;
 	int ret, status = 0;
 
@@ -134,7 +137,7 @@ int main(int argc, char **argv)
 		}
 		if (strcmp(e->op, "drop") && strcmp(e->op, "dup") && strcmp(e->op, "icrc") &&
 		    strcmp(e->op, "pkey") && strcmp(e->op, "qpn") && strcmp(e->op, "srcip") &&
-		    strcmp(e->op, "delay")) {
+		    strcmp(e->op, "delay") && strcmp(e->op, "snaplen")) {
 			fprintf(stderr, "replay-edit: unknown edit '%s'\n", e->op);
 			return 2;
 		}
@@ -153,7 +156,10 @@ int main(int argc, char **argv)
 		if (classic && pcap_put(classic, pcap_hdr, sizeof(pcap_hdr)))
 			classic = NULL;
 	} else {
-		w = dr_pcapng_writer_open(argv[2], 65535, "replay-edit");
+		for (i = 0; i < ned; i++)
+			if (!strcmp(ed[i].op, "snaplen"))
+				snaplen = (uint32_t)strtoul(ed[i].arg, NULL, 10);
+		w = dr_pcapng_writer_open(argv[2], snaplen, "replay-edit");
 	}
 	if (!w && !classic) {
 		fprintf(stderr, "replay-edit: %s: %s\n", argv[2], strerror(errno));

@@ -15,7 +15,8 @@
 #    flipped -> "dropped: bad ICRC"; a wrong P_Key -> "dropped: pkey"; a
 #    DestQP nobody has -> "dropped: unknown_qpn"; a forged source address
 #    -> "dropped: src_addr"; an ACK 3 s late -> B's retransmit timer
-#    expires on the capture's clock before it; the same faults with --as requester are not
+#    expires on the capture's clock before it; frames cut by a snaplen ->
+#    not replayed, and what follows from it; the same faults with --as requester are not
 #    the responder's business.
 # 3. The engine's own notes, where it makes them, are printed once each on
 #    the frame they are about (exact lines).
@@ -292,6 +293,22 @@ frame 25: A->B RC_ACKNOWLEDGE QP 0x000011 PSN 10315128
 EOF
 [ "$(grep -c '^timer: ' "$tmp/late.txt")" -eq 1 ] || fail "late ACK: not one timer entry"
 
+# captured with a snaplen of 100 bytes: the READ response (126 bytes) and
+# the WRITE (138) are cut, so not replayed; the ACK of the SEND after the
+# READ then tells A's completer the READ response was lost (IBA 9.7.5.1.3:
+# an ACK beyond a READ): A resends the READ request, with the SEND after it
+fault snap snaplen:0:100
+has "$tmp/snap.txt" \
+	"frame 27: cut to 100 of 126 bytes by the capture's snaplen: not replayed" \
+	"frame 32: cut to 100 of 138 bytes by the capture's snaplen: not replayed" \
+	"10 RoCEv2 frames cut by the capture's snaplen not replayed"
+expect_block "$tmp/snap.txt" 29 <<'EOF'
+frame 29: B->A RC_ACKNOWLEDGE QP 0x000011 PSN 13763268
+  A completer: accepted: ACK PSN 13763268
+  A requester: sent 2 request frames, PSN 13763267..13763268
+EOF
+"$edit" "$rping" "$tmp/snap60.pcapng" snaplen:0:60 || fail "replay-edit snaplen:0:60"
+
 # --as requester: requests are the capture's responder's, not replayed
 run "$tmp/asreq.txt" --as requester "$tmp/drop.pcapng"
 expect_block "$tmp/asreq.txt" 33 <<'EOF'
@@ -411,6 +428,8 @@ rc=$?
 [ "$rc" -eq 1 ] && grep -q "^droce-replay: $tmp/cut.pcapng: " "$tmp/bad.err" ||
 	fail "a truncated capture: exit $rc, stderr '$(cat "$tmp/bad.err")'"
 
+bad "droce-replay: no whole RC traffic between two endpoints in the capture: 80 frames were cut by its snaplen (capture with -s 0)" \
+	"$tmp/snap60.pcapng"
 head -c 100 "$tmp/rping.pcap" >"$tmp/cut.pcap"
 bad "droce-replay: $tmp/cut.pcap: record at offset 24 cut short" "$tmp/cut.pcap"
 
@@ -418,4 +437,4 @@ if [ "$fails" -ne 0 ]; then
 	echo "FAIL: $fails check(s) failed"
 	exit 1
 fi
-echo "PASS: droce-replay: 11 golden captures (pcapng and classic pcap), 7 injected faults, --as, bad input"
+echo "PASS: droce-replay: 11 golden captures (pcapng and classic pcap), 8 injected faults, --as, bad input"

@@ -49,6 +49,7 @@
 struct rp_frame {
 	uint8_t *data;
 	uint32_t len;
+	uint32_t origlen; /* on the wire: more than len when the snaplen cut it */
 	uint64_t ts_ns;
 	uint64_t number;
 };
@@ -665,8 +666,19 @@ static int first_pass(void)
 			return -ENOSPC;
 	}
 	if (nends < 2 || !ends[0].has_qpn || !ends[1].has_qpn) {
-		fprintf(stderr,
-			"droce-replay: no RC traffic between two endpoints in the capture\n");
+		size_t cut = 0;
+
+		for (i = 0; i < nframes; i++)
+			cut += frames[i].origlen > frames[i].len;
+		if (cut)
+			fprintf(stderr,
+				"droce-replay: no whole RC traffic between two endpoints in the "
+				"capture: %zu frames were cut by its snaplen (capture with -s 0)\n",
+				cut);
+		else
+			fprintf(
+			    stderr,
+			    "droce-replay: no RC traffic between two endpoints in the capture\n");
 		return -ENOENT;
 	}
 	for (i = 0; i < 2; i++) {
@@ -844,6 +856,8 @@ static int scratch_need(uint64_t len)
 	p = realloc(scratch, len);
 	if (!p)
 		return -ENOMEM;
+	/* the engine sends from it: defined bytes, not heap leftovers */
+	memset(p + scratch_len, 0, len - scratch_len);
 	scratch = p;
 	scratch_len = len;
 	return 0;
@@ -1141,7 +1155,7 @@ static void run_timers(uint64_t t)
 	}
 }
 
-static unsigned n_skipped, n_parse_drops;
+static unsigned n_skipped, n_parse_drops, n_cut;
 
 static void replay_frame(size_t i)
 {
@@ -1156,6 +1170,16 @@ static void replay_frame(size_t i)
 	run_timers(fr->ts_ns);
 	clock_ns = fr->ts_ns > clock_ns ? fr->ts_ns : clock_ns;
 	v = dr_pkt_parse(fr->data, fr->len, 0, &p);
+	/* a frame the capture cut (snaplen) says nothing about what droce
+	 * would have received */
+	if (fr->origlen > fr->len && v != DR_PKT_NOT_IP && v != DR_PKT_NOT_UDP &&
+	    v != DR_PKT_NOT_ROCE && dr_frame_dqpn(fr->data, fr->len) != -1) {
+		printf("frame %" PRIu64 ": cut to %" PRIu32 " of %" PRIu32
+		       " bytes by the capture's snaplen: not replayed\n",
+		       fr->number, fr->len, fr->origlen);
+		n_cut++;
+		return;
+	}
 	if (v == DR_PKT_SHORT_ETH || v == DR_PKT_NOT_IP || v == DR_PKT_NOT_UDP ||
 	    v == DR_PKT_NOT_ROCE || v == DR_PKT_SHORT_IP) {
 		n_skipped++;
@@ -1236,7 +1260,8 @@ static void replay_frame(size_t i)
 	}
 }
 
-static int add_frame(const uint8_t *data, uint32_t len, uint64_t ts_ns, uint64_t number)
+static int add_frame(const uint8_t *data, uint32_t len, uint32_t origlen, uint64_t ts_ns,
+		     uint64_t number)
 {
 	static size_t cap;
 
@@ -1254,6 +1279,7 @@ static int add_frame(const uint8_t *data, uint32_t len, uint64_t ts_ns, uint64_t
 		return -ENOMEM;
 	memcpy(frames[nframes].data, data, len);
 	frames[nframes].len = len;
+	frames[nframes].origlen = origlen;
 	frames[nframes].ts_ns = ts_ns;
 	frames[nframes].number = number;
 	nframes++;
@@ -1314,7 +1340,7 @@ static int load_pcap(FILE *f, const char *path, const uint8_t magic[4])
 				off);
 			return -EINVAL;
 		}
-		ret = add_frame(buf, incl,
+		ret = add_frame(buf, incl, pcap_u32(rec + 12, swap),
 				pcap_u32(rec, swap) * 1000000000ull + (nsec ? sub : sub * 1000),
 				++number);
 		if (ret)
@@ -1368,8 +1394,8 @@ static int load(const char *path)
 	while ((ret = dr_pcapng_next(r, &pk)) == 1) {
 		if (pk.linktype != DR_LINKTYPE_ETHERNET)
 			continue;
-		ret = add_frame(pk.data, pk.caplen, pk.ts_sec * 1000000000ull + pk.ts_nsec,
-				pk.number);
+		ret = add_frame(pk.data, pk.caplen, pk.origlen,
+				pk.ts_sec * 1000000000ull + pk.ts_nsec, pk.number);
 		if (ret)
 			break;
 	}
@@ -1465,5 +1491,7 @@ int main(int argc, char **argv)
 	}
 	printf("%u frames dropped by the parser, %u frames not RoCEv2 skipped\n", n_parse_drops,
 	       n_skipped);
+	if (n_cut)
+		printf("%u RoCEv2 frames cut by the capture's snaplen not replayed\n", n_cut);
 	return 0;
 }
