@@ -13,6 +13,8 @@
  *   pkey:N:HEX      set frame N's BTH P_Key, with a correct ICRC
  *   qpn:N:HEX       set frame N's BTH DestQP, with a correct ICRC
  *   srcip:N:A.B.C.D set frame N's IPv4 source, with a correct ICRC
+ *   rkey:N:HEX      set frame N's RETH R_Key, with a correct ICRC
+ *   aeth:N:HEX      set frame N's AETH syndrome, with a correct ICRC
  *   delay:N:US      frame N and every later one US microseconds later
  *   snaplen:0:LEN   write every frame cut to LEN bytes (pcapng: the
  *                   original length kept, as a capture with -s LEN has it)
@@ -52,6 +54,10 @@ static int rebuild(const struct edit *e, uint8_t *buf, uint32_t *len)
 		d.pkey = (uint16_t)strtoul(e->arg, NULL, 16);
 	} else if (!strcmp(e->op, "qpn")) {
 		d.dqpn = (uint32_t)strtoul(e->arg, NULL, 16) & DR_QPN_MASK;
+	} else if (!strcmp(e->op, "rkey")) {
+		d.reth.rkey = (uint32_t)strtoul(e->arg, NULL, 16);
+	} else if (!strcmp(e->op, "aeth")) {
+		d.aeth.syndrome = (uint8_t)strtoul(e->arg, NULL, 16);
 	} else if (!strcmp(e->op, "srcip")) {
 		if (inet_pton(AF_INET, e->arg, &a) != 1 || d.ip_version != 4) {
 			fprintf(stderr, "replay-edit: srcip:%s: not an IPv4 frame or address\n",
@@ -137,7 +143,8 @@ int main(int argc, char **argv)
 		}
 		if (strcmp(e->op, "drop") && strcmp(e->op, "dup") && strcmp(e->op, "icrc") &&
 		    strcmp(e->op, "pkey") && strcmp(e->op, "qpn") && strcmp(e->op, "srcip") &&
-		    strcmp(e->op, "delay") && strcmp(e->op, "snaplen")) {
+		    strcmp(e->op, "delay") && strcmp(e->op, "snaplen") && strcmp(e->op, "rkey") &&
+		    strcmp(e->op, "aeth")) {
 			fprintf(stderr, "replay-edit: unknown edit '%s'\n", e->op);
 			return 2;
 		}

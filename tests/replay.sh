@@ -14,7 +14,8 @@
 #    a request written twice -> duplicate, re-ACKed; a bit of the ICRC
 #    flipped -> "dropped: bad ICRC"; a wrong P_Key -> "dropped: pkey"; a
 #    DestQP nobody has -> "dropped: unknown_qpn"; a forged source address
-#    -> "dropped: src_addr"; an ACK 3 s late -> B's retransmit timer
+#    -> "dropped: src_addr"; a WRITE with an R_Key the capture's responder
+#    refused -> "NAK sent: remote access error", QP to ERROR; an ACK 3 s late -> B's retransmit timer
 #    expires on the capture's clock before it; frames cut by a snaplen ->
 #    not replayed, and what follows from it; the same faults with --as requester are not
 #    the responder's business.
@@ -293,6 +294,36 @@ frame 25: A->B RC_ACKNOWLEDGE QP 0x000011 PSN 10315128
 EOF
 [ "$(grep -c '^timer: ' "$tmp/late.txt")" -eq 1 ] || fail "late ACK: not one timer entry"
 
+# the WRITE of frame 32 names an R_Key (0x0badc0de) that B answered with a
+# remote access error NAK (frame 33): droce, which has no such key either,
+# refuses it the same way and its QP goes to ERROR; so does A's when the
+# capture's NAK reaches it
+fault badkey rkey:32:0badc0de aeth:33:62
+has "$tmp/badkey.txt" \
+	"endpoint B: 192.168.77.12 QPN 0x000011, first PSN it sends 10315128 (from the CM REP), 3 R_Keys (1 refused in the capture with a remote access error: not registered)"
+expect_block "$tmp/badkey.txt" 32 <<'EOF'
+frame 32: A->B RC_RDMA_WRITE_ONLY QP 0x000011 PSN 13763269, 64 bytes
+  A requester: posted RDMA_WRITE of 64 bytes (wr 32)
+  A requester: sent 1 request frame, PSN 13763269
+  B responder: RDMA_WRITE refused: remote access error
+  B responder: 32 receives flushed
+  B QP: QP state: RTS -> ERROR (remote access error)
+  B responder: NAK sent: remote access error, expected PSN 13763269, received PSN 13763269
+EOF
+expect_block "$tmp/badkey.txt" 33 <<'EOF'
+frame 33: B->A RC_ACKNOWLEDGE QP 0x000011 PSN 13763269
+  A completer: NAK received: remote access error, PSN 13763269
+  A completer: completion: wr 32 remote access error
+  A responder: 32 receives flushed
+  A QP: QP state: RTS -> ERROR (remote access error)
+EOF
+expect_block "$tmp/badkey.txt" 34 <<'EOF'
+frame 34: A->B RC_SEND_ONLY QP 0x000011 PSN 13763270, 16 bytes
+  A requester: posted SEND of 16 bytes (wr 34)
+  A completer: 1 work request flushed
+  B responder: dropped: qp_state
+EOF
+
 # captured with a snaplen of 100 bytes: the READ response (126 bytes) and
 # the WRITE (138) are cut, so not replayed; the ACK of the SEND after the
 # READ then tells A's completer the READ response was lost (IBA 9.7.5.1.3:
@@ -383,6 +414,7 @@ drop|37|  B note: dropped: psn_ahead, expected PSN 13763269, received PSN 137632
 dup|29|  B note: duplicate: SEND_ONLY PSN 13763268 acknowledged again, ACK PSN 13763268
 icrc|27|  A note: dropped: unexpected_rsp, PSN 13763267, nothing outstanding
 pkey|24|  A note: dropped: pkey, P_Key 0x1234
+badkey|34|  B note: dropped: qp_state, QP in ERROR
 srcip|28|  B note: dropped: src_addr, from 192.168.77.99
 EOF
 if cat "$tmp"/*.txt | grep -q '^  [AB] note: '; then
@@ -437,4 +469,4 @@ if [ "$fails" -ne 0 ]; then
 	echo "FAIL: $fails check(s) failed"
 	exit 1
 fi
-echo "PASS: droce-replay: 11 golden captures (pcapng and classic pcap), 8 injected faults, --as, bad input"
+echo "PASS: droce-replay: 11 golden captures (pcapng and classic pcap), 9 injected faults, --as, bad input"

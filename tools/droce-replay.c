@@ -60,7 +60,18 @@ struct rp_key {
 	uint64_t lo, hi; /* [lo, hi): every address touched */
 	uint8_t *mem;
 	uint32_t local; /* the region's key in the engine's table */
+	/* the capture's responder answered a request naming it with a remote
+	 * access error NAK / positively (by the request's PSN) */
+	unsigned refused, confirmed;
 };
+
+/* A request naming an R_Key, for matching the capture's answer to it */
+struct rp_keyreq {
+	const struct rp_end *to;
+	uint32_t psn, rkey;
+};
+static struct rp_keyreq *keyreqs;
+static size_t nkeyreqs, keyreqs_cap;
 
 struct rp_end {
 	char name; /* 'A', 'B' */
@@ -84,7 +95,7 @@ struct rp_end {
 	const char *psn_from;
 	uint64_t max_recv; /* longest SEND message sent to it */
 	struct rp_key keys[RP_MAX_KEYS];
-	unsigned nkeys;
+	unsigned nkeys, nrefused;
 	bool resp, req; /* its responder, its requester+completer are replayed */
 	struct dr_mr_table mrt;
 	struct dr_qp *qp;
@@ -118,6 +129,7 @@ struct rp_tx {
 static struct {
 	struct rp_end *end;	/* whose engine the step drives */
 	enum dr_qp_state state; /* its QP's state when the step began */
+	uint8_t nak_rcvd;	/* the error NAK its completer was given, or 0 */
 	struct rp_tx tx[RP_MAX_TX];
 	unsigned ntx;
 	struct dr_wc wc[64];
@@ -227,6 +239,7 @@ static void step_begin(struct rp_end *e)
 	step.ntx = step.nwc = step.nrop = step.nnotes = 0;
 	step.nflushed[0] = step.nflushed[1] = 0;
 	step.state = dr_qp_state(e->qp);
+	step.nak_rcvd = 0;
 	step.end = e;
 }
 
@@ -371,7 +384,7 @@ static void say_wcs(struct rp_end *e)
 		say(e, "responder", "%u receive%s flushed", step.nflushed[1],
 		    step.nflushed[1] == 1 ? "" : "s");
 	if (dr_qp_state(e->qp) != step.state) {
-		uint8_t nak = step_err_nak();
+		uint8_t nak = step_err_nak() ? step_err_nak() : step.nak_rcvd;
 		char why[64] = "";
 
 		if (nak)
@@ -475,6 +488,64 @@ static int key_touch(struct rp_end *e, uint32_t rkey, uint64_t va, uint64_t len)
 	if (va + len > e->keys[i].hi)
 		e->keys[i].hi = va + len;
 	return 0;
+}
+
+static int keyreq_add(const struct rp_end *to, const struct dr_pkt *p)
+{
+	const uint8_t *h =
+	    dr_pkt_reth(p) ? (const uint8_t *)dr_pkt_reth(p) : (const uint8_t *)dr_pkt_atmeth(p);
+	uint32_t rkey;
+
+	if (nkeyreqs == keyreqs_cap) {
+		size_t ncap = keyreqs_cap ? 2 * keyreqs_cap : 256;
+		struct rp_keyreq *n = realloc(keyreqs, ncap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		keyreqs = n;
+		keyreqs_cap = ncap;
+	}
+	memcpy(&rkey, h + 8, 4); /* RETH and AtomicETH: VA, then R_Key */
+	keyreqs[nkeyreqs++] = (struct rp_keyreq){.to = to, .psn = p->psn, .rkey = ntohl(rkey)};
+	return 0;
+}
+
+/* An R_Key the capture's responder refused (remote access error NAK to a
+ * request naming it) and never honoured (no positive answer with such a
+ * request's PSN) gets no region: droce, not knowing it either, refuses it
+ * too.  Any other key the requests name is taken as registered. */
+static void keys_judged(void)
+{
+	size_t i, j;
+	unsigned k;
+
+	for (i = 0; i < nframes; i++) {
+		const struct rp_end *from;
+		struct dr_pkt p;
+		uint8_t syn;
+
+		if (dr_pkt_parse(frames[i].data, frames[i].len, DR_PARSE_NO_ICRC, &p) !=
+			DR_PKT_OK ||
+		    !(p.op->flags & DR_OPF_RSP) || !(from = end_by_addr(&p, true, false)))
+			continue;
+		syn = dr_pkt_aeth(&p) ? dr_aeth_syndrome(dr_pkt_aeth(&p)) : DR_AETH_ACK;
+		if ((syn & DR_AETH_TYPE_MASK) != DR_AETH_ACK && syn != DR_AETH_NAK_REM_ACCESS)
+			continue;
+		for (j = 0; j < nkeyreqs; j++) {
+			struct rp_end *to = (struct rp_end *)keyreqs[j].to;
+
+			if (to != from || keyreqs[j].psn != p.psn)
+				continue;
+			for (k = 0; k < to->nkeys; k++) {
+				if (to->keys[k].rkey != keyreqs[j].rkey)
+					continue;
+				if (syn == DR_AETH_NAK_REM_ACCESS)
+					to->keys[k].refused++;
+				else
+					to->keys[k].confirmed++;
+			}
+		}
+	}
 }
 
 static void qpn_seen(struct rp_end *e, uint32_t qpn, unsigned n, bool cm)
@@ -664,7 +735,10 @@ static int first_pass(void)
 		if (dr_pkt_atmeth(&p) && key_touch(to, ntohl(dr_pkt_atmeth(&p)->rkey),
 						   be64toh(dr_pkt_atmeth(&p)->va), 8))
 			return -ENOSPC;
+		if ((dr_pkt_reth(&p) || dr_pkt_atmeth(&p)) && keyreq_add(to, &p))
+			return -ENOMEM;
 	}
+	keys_judged();
 	if (nends < 2 || !ends[0].has_qpn || !ends[1].has_qpn) {
 		size_t cut = 0;
 
@@ -743,6 +817,10 @@ static int end_setup(struct rp_end *e, const struct rp_end *peer)
 		struct rp_key *k = &e->keys[i];
 		struct dr_mr *mr;
 
+		if (k->refused && !k->confirmed) {
+			e->nrefused++;
+			continue;
+		}
 		if (k->hi - k->lo > RP_MAX_REGION) {
 			fprintf(stderr,
 				"droce-replay: R_Key 0x%08" PRIx32 " spans %" PRIu64
@@ -993,8 +1071,8 @@ static bool map_rkey(struct rp_end *y, const struct dr_pkt *p, struct dr_pkt *ou
 	for (i = 0; i < y->nkeys; i++)
 		if (y->keys[i].rkey == rkey)
 			break;
-	if (i == y->nkeys)
-		return false;
+	if (i == y->nkeys || !y->keys[i].mem)
+		return false; /* refused in the capture: droce has no such key either */
 	memcpy(copybuf, p->frame, p->frame_len);
 	rkey = htonl(y->keys[i].local);
 	memcpy(copybuf + off, &rkey, 4);
@@ -1104,6 +1182,8 @@ static void feed_response(struct rp_end *x, const struct dr_pkt *p)
 	s = dr_qp_stats(x->qp);
 	say_drops(x, "completer", &b, s, &before);
 	if (s->rx_dropped == b.rx_dropped) {
+		if (s->rx_err_naks != b.rx_err_naks)
+			step.nak_rcvd = syn;
 		if (s->rx_seq_naks != b.rx_seq_naks || s->rx_err_naks != b.rx_err_naks)
 			say(x, "completer", "NAK received: %s, PSN %" PRIu32, nak_reason(syn),
 			    p->psn);
@@ -1469,9 +1549,14 @@ int main(int argc, char **argv)
 		recv_refill(&ends[i]);
 		addr_str(&ends[i], a, sizeof(a));
 		printf("endpoint %c: %s QPN 0x%06" PRIx32 ", first PSN it sends %" PRIu32
-		       " (from %s), %u R_Key%s\n",
+		       " (from %s), %u R_Key%s",
 		       ends[i].name, a, ends[i].qpn, ends[i].sq_psn, ends[i].psn_from,
 		       ends[i].nkeys, ends[i].nkeys == 1 ? "" : "s");
+		if (ends[i].nrefused)
+			printf(" (%u refused in the capture with a remote access error: not "
+			       "registered)",
+			       ends[i].nrefused);
+		printf("\n");
 	}
 	printf("path MTU %" PRIu32 " (from %s), replaying %s\n", pmtu, pmtu_from,
 	       resp && req ? "responders and requesters"
