@@ -324,15 +324,16 @@ frame 34: A->B RC_SEND_ONLY QP 0x000011 PSN 13763270, 16 bytes
   B responder: dropped: qp_state
 EOF
 
-# captured with a snaplen of 100 bytes: the READ response (126 bytes) and
-# the WRITE (138) are cut, so not replayed; the ACK of the SEND after the
-# READ then tells A's completer the READ response was lost (IBA 9.7.5.1.3:
-# an ACK beyond a READ): A resends the READ request, with the SEND after it
+# captured with a snaplen of 100 bytes: the READ response (126 bytes), the
+# WRITE (138) and the CM's MADs (322) are cut, so not replayed; the ACK of
+# the SEND after the READ then tells A's completer the READ response was
+# lost (IBA 9.7.5.1.3: an ACK beyond a READ): A resends the READ request,
+# with the SEND after it
 fault snap snaplen:0:100
 has "$tmp/snap.txt" \
 	"frame 27: cut to 100 of 126 bytes by the capture's snaplen: not replayed" \
 	"frame 32: cut to 100 of 138 bytes by the capture's snaplen: not replayed" \
-	"10 RoCEv2 frames cut by the capture's snaplen not replayed"
+	"15 RoCEv2 frames cut by the capture's snaplen not replayed"
 expect_block "$tmp/snap.txt" 29 <<'EOF'
 frame 29: B->A RC_ACKNOWLEDGE QP 0x000011 PSN 13763268
   A completer: accepted: ACK PSN 13763268
