@@ -490,23 +490,49 @@ static int key_touch(struct rp_end *e, uint32_t rkey, uint64_t va, uint64_t len)
 	return 0;
 }
 
-static int keyreq_add(const struct rp_end *to, const struct dr_pkt *p)
+/* Room for one more of n elements of size elem in arr (capacity *cap,
+ * doubled from first): the array, moved or not, or NULL (arr is left as
+ * it was) when memory runs out. */
+static void *grow(void *arr, size_t *cap, size_t n, size_t elem, size_t first)
 {
-	const uint8_t *h =
-	    dr_pkt_reth(p) ? (const uint8_t *)dr_pkt_reth(p) : (const uint8_t *)dr_pkt_atmeth(p);
+	size_t ncap = *cap ? 2 * *cap : first;
+	void *a;
+
+	if (n < *cap)
+		return arr;
+	a = realloc(arr, ncap * elem);
+	if (a)
+		*cap = ncap;
+	return a;
+}
+
+/* Where a request's R_Key sits in its frame: RETH and AtomicETH alike
+ * start with the VA (8 bytes), then the R_Key.  0 when it has neither. */
+static size_t rkey_off(const struct dr_pkt *p)
+{
+	const void *h =
+	    dr_pkt_reth(p) ? (const void *)dr_pkt_reth(p) : (const void *)dr_pkt_atmeth(p);
+
+	return h ? (size_t)((const uint8_t *)h - p->frame) + 8 : 0;
+}
+
+static uint32_t rkey_of(const struct dr_pkt *p, size_t off)
+{
 	uint32_t rkey;
 
-	if (nkeyreqs == keyreqs_cap) {
-		size_t ncap = keyreqs_cap ? 2 * keyreqs_cap : 256;
-		struct rp_keyreq *n = realloc(keyreqs, ncap * sizeof(*n));
+	memcpy(&rkey, p->frame + off, 4);
+	return ntohl(rkey);
+}
 
-		if (!n)
-			return -ENOMEM;
-		keyreqs = n;
-		keyreqs_cap = ncap;
-	}
-	memcpy(&rkey, h + 8, 4); /* RETH and AtomicETH: VA, then R_Key */
-	keyreqs[nkeyreqs++] = (struct rp_keyreq){.to = to, .psn = p->psn, .rkey = ntohl(rkey)};
+static int keyreq_add(const struct rp_end *to, const struct dr_pkt *p)
+{
+	struct rp_keyreq *a = grow(keyreqs, &keyreqs_cap, nkeyreqs, sizeof(*keyreqs), 256);
+
+	if (!a)
+		return -ENOMEM;
+	keyreqs = a;
+	keyreqs[nkeyreqs++] =
+	    (struct rp_keyreq){.to = to, .psn = p->psn, .rkey = rkey_of(p, rkey_off(p))};
 	return 0;
 }
 
@@ -1056,18 +1082,13 @@ static uint8_t copybuf[16384];
 
 static bool map_rkey(struct rp_end *y, const struct dr_pkt *p, struct dr_pkt *out)
 {
-	const void *h =
-	    dr_pkt_reth(p) ? (const void *)dr_pkt_reth(p) : (const void *)dr_pkt_atmeth(p);
+	size_t off = rkey_off(p);
 	uint32_t rkey;
-	size_t off;
 	unsigned i;
 
-	if (!h || p->frame_len > sizeof(copybuf))
+	if (!off || p->frame_len > sizeof(copybuf))
 		return false;
-	/* RETH and AtomicETH alike: VA (8 bytes) then R_Key */
-	off = (size_t)((const uint8_t *)h - p->frame) + 8;
-	memcpy(&rkey, p->frame + off, 4);
-	rkey = ntohl(rkey);
+	rkey = rkey_of(p, off);
 	for (i = 0; i < y->nkeys; i++)
 		if (y->keys[i].rkey == rkey)
 			break;
@@ -1372,16 +1393,11 @@ static int add_frame(const uint8_t *data, uint32_t len, uint32_t origlen, uint64
 		     uint64_t number)
 {
 	static size_t cap;
+	struct rp_frame *a = grow(frames, &cap, nframes, sizeof(*frames), 1024);
 
-	if (nframes == cap) {
-		size_t ncap = cap ? 2 * cap : 1024;
-		struct rp_frame *nf = realloc(frames, ncap * sizeof(*frames));
-
-		if (!nf)
-			return -ENOMEM;
-		frames = nf;
-		cap = ncap;
-	}
+	if (!a)
+		return -ENOMEM;
+	frames = a;
 	frames[nframes].data = malloc(len ? len : 1);
 	if (!frames[nframes].data)
 		return -ENOMEM;
