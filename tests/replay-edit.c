@@ -13,6 +13,8 @@
  *   pkey:N:HEX      set frame N's BTH P_Key, with a correct ICRC
  *   qpn:N:HEX       set frame N's BTH DestQP, with a correct ICRC
  *   srcip:N:A.B.C.D set frame N's IPv4 source, with a correct ICRC
+ *   dstip:N:A.B.C.D set frame N's IPv4 destination, with a correct ICRC
+ * N 0 names every RoCEv2 frame (for the edits that rebuild a frame).
  *   rkey:N:HEX      set frame N's RETH R_Key, with a correct ICRC
  *   aeth:N:HEX      set frame N's AETH syndrome, with a correct ICRC
  *   delay:N:US      frame N and every later one US microseconds later
@@ -58,13 +60,16 @@ static int rebuild(const struct edit *e, uint8_t *buf, uint32_t *len)
 		d.reth.rkey = (uint32_t)strtoul(e->arg, NULL, 16);
 	} else if (!strcmp(e->op, "aeth")) {
 		d.aeth.syndrome = (uint8_t)strtoul(e->arg, NULL, 16);
-	} else if (!strcmp(e->op, "srcip")) {
+	} else if (!strcmp(e->op, "srcip") || !strcmp(e->op, "dstip")) {
 		if (inet_pton(AF_INET, e->arg, &a) != 1 || d.ip_version != 4) {
-			fprintf(stderr, "replay-edit: srcip:%s: not an IPv4 frame or address\n",
+			fprintf(stderr, "replay-edit: %s:%s: not an IPv4 frame or address\n", e->op,
 				e->arg);
 			return -EINVAL;
 		}
-		d.src_ip4 = ntohl(a.s_addr);
+		if (e->op[0] == 's')
+			d.src_ip4 = ntohl(a.s_addr);
+		else
+			d.dst_ip4 = ntohl(a.s_addr);
 	}
 	n = dr_pkt_build(&d, out, sizeof(out));
 	if (n < 0) {
@@ -113,6 +118,14 @@ static int pcap_rec(FILE *f, uint64_t ts_us, const void *data, uint32_t len)
 	return pcap_put(f, rec, sizeof(rec)) || pcap_put(f, data, len) ? -EIO : 0;
 }
 
+/* A QP1 MAD (dr_frame_dqpn says -1 for those too) */
+static bool is_mad(const uint8_t *buf, uint32_t len)
+{
+	struct dr_pkt p;
+
+	return dr_pkt_parse(buf, len, 0, &p) == DR_PKT_OK && p.dqpn == DR_GSI_QPN;
+}
+
 int main(int argc, char **argv)
 {
 	struct edit ed[32];
@@ -143,8 +156,8 @@ int main(int argc, char **argv)
 		}
 		if (strcmp(e->op, "drop") && strcmp(e->op, "dup") && strcmp(e->op, "icrc") &&
 		    strcmp(e->op, "pkey") && strcmp(e->op, "qpn") && strcmp(e->op, "srcip") &&
-		    strcmp(e->op, "delay") && strcmp(e->op, "snaplen") && strcmp(e->op, "rkey") &&
-		    strcmp(e->op, "aeth")) {
+		    strcmp(e->op, "dstip") && strcmp(e->op, "delay") && strcmp(e->op, "snaplen") &&
+		    strcmp(e->op, "rkey") && strcmp(e->op, "aeth")) {
 			fprintf(stderr, "replay-edit: unknown edit '%s'\n", e->op);
 			return 2;
 		}
@@ -180,7 +193,10 @@ int main(int argc, char **argv)
 
 		memcpy(buf, pk.data, len);
 		for (i = 0; i < ned; i++) {
-			if (ed[i].frame != pk.number)
+			/* frame 0: every RoCEv2 frame, for the edits that rebuild one */
+			if (ed[i].frame == 0 && dr_frame_dqpn(buf, len) == -1 && !is_mad(buf, len))
+				continue;
+			if (ed[i].frame != pk.number && ed[i].frame != 0)
 				continue;
 			if (!strcmp(ed[i].op, "delay")) {
 				delay_us += strtoull(ed[i].arg, NULL, 10);

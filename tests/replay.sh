@@ -22,7 +22,7 @@
 # 3. The engine's own notes, where it makes them, are printed once each on
 #    the frame they are about (exact lines).
 # 4. Bad input (no file, not a capture, a truncated pcapng or pcap, no RC
-#    traffic, a bad --as) fails
+#    traffic, both ends at one address, a bad --as) fails
 #    with a message, never a crash.
 #
 # Run by `make check` with top_srcdir and top_builddir exported.
@@ -463,6 +463,11 @@ rc=$?
 
 bad "droce-replay: no whole RC traffic between two endpoints in the capture: 80 frames were cut by its snaplen (capture with -s 0)" \
 	"$tmp/snap60.pcapng"
+# both ends at one address (two processes on one host): not told apart
+"$edit" "$rping" "$tmp/same.pcapng" srcip:0:10.0.0.1 dstip:0:10.0.0.1 ||
+	fail "replay-edit srcip:0 dstip:0"
+bad "droce-replay: no RC traffic between two addresses in the capture: 60 RC frames go from an address to itself (two processes on one host), and droce-replay tells the two ends apart by address" \
+	"$tmp/same.pcapng"
 head -c 100 "$tmp/rping.pcap" >"$tmp/cut.pcap"
 bad "droce-replay: $tmp/cut.pcap: record at offset 24 cut short" "$tmp/cut.pcap"
 

@@ -705,10 +705,10 @@ static int first_pass(void)
 	uint32_t mtu_seen = 0, max_payload = 0;
 	struct dr_pkt p;
 	struct dr_mad mad;
-	size_t i;
+	size_t i, same_addr = 0;
 
 	for (i = 0; i < nframes; i++) {
-		struct rp_end *to;
+		struct rp_end *to, *from;
 
 		if (dr_pkt_parse(frames[i].data, frames[i].len, DR_PARSE_NO_ICRC, &p) != DR_PKT_OK)
 			continue;
@@ -719,7 +719,10 @@ static int first_pass(void)
 		if (!(p.op->flags & (DR_OPF_REQ | DR_OPF_RSP)))
 			continue;
 		to = end_by_addr(&p, false, true);
-		if (end_by_addr(&p, true, true) && to)
+		from = end_by_addr(&p, true, true);
+		if (from && from == to)
+			same_addr++;
+		else if (from && to)
 			qpn_seen(to, p.dqpn, 1, false);
 	}
 	choose_qpns();
@@ -770,7 +773,13 @@ static int first_pass(void)
 
 		for (i = 0; i < nframes; i++)
 			cut += frames[i].origlen > frames[i].len;
-		if (cut)
+		if (same_addr)
+			fprintf(stderr,
+				"droce-replay: no RC traffic between two addresses in the capture: "
+				"%zu RC frames go from an address to itself (two processes on one "
+				"host), and droce-replay tells the two ends apart by address\n",
+				same_addr);
+		else if (cut)
 			fprintf(stderr,
 				"droce-replay: no whole RC traffic between two endpoints in the "
 				"capture: %zu frames were cut by its snaplen (capture with -s 0)\n",
