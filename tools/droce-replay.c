@@ -2,8 +2,9 @@
 /*
  * droce-replay - what would droce have done with this trace?
  *
- * Reads a capture (pcap or pcapng: droce's FI_DROCE_PCAP files, tcpdump's
- * of rdma_rxe or a NIC) and feeds its RoCEv2 RC frames one by one through
+ * Reads a capture (pcapng through tools/pcapng.c, or classic pcap, read
+ * here: droce's FI_DROCE_PCAP files, tcpdump's of rdma_rxe or a NIC) and
+ * feeds its RoCEv2 RC frames one by one through
  * droce's own QP engine (src/qp), then prints for each frame what the
  * receiving side's responder or completer did with it: accepted (and
  * what), a duplicate answered again, a NAK sent and why, or dropped and
@@ -19,14 +20,17 @@
  * zeroed region covering every address they touch, receives are kept
  * posted (one buffer as long as the longest SEND), and the capture's R_Keys
  * are mapped to the regions' own keys before a frame reaches the engine
- * (the ICRC is checked on the frame as captured first).
+ * (the ICRC is checked on the frame as captured first).  A key the
+ * capture's responder refused with a remote access error NAK, and never
+ * honoured, gets no region, so that droce refuses it too.
  *
  * A request a replayed requester sent in the capture is posted to its QP as
  * a work request when its first packet appears, so that its completer has
  * it outstanding when the capture's responses arrive; the engine builds its
  * own frames for it, which are listed, not compared.  The engine's clock is
  * the capture's: retransmit timers expire between frames as they would
- * have.
+ * have.  --as responder (requester) leaves the requesters (responders) to
+ * the capture: their frames are listed as not replayed.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -110,6 +114,8 @@ static size_t nframes;
 static uint64_t clock_ns;
 static uint32_t pmtu;
 static const char *pmtu_from = "default";
+/* ACK timeout (4.096 us * 2^n) when the capture has no CM REQ: perftest's;
+ * READ/atomic depth both ways: enough for any capture's outstanding ones */
 static uint8_t ack_timeout = 14, max_rd = 128;
 static uint8_t *scratch; /* the replayed requesters' local buffers */
 static size_t scratch_len;
@@ -127,14 +133,13 @@ struct rp_tx {
 
 #define RP_MAX_TX 4096
 static struct {
-	struct rp_end *end;	/* whose engine the step drives */
 	enum dr_qp_state state; /* its QP's state when the step began */
 	uint8_t nak_rcvd;	/* the error NAK its completer was given, or 0 */
 	struct rp_tx tx[RP_MAX_TX];
 	unsigned ntx;
 	struct dr_wc wc[64];
-	unsigned nwc;
-	unsigned nflushed[2]; /* send, receive work requests flushed */
+	unsigned nwc, nwc_more; /* listed; past the list, counted */
+	unsigned nflushed[2];	/* send, receive work requests flushed */
 	struct dr_remote_op rop[8];
 	unsigned nrop;
 	char notes[16][RP_LINE];
@@ -186,6 +191,8 @@ static void cb_complete(void *ctx, struct dr_qp *qp, const struct dr_wc *wc)
 		step.nflushed[recv]++;
 	else if (step.nwc < sizeof(step.wc) / sizeof(step.wc[0]))
 		step.wc[step.nwc++] = *wc;
+	else
+		step.nwc_more++;
 }
 
 static void cb_remote_op(void *ctx, struct dr_qp *qp, const struct dr_remote_op *op)
@@ -236,11 +243,10 @@ static void say(const struct rp_end *e, const char *role, const char *fmt, ...)
 
 static void step_begin(struct rp_end *e)
 {
-	step.ntx = step.nwc = step.nrop = step.nnotes = 0;
+	step.ntx = step.nwc = step.nwc_more = step.nrop = step.nnotes = 0;
 	step.nflushed[0] = step.nflushed[1] = 0;
 	step.state = dr_qp_state(e->qp);
 	step.nak_rcvd = 0;
-	step.end = e;
 }
 
 /* ---- AETH and RNR texts ---------------------------------------------- */
@@ -377,6 +383,8 @@ static void say_wcs(struct rp_end *e)
 		say(e, "completer", "completion: wr %" PRIu64 " %s", wc->wr_id,
 		    dr_wc_status_names[wc->status]);
 	}
+	if (step.nwc_more)
+		say(e, "completer", "and %u more completions", step.nwc_more);
 	if (step.nflushed[0])
 		say(e, "completer", "%u work request%s flushed", step.nflushed[0],
 		    step.nflushed[0] == 1 ? "" : "s");
