@@ -20,6 +20,15 @@
  *  - with no shared config it still creates an (empty) runtime directory
  *    under /var/run/dpdk or $XDG_RUNTIME_DIR/dpdk and removes it only in
  *    rte_eal_cleanup(), which a library cannot call: we remove it;
+ *  - telemetry (lib/telemetry/telemetry.c) works with --no-shconf and
+ *    --no-huge: it needs only that runtime directory, where it binds
+ *    dpdk_telemetry.v2, and one thread blocked in accept() (plus one per
+ *    connected client while connected; "telemetry-v1" too when a library
+ *    registered legacy callbacks, none of ours does).  It unlinks the
+ *    socket from an atexit() handler it registers during rte_eal_init, so
+ *    the directory is removed from one registered before it (atexit
+ *    handlers run in reverse order), and a failure to bind the socket
+ *    fails rte_eal_init;
  *  - its log goes to stdout and syslog unless a stream is set before init.
  */
 #define _GNU_SOURCE
@@ -286,6 +295,23 @@ static int lcores_arg(char *buf, size_t len)
 
 /* ---- start-up ----------------------------------------------------------------------- */
 
+/* The runtime directory EAL made, if it was not empty after start-up
+ * (telemetry's socket): removed at exit, after telemetry's own handler
+ * unlinked the socket.  Written before it can be read (global lock). */
+static char runtime_dir[512];
+static char tel_socket[sizeof(runtime_dir) + 32];
+
+static void runtime_dir_remove(void)
+{
+	if (runtime_dir[0])
+		rmdir(runtime_dir);
+}
+
+const char *dr_tel_socket(void)
+{
+	return tel_socket;
+}
+
 static bool eal_running; /* global lock */
 static int eal_failed;	 /* sticky -errno of a failed start */
 static char eal_fail_msg[sizeof(((struct dr_port_err *)0)->msg)];
@@ -320,6 +346,8 @@ static int eal_start(const char *extra, const char *device, struct dr_port_err *
 	bool pci = device && dr_port_spec_is_pci(device);
 	size_t off = 0;
 	int argc = 0, ntok = 0, ret, i;
+	static bool exit_hook;
+	bool tel;
 	FILE *logf;
 
 	if (extra && *extra) {
@@ -373,8 +401,9 @@ static int eal_start(const char *extra, const char *device, struct dr_port_err *
 			argv[argc++] = "--no-pci";
 		}
 	}
-	if (!has_long(tok, ntok, "--telemetry") && !has_long(tok, ntok, "--no-telemetry"))
-		argv[argc++] = "--no-telemetry";
+	/* telemetry on (EAL's default) unless the user says --no-telemetry:
+	 * it costs an idle thread, and droce-stat reads the counters there */
+	tel = !has_long(tok, ntok, "--no-telemetry");
 	if (!has_short(tok, ntok, 'l') && !has_short(tok, ntok, 'c') &&
 	    !has_long(tok, ntok, "--lcores") && !has_long(tok, ntok, "--main-lcore")) {
 		ret = lcores_arg(lcores, sizeof(lcores));
@@ -400,10 +429,14 @@ static int eal_start(const char *extra, const char *device, struct dr_port_err *
 		rte_openlog_stream(logf);
 
 	dr_port_dpdk_err_clear();
+	if (!exit_hook)
+		exit_hook = atexit(runtime_dir_remove) == 0;
 	ret = rte_eal_init(argc, argv);
-	/* empty with --no-shconf; a non-empty one (user's choice) stays */
-	if (rte_eal_get_runtime_dir() && *rte_eal_get_runtime_dir())
-		rmdir(rte_eal_get_runtime_dir());
+	/* empty with --no-shconf and --no-telemetry; with telemetry it holds
+	 * the socket until exit; a shared config (user's choice) stays */
+	if (rte_eal_get_runtime_dir() && *rte_eal_get_runtime_dir() &&
+	    rmdir(rte_eal_get_runtime_dir()) && errno == ENOTEMPTY)
+		snprintf(runtime_dir, sizeof(runtime_dir), "%s", rte_eal_get_runtime_dir());
 	if (ret < 0) {
 		int e = rte_errno ? rte_errno : EINVAL;
 
@@ -417,6 +450,11 @@ static int eal_start(const char *extra, const char *device, struct dr_port_err *
 	dr_port_log(DR_PORT_LOG_INFO, "DPDK EAL running: %s, IOVA as %s, main lcore %u",
 		    rte_version(), rte_eal_iova_mode() == RTE_IOVA_VA ? "VA" : "PA",
 		    rte_get_main_lcore());
+	if (tel) {
+		snprintf(tel_socket, sizeof(tel_socket), "%s/dpdk_telemetry.v2",
+			 rte_eal_get_runtime_dir());
+		dr_port_log(DR_PORT_LOG_INFO, "DPDK telemetry (droce-stat): %s", tel_socket);
+	}
 	return 0;
 
 out_free_args:
