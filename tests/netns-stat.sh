@@ -34,13 +34,18 @@
 # fails cleanly, and the runtime directories (the sockets) go with the
 # processes.
 #
-# Exit: 0 pass, 1 fail, 77 skip (not root, no ip netns / tshark), 99 hard
-# error.
+# Exit: 0 pass, 1 fail, 77 skip (not root, no ip netns / tshark / nft),
+# 99 hard error.
 
 set -u
 
 . "$(dirname "$0")/netns-lib.sh"
 STAT=$top_builddir/tools/droce-stat
+if ! command -v nft >/dev/null 2>&1; then
+	# tools/install-deps.sh installs it: missing in CI is a failure
+	[ "${CI:-}" != true ] || { echo "FAIL: nft not found, and CI=true"; exit 1; }
+	skip "nft not found (Debian package nftables)"
+fi
 built "$STAT" "$XFER"
 ns_pair_names drst ds 10.79
 NSR=drst$$r
