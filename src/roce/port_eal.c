@@ -33,11 +33,14 @@
  */
 #define _GNU_SOURCE
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <rte_alarm.h>
@@ -118,6 +121,9 @@ static const char *const benign[] = {
 	/* net_memif registers a multi-process handler; there is none with
 	 * --no-shconf (or --in-memory) and the PMD carries on without it */
 	"Failed to register mp action callback: Operation not supported",
+	/* telemetry: the legacy v1 socket is for libraries with legacy
+	 * callbacks; none are loaded, the v2 socket serves droce-stat */
+	"No legacy callbacks, legacy socket not created",
 };
 
 static bool is_benign(const char *line)
@@ -312,6 +318,51 @@ const char *dr_tel_socket(void)
 	return tel_socket;
 }
 
+/* A droce process killed by a signal leaves its runtime directory and
+ * telemetry socket behind (no exit handler ran).  Siblings of our own
+ * directory named droce-<number> whose socket nobody listens on any more
+ * (connect: ECONNREFUSED; the PID alone could belong to another PID
+ * namespace) lose the socket and, if that emptied them, the directory. */
+static void sweep_stale(const char *own)
+{
+	char base[sizeof(runtime_dir)], path[sizeof(runtime_dir) + 300];
+	const char *slash = strrchr(own, '/');
+	struct dirent *de;
+	DIR *d;
+
+	if (!slash || (size_t)(slash - own) >= sizeof(base))
+		return;
+	snprintf(base, sizeof(base), "%.*s", (int)(slash - own), own);
+	d = opendir(base);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		struct sockaddr_un sun = {.sun_family = AF_UNIX};
+		const char *c = de->d_name + 6;
+		int fd;
+
+		if (strncmp(de->d_name, "droce-", 6) || !*c || strspn(c, "0123456789") != strlen(c) ||
+		    !strcmp(de->d_name, slash + 1))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/dpdk_telemetry.v2", base, de->d_name);
+		if (strlen(path) >= sizeof(sun.sun_path))
+			continue;
+		strcpy(sun.sun_path, path);
+		fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			break;
+		if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) && errno == ECONNREFUSED &&
+		    !unlink(path)) {
+			snprintf(path, sizeof(path), "%s/%s", base, de->d_name);
+			rmdir(path);
+			dr_port_log(DR_PORT_LOG_INFO, "removed %s, left by a droce process killed "
+				    "before its exit handlers ran", path);
+		}
+		close(fd);
+	}
+	closedir(d);
+}
+
 static bool eal_running; /* global lock */
 static int eal_failed;	 /* sticky -errno of a failed start */
 static char eal_fail_msg[sizeof(((struct dr_port_err *)0)->msg)];
@@ -451,6 +502,7 @@ static int eal_start(const char *extra, const char *device, struct dr_port_err *
 		    rte_version(), rte_eal_iova_mode() == RTE_IOVA_VA ? "VA" : "PA",
 		    rte_get_main_lcore());
 	if (tel) {
+		sweep_stale(rte_eal_get_runtime_dir());
 		snprintf(tel_socket, sizeof(tel_socket), "%s/dpdk_telemetry.v2",
 			 rte_eal_get_runtime_dir());
 		dr_port_log(DR_PORT_LOG_INFO, "DPDK telemetry (droce-stat): %s", tel_socket);
