@@ -118,12 +118,12 @@ static char dpdk_err[256];
 /* Error lines DPDK logs for things that do not matter to us: shown as
  * information, not as warnings a user would chase. */
 static const char *const benign[] = {
-	/* net_memif registers a multi-process handler; there is none with
-	 * --no-shconf (or --in-memory) and the PMD carries on without it */
-	"Failed to register mp action callback: Operation not supported",
-	/* telemetry: the legacy v1 socket is for libraries with legacy
-	 * callbacks; none are loaded, the v2 socket serves droce-stat */
-	"No legacy callbacks, legacy socket not created",
+    /* net_memif registers a multi-process handler; there is none with
+     * --no-shconf (or --in-memory) and the PMD carries on without it */
+    "Failed to register mp action callback: Operation not supported",
+    /* telemetry: the legacy v1 socket is for libraries with legacy
+     * callbacks; none are loaded, the v2 socket serves droce-stat */
+    "No legacy callbacks, legacy socket not created",
 };
 
 static bool is_benign(const char *line)
@@ -341,8 +341,8 @@ static void sweep_stale(const char *own)
 		const char *c = de->d_name + 6;
 		int fd;
 
-		if (strncmp(de->d_name, "droce-", 6) || !*c || strspn(c, "0123456789") != strlen(c) ||
-		    !strcmp(de->d_name, slash + 1))
+		if (strncmp(de->d_name, "droce-", 6) || !*c ||
+		    strspn(c, "0123456789") != strlen(c) || !strcmp(de->d_name, slash + 1))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/dpdk_telemetry.v2", base, de->d_name);
 		if (strlen(path) >= sizeof(sun.sun_path))
@@ -355,8 +355,10 @@ static void sweep_stale(const char *own)
 		    !unlink(path)) {
 			snprintf(path, sizeof(path), "%s/%s", base, de->d_name);
 			rmdir(path);
-			dr_port_log(DR_PORT_LOG_INFO, "removed %s, left by a droce process killed "
-				    "before its exit handlers ran", path);
+			dr_port_log(DR_PORT_LOG_INFO,
+				    "removed %s, left by a droce process killed "
+				    "before its exit handlers ran",
+				    path);
 		}
 		close(fd);
 	}
