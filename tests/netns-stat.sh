@@ -32,7 +32,8 @@
 # Also: dpdk-telemetry-style raw access works (the socket answers "/"
 # with the /droce commands), droce-stat -p of a process without droce
 # fails cleanly, and the runtime directories (the sockets) go with the
-# processes.
+# processes; one a process killed by SIGKILL left is removed by the next
+# droce process to start.
 #
 # Exit: 0 pass, 1 fail, 77 skip (not root, no ip netns / tshark / nft),
 # 99 hard error.
@@ -188,6 +189,22 @@ grep -q "no telemetry socket of droce process $$" "$tmp/none.txt" ||
 for p in "$pid_a" "$pid_b"; do
 	[ ! -e "/var/run/dpdk/droce-$p" ] || bad "/var/run/dpdk/droce-$p left behind"
 done
+
+# a process killed by a signal leaves its socket (no exit handler runs):
+# droce-stat passes it over, the next droce process to start removes it
+ip netns exec "$NSA" "$XFER" -p droce -P $((port + 1)) -w 60 >"$tmp/k.log" 2>&1 &
+k_pid=$!
+wait_listen "$NSA" $((port + 1)) || hard "the server to kill never listened"
+[ -S "/var/run/dpdk/droce-$k_pid/dpdk_telemetry.v2" ] || bad "no socket for $k_pid"
+kill -KILL "$k_pid"
+wait "$k_pid" 2>/dev/null
+[ -S "/var/run/dpdk/droce-$k_pid/dpdk_telemetry.v2" ] || bad "the killed $k_pid left nothing?"
+"$STAT" -p "$k_pid" >"$tmp/k.stat" 2>&1 && bad "droce-stat -p $k_pid (killed) succeeded"
+ip netns exec "$NSA" env FI_LOG_LEVEL=info FI_LOG_PROV=droce timeout -k 5 30 "$XFER" -p droce \
+	-P $((port + 2)) -w 1 >"$tmp/n.log" 2>&1
+grep -q "removed /var/run/dpdk/droce-$k_pid, left by a droce process killed" "$tmp/n.log" &&
+	[ ! -e "/var/run/dpdk/droce-$k_pid" ] ||
+	{ grep -i 'telemetry\|removed' "$tmp/n.log"; bad "the killed process's directory stayed"; }
 
 [ $fail -eq 0 ] || exit 1
 echo "PASS: netns-stat"

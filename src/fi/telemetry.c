@@ -21,7 +21,8 @@
  * application's.  A port and its QPs are read under dev->lock, the lock
  * the data path holds while it changes them, for the time of a copy (a QP
  * list walk for the port's sums: at most DR_MAX_EP QPs); the reply is
- * built from the copy after the lock is dropped.  tel_lock keeps a device
+ * built from the copy after the lock is dropped (/droce/qps writes its
+ * QPNs during the walk: one short entry each).  tel_lock keeps a device
  * from being freed while a command reads it (dr_tel_dev_del waits); the
  * QPs are found through dev->qps under dev->lock, the lock their
  * destruction holds, so a QP being destroyed is either whole or gone.
