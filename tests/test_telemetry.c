@@ -11,7 +11,7 @@
  * closed between the list and the question answers null), and the port
  * counters that sum the QPs' (rxe's names) count the closed QPs too, to
  * the unit: rcvd_rnr_err and send_rnr_err equal the RNR NAKs the QPs
- * counted (fi_droce_ops.counters, read before each close).
+ * counted (fi_droce_ops.counters: fx_counter, read before each close).
  */
 #define _GNU_SOURCE
 #include <check.h>
@@ -23,8 +23,6 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
-
-#include <rdma/fi_ext_droce.h>
 
 #include "fi_fixture.h"
 
@@ -120,21 +118,6 @@ static void *reader(void *arg)
 	return NULL;
 }
 
-static uint64_t qp_counter(struct fid_ep *ep, const char *name)
-{
-	struct fi_droce_counter c[256];
-	struct fi_droce_ops *ops;
-	size_t n = 256;
-
-	ck_assert_int_eq(fi_open_ops(&ep->fid, FI_DROCE_OPS_1, 0, (void **)&ops, NULL), 0);
-	ck_assert_int_eq(ops->counters(&ep->fid, c, &n), 0);
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(c[i].name, name))
-			return c[i].value;
-	ck_abort_msg("no counter %s", name);
-	return 0;
-}
-
 START_TEST(test_counters_while_qps_close)
 {
 	static char reply[2][16384];
@@ -156,8 +139,8 @@ START_TEST(test_counters_while_qps_close)
 		ck_assert_int_eq(fi_recv(c.ep_b, rx, sizeof(rx), NULL, 0, rx), 0);
 		ck_assert_int_eq(fx_cq_wait(c.cq_b, c.cq_a, &e), 1);
 		ck_assert_int_eq(fx_cq_wait(c.cq_a, c.cq_b, &e), 1);
-		rnr_rx += qp_counter(c.ep_a, "rx_rnr_naks");
-		rnr_tx += qp_counter(c.ep_b, "tx_rnr_naks");
+		rnr_rx += fx_counter(&c.ep_a->fid, "rx_rnr_naks");
+		rnr_tx += fx_counter(&c.ep_b->fid, "tx_rnr_naks");
 		fx_conn_close(&c);
 	}
 	__atomic_store_n(&reader_stop, 1, __ATOMIC_RELEASE);
