@@ -82,12 +82,14 @@ static unsigned long long tel_num(const char *reply, const char *name)
 }
 
 static volatile int reader_stop;
-static unsigned long qp_answers, qp_gone;
+static unsigned long qp_answers, qp_gone, asks;
+static uint64_t reader_ns;
 
 static void *reader(void *arg)
 {
 	static char list[16384], reply[16384];
 	int fd = tel_open();
+	uint64_t t0 = fx_now_ns();
 
 	(void)arg;
 	while (!__atomic_load_n(&reader_stop, __ATOMIC_ACQUIRE)) {
@@ -110,10 +112,13 @@ static void *reader(void *arg)
 			ck_assert_msg(strstr(reply, "\"state\":\"") && tel_num(reply, "qpn") == qpn,
 				      "%s", reply);
 			qp_answers++;
+			asks++;
 		}
 		tel_ask(fd, "/droce/port,1", reply, sizeof(reply));
 		ck_assert_msg(strstr(reply, "\"rcvd_rnr_err\":"), "%s", reply);
+		asks += 2;
 	}
+	reader_ns = fx_now_ns() - t0;
 	close(fd);
 	return NULL;
 }
@@ -171,8 +176,10 @@ START_TEST(test_counters_while_qps_close)
 		usleep(10000);
 	}
 	ck_assert_uint_eq(qps, 0);
-	printf("RNR NAKs %llu; the reader's QP answers %lu, QPs closed under it %lu\n", sum_rx,
-	       qp_answers, qp_gone);
+	printf("RNR NAKs %llu; the reader's QP answers %lu, QPs closed under it %lu; "
+	       "%lu questions in %.0f ms (%.1f us each)\n",
+	       sum_rx, qp_answers, qp_gone, asks, reader_ns / 1e6,
+	       asks ? reader_ns / 1e3 / (double)asks : 0.0);
 	ck_assert_uint_eq(sum_rx, rnr_rx);
 	ck_assert_uint_eq(sum_tx, rnr_tx);
 	/* bad questions: null, and the connection goes on */
