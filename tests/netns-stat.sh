@@ -97,6 +97,12 @@ echo "held: server $pid_a, client $pid_b"
 
 "$STAT" -a -q -p "$pid_a" >"$tmp/a.stat" 2>&1 || { cat "$tmp/a.stat"; bad "droce-stat -p $pid_a failed"; }
 "$STAT" -a -q -p "$pid_b" >"$tmp/b.stat" 2>&1 || { cat "$tmp/b.stat"; bad "droce-stat -p $pid_b failed"; }
+# every process found (other droce programs on the host may show too)
+"$STAT" >"$tmp/all.stat" 2>&1
+for p in "$pid_a" "$pid_b"; do
+	grep -q "^link droce-$p/1 qps 1 sent_pkts " "$tmp/all.stat" ||
+		{ cat "$tmp/all.stat"; bad "droce-stat without -p does not show $p"; }
+done
 # the commands' list, as dpdk-telemetry.py shows it on connecting
 "$STAT" -p "$pid_a" -c / >"$tmp/list.txt" 2>&1 || { cat "$tmp/list.txt"; bad "droce-stat -c / failed"; }
 # the captures, while both still hold (everything they counted is written)

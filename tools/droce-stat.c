@@ -224,7 +224,9 @@ static void print_nums(const struct reply *r, const char *const *skip)
 
 static struct reply ports, port, qps, qp;
 
-/* Every port (and with -q every QP) of the process behind path. */
+/* Every port (and with -q every QP) of the process behind path: 0, 1 when
+ * a process found by listing (pid) went away meanwhile, -1 on an error
+ * (said). */
 static int show(const char *path, long pid)
 {
 	static const char *const port_skip[] = {"port", NULL};
@@ -242,9 +244,14 @@ static int show(const char *path, long pid)
 	strcpy(sun.sun_path, path);
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof(sun))) {
-		fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
+		int e = errno;
+
 		if (fd >= 0)
 			close(fd);
+		/* found while listing, gone since: it exited */
+		if (pid && !opt_cmd && (e == ENOENT || e == ECONNREFUSED))
+			return 1;
+		fprintf(stderr, PROG ": %s: %s\n", path, strerror(e));
 		return -1;
 	}
 	/* the greeting: {"version": ..., "pid": ..., "max_output_len": ...} */
@@ -319,7 +326,7 @@ static int show_all(long want)
 	char xdg_dpdk[4096];
 	const char *bases[3] = {"/var/run/dpdk", NULL, "/tmp/dpdk"};
 	char seen[64][64];
-	int nseen = 0, found = 0, failed = 0;
+	int nseen = 0, found = 0, failed = 0, ret;
 
 	if (xdg && *xdg) {
 		snprintf(xdg_dpdk, sizeof(xdg_dpdk), "%s/dpdk", xdg);
@@ -355,8 +362,9 @@ static int show_all(long want)
 				continue;
 			if (nseen < 64)
 				snprintf(seen[nseen++], sizeof(seen[0]), "%.63s", de->d_name);
-			found++;
-			failed += show(path, pid) != 0;
+			ret = show(path, pid);
+			found += ret <= 0;
+			failed += ret < 0;
 		}
 		closedir(d);
 	}
