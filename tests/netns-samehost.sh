@@ -10,8 +10,9 @@
 #   4 droce-xfer servers and 4 droce-xfer clients, all in A, all to 10.78.N.1
 #
 # Server 1 starts first and takes slot 0 of the wire.  Clients 1-4 run
-# every operation at once (data verified).  Client 1 stops itself at its
-# first operation (-W 1:gate); the script kills server 1 with SIGKILL and
+# every operation at once (data verified).  Clients 2-4 stop once at their
+# first operation (-G), until the slots are checked.  Client 1 stops itself
+# at its first operation (-W 1:gate); the script kills server 1 with SIGKILL and
 # lets client 1 go on while clients 2-4 go on; a connect (tests/mp-connect)
 # to the dead server's port must be refused.  Then server 5 starts -- it
 # takes the dead server's slot -- and client 5 runs a short plan with it.
@@ -73,19 +74,23 @@ mp_client "$NSA" 1 90 $PLAN -t 5 -W "1:$tmp/gate"
 c1_pid=$mp_pid
 cpids=""
 for i in 2 3 4; do
-	mp_client "$NSA" $i 90 $PLAN -t 10
+	mp_client "$NSA" $i 90 $PLAN -t 10 -G "1:$tmp/gate$i"
 	cpids="$cpids $mp_pid"
 done
 
 # client 1 is connected and at its first operation: kill its server
 gate_wait
 kill -0 $s1_pid 2>/dev/null || bad "server 1 died before it was killed"
-# the slots held now: eight processes, eight slots
-wait_all_lines 'host-local wire' 100 'a process on the wire' "$tmp/c2.log" "$tmp/c3.log" \
-	"$tmp/c4.log"
+# the slots held now: clients 2-4 are held at their first operation too
+# (-G: once), so none of the eight processes can have finished and given
+# its slot back (a client that ran its whole plan before a slower one had
+# joined would let its server exit, and the slower one take that slot)
+wait_all_lines 'held until' 600 'clients 2-4 at their first operation' "$tmp/c2.log" \
+	"$tmp/c3.log" "$tmp/c4.log"
 held=$(for f in s1 s2 s3 s4 c1 c2 c3 c4; do slot_of "$tmp/$f.log"; done | sort -u | wc -l)
 [ "$held" -eq 8 ] || bad "the 8 processes hold $held distinct slots of the wire:" \
 	"$(for f in s1 s2 s3 s4 c1 c2 c3 c4; do printf '%s=%s ' $f "$(slot_of "$tmp/$f.log")"; done)"
+rm -f "$tmp/gate2" "$tmp/gate3" "$tmp/gate4"
 kill -KILL $s1_pid
 wait $s1_pid
 s1_rc=$?

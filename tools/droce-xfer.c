@@ -132,6 +132,7 @@ static struct opts {
 	unsigned int fault_iter;
 	const char *gate;	/* -W: a file to hold the client with ... */
 	unsigned int gate_iter; /* ... before the operation of this iteration */
+	bool gate_once;		/* -G: only before the first operation */
 	const char *hold;	/* -H: a FIFO to hold the process with before it closes */
 } opt;
 
@@ -2058,20 +2059,23 @@ static void client_part(struct xfer *x, const struct test *t, unsigned int iter,
  * down, for instance): create the file, wait until it is removed. */
 static void gate_wait(const struct test *t, unsigned int iter)
 {
+	const char *gate = opt.gate;
 	int fd;
 
-	if (!opt.gate || iter != opt.gate_iter)
+	if (!gate || iter != opt.gate_iter)
 		return;
-	fd = open(opt.gate, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (opt.gate_once)
+		opt.gate = NULL; /* -G: this was the one time */
+	fd = open(gate, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0) {
-		say("cannot create %s: %s\n", opt.gate, strerror(errno));
+		say("cannot create %s: %s\n", gate, strerror(errno));
 		return;
 	}
 	close(fd);
 	printf(PROG ": %s %" PRIu64 " B iteration %u: held until %s is removed\n",
-	       op_tab[t->op].name, t->size, iter, opt.gate);
+	       op_tab[t->op].name, t->size, iter, gate);
 	fflush(stdout);
-	while (access(opt.gate, F_OK) == 0)
+	while (access(gate, F_OK) == 0)
 		usleep(1000);
 }
 
@@ -2639,7 +2643,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: " PROG " [-p provider] [-d domain] [-a fabric_addr] [-s server] [-P port]\n"
 		"                  [-o ops] [-S sizes] [-I iterations] [-t timeout] [-w wait]\n"
-		"                  [-N] [-X fault] [-W n:file] [-H fifo] [-v] [-h]\n"
+		"                  [-N] [-X fault] [-W n:file] [-G n:file] [-H fifo] [-v] [-h]\n"
 		"  server without -s, client of the server (host name or address) with -s\n"
 		"  -p provider   libfabric provider (droce, verbs, tcp, sockets...)\n"
 		"  -d domain     domain name (e.g. a verbs device or an interface)\n"
@@ -2661,6 +2665,7 @@ static void usage(FILE *f)
 		"                what it sends or writes, badkey:OP[:ITER] uses a wrong key\n"
 		"  -W n:file     client: before the operation of iteration n, create file\n"
 		"                and wait until it is removed (for test harnesses)\n"
+		"  -G n:file     client: the same, at the first operation only\n"
 		"  -H fifo       after the tests, before the disconnect: write one line\n"
 		"                (\"held PID\") to fifo, then wait until it is opened for\n"
 		"                writing and closed again (live counters read meanwhile)\n"
@@ -2787,7 +2792,7 @@ int main(int argc, char **argv)
 	opt.nsizes = (int)(sizeof(default_sizes) / sizeof(default_sizes[0]));
 	memcpy(opt.sizes, default_sizes, sizeof(default_sizes));
 
-	while ((c = getopt(argc, argv, "p:d:a:s:P:o:S:I:t:w:NX:W:H:vh")) != -1) {
+	while ((c = getopt(argc, argv, "p:d:a:s:P:o:S:I:t:w:NX:W:G:H:vh")) != -1) {
 		switch (c) {
 		case 'p':
 			opt.prov = optarg;
@@ -2836,9 +2841,11 @@ int main(int argc, char **argv)
 			if (parse_fault(optarg))
 				goto bad;
 			break;
-		case 'W': {
+		case 'W':
+		case 'G': {
 			char *end;
 
+			opt.gate_once = c == 'G';
 			opt.gate_iter = (unsigned int)strtoul(optarg, &end, 10);
 			if (end == optarg || *end != ':' || !end[1])
 				goto bad;
