@@ -590,6 +590,35 @@ struct dr_port_stats {
 
 void dr_port_get_stats(const struct dr_port *p, struct dr_port_stats *s);
 
+/* ---- Live counters: DPDK telemetry (port_telemetry.c) ------------------------ */
+
+/*
+ * EAL serves DPDK telemetry on <runtime dir>/dpdk_telemetry.v2 (a
+ * SOCK_SEQPACKET socket: one command per message, one JSON reply) from its
+ * own threads; droce starts EAL with it unless FI_DROCE_EAL_ARGS says
+ * --no-telemetry.  Commands registered here (before or after EAL starts)
+ * are answered there: fn runs on the telemetry client's thread, never on a
+ * thread of the caller, and must take whatever lock guards what it reads.
+ * The reply is a flat dictionary filled with dr_tel_u64 / dr_tel_str; at
+ * most DR_TEL_MAX_ENTRIES entries, names at most DR_TEL_MAX_NAME bytes.
+ */
+#define DR_TEL_MAX_CMDS	   8
+#define DR_TEL_MAX_ENTRIES 256 /* RTE_TEL_MAX_DICT_ENTRIES */
+#define DR_TEL_MAX_NAME	   63
+struct dr_tel; /* a reply being built */
+/* params: what followed "cmd," (NULL if nothing).  0, or a negative errno:
+ * the client then reads {"cmd": null}. */
+typedef int (*dr_tel_fn)(const char *params, struct dr_tel *t);
+/* 0, -EINVAL (cmd not "/..." or too long), -ENOSPC (DR_TEL_MAX_CMDS), or
+ * DPDK's error.  Registering the same cmd twice keeps the first. */
+int dr_tel_register(const char *cmd, dr_tel_fn fn, const char *help);
+/* 0, or -ENOSPC when the dictionary is full. */
+int dr_tel_u64(struct dr_tel *t, const char *name, uint64_t value);
+int dr_tel_str(struct dr_tel *t, const char *name, const char *value);
+/* The socket EAL serves telemetry on, "" while none (EAL not started, or
+ * --no-telemetry). */
+const char *dr_tel_socket(void);
+
 /* ---- Link faults ----------------------------------------------------------------------- */
 
 /*

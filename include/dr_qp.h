@@ -475,6 +475,9 @@ void dr_qp_query(const struct dr_qp *qp, struct dr_qp_attr *attr);
  * max_recv_wr rounded up to a power of two. */
 uint32_t dr_qp_sq_free(const struct dr_qp *qp);
 uint32_t dr_qp_rq_free(const struct dr_qp *qp);
+/* The retransmit timeout the requester arms next (adaptive estimate and
+ * backoff included), in ns; 0 when the QP has no timer (timeout 0). */
+uint64_t dr_qp_rto_ns(const struct dr_qp *qp);
 
 /* The kernel's rdma_get_udp_sport(): a stable 0xC000..0xFFFF source port
  * from the flow label or, if it is 0, from both QPNs (A.3). */

@@ -10,6 +10,7 @@
 #include <rdma/fi_errno.h>
 
 #include "ck_run.h"
+#include "fi_ext_droce.h"
 #include "fi_fixture.h"
 
 uint64_t fx_now_ns(void)
@@ -296,4 +297,19 @@ int fx_run(Suite *s)
 {
 	/* fork per test unless CK_FORK=no (fi_fixture.h) */
 	return ck_run(s, false);
+}
+
+uint64_t fx_counter(struct fid *fid, const char *name)
+{
+	struct fi_droce_counter c[256];
+	struct fi_droce_ops *ops;
+	size_t n = 256;
+
+	ck_assert_int_eq(fi_open_ops(fid, FI_DROCE_OPS_1, 0, (void **)&ops, NULL), 0);
+	ck_assert_int_eq(ops->counters(fid, c, &n), 0);
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(c[i].name, name))
+			return c[i].value;
+	ck_abort_msg("no counter %s", name);
+	return 0;
 }

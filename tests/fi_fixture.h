@@ -105,6 +105,10 @@ void fx_region_open(struct fx_region *r, struct fid_domain *dom, size_t size, ui
 void fx_region_check_guards(const struct fx_region *r);
 void fx_region_close(struct fx_region *r);
 
+/* One of droce's counters of fid (a domain or an endpoint:
+ * fi_droce_ops.counters) by name; the test fails if there is none. */
+uint64_t fx_counter(struct fid *fid, const char *name);
+
 /* Run a suite, each test in a forked child (unless CK_FORK=no, for a
  * debugger): EXIT_SUCCESS or EXIT_FAILURE.  DPDK's EAL starts once per
  * process and its threads do not survive fork(), so a suite run this way

@@ -33,22 +33,6 @@ static void hints_fill(struct fi_info *h)
 	h->fabric_attr->prov_name = strdup("droce");
 }
 
-/* one of a domain's counters (FI_DROCE_OPS_1) by name */
-static uint64_t counter(struct fid_domain *dom, const char *name)
-{
-	struct fi_droce_counter c[256];
-	struct fi_droce_ops *ops;
-	size_t n = 256;
-
-	ck_assert_int_eq(fi_open_ops(&dom->fid, FI_DROCE_OPS_1, 0, (void **)&ops, NULL), 0);
-	ck_assert_int_eq(ops->counters(&dom->fid, c, &n), 0);
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(c[i].name, name))
-			return c[i].value;
-	ck_abort_msg("no counter %s", name);
-	return 0;
-}
-
 static void assert_sin6(const void *addr, size_t len, const char *ip, int port)
 {
 	const struct sockaddr_in6 *s = addr;
@@ -219,14 +203,17 @@ START_TEST(test_connect_and_data)
 
 	/* the ports found each other by ND: solicitations and advertisements
 	 * both ways, none refused, not one ARP frame */
-	ck_assert_uint_ge(counter(f.dom_a, "tx_nd"), 2);
-	ck_assert_uint_ge(counter(f.dom_a, "rx_nd"), 1);
-	ck_assert_uint_ge(counter(f.dom_b, "tx_nd"), 2);
-	ck_assert_uint_ge(counter(f.dom_b, "rx_nd"), 1);
-	ck_assert_uint_eq(counter(f.dom_a, "rx_nd_bad") + counter(f.dom_b, "rx_nd_bad"), 0);
-	ck_assert_uint_eq(counter(f.dom_a, "tx_arp") + counter(f.dom_b, "tx_arp"), 0);
-	ck_assert_uint_eq(counter(f.dom_a, "rx_arp") + counter(f.dom_b, "rx_arp"), 0);
-	ck_assert_uint_eq(counter(f.dom_a, "arp_resolved"), 1);
+	ck_assert_uint_ge(fx_counter(&f.dom_a->fid, "tx_nd"), 2);
+	ck_assert_uint_ge(fx_counter(&f.dom_a->fid, "rx_nd"), 1);
+	ck_assert_uint_ge(fx_counter(&f.dom_b->fid, "tx_nd"), 2);
+	ck_assert_uint_ge(fx_counter(&f.dom_b->fid, "rx_nd"), 1);
+	ck_assert_uint_eq(
+	    fx_counter(&f.dom_a->fid, "rx_nd_bad") + fx_counter(&f.dom_b->fid, "rx_nd_bad"), 0);
+	ck_assert_uint_eq(fx_counter(&f.dom_a->fid, "tx_arp") + fx_counter(&f.dom_b->fid, "tx_arp"),
+			  0);
+	ck_assert_uint_eq(fx_counter(&f.dom_a->fid, "rx_arp") + fx_counter(&f.dom_b->fid, "rx_arp"),
+			  0);
+	ck_assert_uint_eq(fx_counter(&f.dom_a->fid, "arp_resolved"), 1);
 
 	ck_assert_int_eq(fi_shutdown(ep_a, 0), 0);
 	ck_assert_int_eq(fx_eq_wait(eq_b, &event, &e, sizeof(e)), (ssize_t)sizeof(e));

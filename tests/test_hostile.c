@@ -45,22 +45,9 @@ static struct fi_droce_qp_info qa, qb;
 
 /* ---- counters ---------------------------------------------------------------- */
 
-static uint64_t counter(struct fid *fid, const char *name)
-{
-	struct fi_droce_counter c[128];
-	size_t n = 128;
-
-	ck_assert_int_eq(ops->counters(fid, c, &n), 0);
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(c[i].name, name))
-			return c[i].value;
-	ck_abort_msg("no counter %s", name);
-	return 0;
-}
-
-#define DOM_B(name) counter(&F.dom_b->fid, name)
-#define EP_B(name)  counter(&C.ep_b->fid, name)
-#define EP_A(name)  counter(&C.ep_a->fid, name)
+#define DOM_B(name) fx_counter(&F.dom_b->fid, name)
+#define EP_B(name)  fx_counter(&C.ep_b->fid, name)
+#define EP_A(name)  fx_counter(&C.ep_a->fid, name)
 
 static void qp_infos(void)
 {
@@ -400,7 +387,7 @@ static void forged_arp_changes_nothing(unsigned n)
 {
 	uint8_t frame[DR_ETH_ZLEN];
 	uint64_t conflicts = DOM_B("arp_conflicts");
-	uint64_t not_ours_a = counter(&F.dom_a->fid, "rx_not_ours");
+	uint64_t not_ours_a = fx_counter(&F.dom_a->fid, "rx_not_ours");
 
 	for (unsigned i = 0; i < n; i++) {
 		forge_arp(frame, i % 2 ? 1 : 2, i % 4 >= 2);
@@ -414,7 +401,7 @@ static void forged_arp_changes_nothing(unsigned n)
 	/* B kept addressing A's real MAC: A refused none of B's frames as
 	 * not its own (resends are no measure: under load an adaptive timer
 	 * may fire early with or without a forged frame) */
-	ck_assert_uint_eq(counter(&F.dom_a->fid, "rx_not_ours"), not_ours_a);
+	ck_assert_uint_eq(fx_counter(&F.dom_a->fid, "rx_not_ours"), not_ours_a);
 	region_b_untouched_guards();
 }
 

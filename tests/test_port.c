@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -401,15 +402,28 @@ START_TEST(test_eal_start)
 	/* the calling thread is not re-pinned */
 	ck_assert_int_eq(sched_getaffinity(0, sizeof(after), &after), 0);
 	ck_assert(CPU_EQUAL(&before, &after));
-	/* no runtime directory left behind */
-	snprintf(dir, sizeof(dir), "/var/run/dpdk/droce-%d", (int)getpid());
-	ck_assert_int_ne(stat(dir, &st), 0);
-	snprintf(dir, sizeof(dir), "/tmp/dpdk/droce-%d", (int)getpid());
-	ck_assert_int_ne(stat(dir, &st), 0);
-	if (getenv("XDG_RUNTIME_DIR")) {
-		snprintf(dir, sizeof(dir), "%s/dpdk/droce-%d", getenv("XDG_RUNTIME_DIR"),
-			 (int)getpid());
-		ck_assert_int_ne(stat(dir, &st), 0);
+	/* telemetry on by default: the runtime directory holds its socket and
+	 * nothing else (no shared config), until exit (tests/netns-stat.sh) */
+	snprintf(dir, sizeof(dir), "/droce-%d/dpdk_telemetry.v2", (int)getpid());
+	ck_assert_uint_gt(strlen(dr_tel_socket()), strlen(dir));
+	ck_assert_str_eq(dr_tel_socket() + strlen(dr_tel_socket()) - strlen(dir), dir);
+	ck_assert_int_eq(stat(dr_tel_socket(), &st), 0);
+	ck_assert(S_ISSOCK(st.st_mode));
+	{
+		char *d = strdup(dr_tel_socket());
+		DIR *dd;
+		struct dirent *de;
+		int n = 0;
+
+		ck_assert_ptr_nonnull(d);
+		*strrchr(d, '/') = 0;
+		dd = opendir(d);
+		ck_assert_ptr_nonnull(dd);
+		while ((de = readdir(dd)))
+			n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+		closedir(dd);
+		free(d);
+		ck_assert_int_eq(n, 1);
 	}
 	/* once up, later calls are no-ops whatever their arguments */
 	ck_assert_int_eq(dr_port_eal_init("--bogus", "pair:x:0", &err), 0);

@@ -133,6 +133,7 @@ static struct opts {
 	const char *gate;	/* -W: a file to hold the client with ... */
 	unsigned int gate_iter; /* ... before the operation of this iteration */
 	bool gate_once;		/* -G: only before the first operation */
+	const char *hold;	/* -H: a FIFO to hold the process with before it closes */
 } opt;
 
 enum { FAULT_NONE, FAULT_CORRUPT, FAULT_BADKEY };
@@ -2301,6 +2302,34 @@ static size_t cm_data_size(fid_t fid)
 }
 
 /* The server's end of the shutdown: the client said BYE and shut down. */
+/* -H: a test harness reads the provider's live counters while the
+ * connection, its endpoint and its counters still stand: tell it on the
+ * FIFO (its reader blocks until then), then block until it opens the FIFO
+ * for writing and closes it.  No sleeps on either side. */
+static void hold(const char *fifo)
+{
+	char line[64];
+	int fd, n;
+
+	fd = open(fifo, O_WRONLY | O_CLOEXEC);
+	if (fd < 0) {
+		say("-H %s: %s\n", fifo, strerror(errno));
+		return;
+	}
+	n = snprintf(line, sizeof(line), "held %d\n", (int)getpid());
+	if (write(fd, line, (size_t)n) != n)
+		say("-H %s: write: %s\n", fifo, strerror(errno));
+	close(fd);
+	fd = open(fifo, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		say("-H %s: %s\n", fifo, strerror(errno));
+		return;
+	}
+	while (read(fd, line, sizeof(line)) > 0)
+		;
+	close(fd);
+}
+
 static void server_bye(struct xfer *x)
 {
 	uint64_t end = deadline();
@@ -2470,6 +2499,8 @@ static int run_server(struct xfer *x)
 
 	server_accept(x);
 	run_tests(x);
+	if (opt.hold)
+		hold(opt.hold);
 	server_bye(x);
 	return 0;
 }
@@ -2597,6 +2628,8 @@ static int run_client(struct xfer *x)
 	}
 	client_connect(x);
 	run_tests(x);
+	if (opt.hold)
+		hold(opt.hold);
 	client_bye(x);
 	return 0;
 }
@@ -2610,7 +2643,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: " PROG " [-p provider] [-d domain] [-a fabric_addr] [-s server] [-P port]\n"
 		"                  [-o ops] [-S sizes] [-I iterations] [-t timeout] [-w wait]\n"
-		"                  [-N] [-X fault] [-W n:file] [-G n:file] [-v] [-h]\n"
+		"                  [-N] [-X fault] [-W n:file] [-G n:file] [-H fifo] [-v] [-h]\n"
 		"  server without -s, client of the server (host name or address) with -s\n"
 		"  -p provider   libfabric provider (droce, verbs, tcp, sockets...)\n"
 		"  -d domain     domain name (e.g. a verbs device or an interface)\n"
@@ -2633,6 +2666,9 @@ static void usage(FILE *f)
 		"  -W n:file     client: before the operation of iteration n, create file\n"
 		"                and wait until it is removed (for test harnesses)\n"
 		"  -G n:file     client: the same, at the first operation only\n"
+		"  -H fifo       after the tests, before the disconnect: write one line\n"
+		"                (\"held PID\") to fifo, then wait until it is opened for\n"
+		"                writing and closed again (live counters read meanwhile)\n"
 		"  -v            verbose (twice: every iteration)\n"
 		"exit status: 0 when nothing failed, 1 when something failed, 2 on bad usage\n");
 }
@@ -2756,7 +2792,7 @@ int main(int argc, char **argv)
 	opt.nsizes = (int)(sizeof(default_sizes) / sizeof(default_sizes[0]));
 	memcpy(opt.sizes, default_sizes, sizeof(default_sizes));
 
-	while ((c = getopt(argc, argv, "p:d:a:s:P:o:S:I:t:w:NX:W:G:vh")) != -1) {
+	while ((c = getopt(argc, argv, "p:d:a:s:P:o:S:I:t:w:NX:W:G:H:vh")) != -1) {
 		switch (c) {
 		case 'p':
 			opt.prov = optarg;
@@ -2816,6 +2852,9 @@ int main(int argc, char **argv)
 			opt.gate = end + 1;
 			break;
 		}
+		case 'H':
+			opt.hold = optarg;
+			break;
 		case 'v':
 			opt.verbose++;
 			break;

@@ -349,6 +349,7 @@ void dr_dev_qp_destroy(struct dr_dev *dev, struct dr_qp *qp, struct dr_ep *ep)
 {
 	if (dr_idmap_find(&dev->qps, dr_qp_num(qp)) == ep)
 		dev_qpn_free(dev, dr_qp_num(qp));
+	dr_tel_qp_gone(dev, ep, qp);
 	dr_qp_destroy(qp);
 }
 
@@ -532,6 +533,7 @@ static bool join_until(pthread_t t, uint64_t deadline_ns);
 
 static void dev_free(struct dr_dev *dev)
 {
+	dr_tel_dev_del(dev);
 	if (dev->thread_on && __atomic_load_n(&dev->gone, __ATOMIC_ACQUIRE) &&
 	    !join_until(dev->thread, dr_port_now_ns() + 1000000000ull)) {
 		/* closed after a cleanup that could not stop the thread
@@ -672,6 +674,7 @@ static int dev_open(struct dr_fabric *fab, const struct dr_devcfg *cfg, struct d
 			dr_port_name(dev->port), dr_sa_str(&sa, a, sizeof(a)), cfg->prefix,
 			dr_port_mtu(dev->port), dev->pmtu);
 	}
+	dr_tel_dev_add(dev);
 	*out = dev;
 	return 0;
 

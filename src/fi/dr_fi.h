@@ -392,6 +392,31 @@ static inline int dr_ref_held(int *ref)
 /* fi_open_ops on a domain or an endpoint: FI_DROCE_OPS_1 (ext.c). */
 int dr_ext_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context);
 
+/* The counters by their stable names (ext.c), for fi_droce_ops.counters
+ * and the telemetry commands: a device's from a snapshot taken under
+ * dev->lock, a QP's from a copy of its stats. */
+struct dr_dev;
+struct dr_ep;
+typedef void (*dr_counter_fn)(void *ctx, const char *name, uint64_t value);
+struct dr_dev_snap {
+	struct dr_port_stats ps;
+	uint64_t drops[DR_RX_DROP_NUM];
+	uint64_t rx_foreign;
+	struct dr_cm_stats cs;
+};
+void dr_ext_dev_snap(struct dr_dev *dev, struct dr_dev_snap *s); /* dev->lock held */
+void dr_ext_dev_counters(const struct dr_dev_snap *s, dr_counter_fn fn, void *ctx);
+void dr_ext_qp_counters(const struct dr_qp_stats *qs, dr_counter_fn fn, void *ctx);
+
+/* Live counters through DPDK telemetry (telemetry.c): /droce/ports,
+ * /droce/port,ID, /droce/qps, /droce/qp,QPN.  A device is listed from
+ * dr_tel_dev_add (opened) to dr_tel_dev_del (before it is freed; waits
+ * for a command reading it).  dr_tel_qp_gone, under dev->lock before a QP
+ * is destroyed, adds its counters to the device's totals of closed QPs. */
+void dr_tel_dev_add(struct dr_dev *dev);
+void dr_tel_dev_del(struct dr_dev *dev);
+void dr_tel_qp_gone(struct dr_dev *dev, const struct dr_ep *ep, const struct dr_qp *qp);
+
 /* What droce does not offer: each answers -FI_ENOSYS (the system libfabric
  * exports no fi_no_* stubs).  struct fi_ops: */
 int dr_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
@@ -513,6 +538,11 @@ struct dr_dev {
 	struct dr_ep *draining;	/* endpoints disconnecting gracefully (ep.c) */
 	struct dr_ep *acks;	/* endpoints whose QP holds an ACK (under lock) */
 	uint64_t completions;	/* work completions delivered (under lock) */
+	/* the counters of its closed QPs, summed (telemetry.c, under lock) */
+	struct dr_dev_qp_sum {
+		struct dr_qp_stats qs;
+		uint64_t retry_exc, rnr_retry_exc;
+	} qp_gone;
 };
 
 /* The locks of the data path (the domain's, a CQ's): held for short
@@ -865,6 +895,8 @@ struct dr_ep {
 	struct dr_rx_op *rxq; /* beside the RQ, rx_depth entries */
 	uint32_t tx_posted, rx_posted; /* WRs posted, free-running: next wr_id */
 	uint64_t atomic_sink; /* where fi_atomic's unwanted fetch lands */
+	/* work requests failed for want of retries (telemetry), under dev->lock */
+	uint64_t retry_exc, rnr_retry_exc;
 	/* graceful disconnect (ep.c "draining"), under dev->lock: */
 	struct dr_ep *drain_next; /* dev->draining */
 	uint64_t drain_until_ns;  /* DREQ when the peer has been quiet this long */

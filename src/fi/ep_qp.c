@@ -206,6 +206,10 @@ static void rx_complete(struct dr_ep *ep, const struct dr_wc *wc)
 static void qp_complete(void *ctx, struct dr_qp *qp, const struct dr_wc *wc)
 {
 	((struct dr_ep *)ctx)->dev->completions++;
+	if (wc->status == DR_WC_RETRY_EXC_ERR)
+		((struct dr_ep *)ctx)->retry_exc++;
+	else if (wc->status == DR_WC_RNR_RETRY_EXC_ERR)
+		((struct dr_ep *)ctx)->rnr_retry_exc++;
 	if (wc->opcode == DR_WC_RECV || wc->opcode == DR_WC_RECV_WRITE_IMM)
 		rx_complete(ctx, wc);
 	else

@@ -95,18 +95,20 @@ struct counter_out {
 	size_t cap, n;
 };
 
-static void put(struct counter_out *o, const char *name, uint64_t value)
+static void put(void *ctx, const char *name, uint64_t value)
 {
+	struct counter_out *o = ctx;
+
 	if (o->c && o->n < o->cap)
 		o->c[o->n] = (struct fi_droce_counter){.name = name, .value = value};
 	o->n++;
 }
 
-static void put_table(struct counter_out *o, const struct counter_def *t, size_t n,
+static void put_table(dr_counter_fn fn, void *ctx, const struct counter_def *t, size_t n,
 		      const void *stats)
 {
 	for (size_t i = 0; i < n; i++)
-		put(o, t[i].name, *(const uint64_t *)((const char *)stats + t[i].off));
+		fn(ctx, t[i].name, *(const uint64_t *)((const char *)stats + t[i].off));
 }
 
 /* "rx_drop_" + dr_rx_drop_names[reason], "cm_drop_" + dr_cm_drop_names[],
@@ -126,34 +128,49 @@ static void drop_names_init(void)
 
 static pthread_once_t names_once = PTHREAD_ONCE_INIT;
 
-static void put_drops(struct counter_out *o, const uint64_t drops[DR_RX_DROP_NUM])
+static void put_drops(dr_counter_fn fn, void *ctx, const uint64_t drops[DR_RX_DROP_NUM])
 {
 	pthread_once(&names_once, drop_names_init);
 	for (unsigned r = DR_RX_OK + 1; r < DR_RX_DROP_NUM; r++)
-		put(o, drop_counter_names[r], drops[r]);
+		fn(ctx, drop_counter_names[r], drops[r]);
+}
+
+void dr_ext_dev_snap(struct dr_dev *dev, struct dr_dev_snap *s)
+{
+	dr_port_get_stats(dev->port, &s->ps);
+	memcpy(s->drops, dev->rx_drops, sizeof(s->drops));
+	s->rx_foreign = dev->rx_foreign;
+	s->cs = dev->cm.stats;
+}
+
+void dr_ext_dev_counters(const struct dr_dev_snap *s, dr_counter_fn fn, void *ctx)
+{
+	fn(ctx, "rx_foreign", s->rx_foreign); /* other processes' QPs: not drops */
+	put_drops(fn, ctx, s->drops);
+	put_table(fn, ctx, port_counters, ARRAY_LEN(port_counters), &s->ps);
+	put_table(fn, ctx, cm_counters, ARRAY_LEN(cm_counters), &s->cs);
+	pthread_once(&names_once, drop_names_init);
+	for (unsigned r = 0; r < DR_CM_DROP_NUM; r++)
+		fn(ctx, cm_drop_counter_names[r], s->cs.drop[r]);
+	for (unsigned v = 0; v < DR_PKT_VERDICT_NUM; v++)
+		if (verdict_counter[v])
+			fn(ctx, verdict_counter[v], s->ps.rx_verdict[v]);
+}
+
+void dr_ext_qp_counters(const struct dr_qp_stats *qs, dr_counter_fn fn, void *ctx)
+{
+	put_table(fn, ctx, qp_counters, ARRAY_LEN(qp_counters), qs);
+	put_drops(fn, ctx, qs->rx_drop);
 }
 
 static void dev_counters(struct dr_dev *dev, struct counter_out *o)
 {
-	uint64_t drops[DR_RX_DROP_NUM];
-	struct dr_port_stats ps;
-	struct dr_cm_stats cs;
+	struct dr_dev_snap s;
 
 	dr_dev_lock(dev);
-	dr_port_get_stats(dev->port, &ps);
-	memcpy(drops, dev->rx_drops, sizeof(drops));
-	put(o, "rx_foreign", dev->rx_foreign); /* other processes' QPs: not drops */
-	cs = dev->cm.stats;
+	dr_ext_dev_snap(dev, &s);
 	dr_dev_unlock(dev);
-	put_drops(o, drops);
-	put_table(o, port_counters, ARRAY_LEN(port_counters), &ps);
-	put_table(o, cm_counters, ARRAY_LEN(cm_counters), &cs);
-	pthread_once(&names_once, drop_names_init);
-	for (unsigned r = 0; r < DR_CM_DROP_NUM; r++)
-		put(o, cm_drop_counter_names[r], cs.drop[r]);
-	for (unsigned v = 0; v < DR_PKT_VERDICT_NUM; v++)
-		if (verdict_counter[v])
-			put(o, verdict_counter[v], ps.rx_verdict[v]);
+	dr_ext_dev_counters(&s, put, o);
 }
 
 static int ep_counters(struct dr_ep *ep, struct counter_out *o)
@@ -167,8 +184,7 @@ static int ep_counters(struct dr_ep *ep, struct counter_out *o)
 	}
 	qs = *dr_qp_stats(ep->qp);
 	dr_dev_unlock(ep->dev);
-	put_table(o, qp_counters, ARRAY_LEN(qp_counters), &qs);
-	put_drops(o, qs.rx_drop);
+	dr_ext_qp_counters(&qs, put, o);
 	return 0;
 }
 

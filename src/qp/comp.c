@@ -612,3 +612,8 @@ void dr_comp_rnr_expired(struct dr_qp *qp)
 	dr_req_run(qp);
 	dr_comp_arm(qp);
 }
+
+uint64_t dr_qp_rto_ns(const struct dr_qp *qp)
+{
+	return dr_comp_rto(qp);
+}

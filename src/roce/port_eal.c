@@ -20,15 +20,27 @@
  *  - with no shared config it still creates an (empty) runtime directory
  *    under /var/run/dpdk or $XDG_RUNTIME_DIR/dpdk and removes it only in
  *    rte_eal_cleanup(), which a library cannot call: we remove it;
+ *  - telemetry (lib/telemetry/telemetry.c) works with --no-shconf and
+ *    --no-huge: it needs only that runtime directory, where it binds
+ *    dpdk_telemetry.v2, and one thread blocked in accept() (plus one per
+ *    connected client while connected; "telemetry-v1" too when a library
+ *    registered legacy callbacks, none of ours does).  It unlinks the
+ *    socket from an atexit() handler it registers during rte_eal_init, so
+ *    the directory is removed from one registered before it (atexit
+ *    handlers run in reverse order), and a failure to bind the socket
+ *    fails rte_eal_init;
  *  - its log goes to stdout and syslog unless a stream is set before init.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <rte_alarm.h>
@@ -106,9 +118,12 @@ static char dpdk_err[256];
 /* Error lines DPDK logs for things that do not matter to us: shown as
  * information, not as warnings a user would chase. */
 static const char *const benign[] = {
-	/* net_memif registers a multi-process handler; there is none with
-	 * --no-shconf (or --in-memory) and the PMD carries on without it */
-	"Failed to register mp action callback: Operation not supported",
+    /* net_memif registers a multi-process handler; there is none with
+     * --no-shconf (or --in-memory) and the PMD carries on without it */
+    "Failed to register mp action callback: Operation not supported",
+    /* telemetry: the legacy v1 socket is for libraries with legacy
+     * callbacks; none are loaded, the v2 socket serves droce-stat */
+    "No legacy callbacks, legacy socket not created",
 };
 
 static bool is_benign(const char *line)
@@ -286,6 +301,70 @@ static int lcores_arg(char *buf, size_t len)
 
 /* ---- start-up ----------------------------------------------------------------------- */
 
+/* The runtime directory EAL made, if it was not empty after start-up
+ * (telemetry's socket): removed at exit, after telemetry's own handler
+ * unlinked the socket.  Written before it can be read (global lock). */
+static char runtime_dir[512];
+static char tel_socket[sizeof(runtime_dir) + 32];
+
+static void runtime_dir_remove(void)
+{
+	if (runtime_dir[0])
+		rmdir(runtime_dir);
+}
+
+const char *dr_tel_socket(void)
+{
+	return tel_socket;
+}
+
+/* A droce process killed by a signal leaves its runtime directory and
+ * telemetry socket behind (no exit handler ran).  Siblings of our own
+ * directory named droce-<number> whose socket nobody listens on any more
+ * (connect: ECONNREFUSED; the PID alone could belong to another PID
+ * namespace) lose the socket and, if that emptied them, the directory. */
+static void sweep_stale(const char *own)
+{
+	char base[sizeof(runtime_dir)], path[sizeof(runtime_dir) + 300];
+	const char *slash = strrchr(own, '/');
+	struct dirent *de;
+	DIR *d;
+
+	if (!slash || (size_t)(slash - own) >= sizeof(base))
+		return;
+	snprintf(base, sizeof(base), "%.*s", (int)(slash - own), own);
+	d = opendir(base);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		struct sockaddr_un sun = {.sun_family = AF_UNIX};
+		const char *c = de->d_name + 6;
+		int fd;
+
+		if (strncmp(de->d_name, "droce-", 6) || !*c ||
+		    strspn(c, "0123456789") != strlen(c) || !strcmp(de->d_name, slash + 1))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/dpdk_telemetry.v2", base, de->d_name);
+		if (strlen(path) >= sizeof(sun.sun_path))
+			continue;
+		strcpy(sun.sun_path, path);
+		fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			break;
+		if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) && errno == ECONNREFUSED &&
+		    !unlink(path)) {
+			snprintf(path, sizeof(path), "%s/%s", base, de->d_name);
+			rmdir(path);
+			dr_port_log(DR_PORT_LOG_INFO,
+				    "removed %s, left by a droce process killed "
+				    "before its exit handlers ran",
+				    path);
+		}
+		close(fd);
+	}
+	closedir(d);
+}
+
 static bool eal_running; /* global lock */
 static int eal_failed;	 /* sticky -errno of a failed start */
 static char eal_fail_msg[sizeof(((struct dr_port_err *)0)->msg)];
@@ -320,6 +399,8 @@ static int eal_start(const char *extra, const char *device, struct dr_port_err *
 	bool pci = device && dr_port_spec_is_pci(device);
 	size_t off = 0;
 	int argc = 0, ntok = 0, ret, i;
+	static bool exit_hook;
+	bool tel;
 	FILE *logf;
 
 	if (extra && *extra) {
@@ -373,8 +454,9 @@ static int eal_start(const char *extra, const char *device, struct dr_port_err *
 			argv[argc++] = "--no-pci";
 		}
 	}
-	if (!has_long(tok, ntok, "--telemetry") && !has_long(tok, ntok, "--no-telemetry"))
-		argv[argc++] = "--no-telemetry";
+	/* telemetry on (EAL's default) unless the user says --no-telemetry:
+	 * it costs an idle thread, and droce-stat reads the counters there */
+	tel = !has_long(tok, ntok, "--no-telemetry");
 	if (!has_short(tok, ntok, 'l') && !has_short(tok, ntok, 'c') &&
 	    !has_long(tok, ntok, "--lcores") && !has_long(tok, ntok, "--main-lcore")) {
 		ret = lcores_arg(lcores, sizeof(lcores));
@@ -400,10 +482,14 @@ static int eal_start(const char *extra, const char *device, struct dr_port_err *
 		rte_openlog_stream(logf);
 
 	dr_port_dpdk_err_clear();
+	if (!exit_hook)
+		exit_hook = atexit(runtime_dir_remove) == 0;
 	ret = rte_eal_init(argc, argv);
-	/* empty with --no-shconf; a non-empty one (user's choice) stays */
-	if (rte_eal_get_runtime_dir() && *rte_eal_get_runtime_dir())
-		rmdir(rte_eal_get_runtime_dir());
+	/* empty with --no-shconf and --no-telemetry; with telemetry it holds
+	 * the socket until exit; a shared config (user's choice) stays */
+	if (rte_eal_get_runtime_dir() && *rte_eal_get_runtime_dir() &&
+	    rmdir(rte_eal_get_runtime_dir()) && errno == ENOTEMPTY)
+		snprintf(runtime_dir, sizeof(runtime_dir), "%s", rte_eal_get_runtime_dir());
 	if (ret < 0) {
 		int e = rte_errno ? rte_errno : EINVAL;
 
@@ -417,6 +503,12 @@ static int eal_start(const char *extra, const char *device, struct dr_port_err *
 	dr_port_log(DR_PORT_LOG_INFO, "DPDK EAL running: %s, IOVA as %s, main lcore %u",
 		    rte_version(), rte_eal_iova_mode() == RTE_IOVA_VA ? "VA" : "PA",
 		    rte_get_main_lcore());
+	if (tel) {
+		sweep_stale(rte_eal_get_runtime_dir());
+		snprintf(tel_socket, sizeof(tel_socket), "%s/dpdk_telemetry.v2",
+			 rte_eal_get_runtime_dir());
+		dr_port_log(DR_PORT_LOG_INFO, "DPDK telemetry (droce-stat): %s", tel_socket);
+	}
 	return 0;
 
 out_free_args:
