@@ -201,9 +201,12 @@ static const struct dr_cm_ops dev_cm_ops = {
  * goes to the QP its DestQP names, which checks the rest (dr_qp_input).
  * Every drop is counted by reason in dev->rx_drops (the QPs add theirs).
  */
-static void dev_drop(struct dr_dev *dev, enum dr_rx_drop why)
+static void dev_drop(struct dr_dev *dev, enum dr_rx_drop why, const struct dr_pkt *pkt)
 {
 	dev->rx_drops[why]++;
+	/* the capture's record of the frame says so (dr_rx_drop_names) */
+	if (dr_port_capturing(dev->port))
+		dr_port_capture_drop(dev->port, "%s, QPN 0x%06x", dr_rx_drop_names[why], pkt->dqpn);
 }
 
 /* A frame for a QPN we do not have: does another process on the
@@ -240,17 +243,17 @@ static void dev_rx(void *ctx, const void *frame, size_t len, const struct dr_pkt
 	if (dev->cfg.ipv6 ? !pkt->ip6 : !pkt->ip4) {
 		/* the other family than the device's (the port keeps only
 		 * frames to its own address, so none come) */
-		dev_drop(dev, DR_RX_DROP_NOT_IPV4);
+		dev_drop(dev, DR_RX_DROP_NOT_IPV4, pkt);
 		return;
 	}
 	if (pkt->dqpn == DR_GSI_QPN) {
 		/* rxe_recv.c check_keys: a valid P_Key, and QP1 wants exactly
 		 * the GSI Q_Key */
 		if (!dr_pkey_match(dr_bth_pkey(pkt->bth), DR_DEF_PKEY))
-			dev_drop(dev, DR_RX_DROP_PKEY);
+			dev_drop(dev, DR_RX_DROP_PKEY, pkt);
 		else if (pkt->opcode != DR_OP_UD_SEND_ONLY ||
 			 dr_deth_qkey(dr_pkt_deth(pkt)) != DR_GSI_QKEY)
-			dev_drop(dev, DR_RX_DROP_GSI);
+			dev_drop(dev, DR_RX_DROP_GSI, pkt);
 		else if (pkt->ip6)
 			dr_cm_recv6(&dev->cm, pkt->ip6->saddr, pkt->payload, pkt->payload_len);
 		else
@@ -265,7 +268,7 @@ static void dev_rx(void *ctx, const void *frame, size_t len, const struct dr_pkt
 		return;
 	}
 	if (!ep || !ep->qp) {
-		dev_drop(dev, DR_RX_DROP_UNKNOWN_QPN);
+		dev_drop(dev, DR_RX_DROP_UNKNOWN_QPN, pkt);
 		return;
 	}
 	dr_ep_input(ep, pkt);
