@@ -32,13 +32,8 @@ if [ -z "$TSHARK" ] || [ ! -x "$TSHARK" ]; then
 	exit 77
 fi
 
-work=$(mktemp -d /tmp/droce-notes.XXXXXX)
-pid=
-cleanup() {
-	[ -n "$pid" ] && kill "$pid" 2>/dev/null
-	rm -rf "$work"
-}
-trap cleanup EXIT INT TERM
+work=$(mktemp -d /tmp/droce-notes.XXXXXX) pid=
+trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT INT TERM
 
 export FI_PROVIDER_PATH="$top_builddir/.libs" FI_PROVIDER=droce
 fail=0

@@ -47,7 +47,8 @@
 #include "dr_port.h"
 #include "dr_qp.h"
 #include "dr_roce.h"
-#include "../tools/pcapng.h"
+#include "ck_run.h"
+#include "tshark_fields.h"
 
 #define IP4(a, b, c, d) ((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (d))
 #define IP_A		IP4(192, 0, 2, 1)
@@ -70,7 +71,7 @@ struct side {
 	struct dr_qp *qp;
 	uint64_t deadline;
 	struct dr_wc wc[MAX_WC];
-	unsigned nwc;
+	uint64_t nwc;
 	/* the link loses the next frame to this side with this opcode and PSN */
 	bool lose;
 	uint8_t lose_op;
@@ -171,19 +172,7 @@ static void poll_side(struct side *s)
 		dr_qp_tick(s->qp);
 }
 
-/* drive both sides until *n reaches want */
-static void drive(const unsigned *n, unsigned want)
-{
-	uint64_t end = dr_port_now_ns() + DEADLINE_NS;
-
-	while (*n < want && dr_port_now_ns() < end) {
-		poll_side(&A);
-		poll_side(&B);
-	}
-	ck_assert_uint_eq(*n, want);
-}
-
-/* drive both sides until a counter of a QP reaches want */
+/* drive both sides until a counter (completions, a QP's) reaches want */
 static void drive_until(const uint64_t *ctr, uint64_t want)
 {
 	uint64_t end = dr_port_now_ns() + DEADLINE_NS;
@@ -332,7 +321,7 @@ static void run(void)
 	post_recv(1);
 	post_send(DR_WR_SEND, 1);
 	post_send(DR_WR_SEND, 2);
-	drive(&A.nwc, 2);
+	drive_until(&A.nwc, 2);
 	ck_assert_uint_eq(B.nwc, 2);
 	ck_assert_uint_eq(dr_qp_stats(B.qp)->acks_coalesced, 1);
 
@@ -344,7 +333,7 @@ static void run(void)
 	B.lose_psn = 102;
 	post_send(DR_WR_SEND, 3);
 	post_send(DR_WR_SEND, 4);
-	drive(&A.nwc, 4);
+	drive_until(&A.nwc, 4);
 	ck_assert(!B.lose);
 	ck_assert_uint_eq(dr_qp_stats(B.qp)->tx_seq_naks, 1);
 	ck_assert_uint_eq(dr_qp_stats(A.qp)->retries, 1);
@@ -355,7 +344,7 @@ static void run(void)
 	A.lose_op = DR_OP_ACK;
 	A.lose_psn = 104;
 	post_send(DR_WR_SEND, 5);
-	drive(&A.nwc, 5);
+	drive_until(&A.nwc, 5);
 	ck_assert(!A.lose);
 	ck_assert_uint_eq(dr_qp_stats(A.qp)->timeouts, 1);
 	ck_assert_uint_eq(dr_qp_stats(B.qp)->rx_dup_reqs, 1);
@@ -364,7 +353,7 @@ static void run(void)
 	post_send(DR_WR_SEND, 6);
 	drive_until(&dr_qp_stats(B.qp)->tx_rnr_naks, 1);
 	post_recv(1);
-	drive(&A.nwc, 6);
+	drive_until(&A.nwc, 6);
 	ck_assert_uint_eq(dr_qp_stats(A.qp)->rnr_waits, 1);
 	ck_assert_uint_eq(dr_qp_stats(B.qp)->tx_rnr_naks, 1);
 
@@ -380,7 +369,7 @@ static void run(void)
 
 	/* 6: a WRITE B refuses: both QPs to ERROR */
 	post_send(DR_WR_WRITE, 7);
-	drive(&A.nwc, 7);
+	drive_until(&A.nwc, 7);
 	ck_assert_int_eq(A.wc[6].status, DR_WC_REM_ACCESS_ERR);
 	ck_assert_int_eq(dr_qp_state(A.qp), DR_QPS_ERROR);
 	ck_assert_int_eq(dr_qp_state(B.qp), DR_QPS_ERROR);
@@ -464,44 +453,19 @@ struct row {
 	char f[NF][512];
 };
 
+/* the RoCE frames (no ARP) of path that filter (NULL: every one) selects */
 static unsigned tshark_rows(const char *tshark, const char *path, const char *filter,
 			    struct row *rows, unsigned max)
 {
-	char cmd[1536], line[4096];
-	unsigned n = 0;
-	FILE *f;
+	static const char *const fields[NF] = {
+	    "frame.number",	"infiniband.bth.opcode", "infiniband.bth.psn", "frame.packet_flags",
+	    "frame.drop_count", "infiniband.bth.destqp", "frame.comment",
+	};
+	char f[512];
 
-	/* only RoCE frames (no ARP); the RPC-over-RDMA heuristic is not
-	 * about them (test_port.c) */
-	snprintf(cmd, sizeof(cmd),
-		 "'%s' --disable-heuristic rpcrdma_infiniband -r '%s' -Y 'infiniband%s%s%s' "
-		 "-T fields -E separator=/t -e frame.number -e infiniband.bth.opcode "
-		 "-e infiniband.bth.psn -e frame.packet_flags -e frame.drop_count "
-		 "-e infiniband.bth.destqp -e frame.comment 2>/dev/null",
-		 tshark, path, filter ? " && (" : "", filter ? filter : "", filter ? ")" : "");
-	f = popen(cmd, "r");
-	ck_assert_ptr_nonnull(f);
-	while (fgets(line, sizeof(line), f)) {
-		char *s = line;
-
-		ck_assert_uint_lt(n, max);
-		line[strcspn(line, "\n")] = '\0';
-		for (unsigned i = 0; i < NF; i++) {
-			char *tab = strchr(s, '\t');
-			size_t l;
-
-			if (tab)
-				*tab = '\0';
-			l = strnlen(s, sizeof(rows[n].f[i]) - 1);
-			memcpy(rows[n].f[i], s, l);
-			rows[n].f[i][l] = '\0';
-			ck_assert_msg(tab || i == NF - 1, "tshark: short line");
-			s = tab ? tab + 1 : s + strlen(s);
-		}
-		n++;
-	}
-	ck_assert_int_eq(pclose(f), 0);
-	return n;
+	snprintf(f, sizeof(f), "infiniband%s%s%s", filter ? " && (" : "", filter ? filter : "",
+		 filter ? ")" : "");
+	return tshark_fields(tshark, path, f, fields, NF, rows[0].f[0], sizeof(rows[0].f[0]), max);
 }
 
 static unsigned dir_of(const struct row *r)
@@ -579,28 +543,20 @@ END_TEST
 
 int main(void)
 {
-	const char *tshark = getenv("TSHARK");
+	const char *tshark = getenv("TSHARK"), *ci = getenv("CI");
 	Suite *s = suite_create("notes");
 	TCase *tc = tcase_create("notes");
-	SRunner *sr;
-	int failed;
 
 	if (!tshark || !*tshark || access(tshark, X_OK)) {
-		const char *ci = getenv("CI");
+		bool in_ci = ci && !strcmp(ci, "true");
 
 		fprintf(stderr, "test_notes: no tshark (TSHARK)%s\n",
-			ci && !strcmp(ci, "true") ? ": required in CI" : ", skipping");
-		return ci && !strcmp(ci, "true") ? EXIT_FAILURE : 77;
+			in_ci ? ": required in CI" : ", skipping");
+		return in_ci ? EXIT_FAILURE : 77;
 	}
 	dr_port_set_log(test_log, NULL);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_notes_scenarios);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	/* one EAL per process */
-	srunner_set_fork_status(sr, CK_NOFORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(s, true); /* one EAL per process */
 }

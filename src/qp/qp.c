@@ -125,24 +125,12 @@ bool dr_qp_noting(const struct dr_qp *qp)
 	return qp->ops->note && (!qp->ops->noting || qp->ops->noting(qp->ctx, (struct dr_qp *)qp));
 }
 
-static void dr_qp_note_vadd(char *buf, const char *fmt, va_list ap)
-{
-	size_t n = strlen(buf);
-
-	if (n && n + 2 < DR_QP_NOTE_LEN) {
-		memcpy(buf + n, "; ", 3);
-		n += 2;
-	}
-	if (n + 1 < DR_QP_NOTE_LEN)
-		vsnprintf(buf + n, DR_QP_NOTE_LEN - n, fmt, ap);
-}
-
 void dr_qp_note_add(char *buf, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	dr_qp_note_vadd(buf, fmt, ap);
+	dr_note_vadd(buf, DR_QP_NOTE_LEN, fmt, ap);
 	va_end(ap);
 }
 
@@ -154,7 +142,7 @@ void dr_qp_note(struct dr_qp *qp, const void *frame, size_t len, const char *fmt
 	if (!dr_qp_noting(qp))
 		return;
 	va_start(ap, fmt);
-	dr_qp_note_vadd(text, fmt, ap);
+	dr_note_vadd(text, DR_QP_NOTE_LEN, fmt, ap);
 	va_end(ap);
 	qp->ops->note(qp->ctx, qp, frame, len, text);
 }
@@ -167,7 +155,7 @@ void dr_qp_note_event(struct dr_qp *qp, const char *fmt, ...)
 	if (!dr_qp_noting(qp))
 		return;
 	va_start(ap, fmt);
-	dr_qp_note_vadd(qp->rx_pkt ? text : qp->tx_note, fmt, ap);
+	dr_note_vadd(qp->rx_pkt ? text : qp->tx_note, DR_QP_NOTE_LEN, fmt, ap);
 	va_end(ap);
 	if (qp->rx_pkt)
 		qp->ops->note(qp->ctx, qp, qp->rx_pkt->frame, qp->rx_pkt->frame_len, text);
