@@ -17,6 +17,10 @@
 # remote access error, expected PSN P, received PSN P"; the client's record
 # of that NAK says "NAK received: remote access error, PSN P; QP state: RTS
 # -> ERROR (remote access error)"; no other frame mentions a NAK.
+# Run 3: a bare port (tests/notes-inject) sends a server forged frames: its
+# capture holds exactly them, each marked dropped (drop count 1) with the
+# device's reason: "dropped: unknown_qpn, QPN 0x00abcd", "dropped: pkey,
+# P_Key 0x1234", "dropped: bad_gsi, QPN 0x000001".
 #
 # Exit: 0 pass, 1 fail, 77 skip (no tshark; in CI, CI=true, that fails),
 # 99 hard error.
@@ -126,6 +130,40 @@ check "server: frames noting a NAK" "$(grep -c "NAK" "$s")" 1
 check "client: the NAK" "$(awk -F'\t' -v p="$psn" 'substr($2, length($2)) == 1 && $3 == 17 && $5 == p { print $6 }' "$c")" \
 	"NAK received: remote access error, PSN $psn; QP state: RTS -> ERROR (remote access error)"
 check "client: frames noting a NAK" "$(grep -c "NAK" "$c")" 1
+
+# ---- run 3: forged frames the device refuses ---------------------------------------------
+# a server with no client, a bare port sending forged frames in the
+# client's place; the server is stopped (SIGTERM) once they are sent: its
+# capture has each frame written as it passed
+rm -f "$work/memif.sock"
+FI_DROCE_DEVICE="net_memif0,role=server,socket=$work/memif.sock" FI_DROCE_ADDR=192.0.2.1/24 \
+	FI_DROCE_PCAP="$work/s3.pcapng" timeout 30 "$xfer" -p droce -a 192.0.2.1 \
+	-P $((48000 + ($$ + 21) % 1000)) -w 20 >"$work/s3.log" 2>&1 &
+pid=$!
+# the injector connects to the server's memif socket once the server
+# listens on it: tried again (10 s at most) while it cannot connect
+i=0
+until timeout 20 "$top_builddir/tests/notes-inject" \
+	"net_memif0,role=client,socket=$work/memif.sock" 2>"$work/inject.err"; do
+	i=$((i + 1))
+	if [ $i -ge 50 ] || ! grep -q "Failed to connect socket" "$work/inject.err"; then
+		cat "$work/inject.err" "$work/s3.log"
+		echo "FAIL: notes-inject"
+		fail=1
+		break
+	fi
+	sleep 0.2
+done
+kill "$pid"
+wait "$pid"
+pid=
+timeout 60 "$TSHARK" -r "$work/s3.pcapng" -Y infiniband -T fields -E separator=/t \
+	-e frame.packet_flags -e frame.drop_count -e infiniband.bth.psn -e frame.comment \
+	>"$work/s3.txt" 2>/dev/null || { echo "ERROR: tshark cannot read s3.pcapng"; exit 99; }
+check "server: the forged frames, dropped" "$(cat "$work/s3.txt")" "$(printf '%s\t1\t%s\t%s\n' \
+	0x00000001 1792 "dropped: unknown_qpn, QPN 0x00abcd" \
+	0x00000001 1793 "dropped: pkey, P_Key 0x1234" \
+	0x00000001 1794 "dropped: bad_gsi, QPN 0x000001")"
 
 [ "$fail" -eq 0 ] || { cat "$work/s1.txt" "$work/c1.txt" "$work/s2.txt" "$work/c2.txt"; exit 1; }
 echo "PASS: notes-memif"

@@ -241,7 +241,12 @@ static void dev_drop(struct dr_dev *dev, enum dr_rx_drop why, const struct dr_pk
 {
 	dev->rx_drops[why]++;
 	/* the capture's record of the frame says so (dr_rx_drop_names) */
-	if (dr_port_capturing(dev->port))
+	if (!dr_port_capturing(dev->port))
+		return;
+	if (why == DR_RX_DROP_PKEY)
+		dr_port_capture_drop(dev->port, "%s, P_Key 0x%04x", dr_rx_drop_names[why],
+				     dr_bth_pkey(pkt->bth));
+	else
 		dr_port_capture_drop(dev->port, "%s, QPN 0x%06x", dr_rx_drop_names[why], pkt->dqpn);
 }
 
