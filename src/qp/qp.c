@@ -889,13 +889,17 @@ static void dr_qp_drop_note(struct dr_qp *qp, enum dr_rx_drop why)
 	switch (why) {
 	case DR_RX_DROP_SRC_ADDR:
 	case DR_RX_DROP_DST_ADDR:
-		if (pkt->ip4) {
-			uint32_t a = why == DR_RX_DROP_SRC_ADDR ? pkt->ip4->saddr : pkt->ip4->daddr;
-			char s[INET_ADDRSTRLEN];
+		if (pkt->ip4 || pkt->ip6) {
+			bool src = why == DR_RX_DROP_SRC_ADDR;
+			char s[INET6_ADDRSTRLEN];
 
-			inet_ntop(AF_INET, &a, s, sizeof(s));
-			snprintf(what, sizeof(what), ", %s %s",
-				 why == DR_RX_DROP_SRC_ADDR ? "from" : "to", s);
+			if (pkt->ip4)
+				inet_ntop(AF_INET, src ? &pkt->ip4->saddr : &pkt->ip4->daddr, s,
+					  sizeof(s));
+			else
+				inet_ntop(AF_INET6, src ? pkt->ip6->saddr : pkt->ip6->daddr, s,
+					  sizeof(s));
+			snprintf(what, sizeof(what), ", %s %s", src ? "from" : "to", s);
 		}
 		break;
 	case DR_RX_DROP_PKEY:
