@@ -1,27 +1,32 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * notes-inject - a third party on a link to a droce provider (tests/
- * notes-memif.sh): opens DEVICE as a bare port at 192.0.2.2/24, resolves
- * 192.0.2.1 and sends it forged frames its device must refuse, then polls
- * for a moment and exits:
+ * notes-memif.sh, tests/netns-notes.sh): opens DEVICE as a bare port at
+ * SELF/24, resolves SERVER and sends it forged frames, then polls for a
+ * moment and exits.  Without QPN, frames its device must refuse:
  *   PSN 0x700: RC SEND_ONLY to QPN 0x00abcd, which nobody has (unknown_qpn);
  *   PSN 0x701: a MAD to QP1 with P_Key 0x1234 (pkey);
  *   PSN 0x702: RC SEND_ONLY to QP1, not a UD MAD (bad_gsi).
+ * With QPN (a connected queue pair of SERVER's), frames that QP must refuse:
+ *   PSN 0x703: RC SEND_ONLY from SELF with P_Key 0x1234 (pkey);
+ *   PSN 0x704: RC SEND_ONLY from SELF + 7, a forged source (src_addr).
  * Exit 0 when all were sent, 1 otherwise.
  *
- *   notes-inject DEVICE
+ *   notes-inject DEVICE [SELF SERVER [QPN]]   (default 192.0.2.2 192.0.2.1)
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dr_port.h"
 #include "dr_roce.h"
 
-#define IP_SERVER 0xc0000201u /* 192.0.2.1 */
-#define IP_SELF	  0xc0000202u /* 192.0.2.2 */
+static uint32_t ip_self = 0xc0000202u, ip_server = 0xc0000201u;
 
-static int forge(struct dr_port *p, uint8_t opcode, uint32_t dqpn, uint32_t psn, uint16_t pkey)
+static int forge(struct dr_port *p, uint32_t src, uint8_t opcode, uint32_t dqpn, uint32_t psn,
+		 uint16_t pkey)
 {
 	static const uint8_t payload[256] = "forged";
 	struct dr_pkt_desc d;
@@ -29,8 +34,8 @@ static int forge(struct dr_port *p, uint8_t opcode, uint32_t dqpn, uint32_t psn,
 	int len;
 
 	dr_pkt_desc_init(&d);
-	d.src_ip4 = IP_SELF;
-	d.dst_ip4 = IP_SERVER;
+	d.src_ip4 = src;
+	d.dst_ip4 = ip_server;
 	d.sport = 0xc321;
 	d.opcode = opcode;
 	d.dqpn = dqpn;
@@ -54,16 +59,28 @@ int main(int argc, char **argv)
 	struct dr_port_config c = {0};
 	struct dr_port_err err = {0};
 	struct dr_port *p;
+	struct in_addr a;
+	unsigned long qpn = 0;
 	uint8_t mac[6];
 	uint64_t end;
 	int ret;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: notes-inject DEVICE\n");
+	if (argc != 2 && argc != 4 && argc != 5) {
+		fprintf(stderr, "usage: notes-inject DEVICE [SELF SERVER [QPN]]\n");
 		return 2;
 	}
+	if (argc >= 4) {
+		if (!inet_aton(argv[2], &a))
+			return 2;
+		ip_self = ntohl(a.s_addr);
+		if (!inet_aton(argv[3], &a))
+			return 2;
+		ip_server = ntohl(a.s_addr);
+	}
+	if (argc == 5)
+		qpn = strtoul(argv[4], NULL, 0);
 	c.device = argv[1];
-	c.ip4 = IP_SELF;
+	c.ip4 = ip_self;
 	c.prefix_len = 24;
 	c.eal_args = "--no-huge --no-shconf -m 256";
 	if (dr_port_open(&c, &p, &err)) {
@@ -71,14 +88,19 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	end = dr_port_now_ns() + 10000000000ull;
-	while ((ret = dr_port_resolve(p, IP_SERVER, mac)) == -EAGAIN && dr_port_now_ns() < end)
+	while ((ret = dr_port_resolve(p, ip_server, mac)) == -EAGAIN && dr_port_now_ns() < end)
 		dr_port_poll(p);
-	if (!ret)
-		ret = forge(p, DR_OP_SEND_ONLY, 0xabcd, 0x700, 0);
-	if (!ret)
-		ret = forge(p, DR_OP_UD_SEND_ONLY, DR_GSI_QPN, 0x701, 0x1234);
-	if (!ret)
-		ret = forge(p, DR_OP_SEND_ONLY, DR_GSI_QPN, 0x702, 0);
+	if (!ret && qpn) {
+		ret = forge(p, ip_self, DR_OP_SEND_ONLY, (uint32_t)qpn, 0x703, 0x1234);
+		if (!ret)
+			ret = forge(p, ip_self + 7, DR_OP_SEND_ONLY, (uint32_t)qpn, 0x704, 0);
+	} else if (!ret) {
+		ret = forge(p, ip_self, DR_OP_SEND_ONLY, 0xabcd, 0x700, 0);
+		if (!ret)
+			ret = forge(p, ip_self, DR_OP_UD_SEND_ONLY, DR_GSI_QPN, 0x701, 0x1234);
+		if (!ret)
+			ret = forge(p, ip_self, DR_OP_SEND_ONLY, DR_GSI_QPN, 0x702, 0);
+	}
 	end = dr_port_now_ns() + 200000000ull;
 	while (dr_port_now_ns() < end)
 		dr_port_poll(p);

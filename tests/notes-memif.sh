@@ -90,8 +90,11 @@ SETUP="QP state: RESET -> INIT (modify); QP state: INIT -> RTR (modify); QP stat
 
 # ---- run 1: a clean connection ----------------------------------------------------------
 xfer 1 -o send
-[ "$crc" -eq 0 ] && [ "$src" -eq 0 ] ||
-	{ cat "$work/c1.log" "$work/s1.log"; echo "FAIL: droce-xfer: client $crc, server $src"; exit 1; }
+if [ "$crc" -ne 0 ] || [ "$src" -ne 0 ]; then
+	cat "$work/c1.log" "$work/s1.log"
+	echo "FAIL: droce-xfer: client $crc, server $src"
+	exit 1
+fi
 s=$work/s1.txt c=$work/c1.txt
 check "server: REQ received" "$(comments "$s" 1 100 0x0010)" "CM state: IDLE -> REQ_RCVD (REQ received)"
 check "server: REP sent" "$(comments "$s" 2 100 0x0013)" "CM state: REQ_RCVD -> REP_SENT (REP sent)"
