@@ -22,6 +22,7 @@
 
 #include "dr_port.h"
 #include "dr_roce.h"
+#include "forge.h"
 
 static uint32_t ip_self = 0xc0000202u, ip_server = 0xc0000201u;
 
@@ -29,29 +30,11 @@ static int forge(struct dr_port *p, uint32_t src, uint8_t opcode, uint32_t dqpn,
 		 uint16_t pkey)
 {
 	static const uint8_t payload[256] = "forged";
-	struct dr_pkt_desc d;
 	uint8_t f[512];
-	int len;
+	int len = forge_frame(f, sizeof(f), src, ip_server, opcode, dqpn, psn, pkey, payload,
+			      sizeof(payload));
 
-	dr_pkt_desc_init(&d);
-	d.src_ip4 = src;
-	d.dst_ip4 = ip_server;
-	d.sport = 0xc321;
-	d.opcode = opcode;
-	d.dqpn = dqpn;
-	d.psn = psn;
-	if (pkey)
-		d.pkey = pkey;
-	if (opcode == DR_OP_UD_SEND_ONLY) {
-		d.deth.qkey = DR_GSI_QKEY;
-		d.deth.sqpn = DR_GSI_QPN;
-	}
-	d.payload = payload;
-	d.payload_len = sizeof(payload);
-	len = dr_pkt_build(&d, f, sizeof(f));
-	if (len < 0)
-		return len;
-	return dr_port_send(p, f, (size_t)len);
+	return len < 0 ? len : dr_port_send(p, f, (size_t)len);
 }
 
 int main(int argc, char **argv)

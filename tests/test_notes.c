@@ -48,6 +48,7 @@
 #include "dr_qp.h"
 #include "dr_roce.h"
 #include "ck_run.h"
+#include "forge.h"
 #include "tshark_fields.h"
 
 #define IP4(a, b, c, d) ((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (d))
@@ -255,26 +256,10 @@ static void forge(struct dr_port *from, uint32_t src_ip, uint32_t dst_ip, uint8_
 		  uint32_t dqpn, uint32_t psn, uint16_t pkey, bool bad_icrc)
 {
 	uint8_t f[512];
-	struct dr_pkt_desc d;
-	int len;
+	int len =
+	    forge_frame(f, sizeof(f), src_ip, dst_ip, opcode, dqpn, psn, pkey,
+			opcode == DR_OP_ACK ? NULL : sbuf, opcode == DR_OP_ACK ? 0 : sizeof(sbuf));
 
-	dr_pkt_desc_init(&d);
-	d.src_ip4 = src_ip;
-	d.dst_ip4 = dst_ip;
-	d.sport = 0xc123;
-	d.opcode = opcode;
-	d.dqpn = dqpn;
-	d.psn = psn;
-	d.ackreq = true;
-	if (pkey)
-		d.pkey = pkey;
-	if (opcode == DR_OP_ACK) {
-		d.aeth.syndrome = DR_AETH_ACK_UNLIMITED;
-	} else {
-		d.payload = sbuf;
-		d.payload_len = sizeof(sbuf);
-	}
-	len = dr_pkt_build(&d, f, sizeof(f));
 	ck_assert_int_gt(len, 0);
 	if (bad_icrc)
 		f[len - 1] ^= 0x5a;
