@@ -147,6 +147,15 @@ struct dr_cm_ops {
 	int (*comm_id_claim)(void *ctx, uint32_t comm_id);
 	void (*comm_id_release)(void *ctx, uint32_t comm_id);
 	enum dr_cm_whose (*whose)(void *ctx, enum dr_cm_key key, uint32_t v);
+	/* Optional: annotations for a capture that explains itself (issue
+	 * 15; the vocabulary is in fi_droce(7), FI_DROCE_PCAP), as struct
+	 * dr_qp_ops has them.  noting: whether anyone listens now (NULL with
+	 * a note: always).  note: one note on the MAD being received (during
+	 * dr_cm_recv, mad is what it was given) or the one about to be sent
+	 * (just before send_mad with the same mad).  text is valid only
+	 * during the call. */
+	bool (*noting)(void *ctx);
+	void (*note)(void *ctx, const uint8_t *mad, const char *text);
 };
 
 struct dr_cm_config {
@@ -215,6 +224,11 @@ struct dr_cm {
 	uint64_t deadline_ns;	      /* last value given to timer_set */
 	uint32_t gsi_psn;	      /* PSNs of our QP1 frames */
 	struct dr_cm_stats stats;
+	/* annotations: the MAD dr_cm_recv is handling, and state changes
+	 * waiting for the MAD that carries them */
+	const uint8_t *rx_mad;
+	unsigned nchg;
+	uint8_t chg[4][2]; /* enum dr_cm_state, from and to */
 };
 
 /* One connection's CM state.  The caller reads it, never writes it. */

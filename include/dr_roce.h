@@ -12,6 +12,7 @@
 #ifndef DR_ROCE_H
 #define DR_ROCE_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -792,5 +793,9 @@ void dr_cma_hdr_pack(const struct dr_cma_hdr *h, uint8_t *priv);
 void dr_gid_from_ipv4(uint8_t gid[16], uint32_t ip4);
 bool dr_gid_to_ipv4(const uint8_t gid[16], uint32_t *ip4);
 
+/* Capture annotations (FI_DROCE_PCAP): append a note to the comment in buf
+ * (size bytes, NUL-terminated), after "; " if it holds one already, cut to
+ * fit. */
+void dr_note_vadd(char *buf, size_t size, const char *fmt, va_list ap);
 
 #endif /* DR_ROCE_H */

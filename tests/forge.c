@@ -50,3 +50,29 @@ int forge_qp1_frame(void *buf, size_t cap, const uint8_t src_mac[6], const uint8
 	d.payload_len = DR_MAD_LEN;
 	return dr_pkt_build(&d, buf, cap);
 }
+
+int forge_frame(void *buf, size_t cap, uint32_t src_ip, uint32_t dst_ip, uint8_t opcode,
+		uint32_t dqpn, uint32_t psn, uint16_t pkey, const void *payload, uint32_t len)
+{
+	struct dr_pkt_desc d;
+
+	dr_pkt_desc_init(&d);
+	d.src_ip4 = src_ip;
+	d.dst_ip4 = dst_ip;
+	d.sport = 0xc123;
+	d.opcode = opcode;
+	d.dqpn = dqpn;
+	d.psn = psn & DR_PSN_MASK;
+	d.ackreq = true;
+	if (pkey)
+		d.pkey = pkey;
+	if (opcode == DR_OP_UD_SEND_ONLY) {
+		d.deth.qkey = DR_GSI_QKEY;
+		d.deth.sqpn = DR_GSI_QPN;
+	}
+	if (opcode == DR_OP_ACK)
+		d.aeth.syndrome = DR_AETH_ACK_UNLIMITED;
+	d.payload = payload;
+	d.payload_len = len;
+	return dr_pkt_build(&d, buf, cap);
+}

@@ -22,4 +22,11 @@ void forge_req_mad(uint8_t mad[DR_MAD_LEN], uint32_t comm, uint16_t port, uint8_
 int forge_qp1_frame(void *buf, size_t cap, const uint8_t src_mac[6], const uint8_t dst_mac[6],
 		    uint32_t src_ip, uint32_t dst_ip, uint32_t psn, const uint8_t mad[DR_MAD_LEN]);
 
+/* A frame src_ip sends dst_ip (the port sending it fills the MACs in): BTH
+ * opcode, destination QP, PSN, AckReq set, P_Key pkey (0: the default); a
+ * UD SEND to QP1 carries the GSI Q_Key, an ACKNOWLEDGE an ACK; len bytes of
+ * payload.  The frame's length, or -errno. */
+int forge_frame(void *buf, size_t cap, uint32_t src_ip, uint32_t dst_ip, uint8_t opcode,
+		uint32_t dqpn, uint32_t psn, uint16_t pkey, const void *payload, uint32_t len);
+
 #endif /* TESTS_FORGE_H */

@@ -27,6 +27,7 @@
 #include "dr_port.h"
 #include "dr_roce.h"
 #include "../tools/pcapng.h"
+#include "tshark_fields.h"
 
 #define IP4(a, b, c, d) ((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (d))
 #define IP_A		IP4(192, 0, 2, 1)
@@ -259,39 +260,14 @@ enum { F_NUM, F_TIME, F_PSN, F_DPORT, F_FLAGS, F_DROPS, F_COMMENT, F_IFNAME, F_I
 static unsigned tshark_rows(const char *tshark, const char *path, const char *filter,
 			    struct row *rows, unsigned max)
 {
-	char cmd[1024], line[4096];
-	unsigned n = 0;
-	FILE *f;
+	static const char *const fields[NF] = {
+	    "frame.number",  "frame.time_epoch",     "infiniband.bth.psn",
+	    "udp.dstport",   "frame.packet_flags",   "frame.drop_count",
+	    "frame.comment", "frame.interface_name", "frame.interface_description",
+	};
 
-	/* the RPC-over-RDMA heuristic is not about the frames (test_port.c) */
-	snprintf(cmd, sizeof(cmd),
-		 "'%s' --disable-heuristic rpcrdma_infiniband -r '%s' %s%s%s -T fields "
-		 "-E separator=/t -e frame.number -e frame.time_epoch -e infiniband.bth.psn "
-		 "-e udp.dstport -e frame.packet_flags -e frame.drop_count -e frame.comment "
-		 "-e frame.interface_name -e frame.interface_description 2>/dev/null",
-		 tshark, path, filter ? "-Y '" : "", filter ? filter : "", filter ? "'" : "");
-	f = popen(cmd, "r");
-	ck_assert_ptr_nonnull(f);
-	while (fgets(line, sizeof(line), f)) {
-		char *s = line, *tab;
-
-		ck_assert_uint_lt(n, max);
-		line[strcspn(line, "\n")] = '\0';
-		for (unsigned i = 0; i < NF; i++) {
-			tab = strchr(s, '\t');
-			if (tab)
-				*tab = '\0';
-			size_t l = strnlen(s, sizeof(rows[n].f[i]) - 1);
-
-			memcpy(rows[n].f[i], s, l);
-			rows[n].f[i][l] = '\0';
-			ck_assert_msg(tab || i == NF - 1, "tshark: short line");
-			s = tab ? tab + 1 : s + strlen(s);
-		}
-		n++;
-	}
-	ck_assert_int_eq(pclose(f), 0);
-	return n;
+	return tshark_fields(tshark, path, filter, fields, NF, rows[0].f[0], sizeof(rows[0].f[0]),
+			     max);
 }
 
 static const struct row *by_psn(const struct row *rows, unsigned n, unsigned psn)

@@ -61,6 +61,16 @@ static void set_port_log(void)
 
 /* ---- QP1: the CM's MADs as UD SEND_ONLY frames (docs/protocol.md C.1) -- */
 
+/* The CM's notes on the MAD it sends next go on that MAD's frame. */
+static void cm_tx_noted(struct dr_dev *dev, const uint8_t *frame, int len)
+{
+	if (!dev->cm_tx_note[0])
+		return;
+	if (len > 0) /* else not sent: the notes go with it */
+		dr_port_capture_note(dev->port, frame, (size_t)len, "%s", dev->cm_tx_note);
+	dev->cm_tx_note[0] = '\0';
+}
+
 static int cm_send_mad(void *ctx, uint32_t dst_ip4, const uint8_t *mad)
 {
 	struct dr_dev *dev = ctx;
@@ -68,6 +78,7 @@ static int cm_send_mad(void *ctx, uint32_t dst_ip4, const uint8_t *mad)
 	int len, ret;
 
 	len = dr_cm_mad_frame(&dev->cm, dst_ip4, mad, frame, sizeof(frame));
+	cm_tx_noted(dev, frame, len);
 	if (len < 0)
 		return len;
 	ret = dr_port_send(dev->port, frame, (size_t)len);
@@ -84,6 +95,7 @@ static int cm_send_mad6(void *ctx, const uint8_t dst_ip6[16], const uint8_t *mad
 	int len, ret;
 
 	len = dr_cm_mad_frame6(&dev->cm, dst_ip6, mad, frame, sizeof(frame));
+	cm_tx_noted(dev, frame, len);
 	if (len < 0)
 		return len;
 	ret = dr_port_send(dev->port, frame, (size_t)len);
@@ -138,6 +150,28 @@ static void cm_log(void *ctx, const char *msg)
 	DR_DBG(FI_LOG_EP_CTRL, "%s\n", msg);
 }
 
+static bool cm_noting(void *ctx)
+{
+	struct dr_dev *dev = ctx;
+
+	return dr_port_capturing(dev->port);
+}
+
+/* On the frame of the MAD being received, or kept for the frame of the
+ * one about to be sent (cm_tx_noted). */
+static void cm_note(void *ctx, const uint8_t *mad, const char *text)
+{
+	struct dr_dev *dev = ctx;
+	size_t n = strlen(dev->cm_tx_note);
+
+	if (dev->cm_rx && mad == dev->cm_rx->payload) {
+		dr_port_capture_note(dev->port, dev->cm_rx->frame, dev->cm_rx->frame_len, "%s",
+				     text);
+		return;
+	}
+	snprintf(dev->cm_tx_note + n, sizeof(dev->cm_tx_note) - n, "%s%s", n ? "; " : "", text);
+}
+
 /* ---- the other processes on the interface (registry.c) ------------------- */
 
 static bool port_mine(const struct dr_dev *dev, uint16_t port)
@@ -181,15 +215,17 @@ static enum dr_cm_whose cm_whose(void *ctx, enum dr_cm_key key, uint32_t v)
 }
 
 static const struct dr_cm_ops dev_cm_ops = {
-	.send_mad = cm_send_mad,
-	.send_mad6 = cm_send_mad6,
-	.now_ns = cm_now_ns,
-	.timer_set = cm_timer_set,
-	.event = cm_event,
-	.log = cm_log,
-	.comm_id_claim = cm_comm_id_claim,
-	.comm_id_release = cm_comm_id_release,
-	.whose = cm_whose,
+    .send_mad = cm_send_mad,
+    .send_mad6 = cm_send_mad6,
+    .now_ns = cm_now_ns,
+    .timer_set = cm_timer_set,
+    .event = cm_event,
+    .log = cm_log,
+    .comm_id_claim = cm_comm_id_claim,
+    .comm_id_release = cm_comm_id_release,
+    .whose = cm_whose,
+    .noting = cm_noting,
+    .note = cm_note,
 };
 
 /* ---- receive dispatch ----------------------------------------------------- */
@@ -201,9 +237,17 @@ static const struct dr_cm_ops dev_cm_ops = {
  * goes to the QP its DestQP names, which checks the rest (dr_qp_input).
  * Every drop is counted by reason in dev->rx_drops (the QPs add theirs).
  */
-static void dev_drop(struct dr_dev *dev, enum dr_rx_drop why)
+static void dev_drop(struct dr_dev *dev, enum dr_rx_drop why, const struct dr_pkt *pkt)
 {
 	dev->rx_drops[why]++;
+	/* the capture's record of the frame says so (dr_rx_drop_names) */
+	if (!dr_port_capturing(dev->port))
+		return;
+	if (why == DR_RX_DROP_PKEY)
+		dr_port_capture_drop(dev->port, "%s, P_Key 0x%04x", dr_rx_drop_names[why],
+				     dr_bth_pkey(pkt->bth));
+	else
+		dr_port_capture_drop(dev->port, "%s, QPN 0x%06x", dr_rx_drop_names[why], pkt->dqpn);
 }
 
 /* A frame for a QPN we do not have: does another process on the
@@ -240,22 +284,27 @@ static void dev_rx(void *ctx, const void *frame, size_t len, const struct dr_pkt
 	if (dev->cfg.ipv6 ? !pkt->ip6 : !pkt->ip4) {
 		/* the other family than the device's (the port keeps only
 		 * frames to its own address, so none come) */
-		dev_drop(dev, DR_RX_DROP_NOT_IPV4);
+		dev_drop(dev, DR_RX_DROP_NOT_IPV4, pkt);
 		return;
 	}
 	if (pkt->dqpn == DR_GSI_QPN) {
 		/* rxe_recv.c check_keys: a valid P_Key, and QP1 wants exactly
 		 * the GSI Q_Key */
 		if (!dr_pkey_match(dr_bth_pkey(pkt->bth), DR_DEF_PKEY))
-			dev_drop(dev, DR_RX_DROP_PKEY);
+			dev_drop(dev, DR_RX_DROP_PKEY, pkt);
 		else if (pkt->opcode != DR_OP_UD_SEND_ONLY ||
 			 dr_deth_qkey(dr_pkt_deth(pkt)) != DR_GSI_QKEY)
-			dev_drop(dev, DR_RX_DROP_GSI);
-		else if (pkt->ip6)
-			dr_cm_recv6(&dev->cm, pkt->ip6->saddr, pkt->payload, pkt->payload_len);
-		else
-			dr_cm_recv(&dev->cm, ntohl(pkt->ip4->saddr), pkt->payload,
-				   pkt->payload_len);
+			dev_drop(dev, DR_RX_DROP_GSI, pkt);
+		else {
+			dev->cm_rx = pkt;
+			if (pkt->ip6)
+				dr_cm_recv6(&dev->cm, pkt->ip6->saddr, pkt->payload,
+					    pkt->payload_len);
+			else
+				dr_cm_recv(&dev->cm, ntohl(pkt->ip4->saddr), pkt->payload,
+					   pkt->payload_len);
+			dev->cm_rx = NULL;
+		}
 		return;
 	}
 	/* QPN 0 (the SMI's) is never in the table */
@@ -265,7 +314,7 @@ static void dev_rx(void *ctx, const void *frame, size_t len, const struct dr_pkt
 		return;
 	}
 	if (!ep || !ep->qp) {
-		dev_drop(dev, DR_RX_DROP_UNKNOWN_QPN);
+		dev_drop(dev, DR_RX_DROP_UNKNOWN_QPN, pkt);
 		return;
 	}
 	dr_ep_input(ep, pkt);

@@ -513,6 +513,10 @@ struct dr_dev {
 	uint8_t mac[6];
 	struct dr_cm cm;
 	struct dr_port_timer *cm_timer;
+	/* the CM's annotations (FI_DROCE_PCAP): the frame of the MAD it is
+	 * handling, and the notes for the frame of the MAD it sends next */
+	const struct dr_pkt *cm_rx;
+	char cm_tx_note[256];
 	struct dr_mr_table mrt;
 	struct dr_idmap qps;	/* QPN -> endpoint (dr_dev_qp_create) */
 	uint16_t port_next;	/* ephemeral rdma_cm ports (dr_dev_port_alloc) */

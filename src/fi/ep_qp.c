@@ -278,11 +278,17 @@ static bool qp_noting(void *ctx, struct dr_qp *qp)
 	return dr_port_capturing(ep->dev->port);
 }
 
+/* The engine's "dropped: <reason>" is on the received frame: its record is
+ * marked dropped (epb_flags, epb_dropcount) with the reason. */
 static void qp_note(void *ctx, struct dr_qp *qp, const void *frame, size_t len, const char *text)
 {
+	static const char dropped[] = "dropped: ";
 	struct dr_ep *ep = ctx;
 
-	dr_port_capture_note(ep->dev->port, frame, len, "%s", text);
+	if (!strncmp(text, dropped, sizeof(dropped) - 1))
+		dr_port_capture_drop(ep->dev->port, "%s", text + sizeof(dropped) - 1);
+	else
+		dr_port_capture_note(ep->dev->port, frame, len, "%s", text);
 }
 
 static const struct dr_qp_ops ep_qp_ops = {

@@ -353,10 +353,75 @@ static void rearm(struct dr_cm *cm)
 
 static void pending_leave(struct dr_cm_id *id);
 
+/* ---- annotations ("CM state: OLD -> NEW (why)") ----------------------------- */
+
+static bool cm_noting(const struct dr_cm *cm)
+{
+	return cm->ops->note && (!cm->ops->noting || cm->ops->noting(cm->ctx));
+}
+
+/* The CM message a MAD is, by its attribute ID, for notes. */
+static const char *mad_name(const uint8_t *mad)
+{
+	switch (mad[16] << 8 | mad[17]) {
+	case DR_CM_ATTR_REQ:
+		return "REQ";
+	case DR_CM_ATTR_MRA:
+		return "MRA";
+	case DR_CM_ATTR_REJ:
+		return "REJ";
+	case DR_CM_ATTR_REP:
+		return "REP";
+	case DR_CM_ATTR_RTU:
+		return "RTU";
+	case DR_CM_ATTR_DREQ:
+		return "DREQ";
+	case DR_CM_ATTR_DREP:
+		return "DREP";
+	default:
+		return "MAD";
+	}
+}
+
+/* A state change: on the MAD being received, which caused it, or on the
+ * next MAD sent, which carries it (a change neither makes -- a timeout
+ * that sends nothing, a call of the caller's -- goes unannotated). */
+static void note_state(struct dr_cm *cm, enum dr_cm_state from, enum dr_cm_state to)
+{
+	char text[96];
+
+	if (!cm_noting(cm))
+		return;
+	if (cm->rx_mad) {
+		snprintf(text, sizeof(text), "CM state: %s -> %s (%s received)",
+			 dr_cm_state_names[from], dr_cm_state_names[to], mad_name(cm->rx_mad));
+		cm->ops->note(cm->ctx, cm->rx_mad, text);
+	} else if (cm->nchg < sizeof(cm->chg) / sizeof(cm->chg[0])) {
+		cm->chg[cm->nchg][0] = (uint8_t)from;
+		cm->chg[cm->nchg++][1] = (uint8_t)to;
+	}
+}
+
+/* The state changes a MAD about to be sent carries. */
+static void note_sent(struct dr_cm *cm, const uint8_t *mad)
+{
+	char text[96];
+
+	for (unsigned i = 0; i < cm->nchg; i++) {
+		snprintf(text, sizeof(text), "CM state: %s -> %s (%s sent)",
+			 dr_cm_state_names[cm->chg[i][0]], dr_cm_state_names[cm->chg[i][1]],
+			 mad_name(mad));
+		cm->ops->note(cm->ctx, mad, text);
+	}
+	cm->nchg = 0;
+}
+
 static void set_state(struct dr_cm_id *id, enum dr_cm_state st)
 {
 	cm_log(id->cm, "cm id %08x: %s -> %s", id->local_comm_id, dr_cm_state_names[id->state],
 	       dr_cm_state_names[st]);
+	if (st != id->state)
+		note_state(id->cm, id->state, st);
 	/* answered (or gone): no longer held against the listener's backlog */
 	if (id->state == DR_CMS_REQ_RCVD && st != DR_CMS_REQ_RCVD)
 		pending_leave(id);
@@ -454,6 +519,8 @@ static void drop_named(struct dr_cm *cm, enum dr_cm_drop why, uint32_t comm_id, 
 static int send_raw(struct dr_cm *cm, const uint8_t *ip, const uint8_t *mad)
 {
 	cm->stats.tx_mads++;
+	if (cm->nchg)
+		note_sent(cm, mad);
 	if (cm->cfg.ipv6)
 		return cm->ops->send_mad6(cm->ctx, ip, mad);
 	return cm->ops->send_mad(cm->ctx, gid_ip4(ip), mad);
@@ -1558,6 +1625,15 @@ int dr_cm_connect6(struct dr_cm *cm, const uint8_t dst_ip6[16], uint16_t dst_por
 	return cm_connect(cm, dst_ip6, dst_port, src_port, p, ctx, out);
 }
 
+/* cm_recv with the MAD known to the annotations */
+static void cm_recv_noted(struct dr_cm *cm, const uint8_t *src_ip, const void *mad, size_t len)
+{
+	cm->nchg = 0; /* changes no MAD carried: left unannotated */
+	cm->rx_mad = len >= DR_MAD_LEN ? mad : NULL;
+	cm_recv(cm, src_ip, mad, len);
+	cm->rx_mad = NULL;
+}
+
 void dr_cm_recv(struct dr_cm *cm, uint32_t src_ip4, const void *mad, size_t len)
 {
 	uint8_t gid[16];
@@ -1568,7 +1644,7 @@ void dr_cm_recv(struct dr_cm *cm, uint32_t src_ip4, const void *mad, size_t len)
 		return;
 	}
 	dr_gid_from_ipv4(gid, src_ip4);
-	cm_recv(cm, gid, mad, len);
+	cm_recv_noted(cm, gid, mad, len);
 }
 
 void dr_cm_recv6(struct dr_cm *cm, const uint8_t src_ip6[16], const void *mad, size_t len)
@@ -1578,7 +1654,7 @@ void dr_cm_recv6(struct dr_cm *cm, const uint8_t src_ip6[16], const void *mad, s
 		cm->stats.rx_bad++;
 		return;
 	}
-	cm_recv(cm, src_ip6, mad, len);
+	cm_recv_noted(cm, src_ip6, mad, len);
 }
 
 void dr_cm_peer_unreachable(struct dr_cm *cm, uint32_t ip4)
@@ -1619,6 +1695,7 @@ void dr_cm_tick(struct dr_cm *cm)
 {
 	uint64_t now = cm->ops->now_ns(cm->ctx);
 
+	cm->nchg = 0; /* changes no MAD carried: left unannotated */
 	/* every timeout moves its id's deadline past now or frees it; an
 	 * event callback may add or free ids: read the root afresh */
 	while (cm->heap_n && cm->heap[0]->deadline_ns <= now)

@@ -9,9 +9,16 @@
  * state per packet kind does the work, and RETRY / RNR / ERROR are the
  * exits that change the requester's course.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "qp_priv.h"
+
+/* The causes of a resend, as annotations name them (fi_droce.7). */
+static const char dr_comp_timeout_cause[] = "timeout";
+static const char dr_comp_seq_cause[] = "NAK sequence error";
+static const char dr_comp_rnr_cause[] = "RNR NAK wait over";
+static const char dr_comp_gap_cause[] = "READ response gap";
 
 enum dr_comp_state {
 	DR_COMP_CHECK_PSN, /* is the PSN one we are waiting for? */
@@ -46,6 +53,7 @@ struct dr_comp_ctx {
 	const struct dr_pkt *pkt;
 	uint8_t syndrome;
 	enum dr_wc_status status; /* for DR_COMP_ERROR */
+	const char *cause;	  /* for DR_COMP_RETRY: what asks for a resend (notes) */
 };
 
 /* ---- timers ----------------------------------------------------------------- */
@@ -202,6 +210,26 @@ static void dr_comp_cwnd_cut(struct dr_qp *qp)
 	qp->stats.cwnd_cuts++;
 }
 
+/* The annotation of the resend go-back-N is about to start (req.c puts it
+ * on the resent frame of comp.psn): what caused it, which retry of how
+ * many, the timeout it now runs with. */
+static void dr_comp_note_resend(struct dr_qp *qp, const char *cause, unsigned attempt, unsigned max)
+{
+	char m[16];
+
+	if (!dr_qp_noting(qp))
+		return;
+	if (max == 7 && cause == dr_comp_rnr_cause)
+		snprintf(m, sizeof(m), "unlimited"); /* rnr_retry 7 (IBA 9.7.5.2) */
+	else
+		snprintf(m, sizeof(m), "%u", max);
+	qp->req.note_psn = qp->comp.psn;
+	qp->req.note[0] = '\0';
+	dr_qp_note_add(
+	    qp->req.note, "retransmit: %s, go-back-N from PSN %u, attempt %u of %s, RTO %llu us",
+	    cause, qp->comp.psn, attempt, m, (unsigned long long)(dr_comp_rto(qp) / 1000));
+}
+
 /* ---- completing WQEs ---------------------------------------------------------- */
 
 /* Complete the WQE at the SQ head.  Unsignaled WQEs report only errors
@@ -238,6 +266,7 @@ static void dr_comp_progress(struct dr_qp *qp)
 	qp->comp.rnr_left = qp->attr.rnr_retry;
 	qp->comp.retry_started = false;
 	qp->comp.backoff = 0;
+	qp->comp.rnr_tries = 0;
 	if (qp->comp.rtt_on && dr_psn_diff(qp->comp.psn, qp->comp.rtt_psn) > 0)
 		dr_comp_rtt_sample(qp);
 	if (qp->req.cwnd < DR_QP_MAX_UNACKED_PSNS)
@@ -355,6 +384,7 @@ static enum dr_comp_state dr_comp_check_psn(struct dr_qp *qp, struct dr_comp_ctx
 static enum dr_comp_state dr_comp_ack(struct dr_qp *qp, struct dr_comp_ctx *c)
 {
 	/* cumulative: everything up to and including its PSN (B.3) */
+	c->cause = dr_comp_gap_cause; /* an ACK past an unanswered READ/atomic */
 	if (dr_comp_ack_to(qp, dr_psn_add(c->pkt->psn, 1)) == DR_ACK_IMPLIED_NAK)
 		return qp->comp.retry_started ? DR_COMP_DONE : DR_COMP_RETRY;
 	return DR_COMP_DONE;
@@ -369,6 +399,7 @@ static enum dr_comp_state dr_comp_read(struct dr_qp *qp, struct dr_comp_ctx *c)
 
 	if (!w || w->wr.opcode != DR_WR_READ)
 		return DR_COMP_DROP;
+	c->cause = dr_comp_gap_cause;
 	/* a READ response implicitly acknowledges what precedes the READ
 	 * (IBA 9.7.5.2) */
 	if (dr_comp_ack_to(qp, w->first_psn) == DR_ACK_IMPLIED_NAK ||
@@ -415,6 +446,7 @@ static enum dr_comp_state dr_comp_atomic(struct dr_qp *qp, struct dr_comp_ctx *c
 
 	if (!w || !dr_wr_is_atomic(w->wr.opcode) || !ack)
 		return DR_COMP_DROP;
+	c->cause = dr_comp_gap_cause;
 	if (dr_comp_ack_to(qp, w->first_psn) == DR_ACK_IMPLIED_NAK ||
 	    w != dr_sq_wqe(qp, qp->sq.tail))
 		return qp->comp.retry_started ? DR_COMP_DONE : DR_COMP_RETRY;
@@ -433,8 +465,12 @@ static enum dr_comp_state dr_comp_nak(struct dr_qp *qp, struct dr_comp_ctx *c)
 	enum dr_ack_result r = dr_comp_ack_to(qp, c->pkt->psn);
 	uint8_t s = c->syndrome;
 
+	c->cause = dr_comp_gap_cause;
 	if ((s & DR_AETH_TYPE_MASK) == DR_AETH_RNR_NAK) {
 		qp->stats.rx_rnr_naks++;
+		if (dr_qp_noting(qp))
+			dr_qp_note_event(qp, "RNR NAK received: waiting %g ms",
+					 (double)dr_rnr_timer_ns(s & 0x1f) / 1e6);
 		if (r == DR_ACK_IMPLIED_NAK)
 			return qp->comp.retry_started ? DR_COMP_DONE : DR_COMP_RETRY;
 		return DR_COMP_RNR;
@@ -443,8 +479,11 @@ static enum dr_comp_state dr_comp_nak(struct dr_qp *qp, struct dr_comp_ctx *c)
 		dr_qp_drop(qp, DR_RX_DROP_RSP); /* reserved syndrome 010 */
 		return DR_COMP_DONE;
 	}
+	if (dr_qp_noting(qp))
+		dr_qp_note_event(qp, "NAK received: %s, PSN %u", dr_qp_nak_name(s), c->pkt->psn);
 	if (s == DR_AETH_NAK_PSN_SEQ) {
 		qp->stats.rx_seq_naks++;
+		c->cause = dr_comp_seq_cause;
 		/* one go-back-N per loss episode (rxe started_retry): once a
 		 * retry is under way, NAKs that bring no progress -- copies,
 		 * or NAKs for gaps the resend will fill anyway -- change
@@ -469,6 +508,8 @@ static enum dr_comp_state dr_comp_retry(struct dr_qp *qp, struct dr_comp_ctx *c)
 	}
 	qp->comp.retry_left--;
 	qp->stats.retries++;
+	dr_comp_note_resend(qp, c->cause ? c->cause : dr_comp_timeout_cause,
+			    qp->attr.retry_cnt - qp->comp.retry_left, qp->attr.retry_cnt);
 	return DR_COMP_RESEND;
 }
 
@@ -494,6 +535,7 @@ static enum dr_comp_state dr_comp_rnr(struct dr_qp *qp, struct dr_comp_ctx *c)
 	}
 	if (qp->comp.rnr_left != 7)
 		qp->comp.rnr_left--;
+	qp->comp.rnr_tries++;
 	qp->stats.rnr_waits++;
 	dr_req_rewind(qp);
 	dr_req_set_state(qp, DR_REQ_WAIT_RNR);
@@ -511,7 +553,7 @@ static enum dr_comp_state dr_comp_error(struct dr_qp *qp, struct dr_comp_ctx *c)
 		  dr_wc_status_names[c->status], c->syndrome);
 	if (qp->sq.tail != qp->sq.head)
 		dr_comp_wqe(qp, c->status, c->status == DR_WC_RETRY_EXC_ERR ? 0 : c->syndrome);
-	dr_qp_error(qp);
+	dr_qp_error(qp, dr_wc_status_names[c->status]);
 	return DR_COMP_DONE;
 }
 
@@ -596,6 +638,8 @@ void dr_comp_timeout(struct dr_qp *qp)
 		/* DR_QP_ADAPTIVE_RTO: shorter than the QP's timeout, so it
 		 * resends without counting a retry (dr_comp_rto) */
 		qp->stats.early_timeouts++;
+		dr_comp_note_resend(qp, dr_comp_timeout_cause,
+				    qp->attr.retry_cnt - qp->comp.retry_left, qp->attr.retry_cnt);
 		dr_comp_run(qp, &c, DR_COMP_RESEND);
 		return;
 	}
@@ -609,6 +653,7 @@ void dr_comp_rnr_expired(struct dr_qp *qp)
 		return;
 	dr_req_set_state(qp, DR_REQ_SEND);
 	dr_req_rewind(qp);
+	dr_comp_note_resend(qp, dr_comp_rnr_cause, qp->comp.rnr_tries, qp->attr.rnr_retry);
 	dr_req_run(qp);
 	dr_comp_arm(qp);
 }

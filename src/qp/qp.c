@@ -125,17 +125,47 @@ bool dr_qp_noting(const struct dr_qp *qp)
 	return qp->ops->note && (!qp->ops->noting || qp->ops->noting(qp->ctx, (struct dr_qp *)qp));
 }
 
+void dr_qp_note_add(char *buf, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	dr_note_vadd(buf, DR_QP_NOTE_LEN, fmt, ap);
+	va_end(ap);
+}
+
 void dr_qp_note(struct dr_qp *qp, const void *frame, size_t len, const char *fmt, ...)
 {
-	char text[256];
+	char text[DR_QP_NOTE_LEN] = "";
 	va_list ap;
 
 	if (!dr_qp_noting(qp))
 		return;
 	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
+	dr_note_vadd(text, DR_QP_NOTE_LEN, fmt, ap);
 	va_end(ap);
 	qp->ops->note(qp->ctx, qp, frame, len, text);
+}
+
+void dr_qp_note_event(struct dr_qp *qp, const char *fmt, ...)
+{
+	char text[DR_QP_NOTE_LEN] = "";
+	va_list ap;
+
+	if (!dr_qp_noting(qp))
+		return;
+	va_start(ap, fmt);
+	dr_note_vadd(qp->rx_pkt ? text : qp->tx_note, DR_QP_NOTE_LEN, fmt, ap);
+	va_end(ap);
+	if (qp->rx_pkt)
+		qp->ops->note(qp->ctx, qp, qp->rx_pkt->frame, qp->rx_pkt->frame_len, text);
+}
+
+const char *dr_qp_note_op(const struct dr_opcode_info *op)
+{
+	if (op->flags & DR_OPF_READ && op->flags & DR_OPF_REQ)
+		return "READ";
+	return strncmp(op->name, "RC_", 3) ? op->name : op->name + 3;
 }
 
 uint64_t dr_qp_now(struct dr_qp *qp)
@@ -266,8 +296,29 @@ void dr_qp_desc(struct dr_qp *qp, struct dr_pkt_desc *d, uint8_t opcode, uint32_
 	d->psn = psn & DR_PSN_MASK;
 }
 
+/* The notes for a frame about to leave (built, len bytes): the caller's
+ * and those waiting for this QP's next frame (dr_qp_note_event). */
+static void dr_qp_tx_notes(struct dr_qp *qp, const void *frame, size_t len, const char *note)
+{
+	if (qp->tx_note[0]) {
+		if (note && *note)
+			dr_qp_note_add(qp->tx_note, "%s", note);
+		note = qp->tx_note;
+	}
+	if (note && *note && qp->ops->note)
+		qp->ops->note(qp->ctx, qp, frame, len, note);
+	qp->tx_note[0] = '\0';
+}
+
 void dr_qp_send_frame(struct dr_qp *qp, const struct dr_pkt_desc *d)
 {
+	dr_qp_send_frame_note(qp, d, NULL);
+}
+
+void dr_qp_send_frame_note(struct dr_qp *qp, const struct dr_pkt_desc *d, const char *note)
+{
+	bool noted = (note && *note) || qp->tx_note[0];
+
 	const struct dr_qp_ops *o = qp->ops;
 	int len;
 
@@ -279,6 +330,8 @@ void dr_qp_send_frame(struct dr_qp *qp, const struct dr_pkt_desc *d)
 		len = dr_pkt_build_split(d, hdr, sizeof(hdr), trailer, &tlen);
 		if (len >= 0) {
 			qp->stats.tx_frames++;
+			if (noted)
+				dr_qp_tx_notes(qp, hdr, (size_t)len, note);
 			o->xmit_split(qp->ctx, qp, hdr, (size_t)len, d->payload, d->payload_len,
 				      trailer, tlen);
 			return;
@@ -293,6 +346,8 @@ void dr_qp_send_frame(struct dr_qp *qp, const struct dr_pkt_desc *d)
 		if (buf) {
 			int n = dr_pkt_build(d, buf, (size_t)len);
 
+			if (noted && n == len)
+				dr_qp_tx_notes(qp, buf, (size_t)len, note);
 			o->frame_done(qp->ctx, qp, h, n == len);
 			if (n == len) {
 				qp->stats.tx_frames++;
@@ -308,6 +363,8 @@ void dr_qp_send_frame(struct dr_qp *qp, const struct dr_pkt_desc *d)
 		len = dr_pkt_build(d, qp->frame, DR_QP_FRAME_CAP);
 		if (len >= 0) {
 			qp->stats.tx_frames++;
+			if (noted)
+				dr_qp_tx_notes(qp, qp->frame, (size_t)len, note);
 			o->xmit(qp->ctx, qp, qp->frame, (size_t)len);
 			return;
 		}
@@ -419,6 +476,24 @@ enum dr_wc_status dr_qp_nak_status(uint8_t syndrome)
 	}
 }
 
+const char *dr_qp_nak_name(uint8_t syndrome)
+{
+	switch (syndrome) {
+	case DR_AETH_NAK_PSN_SEQ:
+		return "sequence error";
+	case DR_AETH_NAK_INV_REQ:
+		return "invalid request";
+	case DR_AETH_NAK_REM_ACCESS:
+		return "remote access error";
+	case DR_AETH_NAK_REM_OP:
+		return "remote operational error";
+	case DR_AETH_NAK_INV_RD_REQ:
+		return "invalid RD request";
+	default:
+		return "reserved code";
+	}
+}
+
 static void dr_qp_flush_send(struct dr_qp *qp, struct dr_send_wqe *w)
 {
 	struct dr_wc wc = {
@@ -443,11 +518,12 @@ static void dr_qp_flush_recv(struct dr_qp *qp, struct dr_recv_wqe *w)
 
 /* IBA 10.3.1: in ERROR every outstanding WR completes with a flush
  * status, in order, once; nothing more is sent or accepted. */
-void dr_qp_error(struct dr_qp *qp)
+void dr_qp_error(struct dr_qp *qp, const char *why)
 {
 	if (qp->state == DR_QPS_ERROR)
 		return;
 	dr_qp_log(qp, "qp %u: %s -> ERROR", qp->qpn, dr_qp_state_names[qp->state]);
+	dr_qp_note_event(qp, "QP state: %s -> ERROR (%s)", dr_qp_state_names[qp->state], why);
 	qp->state = DR_QPS_ERROR;
 	qp->resp.ack_due = false;
 	dr_req_set_state(qp, DR_REQ_ERROR);
@@ -613,6 +689,7 @@ static void dr_qp_reset(struct dr_qp *qp)
 	qp->sq.head = qp->sq.tail = 0;
 	qp->rq.head = qp->rq.tail = 0;
 	memset(&qp->attr, 0, sizeof(qp->attr));
+	qp->tx_note[0] = '\0';
 	qp->deadline_ns = UINT64_MAX;
 	if (qp->ops->timer_set)
 		qp->ops->timer_set(qp->ctx, qp, UINT64_MAX);
@@ -692,7 +769,7 @@ int dr_qp_modify(struct dr_qp *qp, const struct dr_qp_attr *attr, unsigned mask)
 		return 0;
 	}
 	if (to == DR_QPS_ERROR) {
-		dr_qp_error(qp);
+		dr_qp_error(qp, "modify");
 		return 0;
 	}
 	for (i = 0; i < sizeof(dr_qp_trans_tab) / sizeof(dr_qp_trans_tab[0]); i++)
@@ -712,9 +789,12 @@ int dr_qp_modify(struct dr_qp *qp, const struct dr_qp_attr *attr, unsigned mask)
 	} else if (from == DR_QPS_RTS && (mask & DR_QP_ATTR_RETRY_CNT)) {
 		qp->comp.retry_left = qp->attr.retry_cnt;
 	}
-	if (from != to)
+	if (from != to) {
 		dr_qp_log(qp, "qp %u: %s -> %s", qp->qpn, dr_qp_state_names[from],
 			  dr_qp_state_names[to]);
+		dr_qp_note_event(qp, "QP state: %s -> %s (modify)", dr_qp_state_names[from],
+				 dr_qp_state_names[to]);
+	}
 	qp->state = to;
 	if (to == DR_QPS_RTS)
 		dr_req_run(qp);
@@ -799,12 +879,63 @@ int dr_qp_post_recv(struct dr_qp *qp, const struct dr_recv_wr *wr)
 
 /* ---- input ------------------------------------------------------------------ */
 
+/* "dropped: <reason>, <what was wrong>" on the frame dr_qp_input handles
+ * (src/fi marks its record dropped). */
+static void dr_qp_drop_note(struct dr_qp *qp, enum dr_rx_drop why)
+{
+	const struct dr_pkt *pkt = qp->rx_pkt;
+	char what[96] = "";
+
+	switch (why) {
+	case DR_RX_DROP_SRC_ADDR:
+	case DR_RX_DROP_DST_ADDR:
+		if (pkt->ip4 || pkt->ip6) {
+			bool src = why == DR_RX_DROP_SRC_ADDR;
+			char s[INET6_ADDRSTRLEN];
+
+			if (pkt->ip4)
+				inet_ntop(AF_INET, src ? &pkt->ip4->saddr : &pkt->ip4->daddr, s,
+					  sizeof(s));
+			else
+				inet_ntop(AF_INET6, src ? pkt->ip6->saddr : pkt->ip6->daddr, s,
+					  sizeof(s));
+			snprintf(what, sizeof(what), ", %s %s", src ? "from" : "to", s);
+		}
+		break;
+	case DR_RX_DROP_PKEY:
+		snprintf(what, sizeof(what), ", P_Key 0x%04x", dr_bth_pkey(pkt->bth));
+		break;
+	case DR_RX_DROP_STATE:
+		snprintf(what, sizeof(what), ", QP in %s", dr_qp_state_names[qp->state]);
+		break;
+	case DR_RX_DROP_PSN_AHEAD:
+		snprintf(what, sizeof(what), ", expected PSN %u, received PSN %u, NAK already sent",
+			 qp->resp.psn, pkt->psn);
+		break;
+	case DR_RX_DROP_PSN_STALE:
+		snprintf(what, sizeof(what), ", PSN %u, nothing kept to answer it", pkt->psn);
+		break;
+	case DR_RX_DROP_RSP:
+		if (dr_psn_diff(qp->comp.max_psn, qp->comp.psn) > 0)
+			snprintf(what, sizeof(what), ", PSN %u, outstanding PSN %u..%u", pkt->psn,
+				 qp->comp.psn, dr_psn_add(qp->comp.max_psn, -1));
+		else
+			snprintf(what, sizeof(what), ", PSN %u, nothing outstanding", pkt->psn);
+		break;
+	default:
+		break;
+	}
+	dr_qp_note_event(qp, "dropped: %s%s", dr_rx_drop_names[why], what);
+}
+
 void dr_qp_drop(struct dr_qp *qp, enum dr_rx_drop why)
 {
 	qp->stats.rx_dropped++;
 	qp->stats.rx_drop[why]++;
 	if (qp->port_drops)
 		qp->port_drops[why]++;
+	if (qp->rx_pkt && dr_qp_noting(qp))
+		dr_qp_drop_note(qp, why);
 }
 
 /*
@@ -856,13 +987,13 @@ void dr_qp_input(struct dr_qp *qp, const struct dr_pkt *pkt)
 	enum dr_rx_drop why;
 
 	qp->stats.rx_frames++;
+	qp->rx_pkt = pkt;
 	why = dr_qp_rx_check(qp, pkt);
-	if (why != DR_RX_OK) {
+	if (why != DR_RX_OK)
 		dr_qp_drop(qp, why);
-		return;
-	}
-	if (pkt->op->flags & DR_OPF_REQ)
+	else if (pkt->op->flags & DR_OPF_REQ)
 		dr_resp_input(qp, pkt);
 	else
 		dr_comp_input(qp, pkt);
+	qp->rx_pkt = NULL;
 }

@@ -34,6 +34,9 @@
 #define DR_QP_READ_CHUNK (DR_QP_MAX_UNACKED_PSNS / 2)
 #define DR_QP_READ_REQS	 2
 
+/* Bytes of one frame's annotations held by the engine (struct dr_qp_ops.note). */
+#define DR_QP_NOTE_LEN 256
+
 /* ==== Work requests by kind ============================================== */
 
 /* Where packet k of a message of n packets sits in it (IBA 9.7.3.1). */
@@ -175,6 +178,11 @@ struct dr_qp {
 		 * READ requests' tokens back: those are asked again) */
 		bool undo_ok;
 		uint32_t undo_psn, undo_wqe;
+		/* the annotation of the next resend of note_psn ("retransmit:
+		 * ..."), written by the completer when it rewinds, only while
+		 * someone listens (dr_qp_noting) */
+		uint32_t note_psn;
+		char note[DR_QP_NOTE_LEN];
 	} req;
 
 	struct {
@@ -201,6 +209,7 @@ struct dr_qp {
 		uint32_t floor_samples;
 		uint64_t rto_deadline_ns;
 		uint64_t rnr_deadline_ns;
+		uint32_t rnr_tries; /* RNR waits since the last progress */
 	} comp;
 
 	struct {
@@ -209,6 +218,7 @@ struct dr_qp {
 		bool nak_sent; /* one NAK per gap (B.6) */
 		bool ack_due;  /* DR_QP_DEFER_ACK: an ACK for ack_psn is held */
 		uint32_t ack_psn, ack_msn;
+		uint32_t ack_from; /* the first PSN whose ACK was held */
 		/* the multi-packet message in progress: its class,
 		 * DR_OPF_SEND or DR_OPF_WRITE; 0 when none is */
 		uint32_t in;
@@ -228,6 +238,10 @@ struct dr_qp {
 
 	uint64_t deadline_ns; /* last value given to timer_set */
 	struct dr_qp_stats stats;
+	/* annotations: the frame dr_qp_input is handling (notes about it
+	 * go on it), and notes for the next frame this QP sends */
+	const struct dr_pkt *rx_pkt;
+	char tx_note[DR_QP_NOTE_LEN];
 };
 
 /* ==== Engine internals (qp.c, req.c, resp.c, comp.c) ==================== */
@@ -253,19 +267,31 @@ void dr_qp_drop(struct dr_qp *qp, enum dr_rx_drop why);
 uint64_t dr_rnr_timer_ns(unsigned code);
 void dr_qp_log(struct dr_qp *qp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Annotations (struct dr_qp_ops.note): test dr_qp_noting() before working
- * out what a note says; dr_qp_note() formats and hands it over. */
+ * out what a note says; dr_qp_note() formats and hands it over.
+ * dr_qp_note_event(): a note on the frame dr_qp_input is handling, or,
+ * outside it, on the next frame this QP sends.  dr_qp_note_add() joins
+ * a note to buf (size DR_QP_NOTE_LEN) with "; ". */
 bool dr_qp_noting(const struct dr_qp *qp);
 void dr_qp_note(struct dr_qp *qp, const void *frame, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+void dr_qp_note_event(struct dr_qp *qp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void dr_qp_note_add(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* An opcode's name in notes: "READ", "ATOMIC", else the table's without "RC_". */
+const char *dr_qp_note_op(const struct dr_opcode_info *op);
 uint64_t dr_qp_now(struct dr_qp *qp);
 void dr_qp_timer_update(struct dr_qp *qp);
 /* Fill d with this QP's addressing and the BTH basics. */
 void dr_qp_desc(struct dr_qp *qp, struct dr_pkt_desc *d, uint8_t opcode, uint32_t psn);
 void dr_qp_send_frame(struct dr_qp *qp, const struct dr_pkt_desc *d);
-void dr_qp_error(struct dr_qp *qp);
+/* The same, with an annotation (NULL or "": none) for the frame. */
+void dr_qp_send_frame_note(struct dr_qp *qp, const struct dr_pkt_desc *d, const char *note);
+/* To ERROR; why: the cause, for the annotation "QP state: X -> ERROR (why)". */
+void dr_qp_error(struct dr_qp *qp, const char *why);
 void dr_qp_complete(struct dr_qp *qp, const struct dr_wc *wc);
 /* The completion status an error NAK's AETH syndrome stands for (B.9). */
 enum dr_wc_status dr_qp_nak_status(uint8_t syndrome);
+/* A NAK syndrome's reason in words ("sequence error", ...), for notes. */
+const char *dr_qp_nak_name(uint8_t syndrome);
 /* Copy between an SGE list and a flat buffer, starting at byte off of the
  * list.  The SGEs were checked and turned into local pointers at post time
  * (their lkey is then DR_LKEY_NONE). */

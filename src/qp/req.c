@@ -127,7 +127,13 @@ static uint32_t dr_req_send_pkt(struct dr_qp *qp, struct dr_send_wqe *w, uint32_
 		qp->stats.tx_resent_pkts++;
 	else if (d.ackreq)
 		dr_comp_rtt_start(qp, psn);
-	dr_qp_send_frame(qp, &d);
+	/* the first packet of a go-back-N carries why (comp.c) */
+	if (qp->req.note[0] && psn == qp->req.note_psn) {
+		dr_qp_send_frame_note(qp, &d, qp->req.note);
+		qp->req.note[0] = '\0';
+	} else {
+		dr_qp_send_frame(qp, &d);
+	}
 	return used;
 }
 

@@ -112,10 +112,9 @@ static bool dr_resp_takes_rwqe(const struct dr_qp *qp, const struct dr_resp_ctx 
 
 /* The held ACK (DR_QP_DEFER_ACK) goes first: whatever the responder
  * sends next must not overtake it. */
-static void dr_resp_send_aeth(struct dr_qp *qp, uint8_t opcode, uint32_t psn, uint8_t syndrome);
-
 void dr_resp_flush_ack(struct dr_qp *qp)
 {
+	char note[DR_QP_NOTE_LEN] = "";
 	struct dr_pkt_desc d;
 
 	if (!qp->resp.ack_due)
@@ -125,10 +124,15 @@ void dr_resp_flush_ack(struct dr_qp *qp)
 	dr_qp_desc(qp, &d, DR_OP_ACK, qp->resp.ack_psn);
 	d.aeth.syndrome = DR_AETH_ACK_UNLIMITED;
 	d.aeth.msn = qp->resp.ack_msn;
-	dr_qp_send_frame(qp, &d);
+	if (qp->resp.ack_from != qp->resp.ack_psn && dr_qp_noting(qp))
+		dr_qp_note_add(note, "ACK coalesced: covers PSN %u..%u", qp->resp.ack_from,
+			       qp->resp.ack_psn);
+	dr_qp_send_frame_note(qp, &d, note);
 }
 
-static void dr_resp_send_aeth(struct dr_qp *qp, uint8_t opcode, uint32_t psn, uint8_t syndrome)
+/* An AETH-only answer; note: its annotation (NULL: none). */
+static void dr_resp_send_aeth(struct dr_qp *qp, uint8_t opcode, uint32_t psn, uint8_t syndrome,
+			      const char *note)
 {
 	struct dr_pkt_desc d;
 
@@ -136,13 +140,24 @@ static void dr_resp_send_aeth(struct dr_qp *qp, uint8_t opcode, uint32_t psn, ui
 	dr_qp_desc(qp, &d, opcode, psn);
 	d.aeth.syndrome = syndrome;
 	d.aeth.msn = qp->resp.msn;
-	dr_qp_send_frame(qp, &d);
+	dr_qp_send_frame_note(qp, &d, note);
 }
 
 static void dr_resp_ack(struct dr_qp *qp, uint32_t psn)
 {
 	qp->stats.tx_acks++;
-	dr_resp_send_aeth(qp, DR_OP_ACK, psn, DR_AETH_ACK_UNLIMITED);
+	dr_resp_send_aeth(qp, DR_OP_ACK, psn, DR_AETH_ACK_UNLIMITED, NULL);
+}
+
+/* "NAK sent: <reason>, expected PSN <e>, received PSN <r>" into note (or
+ * nothing, when nobody listens) */
+static const char *dr_resp_nak_note(struct dr_qp *qp, char *note, uint8_t syndrome, uint32_t psn)
+{
+	note[0] = '\0';
+	if (dr_qp_noting(qp))
+		dr_qp_note_add(note, "NAK sent: %s, expected PSN %u, received PSN %u",
+			       dr_qp_nak_name(syndrome), qp->resp.psn, psn);
+	return note;
 }
 
 /* The READ RESPONSE opcodes by position (IBA table 38). */
@@ -498,6 +513,8 @@ static enum dr_resp_state dr_resp_acknowledge(struct dr_qp *qp, struct dr_resp_c
 	}
 	if (qp->resp.ack_due)
 		qp->stats.acks_coalesced++;
+	else
+		qp->resp.ack_from = c->pkt->psn;
 	qp->resp.ack_due = true;
 	qp->resp.ack_psn = c->pkt->psn;
 	qp->resp.ack_msn = qp->resp.msn;
@@ -514,6 +531,8 @@ static enum dr_resp_state dr_resp_duplicate(struct dr_qp *qp, struct dr_resp_ctx
 	/* B.7: a duplicate gets again what it was owed, from what is kept */
 	if (c->ack == DR_ACK_IF_REQ) {
 		/* (C9-105): not executed again; ACK the last in-order PSN */
+		dr_qp_note_event(qp, "duplicate: %s PSN %u acknowledged again, ACK PSN %u",
+				 dr_qp_note_op(pkt->op), pkt->psn, dr_psn_add(qp->resp.psn, -1));
 		dr_resp_ack(qp, dr_psn_add(qp->resp.psn, -1));
 		return DR_RESP_DONE;
 	}
@@ -527,6 +546,9 @@ static enum dr_resp_state dr_resp_duplicate(struct dr_qp *qp, struct dr_resp_ctx
 			/* answered from the replay cache, never executed twice */
 			if (!r->atomic || r->first_psn != pkt->psn)
 				break;
+			dr_qp_note_event(
+			    qp, "duplicate: %s PSN %u answered again from the replay cache",
+			    dr_qp_note_op(pkt->op), pkt->psn);
 			dr_resp_atomic_reply(qp, pkt->psn, r->orig);
 			return DR_RESP_DONE;
 		}
@@ -547,6 +569,8 @@ static enum dr_resp_state dr_resp_duplicate(struct dr_qp *qp, struct dr_resp_ctx
 				c->nak = DR_AETH_NAK_REM_ACCESS;
 				return DR_RESP_ERROR;
 			}
+			dr_qp_note_event(
+			    qp, "duplicate: READ PSN %u answered again from the request", pkt->psn);
 			dr_resp_read_reply(qp, pkt->psn, ptr, len);
 			return DR_RESP_DONE;
 		}
@@ -562,9 +586,12 @@ static enum dr_resp_state dr_resp_nak_seq(struct dr_qp *qp, struct dr_resp_ctx *
 	/* B.6 (IBA 9.7.5.1, PSN check): one NAK per gap carrying the expected
 	 * PSN, then silence until the gap closes */
 	if (!qp->resp.nak_sent) {
+		char note[DR_QP_NOTE_LEN];
+
 		qp->resp.nak_sent = true;
 		qp->stats.tx_seq_naks++;
-		dr_resp_send_aeth(qp, DR_OP_ACK, qp->resp.psn, DR_AETH_NAK_PSN_SEQ);
+		dr_resp_send_aeth(qp, DR_OP_ACK, qp->resp.psn, DR_AETH_NAK_PSN_SEQ,
+				  dr_resp_nak_note(qp, note, DR_AETH_NAK_PSN_SEQ, c->pkt->psn));
 	} else {
 		dr_qp_drop(qp, DR_RX_DROP_PSN_AHEAD);
 	}
@@ -576,21 +603,31 @@ static enum dr_resp_state dr_resp_rnr(struct dr_qp *qp, struct dr_resp_ctx *c)
 	/* B.5: RNR NAK with our min_rnr_timer for the packet's PSN.  It
 	 * counts as this gap's NAK: what follows it is dropped silently
 	 * until the requester comes back to this PSN. */
+	char note[DR_QP_NOTE_LEN] = "";
+
 	qp->stats.tx_rnr_naks++;
 	qp->resp.nak_sent = true;
+	if (dr_qp_noting(qp))
+		dr_qp_note_add(note,
+			       "RNR NAK sent: no receive posted for %s PSN %u, asks for %g ms",
+			       dr_qp_note_op(c->pkt->op), c->pkt->psn,
+			       (double)dr_rnr_timer_ns(qp->attr.min_rnr_timer & 0x1f) / 1e6);
 	dr_resp_send_aeth(qp, DR_OP_ACK, c->pkt->psn,
-			  DR_AETH_RNR_NAK | (qp->attr.min_rnr_timer & 0x1f));
+			  DR_AETH_RNR_NAK | (qp->attr.min_rnr_timer & 0x1f), note);
 	return DR_RESP_DONE;
 }
 
 static enum dr_resp_state dr_resp_error(struct dr_qp *qp, struct dr_resp_ctx *c)
 {
+	char note[DR_QP_NOTE_LEN];
+
 	/* B.9: NAK for the offending PSN, the receive in progress fails, the
 	 * QP moves to ERROR and flushes the rest */
 	qp->stats.tx_err_naks++;
 	dr_qp_log(qp, "qp %u resp: NAK 0x%02x psn %u opcode %s", qp->qpn, c->nak, c->pkt->psn,
 		  c->pkt->op->name);
-	dr_resp_send_aeth(qp, DR_OP_ACK, c->pkt->psn, c->nak);
+	dr_resp_send_aeth(qp, DR_OP_ACK, c->pkt->psn, c->nak,
+			  dr_resp_nak_note(qp, note, c->nak, c->pkt->psn));
 	if (qp->resp.rwqe || c->rstatus != DR_WC_SUCCESS) {
 		if (qp->rq.tail != qp->rq.head) {
 			struct dr_recv_wqe *rw = dr_rq_wqe(qp, qp->rq.tail++);
@@ -609,7 +646,7 @@ static enum dr_resp_state dr_resp_error(struct dr_qp *qp, struct dr_resp_ctx *c)
 	/* a refused replay was reported when it first executed */
 	if (!c->replay)
 		dr_resp_note_remote_op(qp, c, dr_qp_nak_status(c->nak));
-	dr_qp_error(qp);
+	dr_qp_error(qp, dr_qp_nak_name(c->nak));
 	return DR_RESP_DONE;
 }
 

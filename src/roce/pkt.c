@@ -7,6 +7,7 @@
  * checked against what is left before the bytes are touched.
  */
 #include <errno.h>
+#include <stdio.h>
 
 #include "dr_roce.h"
 
@@ -522,4 +523,16 @@ void dr_pkt_to_desc(const struct dr_pkt *pkt, struct dr_pkt_desc *d)
 	d->payload = pkt->payload;
 	d->payload_len = pkt->payload_len;
 	memcpy(d->pad, pkt->payload + pkt->payload_len, pkt->padcnt);
+}
+
+void dr_note_vadd(char *buf, size_t size, const char *fmt, va_list ap)
+{
+	size_t n = strlen(buf);
+
+	if (n && n + 2 < size) {
+		memcpy(buf + n, "; ", 3);
+		n += 2;
+	}
+	if (n + 1 < size)
+		vsnprintf(buf + n, size - n, fmt, ap);
 }

@@ -350,14 +350,7 @@ void dr_capture_rx_end(struct dr_port *p)
 /* Append "; "-separated text to a record's comment (cut to DR_CAP_NOTE). */
 static void note_add(char *note, const char *fmt, va_list ap)
 {
-	size_t n = strlen(note);
-
-	if (n && n + 2 < DR_CAP_NOTE) {
-		memcpy(note + n, "; ", 3);
-		n += 2;
-	}
-	if (n + 1 < DR_CAP_NOTE)
-		vsnprintf(note + n, DR_CAP_NOTE - n, fmt, ap);
+	dr_note_vadd(note, DR_CAP_NOTE, fmt, ap);
 }
 
 static void note_addf(char *note, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
