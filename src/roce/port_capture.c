@@ -393,12 +393,53 @@ static void rx_drop_f(struct dr_port *p, uint32_t flags, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* Whether a frame the parser refused before it reached the UDP port may be
+ * RoCEv2: UDP to port 4791 as far as its bytes go (a frame too short to
+ * tell is taken as one).  A kernel's GSO-sized TCP segment, seen by
+ * af_packet with an IP length the frame does not match, is not. */
+static bool maybe_roce(const uint8_t *f, size_t len)
+{
+	size_t off = 12, udp;
+	uint16_t type;
+
+	if (len < off + 2)
+		return true;
+	type = (uint16_t)(f[off] << 8 | f[off + 1]);
+	if (type == 0x8100) {
+		off += 4;
+		if (len < off + 2)
+			return true;
+		type = (uint16_t)(f[off] << 8 | f[off + 1]);
+	}
+	off += 2;
+	if (type == 0x0800) {
+		if (len < off + 10)
+			return true;
+		if (f[off + 9] != 17)
+			return false;
+		udp = off + ((f[off] & 0xf) * 4u < 20 ? 20 : (f[off] & 0xf) * 4u);
+	} else if (type == 0x86dd) {
+		if (len < off + 7)
+			return true;
+		if (f[off + 6] != 17)
+			return false;
+		udp = off + 40;
+	} else {
+		return false;
+	}
+	return len < udp + 4 || (f[udp + 2] << 8 | f[udp + 3]) == DR_ROCE_UDP_PORT;
+}
+
 void dr_capture_rx_verdict(struct dr_port *p, enum dr_pkt_verdict v)
 {
+	struct rte_mbuf *rx = p->pcapng ? p->pcapng->rx : NULL;
 	uint32_t flags = 0;
 
 	/* not RoCEv2: other traffic the interface carries, not droce's */
-	if (!p->pcapng || v == DR_PKT_NOT_IP || v == DR_PKT_NOT_UDP || v == DR_PKT_NOT_ROCE)
+	if (!rx || v == DR_PKT_NOT_IP || v == DR_PKT_NOT_UDP || v == DR_PKT_NOT_ROCE)
+		return;
+	if (v < DR_PKT_NOT_ROCE &&
+	    !maybe_roce(rte_pktmbuf_mtod(rx, const uint8_t *), rte_pktmbuf_data_len(rx)))
 		return;
 	/* the link-layer error bits that say the same about the frame */
 	if (v == DR_PKT_BAD_ICRC)
