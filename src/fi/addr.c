@@ -377,8 +377,8 @@ static int kernel_spec(const char *pmd, int mtu, struct dr_devcfg *cfg)
 		DR_INFO(FI_LOG_CORE,
 			"FI_DROCE_KERNEL_PMD=auto: net_af_packet on %s: its MTU %d is larger than "
 			"net_af_xdp carries (%u, path MTU %u); af_packet keeps path MTU %u\n",
-			cfg->ifname, mtu, dr_port_af_xdp_mtu(), dr_port_pmtu_of(dr_port_af_xdp_mtu()),
-			dr_port_pmtu_of((unsigned)mtu));
+			cfg->ifname, mtu, dr_port_af_xdp_mtu(),
+			dr_port_pmtu_of(dr_port_af_xdp_mtu()), dr_port_pmtu_of((unsigned)mtu));
 		pmd = "af_packet";
 	}
 	if (pmd && strcmp(pmd, "af_packet")) {

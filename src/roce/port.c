@@ -61,8 +61,8 @@
 /* net_af_xdp: the kernel's XDP_PACKET_HEADROOM, left before each frame it
  * writes into a umem chunk, and the fill queue the PMD stocks with 2048 of
  * the pool's mbufs when it binds its socket (ETH_AF_XDP_DFLT_NUM_DESCS) */
-#define DR_XDP_HEADROOM	   256
-#define DR_XDP_FILL	   2048
+#define DR_XDP_HEADROOM 256
+#define DR_XDP_FILL	2048
 
 static unsigned port_serial;			     /* global lock */
 static struct dr_port *port_by_id[RTE_MAX_ETHPORTS]; /* global lock */
@@ -883,10 +883,11 @@ static int open_locked(const struct dr_port_config *cfg, struct dr_port **out,
 
 	if (!strncmp(cfg->device, "net_af_xdp", strlen("net_af_xdp")))
 		af_xdp_fit(p);
-	nb_mbufs = cfg->nb_mbufs ? cfg->nb_mbufs
-				 : rte_align32pow2(DR_PORT_RXD + DR_PORT_TXD + DR_PORT_LOOP_SIZE +
-						   DR_PORT_TXB + (p->xdp_room ? 2 * DR_XDP_FILL : 0)) -
-				       1;
+	nb_mbufs = cfg->nb_mbufs
+		       ? cfg->nb_mbufs
+		       : rte_align32pow2(DR_PORT_RXD + DR_PORT_TXD + DR_PORT_LOOP_SIZE +
+					 DR_PORT_TXB + (p->xdp_room ? 2 * DR_XDP_FILL : 0)) -
+			     1;
 	ret = start_device(p, nb_mbufs, err);
 	if (ret < 0)
 		goto out_teardown;
