@@ -719,8 +719,13 @@ static int configure_device(struct dr_port *p, const struct rte_eth_dev_info *in
 			    p->name, strerror(-ret));
 	return 0;
 out_dev_err: /* teardown() undoes what was done */
-	return dr_port_fail(err, ret, DR_PORT_PARAM_DEVICE, "%s: cannot set up the device: %s",
-			    p->name, *dr_port_dpdk_err(msg, sizeof(msg)) ? msg : strerror(-ret));
+	/* net_af_xdp says only that its socket failed; the usual causes */
+	return dr_port_fail(err, ret, DR_PORT_PARAM_DEVICE, "%s: cannot set up the device: %s%s",
+			    p->name, *dr_port_dpdk_err(msg, sizeof(msg)) ? msg : strerror(-ret),
+			    p->xdp_room ? " (net_af_xdp serves one process per interface queue: "
+					  "is another one using it? A veth also refuses XDP when "
+					  "its peer's MTU is above about 3500; or no CAP_BPF)"
+					: "");
 }
 
 /* An in-process pair end's MAC: locally administered, from the pair's name
