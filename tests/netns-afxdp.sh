@@ -21,7 +21,8 @@
 #   iterations, its data verified: exactly 40 passed, 0 failed.  (Not 1 MiB:
 #   a veth loses a few of a burst of 1024 frames sent through an XDP socket
 #   - the peer's XDP ring holds 256 - and about one run in three then
-#   stalls for good: the receiver gets the resent frames and answers none.
+#   stalls for good: the receiver gets the resent frames, answers almost
+#   none, and the retry counter runs out.
 #   An engine matter, reported in bench/PROFILE.md.)
 # Run 2, MTU 3500, FI_DROCE_KERNEL_PMD=af_xdp: the port lowers the MTU to
 #   what a page-sized umem chunk carries and says so ("MTU 3500 lowered to
