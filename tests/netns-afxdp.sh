@@ -23,7 +23,7 @@
 #   - the peer's XDP ring holds 256 - and about one run in three then
 #   stalls for good: the receiver gets the resent frames, answers almost
 #   none, and the retry counter runs out.
-#   An engine matter, reported in bench/PROFILE.md.)
+#   Reported in bench/PROFILE.md, section 7.)
 # Run 2, MTU 3500, FI_DROCE_KERNEL_PMD=af_xdp: the port lowers the MTU to
 #   what a page-sized umem chunk carries and says so ("MTU 3500 lowered to
 #   3438, path MTU 2048"); write, read and send at 2047-2049 B (one and two
