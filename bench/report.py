@@ -28,11 +28,14 @@ CNT = ("resent", "timeouts", "drops")
 # transport pairs: (droce label, tcp label, title)
 PAIRS = [("memif", "lo", "same host: droce/net_memif vs tcp/loopback"),
          ("memifzc", "lo", "same host: droce/net_memif zero-copy client vs tcp/loopback"),
-         ("veth", "veth", "veth between namespaces: droce/net_af_packet vs tcp")]
+         ("veth", "veth", "veth between namespaces: droce/net_af_packet vs tcp"),
+         ("vethxdp", "veth", "veth between namespaces: droce/net_af_xdp vs tcp"),
+         ("veth9k", "veth9k", "veth at MTU 9000: droce/net_af_packet (path MTU 4096) vs tcp")]
 # column headings: (provider, transport label)
 COL_NAME = {("droce", "memif"): "droce memif", ("droce", "memifzc"): "droce memif zero-copy",
             ("droce", "veth"): "droce veth", ("tcp", "lo"): "tcp loopback",
-            ("tcp", "veth"): "tcp veth"}
+            ("tcp", "veth"): "tcp veth", ("droce", "vethxdp"): "droce af_xdp veth",
+            ("droce", "veth9k"): "droce veth 9000", ("tcp", "veth9k"): "tcp veth 9000"}
 
 TARGETS = [
     # name, limit key, droce (label,test,bytes,window), tcp (label,test,bytes,window), op,
@@ -46,6 +49,20 @@ TARGETS = [
          ("lo", "rate_send", 8, 64), ">=", 8.0, "msg/s"),
         ("1 MiB RDMA write bw vs tcp send bw", "bw", ("bw_write", 1 << 20, 64),
          ("lo", "bw_send", 1 << 20, 64), ">=", 1.5, "MB/s"))
+]
+# issue 13: the kernel path against tcp on the same veth.  A ping-pong's
+# half round trip is a time: droce at >= k x tcp's speed is a ratio <= 1/k.
+TARGETS += [
+    (name % pmd, key, (lab,) + dk, (tlab,) + dk, op, bound, unit)
+    for lab, tlab, pmd, mtu9k in (("veth", "veth", "veth af_packet", False),
+                                  ("vethxdp", "veth", "veth af_xdp", False),
+                                  ("veth9k", "veth9k", "veth MTU 9000 af_packet", True))
+    for name, key, dk, op, bound, unit in (
+        ("8 B half-RTT latency (send/recv) — %s", "klat", ("lat_send", 8, 1), "<=", 0.5, "us"),
+        ("1 MiB ping-pong (send/recv) — %s", "kpp", ("lat_send", 1 << 20, 1), "<=",
+         0.67 if mtu9k else 1.0, "us"),
+        ("1 MiB RDMA write bw (window 64) — %s", "kbw", ("bw_write", 1 << 20, 64), ">=",
+         1.5 if mtu9k else 1.0, "MB/s"))
 ]
 LOSS_TARGET = ("1 % loss goodput vs droce lossless (1 MiB writes, bridged veth)", 1, ">=", 0.50)
 
@@ -434,6 +451,18 @@ LIMITS = {
           "from one process's memory into the other's, which no memif mode does; placing "
           "data before its ICRC is checked is forbidden (a frame with a bad ICRC must have "
           "no effect).",
+    "klat": "a kernel interface costs system calls per burst on both sides (af_packet: one "
+            "sendto() per burst, the receive ring read without one; af_xdp: a sendto() per "
+            "burst to kick the XDP socket's copy-mode transmit) and the veth's softirq; "
+            "PROFILE.md, kernel PMDs.",
+    "kpp": "every frame is copied by the kernel twice (into the skb or umem chunk, out of it "
+           "at the peer) and by droce once, at one frame per path MTU (1024 B at MTU 1500, "
+           "2048 with af_xdp, 4096 at MTU 9000) where tcp moves 64 KiB GSO super-frames "
+           "through the veth; frames the peer's ring could not take cost a go-back-N resend "
+           "(the retransmission columns); PROFILE.md, kernel PMDs.",
+    "kbw": "as for the 1 MiB ping-pong: per-frame kernel copies and system calls at the path "
+           "MTU against tcp's 64 KiB super-frames, and resends after frames a full ring "
+           "dropped (af_xdp: the veth peer's 256-frame XDP ring).",
     "loss": "go-back-N resends what was in flight after each loss, and a lost tail packet, "
             "NAK or ACK costs one adaptive timeout (PROFILE.md §0, §4).",
 }

@@ -13,7 +13,12 @@
 # tcp on loopback, in memif's copy mode and with the client in memif's
 # zero-copy mode (memifzc); droce over net_af_packet against tcp on one veth pair
 # between two network namespaces this script creates (10.79.0.1/24 and
-# 10.79.0.2/24, removed on exit).  Loss: on a second veth path through a
+# 10.79.0.2/24, removed on exit).  Kernel PMDs (issue 13): droce over
+# net_af_xdp (vethxdp) on a second veth pair between the same namespaces
+# (10.79.2.1/2; its control channel on the first pair, since the XDP program
+# takes every frame of its interface from the kernel), compared with tcp on
+# the first; and droce over net_af_packet against tcp on a third pair at MTU
+# 9000 (veth9k, 10.79.3.1/2: path MTU 4096).  Loss: on a second veth path through a
 # bridge namespace (10.79.0.3 <-> 10.79.0.4), netem or, without sch_netem,
 # an nftables random drop on the bridge ports.
 # Runs are rounds: in each round every configuration runs once, droce and
@@ -33,6 +38,8 @@
 #   --no-loss          skip the netem loss part
 #   --no-pin           do not pin server and client to separate CPUs
 #   --no-install       do not apt-get install missing tools
+#   --veth-only        the veth tables alone (af_packet, af_xdp, MTU 9000, with
+#                      tcp): no memif, loss, MPI or fi_pingpong part
 #   --no-mpi           skip the MPI part (bench/mpi.sh: Open MPI over droce;ofi_rxm
 #                      and tcp;ofi_rxm between two namespaces; full suite only)
 # Environment: BENCH_BIN, BENCH_PROVIDER_PATH override --build.
@@ -42,7 +49,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/.." && pwd)
 
 quick=0 runs=5 secs='' out='' build=${BENCH_BUILD:-/tmp/droce-bench-build}
-veth=1 loss=1 pin=1 install=1 mpi=1
+veth=1 loss=1 pin=1 install=1 mpi=1 vethonly=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1 ;;
@@ -55,6 +62,7 @@ while [ $# -gt 0 ]; do
 	--no-pin) pin=0 ;;
 	--no-install) install=0 ;;
 	--no-mpi) mpi=0 ;;
+	--veth-only) vethonly=1 loss=0 mpi=0 ;;
 	-h|--help) sed -n '3,38p' "$0"; exit 0 ;;
 	*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
 	esac
@@ -135,6 +143,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 ipA=10.79.0.1 ipB=10.79.0.2 ipC=10.79.0.3 ipD=10.79.0.4
+ipE=10.79.2.1 ipF=10.79.2.2 ipG=10.79.3.1 ipH=10.79.3.2
+vE=${tag}e vF=${tag}f vG=${tag}g vH=${tag}h
 nsC=${tag}c nsD=${tag}d nsR=${tag}r vC=${tag}c vD=${tag}d rC=${tag}rc rD=${tag}rd
 lossmethod=none
 if [ $veth = 1 ]; then
@@ -146,6 +156,16 @@ if [ $veth = 1 ]; then
 	ip -n "$nsB" addr add $ipB/24 dev "$vB"
 	ip -n "$nsA" link set "$vA" up
 	ip -n "$nsB" link set "$vB" up
+	# net_af_xdp's pair (E <-> F) and the MTU 9000 pair (G <-> H)
+	ip link add "$vE" netns "$nsA" type veth peer name "$vF" netns "$nsB"
+	ip link add "$vG" netns "$nsA" type veth peer name "$vH" netns "$nsB"
+	ip -n "$nsA" link set "$vG" mtu 9000
+	ip -n "$nsB" link set "$vH" mtu 9000
+	for x in "$nsA:$vE:$ipE" "$nsB:$vF:$ipF" "$nsA:$vG:$ipG" "$nsB:$vH:$ipH"; do
+		IFS=: read -r n v i <<<"$x"
+		ip -n "$n" addr add "$i/24" dev "$v"
+		ip -n "$n" link set "$v" up
+	done
 	# The loss path: C <-> bridge in R <-> D.  Frames are dropped inside R,
 	# between the sender's transmit and the receiver's packet socket: a
 	# drop on an end point's own interface does not work for droce, since
@@ -235,7 +255,7 @@ port=$((40000 + $$ % 10000))
 
 # one measurement session: a server and a client process pair
 #   session RUN CONFIG PROVIDER LABEL TESTARGS...
-# CONFIG: memif | memifzc | lo | veth | lossy
+# CONFIG: memif | memifzc | lo | veth | vethxdp | veth9k | lossy
 session() {
 	local run=$1 config=$2 prov=$3 label=$4; shift 4
 	local oob srvenv=() clienv=() srvns=() clins=() fabric sock='' rc=0 spid
@@ -262,6 +282,16 @@ session() {
 		srvenv=(FI_DROCE_DEVICE="net_af_packet0,iface=$vA" FI_DROCE_ADDR="$ipA/24")
 		clienv=(FI_DROCE_DEVICE="net_af_packet0,iface=$vB" FI_DROCE_ADDR="$ipB/24")
 		oob=$ipA:$port fabric=$ipA ;;
+	vethxdp)
+		srvns=(ip netns exec "$nsA") clins=(ip netns exec "$nsB")
+		srvenv=(FI_DROCE_DEVICE="net_af_xdp0,iface=$vE" FI_DROCE_ADDR="$ipE/24")
+		clienv=(FI_DROCE_DEVICE="net_af_xdp0,iface=$vF" FI_DROCE_ADDR="$ipF/24")
+		oob=$ipA:$port fabric=$ipE ;;
+	veth9k)
+		srvns=(ip netns exec "$nsA") clins=(ip netns exec "$nsB")
+		srvenv=(FI_DROCE_DEVICE="net_af_packet0,iface=$vG" FI_DROCE_ADDR="$ipG/24")
+		clienv=(FI_DROCE_DEVICE="net_af_packet0,iface=$vH" FI_DROCE_ADDR="$ipH/24")
+		oob=$ipG:$port fabric=$ipG ;;
 	lossy)
 		srvns=(ip netns exec "$nsC") clins=(ip netns exec "$nsD")
 		srvenv=(FI_DROCE_DEVICE="net_af_packet0,iface=$vC" FI_DROCE_ADDR="$ipC/24")
@@ -299,6 +329,8 @@ if [ $quick = 1 ]; then
 	loss_provs="droce"
 else
 	groups=("-t lat" "-t bw_write,bw_read" "-t bw_send,rate,atomic")
+	# --veth-only: issue 13's figures (8 B and 1 MiB ping-pong, 1 MiB writes)
+	[ $vethonly = 0 ] || groups=("-t lat_send -z 8,1m" "-t bw_write -Z 1m")
 	loss_list="0 0.1 1 5"
 	loss_provs="droce tcp"
 fi
@@ -339,6 +371,7 @@ for r in $(seq "$runs"); do
 	if [ $((r % 2)) = 1 ]; then order="droce tcp"; else order="tcp droce"; fi
 	# droce and tcp back to back for each group of tests
 	for g in "${groups[@]}"; do
+		[ $vethonly = 0 ] || break
 		for p in $order; do
 			if [ $p = droce ]; then
 				session "$r" memif droce memif $g
@@ -350,7 +383,11 @@ for r in $(seq "$runs"); do
 	done
 	if [ $veth = 1 ] && [ $quick = 0 ]; then
 		for g in "${groups[@]}"; do
-			for p in $order; do session "$r" veth "$p" veth $g; done
+			for p in $order; do
+				session "$r" veth "$p" veth $g
+				[ $p = tcp ] || session "$r" vethxdp droce vethxdp $g
+			done
+			for p in $order; do session "$r" veth9k "$p" veth9k $g; done
 		done
 	fi
 	if [ $loss = 1 ]; then
@@ -371,7 +408,7 @@ done
 # 20 back-to-back stock fi_pingpong -S 8 -I 20000 runs over the veth (issue
 # 13: none slower than 2x their median; a run that lost frames waits for
 # retransmit timers)
-if [ $veth = 1 ] && [ $quick = 0 ] && command -v fi_pingpong >/dev/null 2>&1; then
+if [ $veth = 1 ] && [ $quick = 0 ] && [ $vethonly = 0 ] && command -v fi_pingpong >/dev/null 2>&1; then
 	say "20 fi_pingpong runs over a veth (pingpong-spread.sh)"
 	"$here/pingpong-spread.sh" --runs 20 --build "$(dirname "$provpath")" \
 		--csv "$tmp/pingpong.csv" >&2 || say "pingpong-spread.sh failed"

@@ -356,6 +356,11 @@ bool dr_port_zero_copy(const struct dr_port *p);
  * net_af_packet, net_tap, net_pcap; not net_ring, which passes the mbuf on. */
 bool dr_port_zero_copy_sync(const struct dr_port *p);
 
+/* The largest MTU net_af_xdp carries here: its umem chunks are the port's
+ * mbufs, which must fit a page without hugepages (3438 with 4 KiB pages:
+ * path MTU 2048).  A port on net_af_xdp lowers a larger MTU to it. */
+unsigned dr_port_af_xdp_mtu(void);
+
 /* The IB path MTU rxe derives from an Ethernet MTU: the largest of
  * 256..4096 that fits in mtu - 80 (docs/protocol.md A.1); 0 if none does. */
 static inline unsigned dr_port_pmtu_of(unsigned mtu)

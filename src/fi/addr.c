@@ -21,6 +21,7 @@
  * deprecated -- unless FI_DROCE_ADDR names one.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netdb.h>
@@ -218,13 +219,14 @@ static int pick_iface(enum pick rule, uint32_t want, struct dr_devcfg *cfg)
 	return ret;
 }
 
-/* The kernel interface named by an af_packet spec ("iface=X"), if any. */
-static bool spec_af_packet_iface(const char *spec, char *ifname, size_t len)
+/* The kernel interface named by an af_packet or af_xdp spec ("iface=X"),
+ * if any. */
+static bool spec_kernel_iface(const char *spec, char *ifname, size_t len)
 {
 	const char *p;
 	size_t n;
 
-	if (strncmp(spec, "net_af_packet", 13))
+	if (strncmp(spec, "net_af_packet", 13) && strncmp(spec, "net_af_xdp", 10))
 		return false;
 	p = strstr(spec, "iface=");
 	if (!p)
@@ -349,6 +351,60 @@ static bool same_addr(const struct dr_devcfg *cfg, const struct dr_ipaddr *a)
 				     : !cfg->ipv6 && cfg->ip4 == a->ip4;
 }
 
+/*
+ * The device on a kernel interface when FI_DROCE_DEVICE is not set
+ * (FI_DROCE_KERNEL_PMD).  net_af_packet by default: the kernel keeps the
+ * interface (its ARP, its TCP), tcpdump sees both directions, and any
+ * number of droce processes share it.  net_af_xdp is faster per frame but
+ * its XDP program hands every frame of the queue it binds to droce alone:
+ * the host's own traffic on that queue, packet taps and other processes
+ * see none of it.  "auto" takes it where an XDP socket can be created
+ * (the kernel has them, and CAP_NET_RAW); "af_xdp" insists.
+ */
+static int kernel_spec(const char *pmd, int mtu, struct dr_devcfg *cfg)
+{
+	bool xdp = false;
+	int fd;
+
+	if (pmd && strcmp(pmd, "af_packet") && strcmp(pmd, "af_xdp") && strcmp(pmd, "auto")) {
+		DR_WARN(FI_LOG_CORE, "FI_DROCE_KERNEL_PMD=%s: must be af_packet, af_xdp or auto\n",
+			pmd);
+		return -FI_ENODATA;
+	}
+	/* a frame larger than a page does not fit an af_xdp umem chunk, and
+	 * a veth refuses native XDP with such an MTU on its peer */
+	if (pmd && !strcmp(pmd, "auto") && mtu > (int)dr_port_af_xdp_mtu()) {
+		DR_INFO(FI_LOG_CORE,
+			"FI_DROCE_KERNEL_PMD=auto: net_af_packet on %s: its MTU %d is larger than "
+			"net_af_xdp carries (%u, path MTU %u); af_packet keeps path MTU %u\n",
+			cfg->ifname, mtu, dr_port_af_xdp_mtu(),
+			dr_port_pmtu_of(dr_port_af_xdp_mtu()), dr_port_pmtu_of((unsigned)mtu));
+		pmd = "af_packet";
+	}
+	if (pmd && strcmp(pmd, "af_packet")) {
+		fd = socket(AF_XDP, SOCK_RAW | SOCK_CLOEXEC, 0);
+		xdp = fd >= 0;
+		if (xdp)
+			close(fd);
+		else if (!strcmp(pmd, "af_xdp")) {
+			DR_WARN(FI_LOG_CORE,
+				"FI_DROCE_KERNEL_PMD=af_xdp: no XDP socket on %s (%s%s)\n",
+				cfg->ifname, strerror(errno),
+				errno == EPERM ? ": needs CAP_NET_RAW" : "");
+			return -FI_ENODATA;
+		} else
+			DR_INFO(FI_LOG_CORE,
+				"FI_DROCE_KERNEL_PMD=auto: net_af_packet on %s: no XDP socket "
+				"(%s)\n",
+				cfg->ifname, strerror(errno));
+	}
+	if (xdp && !strcmp(pmd, "auto"))
+		DR_INFO(FI_LOG_CORE, "FI_DROCE_KERNEL_PMD=auto: net_af_xdp on %s\n", cfg->ifname);
+	snprintf(cfg->spec, sizeof(cfg->spec), "%s_%s,iface=%s",
+		 xdp ? "net_af_xdp" : "net_af_packet", cfg->ifname, cfg->ifname);
+	return 0;
+}
+
 /* Resolve the settings and the getinfo nodes (either may be NULL) to one
  * device.  -FI_ENODATA, with FI_WARN naming the parameter, when none fits. */
 static int dr_devcfg_resolve(const struct dr_settings *s, const char *src_node,
@@ -408,9 +464,9 @@ static int dr_devcfg_resolve(const struct dr_settings *s, const char *src_node,
 		strcpy(cfg->spec, s->device);
 		memcpy(cfg->name, s->device, n);
 		cfg->name[n] = '\0';
-		/* af_packet on a named interface: its own address by default,
+		/* af_packet or af_xdp on a named interface: its own address by default,
 		 * and its netmask for an address it holds */
-		if (spec_af_packet_iface(s->device, cfg->ifname, sizeof(cfg->ifname)) &&
+		if (spec_kernel_iface(s->device, cfg->ifname, sizeof(cfg->ifname)) &&
 		    !pick(PICK_NAME, local.family ? local.family : fam, NULL, cfg)) {
 			struct dr_ipaddr own = {.family = cfg->ipv6 ? AF_INET6 : AF_INET,
 						.ip4 = cfg->ip4};
@@ -456,8 +512,9 @@ static int dr_devcfg_resolve(const struct dr_settings *s, const char *src_node,
 		}
 		if (prefix) /* FI_DROCE_ADDR's prefix wins over the netmask */
 			cfg->prefix = prefix;
-		snprintf(cfg->spec, sizeof(cfg->spec), "net_af_packet_%s,iface=%s", cfg->ifname,
-			 cfg->ifname);
+		ret = kernel_spec(s->kernel_pmd, s->mtu ? s->mtu : if_mtu(cfg->ifname), cfg);
+		if (ret)
+			return ret;
 		snprintf(cfg->name, sizeof(cfg->name), "%s", cfg->ifname);
 	}
 	cfg->mtu = s->mtu ? s->mtu : (cfg->ifname[0] ? if_mtu(cfg->ifname) : 0);

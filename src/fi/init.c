@@ -89,6 +89,12 @@ static const struct dr_param {
 	      "net_af_packet: 1 sends past the kernel's qdisc layer and its packet taps, so "
 	      "tcpdump on the interface does not see droce's own frames (DPDK's default); "
 	      "0 sends through it (default: 0, both directions visible)"),
+    PARAM_STR(kernel_pmd,
+	      "DPDK driver on a kernel interface when FI_DROCE_DEVICE is not set: af_packet, "
+	      "af_xdp (net_af_xdp: faster, but it takes every frame of the interface's queue 0 "
+	      "from the kernel and from tcpdump, serves one process, and carries path MTU 2048 "
+	      "at most) or auto (af_xdp where the kernel and privileges allow it, af_packet "
+	      "otherwise) (default: af_packet)"),
     PARAM_STR(pcap, "write every frame sent and received to this pcapng file (default: off)"),
     PARAM_INT(retry_cnt, 7, 0, 7, "transport retries before a work request fails (default: 7)"),
     PARAM_INT(rnr_retry, 7, 0, 7,

@@ -58,6 +58,11 @@
 #define DR_PAIR_NAME_MAX   16
 #define DR_PORT_MIN_MTU	   576
 #define DR_PORT_MAX_MTU	   9600
+/* net_af_xdp: the kernel's XDP_PACKET_HEADROOM, left before each frame it
+ * writes into a umem chunk, and the fill queue the PMD stocks with 2048 of
+ * the pool's mbufs when it binds its socket (ETH_AF_XDP_DFLT_NUM_DESCS) */
+#define DR_XDP_HEADROOM 256
+#define DR_XDP_FILL	2048
 
 static unsigned port_serial;			     /* global lock */
 static struct dr_port *port_by_id[RTE_MAX_ETHPORTS]; /* global lock */
@@ -310,6 +315,17 @@ static const char *spec_for_mtu(struct dr_port *p, const char *spec, char *buf, 
 			return spec;
 		return buf;
 	}
+	/* net_af_xdp's default busy polling (busy_budget=64) sets
+	 * SO_PREFER_BUSY_POLL: the kernel then leaves the interface's NAPI
+	 * to our recvfrom() calls, one per empty poll, instead of running it
+	 * as frames arrive; over a veth an 8-byte ping-pong took 278 us a
+	 * round trip that way, 24 us without */
+	if (!strncmp(spec, "net_af_xdp", 10)) {
+		if (strstr(spec, "busy_budget=") ||
+		    (size_t)snprintf(buf, len, "%s,busy_budget=0", spec) >= len)
+			return spec;
+		return buf;
+	}
 	if (strncmp(spec, "net_af_packet", 13))
 		return spec;
 	/* DPDK's af_packet sends past the qdisc layer by default
@@ -510,6 +526,50 @@ mtu:
 	return 0;
 }
 
+/*
+ * net_af_xdp makes the port's pool its umem: each mbuf object is one umem
+ * chunk (header, mbuf, headroom, data room), and the kernel takes a chunk
+ * larger than a page only from hugepages, which droce's EAL does not use
+ * (--no-huge): setsockopt(XDP_UMEM_REG) fails with EINVAL.  So the data
+ * room is the largest whose object fits a page, and the frame it can carry
+ * is that, less the headroom the kernel keeps before what it writes: 3456
+ * bytes with 4 KiB pages, an MTU of 3438, path MTU 2048.  A larger MTU
+ * (the interface's, or FI_DROCE_MTU) is lowered to what fits, and said.
+ */
+static unsigned af_xdp_room(void)
+{
+	unsigned page = (unsigned)getpagesize(), room;
+
+	for (room = page; room > DR_XDP_HEADROOM; room -= RTE_CACHE_LINE_SIZE)
+		if (rte_mempool_calc_obj_size(sizeof(struct rte_mbuf) + RTE_PKTMBUF_HEADROOM + room,
+					      0, NULL) <= page)
+			return room;
+	return 0;
+}
+
+unsigned dr_port_af_xdp_mtu(void)
+{
+	return af_xdp_room() - DR_XDP_HEADROOM - sizeof(struct dr_eth_hdr) -
+	       sizeof(struct dr_vlan_hdr);
+}
+
+static void af_xdp_fit(struct dr_port *p)
+{
+	unsigned room = af_xdp_room(), mtu = dr_port_af_xdp_mtu();
+
+	p->xdp_room = room;
+	if (p->mtu <= mtu)
+		return;
+	dr_port_log(DR_PORT_LOG_WARN,
+		    "%s: net_af_xdp carries frames of at most %u bytes here (an mbuf must fit "
+		    "one %d-byte umem page without hugepages): MTU %u lowered to %u, path MTU "
+		    "%u; use net_af_packet for a larger path MTU",
+		    p->name, room - DR_XDP_HEADROOM, getpagesize(), p->mtu, mtu,
+		    dr_port_pmtu_of(mtu));
+	p->mtu = mtu;
+	p->max_frame = p->mtu + sizeof(struct dr_eth_hdr) + sizeof(struct dr_vlan_hdr);
+}
+
 static struct rte_mempool *make_pool(struct dr_port *p, const char *what, unsigned n, unsigned priv,
 				     unsigned room, struct dr_port_err *err)
 {
@@ -532,6 +592,8 @@ static int create_pools(struct dr_port *p, unsigned nb_mbufs, struct dr_port_err
 
 	if (room < p->min_buf)
 		room = p->min_buf;
+	if (p->xdp_room)
+		room = p->xdp_room;
 
 	p->buf_size = RTE_ALIGN_CEIL(room, RTE_CACHE_LINE_SIZE);
 	p->pool = make_pool(p, "frames", nb_mbufs, 0, RTE_PKTMBUF_HEADROOM + p->buf_size, err);
@@ -596,6 +658,11 @@ static int configure_device(struct dr_port *p, const struct rte_eth_dev_info *in
 	char msg[256];
 	int ret;
 
+	/* net_af_xdp: a receive ring as deep as the fill queue, so that a
+	 * window of frames arriving between two polls is not dropped */
+	if (p->xdp_room)
+		nb_rxd = DR_XDP_FILL;
+
 	/*
 	 * Virtual devices report the 1518-byte Ethernet maximum whatever
 	 * they carry (af_packet's kernel ring takes framesz, memif chains
@@ -652,8 +719,13 @@ static int configure_device(struct dr_port *p, const struct rte_eth_dev_info *in
 			    p->name, strerror(-ret));
 	return 0;
 out_dev_err: /* teardown() undoes what was done */
-	return dr_port_fail(err, ret, DR_PORT_PARAM_DEVICE, "%s: cannot set up the device: %s",
-			    p->name, *dr_port_dpdk_err(msg, sizeof(msg)) ? msg : strerror(-ret));
+	/* net_af_xdp says only that its socket failed; the usual causes */
+	return dr_port_fail(err, ret, DR_PORT_PARAM_DEVICE, "%s: cannot set up the device: %s%s",
+			    p->name, *dr_port_dpdk_err(msg, sizeof(msg)) ? msg : strerror(-ret),
+			    p->xdp_room ? " (net_af_xdp serves one process per interface queue: "
+					  "is another one using it? A veth also refuses XDP when "
+					  "its peer's MTU is above about 3500; or no CAP_BPF)"
+					: "");
 }
 
 /* An in-process pair end's MAC: locally administered, from the pair's name
@@ -705,6 +777,8 @@ static void link_log_stats(const struct dr_port *p);
 
 static void teardown(struct dr_port *p)
 {
+	bool removed = false;
+
 	p->batch = 0;
 	link_watch_fini(p); /* no device re-created from here on */
 	if (p->started)
@@ -749,13 +823,18 @@ static void teardown(struct dr_port *p)
 		if (ret < 0)
 			dr_port_log(DR_PORT_LOG_WARN, "%s: cannot remove the DPDK device: %s",
 				    p->name, strerror(-ret));
+		else
+			removed = true;
 	}
 	if (p->pair) {
 		pair_release(p);
 	} else {
 		/* mbufs still out (a device that did not give back its queues)
-		 * would point into a freed pool: better leak the pool */
-		if (p->pool && rte_mempool_in_use_count(p->pool))
+		 * would point into a freed pool: better leak the pool.  But
+		 * net_af_xdp never takes back the mbufs it lent its fill
+		 * queue: once it is removed, its socket and umem are gone and
+		 * nothing writes into them */
+		if (p->pool && rte_mempool_in_use_count(p->pool) && !(p->xdp_room && removed))
 			dr_port_log(DR_PORT_LOG_WARN, "%s: %u mbufs not returned, pool kept",
 				    p->name, rte_mempool_in_use_count(p->pool));
 		else
@@ -818,9 +897,13 @@ static int open_locked(const struct dr_port_config *cfg, struct dr_port **out,
 			p->dev = (struct rte_device *)info.device;
 	}
 
+	if (!strncmp(cfg->device, "net_af_xdp", strlen("net_af_xdp")))
+		af_xdp_fit(p);
 	nb_mbufs = cfg->nb_mbufs
 		       ? cfg->nb_mbufs
-		       : rte_align32pow2(DR_PORT_RXD + DR_PORT_TXD + DR_PORT_LOOP_SIZE + DR_PORT_TXB) - 1;
+		       : rte_align32pow2(DR_PORT_RXD + DR_PORT_TXD + DR_PORT_LOOP_SIZE +
+					 DR_PORT_TXB + (p->xdp_room ? 2 * DR_XDP_FILL : 0)) -
+			     1;
 	ret = start_device(p, nb_mbufs, err);
 	if (ret < 0)
 		goto out_teardown;

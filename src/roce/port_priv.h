@@ -126,6 +126,7 @@ struct dr_port {
 	struct rte_ring *loop;	      /* frames to our own address */
 	size_t buf_size;	      /* data room of a pool mbuf, headroom excluded */
 	unsigned min_buf;	      /* data room the PMD needs (af_packet framesz), 0: none */
+	unsigned xdp_room;	      /* net_af_xdp: the data room that fits a umem page */
 	uint8_t *rx_scratch;	      /* buf_size bytes: linearised received frames */
 	uint8_t *tx_scratch;	      /* the same for the frame hook on sends */
 
