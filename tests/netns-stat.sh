@@ -208,9 +208,16 @@ wait "$k_pid" 2>/dev/null
 "$STAT" -p "$k_pid" >"$tmp/k.stat" 2>&1 && bad "droce-stat -p $k_pid (killed) succeeded"
 ip netns exec "$NSA" env FI_LOG_LEVEL=info FI_LOG_PROV=droce timeout -k 5 30 "$XFER" -p droce \
 	-P $((port + 2)) -w 1 >"$tmp/n.log" 2>&1
-grep -q "removed /var/run/dpdk/droce-$k_pid, left by a droce process killed" "$tmp/n.log" &&
-	[ ! -e "/var/run/dpdk/droce-$k_pid" ] ||
-	{ grep -i 'telemetry\|removed' "$tmp/n.log"; bad "the killed process's directory stayed"; }
+# (under a parallel make check another test's droce process may start first
+# and be the one that removes it: only droce removes droce-PID directories)
+if [ -e "/var/run/dpdk/droce-$k_pid" ]; then
+	grep -i 'telemetry\|removed' "$tmp/n.log"
+	bad "the killed process's directory stayed"
+elif grep -q "removed /var/run/dpdk/droce-$k_pid, left by a droce process killed" "$tmp/n.log"; then
+	echo "ok: the next droce process removed /var/run/dpdk/droce-$k_pid"
+else
+	echo "ok: /var/run/dpdk/droce-$k_pid removed (by another droce process that started first)"
+fi
 
 [ $fail -eq 0 ] || exit 1
 echo "PASS: netns-stat"
