@@ -32,6 +32,22 @@ static uint64_t dr_cc_burst(const struct dr_qp *qp)
 	return b > two ? b : two;
 }
 
+/*
+ * DCQCN's timers are set for round trips of microseconds; a software path's
+ * round trip includes a bottleneck's queue, milliseconds (2.6 ms through a
+ * 64 KiB queue at 200 Mb/s), and a rate raised again before the last
+ * cut's effect is seen only overshoots once more (measured through such a
+ * queue: with 100 us periods a QP was back to unlimited between two CNPs
+ * and resent as much as without congestion control).  So each period --
+ * alpha's, the increase's, the least time between two cuts -- is at least
+ * the smoothed round trip (DR_QP_ADAPTIVE_RTO measures it), as TCP cuts at
+ * most once and grows once a round trip.
+ */
+static uint64_t dr_cc_period(const struct dr_qp *qp, uint64_t base)
+{
+	return qp->comp.srtt_ns > base ? qp->comp.srtt_ns : base;
+}
+
 static void dr_cc_publish(struct dr_qp *qp)
 {
 	qp->stats.cc_rate_mbps = qp->cc.limited ? qp->cc.rate_mbps : 0;
@@ -77,24 +93,25 @@ static void dr_cc_increase(struct dr_qp *qp)
 static void dr_cc_advance(struct dr_qp *qp, uint64_t now)
 {
 	struct dr_cc *c = &qp->cc;
+	uint64_t ap = dr_cc_period(qp, DR_CC_ALPHA_NS), ip = dr_cc_period(qp, DR_CC_PERIOD_NS);
 	unsigned n;
 
-	for (n = 0; c->limited && now - c->alpha_ns >= DR_CC_ALPHA_NS; n++) {
+	for (n = 0; c->limited && now - c->alpha_ns >= ap; n++) {
 		if (n == 64) { /* long idle: alpha is 0 by now */
 			c->alpha = 0;
 			c->alpha_ns = now;
 			break;
 		}
 		c->alpha -= c->alpha / DR_CC_G_INV;
-		c->alpha_ns += DR_CC_ALPHA_NS;
+		c->alpha_ns += ap;
 	}
-	for (n = 0; c->limited && now - c->inc_ns >= DR_CC_PERIOD_NS; n++) {
+	for (n = 0; c->limited && now - c->inc_ns >= ip; n++) {
 		if (n == 256) {
 			c->inc_ns = now;
 			break;
 		}
 		dr_cc_increase(qp);
-		c->inc_ns += DR_CC_PERIOD_NS;
+		c->inc_ns += ip;
 	}
 	if (c->limited) {
 		int64_t burst = (int64_t)dr_cc_burst(qp);
@@ -152,7 +169,7 @@ static uint32_t dr_cc_cut(struct dr_qp *qp, uint64_t now)
 	if (c->meas_mbps && base > c->meas_mbps + c->meas_mbps / 4)
 		base = c->meas_mbps;
 	old = c->limited ? c->rate_mbps : base;
-	if (c->cut_any && now - c->cut_ns < DR_CC_CUT_GAP_NS)
+	if (c->cut_any && now - c->cut_ns < dr_cc_period(qp, DR_CC_CUT_GAP_NS))
 		return old;
 	c->cut_any = true;
 	c->cut_ns = now;
