@@ -4146,6 +4146,40 @@ START_TEST(test_cc_cut_recover)
 }
 END_TEST
 
+/* Every period is at least the smoothed round trip: with srtt 1 ms, a
+ * second CNP 0.5 ms after a cut cuts nothing, the rate rises first 1 ms
+ * after the cut, and a CNP 1 ms after it cuts again. */
+START_TEST(test_cc_srtt_periods)
+{
+	struct pair p;
+	uint8_t dst[16];
+	struct dr_mr *mr;
+	uint64_t t0 = 1000000;
+
+	cc_pair_up(&p, true, 0);
+	mr = reg(&p, 1, dst, sizeof(dst), DR_ACCESS_REMOTE_WRITE);
+	p.qp[0]->comp.srtt_ns = 1000000;
+	p.sim.now_ns = t0;
+	cc_inject_cnp(&p);
+	ck_assert_uint_eq(p.qp[0]->stats.cc_rate_mbps, 50000);
+	p.sim.now_ns = t0 + 500000;
+	cc_inject_cnp(&p);
+	ck_assert_uint_eq(p.qp[0]->stats.rate_cuts, 1);
+	p.sim.now_ns = t0 + 999999;
+	ck_assert_uint_eq(cc_rate_now(&p, dst, mr), 50000);
+	ck_assert(pair_run(&p));
+	p.sim.now_ns = t0 + 1000000;
+	ck_assert_uint_eq(cc_rate_now(&p, dst, mr), 75000); /* one fast recovery step */
+	ck_assert(pair_run(&p));
+	/* alpha decayed once (1 ms without a cut): 75000 x (1 - 960/2048) */
+	p.sim.now_ns = t0 + 1000000 + 1000;
+	cc_inject_cnp(&p);
+	ck_assert_uint_eq(p.qp[0]->stats.rate_cuts, 2);
+	ck_assert_uint_eq(p.qp[0]->stats.cc_rate_mbps, cc_model_cut(75000, 960));
+	cc_pair_down(&p);
+}
+END_TEST
+
 /* With DR_QP_CC, A's request packets are ECT(0), B's ACKs are not; without
  * it nothing is ECN-capable. */
 START_TEST(test_cc_ect)
@@ -4336,6 +4370,7 @@ static Suite *qp_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, test_cc_cnp_sent, 0, 2);
 	tcase_add_test(tc, test_cc_cut_recover);
+	tcase_add_test(tc, test_cc_srtt_periods);
 	tcase_add_loop_test(tc, test_cc_ect, 0, 2);
 	tcase_add_test(tc, test_cc_pacing);
 	tcase_add_loop_test(tc, test_cc_gbn_cut, 0, 2);

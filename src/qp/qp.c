@@ -616,6 +616,7 @@ static void dr_qp_reset(struct dr_qp *qp)
 	memset(&qp->req, 0, sizeof(qp->req));
 	memset(&qp->comp, 0, sizeof(qp->comp));
 	memset(&qp->resp, 0, sizeof(qp->resp));
+	memset(&qp->cc, 0, sizeof(qp->cc));
 	qp->sq.head = qp->sq.tail = 0;
 	qp->rq.head = qp->rq.tail = 0;
 	memset(&qp->attr, 0, sizeof(qp->attr));
