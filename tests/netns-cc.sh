@@ -28,7 +28,8 @@
 #    QP counts a CNP or a rate cut;
 #  - on: data crosses ECT(0) and is marked, CNPs cross back, every server
 #    QP counted CE and sent CNPs, every client QP received CNPs and cut
-#    its rate;
+#    its rate; the first CNPs, captured on the bridge, have every field
+#    RoCEv2 annex A17.9.3 gives them, as tshark decodes them;
 #  - on: fewer packets resent, in total, than off, with the most QPs (4);
 #  - and, with congestion control on, droce-xfer moves 1 MiB WRITEs and
 #    READs through the same bottleneck on as many QPs at once, every byte
@@ -106,12 +107,52 @@ ctr() { # file name
 		sed -n "s/.* $2=\([0-9]*\) .*/\1/p" | grep . || echo 0
 }
 
+# The CNPs in a capture, as tshark 4.0 decodes them (it does not name
+# opcode 0x81, docs/protocol.md B.11): 74 bytes, b to a, not ECN-capable,
+# BTH opcode 129, SE/M/PadCnt/TVer 0, P_Key 0xFFFF, byte 4 0x40 (BECN),
+# AckReq 0, PSN 0, to an RC QP (not QP1), then 16 zero bytes and the ICRC
+# (tshark shows them as the second of its "vendor" items).
+cnp_fields() { # file
+	tshark_r "$1" -T fields -E separator='|' -E occurrence=a -e frame.len -e ip.src \
+		-e ip.dst -e ip.dsfield.ecn -e udp.dstport -e infiniband.bth.opcode \
+		-e infiniband.bth.se -e infiniband.bth.m -e infiniband.bth.padcnt \
+		-e infiniband.bth.tver -e infiniband.bth.p_key -e infiniband.reserved \
+		-e infiniband.bth.a -e infiniband.bth.psn -e infiniband.bth.destqp \
+		-e infiniband.vendor >"$tmp/cnp.txt" 2>"$tmp/cnp.err"
+	awk -F'|' '{ $1 = $1 } 1' OFS='|' "$tmp/cnp.txt" |
+		sed 's/True/1/g; s/False/0/g' >"$tmp/cnp.norm"
+	cf_n=$(wc -l <"$tmp/cnp.norm")
+	cf_bad=$(awk -F'|' -v a="$ipA" -v b="$ipB" '{
+		v = $16; sub(/^.*,/, "", v) # the reserved bytes and the ICRC, in hex
+		if (!($1 == 74 && $2 == b && $3 == a && $4 == 0 && $5 == 4791 && $6 == 129 &&
+		      $7 == 0 && $8 == 0 && $9 == 0 && $10 == 0 && $11 == 65535 && $12 == "40" &&
+		      $13 == 0 && $14 == 0 && $15 != "0x000001" && $15 != "0x000000" &&
+		      length(v) == 40 && substr(v, 1, 32) == "00000000000000000000000000000000"))
+			print
+	}' "$tmp/cnp.norm" | wc -l)
+	if [ "$cf_n" -gt 0 ] && [ "$cf_bad" -eq 0 ]; then
+		echo "ok: tshark: $cf_n CNPs captured on the bridge, every field as A17.9.3 says"
+	else
+		bad "tshark: $cf_n CNPs captured, $cf_bad with other fields than A17.9.3's"
+		head -n 5 "$tmp/cnp.txt" "$tmp/cnp.err"
+	fi
+	no_errors "$1"
+}
+
 # One round: n QPs, FI_DROCE_CC=cc.  Leaves $tmp/r-n-cc-i.{csv,err,srv}
 # and one line "n cc goodput_MBps resent jain cnp ce ect cuts" in $tmp/rows.
 round() { # n cc run
 	r_n=$1 r_cc=$2 r_run=$3
 	ip netns exec "$NBR" nft reset counters table bridge drcc >/dev/null
 	d0=$(tbf_drops)
+	# the first CNPs of the first round with congestion control, as they
+	# leave the bridge towards a
+	cnpcap=""
+	if [ "$r_cc" = 1 ] && [ ! -e "$tmp/cnp.pcapng" ]; then
+		cnpcap=$tmp/cnp.pcapng
+		cap_start "$NBR" "${P}pa" "$cnpcap" -c 16 -f "udp dst port 4791 and udp[8] = 0x81"
+		cap_wait "$cnpcap"
+	fi
 	spids="" cpids=""
 	for i in $(seq "$r_n"); do
 		f=$tmp/r-$r_n-$r_cc-$r_run-$i
@@ -139,6 +180,7 @@ round() { # n cc run
 		kill "$p" 2>/dev/null
 		wait "$p" 2>/dev/null
 	done
+	[ -z "$cnpcap" ] || { cap_stop; cnp_fields "$cnpcap"; }
 	ect=$(nft_count n_ect) ce=$(nft_count n_ce) cnp=$(nft_count n_cnp)
 	tdrop=$(($(tbf_drops) - d0))
 	sum=0 sq=0 resent=0 cuts=0
