@@ -443,5 +443,8 @@ else
 			say "bench/mpi.sh failed: no MPI section"
 		fi
 	fi
+	# congestion control (bench/cc.sh, run on its own: it needs root and
+	# minutes): its last table and plot, a section at the end
+	[ -s "$here/cc-results.md" ] && { echo; cat "$here/cc-results.md"; } >>"$out/RESULTS.md"
 	say "wrote $out/RESULTS.md, $out/results.csv and $out/plots/"
 fi

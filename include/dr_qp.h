@@ -363,6 +363,13 @@ enum dr_qp_flags {
 	 * given (from the CM), so a dead peer is declared no sooner than
 	 * without it. */
 	DR_QP_ADAPTIVE_RTO = 1u << 2,
+	/* Congestion control (docs/protocol.md B.11): request packets are
+	 * ECN-capable (ECT(0)); a packet received marked CE is answered with a
+	 * CNP (RoCEv2 annex A17.9, at most one per QP a 50 us); a CNP received,
+	 * or a go-back-N, cuts the QP's sending rate (DCQCN), which recovers
+	 * over time, and the requester is paced to it.  A peer without it
+	 * (rdma_rxe) ignores the ECN bits and drops CNPs. */
+	DR_QP_CC = 1u << 3,
 };
 
 /* Shortest adaptive retransmit timeout: 4.096 us * 2^5 = 131 us. */
@@ -430,6 +437,10 @@ struct dr_qp_stats {
 	uint64_t spurious_timeouts; /* a timeout's resend answered twice: nothing was lost */
 	uint64_t rx_rsp_ahead;	    /* READ responses past a missing one (one was lost) */
 	uint64_t cwnd_cuts;	 /* window halvings after a loss */
+	/* DR_QP_CC: CE-marked packets received, CNPs sent for them (rate
+	 * limited), CNPs received, rate cuts (CNPs and go-back-N), and the
+	 * rate the requester is paced to now (Mb/s; 0: not limited) */
+	uint64_t ce_seen, cnp_sent, cnp_received, rate_cuts, cc_rate_mbps;
 	uint64_t tx_seq_naks, tx_rnr_naks, tx_err_naks;
 	uint64_t rx_seq_naks, rx_rnr_naks, rx_err_naks;
 	uint64_t rx_dup_reqs; /* duplicate requests answered */

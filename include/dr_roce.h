@@ -171,6 +171,16 @@ _Static_assert(sizeof(struct dr_deth) == 8, "DETH");
 #define DR_BTH_ACKREQ 0x80000000u
 #define DR_BTH_RESV7_MASK 0x7f000000u
 #define DR_BTH_RSVD8_MASK 0xff000000u /* FECN | BECN | resv6a */
+/* FECN and BECN as bits of BTH byte 4 (dr_bth_rsvd8, bth_rsvd8) */
+#define DR_BTH_FECN 0x80
+#define DR_BTH_BECN 0x40
+
+/* ECN, the low two bits of the IPv4 TOS / IPv6 traffic class (RFC 3168) */
+#define DR_ECN_MASK    0x03
+#define DR_ECN_NOT_ECT 0x00
+#define DR_ECN_ECT1    0x01
+#define DR_ECN_ECT0    0x02
+#define DR_ECN_CE      0x03
 
 static inline uint8_t dr_bth_opcode(const struct dr_bth *b) { return b->opcode; }
 static inline bool dr_bth_se(const struct dr_bth *b) { return b->flags & DR_BTH_SE; }
@@ -340,6 +350,11 @@ enum dr_opf {
 	DR_OPF_RECV_DONE = 1u << 22,
 	/* unreliable datagram (DETH), QP1's MADs: no RC QP takes it */
 	DR_OPF_UD = 1u << 23,
+	/* a congestion notification (RoCEv2 annex A17.9.3): transport bits
+	 * 100, DR_CNP_RSVD_LEN reserved bytes after the BTH (counted in
+	 * hdr_len, no payload); to the sender of the CE-marked packet's QP,
+	 * whose congestion control takes it (cc.c) */
+	DR_OPF_CNP = 1u << 24,
 	DR_OPF_END = DR_OPF_LAST | DR_OPF_ONLY,
 };
 
@@ -385,7 +400,11 @@ enum dr_opcode {
 	DR_OP_SEND_ONLY_INV = 0x17,
 	DR_OP_UD_SEND_ONLY = 0x64,
 	DR_OP_UD_SEND_ONLY_IMM = 0x65,
+	DR_OP_CNP = 0x81, /* RoCEv2 congestion notification (annex A17.9.3) */
 };
+
+/* A CNP's body: 16 reserved bytes, sent as zero, between BTH and ICRC. */
+#define DR_CNP_RSVD_LEN 16
 
 static inline bool dr_opcode_valid(uint8_t op) { return dr_opcode_tab[op].flags & DR_OPF_VALID; }
 static inline const char *dr_opcode_name(uint8_t op)
@@ -508,6 +527,7 @@ struct dr_pkt_desc {
 	const void *payload;
 	uint32_t payload_len;
 	uint8_t pad[3]; /* the pad bytes' values: zero as sent (IBA 9.2) */
+	uint8_t cnp_rsvd[DR_CNP_RSVD_LEN]; /* a CNP's reserved bytes: zero as sent */
 };
 
 /* Defaults: IPv4, TTL 64, DF, UDP 0xC000 -> 4791, P_Key 0xFFFF, TVer 0. */
@@ -592,6 +612,14 @@ struct dr_pkt {
 #define dr_pkt_immdt(p) ((const struct dr_immdt *)(p)->hdr[DR_HDR_IMMDT])
 #define dr_pkt_ieth(p) ((const struct dr_ieth *)(p)->hdr[DR_HDR_IETH])
 #define dr_pkt_deth(p) ((const struct dr_deth *)(p)->hdr[DR_HDR_DETH])
+
+/* The ECN field of a parsed frame's IP header (DR_ECN_*). */
+static inline unsigned dr_pkt_ecn(const struct dr_pkt *p)
+{
+	if (p->ip4)
+		return p->ip4->tos & DR_ECN_MASK;
+	return p->ip6 ? dr_ipv6_tclass(p->ip6) & DR_ECN_MASK : DR_ECN_NOT_ECT;
+}
 
 enum dr_parse_flags {
 	DR_PARSE_NO_ICRC = 1u << 0, /* skip the ICRC check (caller does it) */

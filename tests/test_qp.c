@@ -2150,8 +2150,10 @@ static bool b_ack_due(void *arg)
 }
 
 /* A replay of A's one-packet SEND psn, built with the codec as A built it,
- * handed to B directly (not through the link). */
-static void inject_send(struct pair *p, uint32_t psn, const void *payload, uint32_t len)
+ * handed to B directly (not through the link); tos: the IP TOS (its ECN
+ * bits). */
+static void inject_send_tos(struct pair *p, uint32_t psn, const void *payload, uint32_t len,
+			    uint8_t tos)
 {
 	struct dr_pkt_desc d;
 	uint8_t frame[512];
@@ -2160,12 +2162,18 @@ static void inject_send(struct pair *p, uint32_t psn, const void *payload, uint3
 
 	dr_qp_desc(p->qp[0], &d, DR_OP_SEND_ONLY, psn);
 	d.ackreq = true;
+	d.tos = tos;
 	d.payload = payload;
 	d.payload_len = len;
 	n = dr_pkt_build(&d, frame, sizeof(frame));
 	ck_assert_int_gt(n, 0);
 	ck_assert_int_eq(dr_pkt_parse(frame, (size_t)n, 0, &pkt), DR_PKT_OK);
 	dr_qp_input(p->qp[1], &pkt);
+}
+
+static void inject_send(struct pair *p, uint32_t psn, const void *payload, uint32_t len)
+{
+	inject_send_tos(p, psn, payload, len, 0);
 }
 
 #define DEFER_N 20
@@ -3855,6 +3863,420 @@ START_TEST(test_pkey_match)
 }
 END_TEST
 
+/* ---- congestion control (DR_QP_CC, docs/protocol.md B.11) ------------------ */
+
+#define CC_FRAMES 64
+
+/* Every frame each side sends, whole, and every note each side makes. */
+struct cc_rec {
+	struct dr_sim *sim;
+	uint8_t f[2][CC_FRAMES][128];
+	size_t len[2][CC_FRAMES];
+	unsigned n[2];
+	uint64_t bytes0_from, bytes0; /* A's frame bytes sent since bytes0_from */
+	char note[2][8][128];
+	uint8_t note_frame[2][8][128];
+	size_t note_len[2][8];
+	unsigned nnote[2];
+};
+static struct cc_rec *ccr;
+
+static enum dr_sim_action cc_fault(void *arg, unsigned dir, uint64_t n, const struct dr_pkt *pkt)
+{
+	struct cc_rec *r = arg;
+
+	if (r->n[dir] < CC_FRAMES) {
+		size_t l = pkt->frame_len < 128 ? pkt->frame_len : 128;
+
+		memcpy(r->f[dir][r->n[dir]], pkt->frame, l);
+		r->len[dir][r->n[dir]++] = pkt->frame_len;
+	}
+	if (dir == 0 && r->sim->now_ns >= r->bytes0_from)
+		r->bytes0 += pkt->frame_len;
+	return DR_SIM_PASS;
+}
+
+static void cc_note(void *ctx, struct dr_qp *qp, const void *frame, size_t len, const char *text)
+{
+	unsigned side = ((struct dr_sim_end *)ctx)->idx, i = ccr->nnote[side];
+
+	ck_assert_uint_lt(i, 8);
+	snprintf(ccr->note[side][i], sizeof(ccr->note[side][i]), "%s", text);
+	memcpy(ccr->note_frame[side][i], frame, len < 128 ? len : 128);
+	ccr->note_len[side][i] = len;
+	ccr->nnote[side]++;
+}
+
+static struct dr_qp_ops cc_ops;
+
+/* A pair with DR_QP_CC on both sides (cc_on), recording into a fresh
+ * ccr, notes included. */
+static void cc_pair_up(struct pair *p, bool cc_on, uint64_t rate_bps)
+{
+	struct pair_cfg c = pair_defaults();
+	unsigned i;
+
+	ccr = calloc(1, sizeof(*ccr));
+	ck_assert_ptr_nonnull(ccr);
+	ccr->bytes0_from = UINT64_MAX;
+	c.qp_flags[0] = c.qp_flags[1] = cc_on ? DR_QP_CC : 0;
+	c.sim = (struct dr_sim_cfg){
+	    .rate_bps = rate_bps, .latency_ns = 2000, .fault = cc_fault, .fault_arg = ccr};
+	pair_up(p, &c);
+	ccr->sim = &p->sim;
+	cc_ops = *p->qp[0]->ops;
+	cc_ops.note = cc_note;
+	for (i = 0; i < 2; i++)
+		p->qp[i]->ops = &cc_ops;
+}
+
+static void cc_pair_down(struct pair *p)
+{
+	pair_down(p);
+	free(ccr);
+	ccr = NULL;
+}
+
+/* A one-packet SEND from A, IP ECN field ecn, handed to B directly. */
+static void cc_inject(struct pair *p, uint32_t psn, unsigned ecn)
+{
+	static const uint8_t payload[8] = "ecn test";
+
+	inject_send_tos(p, psn, payload, sizeof(payload), (uint8_t)ecn);
+}
+
+/* A CNP from B's QP to A's, handed to A directly. */
+static void cc_inject_cnp(struct pair *p)
+{
+	struct dr_pkt_desc d;
+	uint8_t frame[128];
+	struct dr_pkt pkt;
+	int n;
+
+	dr_qp_desc(p->qp[1], &d, DR_OP_CNP, 0);
+	d.bth_rsvd8 = DR_BTH_BECN;
+	n = dr_pkt_build(&d, frame, sizeof(frame));
+	ck_assert_int_eq(dr_pkt_parse(frame, (size_t)n, 0, &pkt), DR_PKT_OK);
+	dr_qp_input(p->qp[0], &pkt);
+}
+
+static unsigned cc_count(unsigned dir, uint8_t op)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < ccr->n[dir] && i < CC_FRAMES; i++)
+		k += ccr->f[dir][i][42] == op;
+	return k;
+}
+
+/* The CNP B sent: exactly A17.9.3's fields, B's addressing, not ECT. */
+static void cc_expect_cnp(const uint8_t *f, size_t len)
+{
+	/* opcode, SE/M/PadCnt/TVer 0, P_Key 0xFFFF, BECN, DestQP A's, AckReq 0,
+	 * PSN 0 */
+	static const uint8_t want[12] = {
+	    0x81,	  0x00, 0xff, 0xff, 0x40, (QPN_A >> 16) & 0xff, (QPN_A >> 8) & 0xff,
+	    QPN_A & 0xff, 0x00, 0x00, 0x00, 0x00};
+	struct dr_pkt pkt;
+
+	ck_assert_uint_eq(len, 14 + 20 + 8 + 12 + 16 + 4);
+	ck_assert_int_eq(dr_pkt_parse(f, len, 0, &pkt), DR_PKT_OK);
+	ck_assert(!memcmp(f + 42, want, sizeof(want)));
+	for (unsigned i = 54; i < 70; i++)
+		ck_assert_uint_eq(f[i], 0);
+	ck_assert_uint_eq(dr_pkt_ecn(&pkt), DR_ECN_NOT_ECT);
+	ck_assert_uint_eq(ntohl(pkt.ip4->saddr), 0xc0a80102);
+	ck_assert_uint_eq(ntohl(pkt.ip4->daddr), 0xc0a80101);
+	ck_assert_uint_eq(ntohs(pkt.udp->dport), DR_ROCE_UDP_PORT);
+	ck_assert_uint_eq(ntohs(pkt.udp->sport), dr_udp_sport(0, QPN_B, QPN_A));
+}
+
+/* B gets SENDs marked CE: the first is answered by one CNP to A's QP (and
+ * its ACK); more CE within DR_CC_CNP_GAP_NS are counted, not answered;
+ * after it, the next one is.  The note names the PSN on the CNP itself.
+ * A takes each CNP as a cut.  Without DR_QP_CC, CE is ignored. */
+START_TEST(test_cc_cnp_sent)
+{
+	bool on = _i;
+	struct pair p;
+	uint8_t buf[3][8];
+	uint32_t psn = 0xfffff0;
+
+	cc_pair_up(&p, on, 10000000000ull);
+	for (unsigned i = 0; i < 3; i++)
+		post_recv(&p, 1, i, buf[i], sizeof(buf[i]));
+	cc_inject(&p, psn, DR_ECN_CE);
+	/* a few microseconds later, within the gap */
+	p.sim.now_ns += DR_CC_CNP_GAP_NS - 1;
+	cc_inject(&p, psn + 1, DR_ECN_CE);
+	ck_assert(pair_run(&p));
+	if (!on) {
+		ck_assert_uint_eq(p.qp[1]->stats.ce_seen, 0);
+		ck_assert_uint_eq(p.qp[1]->stats.cnp_sent, 0);
+		ck_assert_uint_eq(cc_count(1, DR_OP_CNP), 0);
+		ck_assert_uint_eq(ccr->nnote[1], 0);
+		cc_pair_down(&p);
+		return;
+	}
+	ck_assert_uint_eq(p.qp[1]->stats.ce_seen, 2);
+	ck_assert_uint_eq(p.qp[1]->stats.cnp_sent, 1);
+	ck_assert_uint_eq(cc_count(1, DR_OP_CNP), 1);
+	/* B's first frame is the CNP: it leaves when the CE packet arrives */
+	cc_expect_cnp(ccr->f[1][0], ccr->len[1][0]);
+	ck_assert_uint_eq(ccr->nnote[1], 1);
+	ck_assert_str_eq(ccr->note[1][0], "CNP sent: CE seen on PSN 16777200");
+	ck_assert_uint_eq(ccr->note_len[1][0], ccr->len[1][0]);
+	ck_assert(!memcmp(ccr->note_frame[1][0], ccr->f[1][0], ccr->len[1][0]));
+	/* A: one cut, from the unlimited rate (DR_CC_MAX_MBPS) by half */
+	ck_assert_uint_eq(p.qp[0]->stats.cnp_received, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.rate_cuts, 1);
+	ck_assert_uint_eq(ccr->nnote[0], 1);
+	ck_assert_str_eq(ccr->note[0][0], "CNP received: rate 100000 -> 50000 Mb/s");
+	ck_assert(!memcmp(ccr->note_frame[0][0], ccr->f[1][0], ccr->len[1][0]));
+
+	/* the gap is over: the next CE draws a CNP again; ECT(0) does not */
+	p.sim.now_ns += DR_CC_CNP_GAP_NS;
+	cc_inject(&p, psn + 2, DR_ECN_ECT0);
+	ck_assert_uint_eq(p.qp[1]->stats.cnp_sent, 1);
+	cc_inject(&p, dr_psn_add(psn, 2), DR_ECN_CE); /* a duplicate now: CE all the same */
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.qp[1]->stats.ce_seen, 3);
+	ck_assert_uint_eq(p.qp[1]->stats.cnp_sent, 2);
+	ck_assert_uint_eq(cc_count(1, DR_OP_CNP), 2);
+	ck_assert_uint_eq(p.qp[0]->stats.cnp_received, 2);
+	ck_assert_str_eq(ccr->note[1][1], "CNP sent: CE seen on PSN 16777202");
+	cc_pair_down(&p);
+}
+END_TEST
+
+/* DCQCN's rules as docs/protocol.md B.11 states them, for the expected
+ * values: a cut from base with alpha a (of 1024); a recovery step. */
+static uint32_t cc_model_cut(uint32_t base, uint32_t alpha)
+{
+	return (uint32_t)(base - (uint64_t)base * alpha / 2048);
+}
+
+static void cc_model_step(uint32_t *rc, uint32_t *rt, unsigned stage)
+{
+	if (stage > 2 * DR_CC_FAST_STEPS)
+		*rt += DR_CC_HAI_MBPS * (stage - 2 * DR_CC_FAST_STEPS);
+	else if (stage > DR_CC_FAST_STEPS)
+		*rt += DR_CC_AI_MBPS;
+	if (*rt > DR_CC_MAX_MBPS)
+		*rt = DR_CC_MAX_MBPS;
+	*rc = (*rc + *rt + 1) / 2;
+}
+
+/* The rate A is paced to once the engine has looked at the clock (a
+ * zero-byte WRITE posted makes it). */
+static uint64_t cc_rate_now(struct pair *p, uint8_t *dst, struct dr_mr *mr)
+{
+	struct dr_send_wr wr = {
+	    .wr_id = 9, .opcode = DR_WR_WRITE, .remote_addr = (uintptr_t)dst, .rkey = mr->key};
+
+	ck_assert_int_eq(dr_qp_post_send(p->qp[0], &wr), 0);
+	return p->qp[0]->stats.cc_rate_mbps;
+}
+
+/* CNPs cut A's rate by alpha/2 -- half at first --, at most once a
+ * DR_CC_CUT_GAP_NS; alpha decays by 1/16 every DR_CC_ALPHA_NS without a
+ * cut; the rate recovers every DR_CC_PERIOD_NS: fast recovery, additive,
+ * hyper increase, until the limit ends. */
+START_TEST(test_cc_cut_recover)
+{
+	struct pair p;
+	uint8_t dst[16];
+	struct dr_mr *mr;
+	uint64_t t0;
+	uint32_t rc, rt, alpha;
+	unsigned stage;
+
+	cc_pair_up(&p, true, 0);
+	mr = reg(&p, 1, dst, sizeof(dst), DR_ACCESS_REMOTE_WRITE);
+	t0 = p.sim.now_ns = 1000000;
+	cc_inject_cnp(&p);
+	ck_assert_uint_eq(p.qp[0]->stats.rate_cuts, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.cc_rate_mbps, 50000);
+	/* another one inside the gap: counted, no cut */
+	p.sim.now_ns = t0 + DR_CC_CUT_GAP_NS - 1;
+	cc_inject_cnp(&p);
+	ck_assert_uint_eq(p.qp[0]->stats.cnp_received, 2);
+	ck_assert_uint_eq(p.qp[0]->stats.rate_cuts, 1);
+	ck_assert_str_eq(ccr->note[0][1], "CNP received: rate 50000 -> 50000 Mb/s");
+	/* one alpha period later: alpha 1024 - 64, the cut is smaller */
+	p.sim.now_ns = t0 + DR_CC_ALPHA_NS;
+	cc_inject_cnp(&p);
+	ck_assert_uint_eq(p.qp[0]->stats.rate_cuts, 2);
+	alpha = 1024 - 1024 / 16;
+	rt = 50000;
+	rc = cc_model_cut(rt, alpha);
+	ck_assert_uint_eq(rc, 26563);
+	ck_assert_uint_eq(p.qp[0]->stats.cc_rate_mbps, rc);
+	ck_assert_str_eq(ccr->note[0][2], "CNP received: rate 50000 -> 26563 Mb/s");
+	ck_assert(pair_run(&p));
+
+	/* recovery, period by period from the second cut */
+	t0 += DR_CC_ALPHA_NS;
+	for (stage = 1; stage <= 60; stage++) {
+		cc_model_step(&rc, &rt, stage);
+		p.sim.now_ns = t0 + (uint64_t)stage * DR_CC_PERIOD_NS;
+		if (rc >= DR_CC_MAX_MBPS)
+			break;
+		ck_assert_msg(cc_rate_now(&p, dst, mr) == rc, "stage %u: rate %llu, want %u", stage,
+			      (unsigned long long)p.qp[0]->stats.cc_rate_mbps, rc);
+		ck_assert(pair_run(&p));
+		if (stage == DR_CC_FAST_STEPS)
+			ck_assert_uint_eq(rc, 49268); /* fast recovery: halfway each period */
+	}
+	/* the limit ends at DR_CC_MAX_MBPS: 4.4 ms after the cut, hyper
+	 * increase steps of 200, 400, ... Mb/s having brought the target back */
+	ck_assert_uint_eq(stage, 44);
+	ck_assert_uint_eq(cc_rate_now(&p, dst, mr), 0);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.qp[0]->stats.rate_cuts, 2);
+	/* a new episode starts with alpha 1 again, and from the rate A was
+	 * measured at: its zero-byte WRITEs, one a period, 58 bytes each, are
+	 * 4 Mb/s; halved, below the floor */
+	p.sim.now_ns += DR_CC_PERIOD_NS;
+	ck_assert_uint_eq(p.qp[0]->cc.meas_mbps, 4);
+	cc_inject_cnp(&p);
+	ck_assert_uint_eq(p.qp[0]->stats.cc_rate_mbps, DR_CC_MIN_MBPS);
+	ck_assert_str_eq(ccr->note[0][3], "CNP received: rate 4 -> 10 Mb/s");
+	cc_pair_down(&p);
+}
+END_TEST
+
+/* Every period is at least the smoothed round trip: with srtt 1 ms, a
+ * second CNP 0.5 ms after a cut cuts nothing, the rate rises first 1 ms
+ * after the cut, and a CNP 1 ms after it cuts again. */
+START_TEST(test_cc_srtt_periods)
+{
+	struct pair p;
+	uint8_t dst[16];
+	struct dr_mr *mr;
+	uint64_t t0 = 1000000;
+
+	cc_pair_up(&p, true, 0);
+	mr = reg(&p, 1, dst, sizeof(dst), DR_ACCESS_REMOTE_WRITE);
+	p.qp[0]->comp.srtt_ns = 1000000;
+	p.sim.now_ns = t0;
+	cc_inject_cnp(&p);
+	ck_assert_uint_eq(p.qp[0]->stats.cc_rate_mbps, 50000);
+	p.sim.now_ns = t0 + 500000;
+	cc_inject_cnp(&p);
+	ck_assert_uint_eq(p.qp[0]->stats.rate_cuts, 1);
+	p.sim.now_ns = t0 + 999999;
+	ck_assert_uint_eq(cc_rate_now(&p, dst, mr), 50000);
+	ck_assert(pair_run(&p));
+	p.sim.now_ns = t0 + 1000000;
+	ck_assert_uint_eq(cc_rate_now(&p, dst, mr), 75000); /* one fast recovery step */
+	ck_assert(pair_run(&p));
+	/* alpha decayed once (1 ms without a cut): 75000 x (1 - 960/2048) */
+	p.sim.now_ns = t0 + 1000000 + 1000;
+	cc_inject_cnp(&p);
+	ck_assert_uint_eq(p.qp[0]->stats.rate_cuts, 2);
+	ck_assert_uint_eq(p.qp[0]->stats.cc_rate_mbps, cc_model_cut(75000, 960));
+	cc_pair_down(&p);
+}
+END_TEST
+
+/* With DR_QP_CC, A's request packets are ECT(0), B's ACKs are not; without
+ * it nothing is ECN-capable. */
+START_TEST(test_cc_ect)
+{
+	bool on = _i;
+	struct pair p;
+	uint8_t src[4096], dst[4096];
+
+	cc_pair_up(&p, on, 10000000000ull);
+	fill(src, sizeof(src), 3);
+	post_write_to_b(&p, src, dst, sizeof(src), DR_WR_SIGNALED);
+	ck_assert(pair_run(&p));
+	ck_assert(!memcmp(src, dst, sizeof(dst)));
+	ck_assert_uint_eq(ccr->n[0], 4);
+	ck_assert_uint_ge(ccr->n[1], 1);
+	for (unsigned i = 0; i < ccr->n[0]; i++)
+		ck_assert_uint_eq(ccr->f[0][i][15] & DR_ECN_MASK,
+				  on ? DR_ECN_ECT0 : DR_ECN_NOT_ECT);
+	for (unsigned i = 0; i < ccr->n[1]; i++)
+		ck_assert_uint_eq(ccr->f[1][i][15] & DR_ECN_MASK, DR_ECN_NOT_ECT);
+	cc_pair_down(&p);
+}
+END_TEST
+
+/* A cut while A streams a WRITE over a 10 Gb/s link: the reference is
+ * the rate A was measured at, and A then sends at the rate it was cut to
+ * (the pacer, DR_REQ_WAIT_RATE), within its bucket. */
+START_TEST(test_cc_pacing)
+{
+	static uint8_t src[4 << 20], dst[4 << 20];
+	struct pair p;
+	uint64_t meas, rate, t, window = DR_CC_PERIOD_NS - 1000, allowed;
+
+	cc_pair_up(&p, true, 10000000000ull);
+	fill(src, sizeof(src), 5);
+	post_write_to_b(&p, src, dst, sizeof(src), DR_WR_SIGNALED);
+	ck_assert(!dr_sim_run(&p.sim, 500000, NULL, NULL));
+	meas = p.qp[0]->cc.meas_mbps;
+	/* the link's 10 Gb/s, give or take a frame at the sample's edges */
+	ck_assert_uint_gt(meas, 9500);
+	ck_assert_uint_le(meas, 10500);
+	cc_inject_cnp(&p);
+	rate = p.qp[0]->stats.cc_rate_mbps;
+	ck_assert_uint_eq(rate, meas - meas / 2);
+	/* within one increase period A sends at most rate x time plus a
+	 * bucket (64 us at the rate) and the frame that overdraws it */
+	t = p.sim.now_ns;
+	ccr->bytes0_from = t;
+	ck_assert(!dr_sim_run(&p.sim, t + window, NULL, NULL));
+	allowed = rate * (window + DR_CC_BURST_NS) / 8000 + 2 * 1200;
+	ck_assert_msg(ccr->bytes0 <= allowed, "%llu bytes in %llu ns at %llu Mb/s",
+		      (unsigned long long)ccr->bytes0, (unsigned long long)window,
+		      (unsigned long long)rate);
+	ck_assert_msg(ccr->bytes0 >= rate * window / 8000 * 8 / 10, "%llu bytes: paced too slowly",
+		      (unsigned long long)ccr->bytes0);
+	ck_assert_uint_gt(p.qp[0]->stats.cc_rate_mbps, 0);
+	ck_assert(pair_run(&p));
+	ck_assert(!memcmp(src, dst, sizeof(dst)));
+	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 0);
+	cc_pair_down(&p);
+}
+END_TEST
+
+/* Go-back-N is a congestion signal: one lost packet of a WRITE draws a
+ * sequence NAK, a resend, a halved window and a halved rate; without
+ * DR_QP_CC the rate stays unlimited. */
+static enum dr_sim_action cc_drop_fault(void *arg, unsigned dir, uint64_t n,
+					const struct dr_pkt *pkt)
+{
+	cc_fault(arg, dir, n, pkt);
+	return dir == 0 && n == 5 ? DR_SIM_DROP : DR_SIM_PASS;
+}
+
+START_TEST(test_cc_gbn_cut)
+{
+	bool on = _i;
+	static uint8_t src[64 << 10], dst[64 << 10];
+	struct pair p;
+
+	cc_pair_up(&p, on, 10000000000ull);
+	p.sim.cfg.fault = cc_drop_fault;
+	fill(src, sizeof(src), 7);
+	post_write_to_b(&p, src, dst, sizeof(src), DR_WR_SIGNALED);
+	ck_assert(pair_run(&p));
+	ck_assert(!memcmp(src, dst, sizeof(dst)));
+	ck_assert_uint_eq(p.qp[0]->stats.rx_seq_naks, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.cwnd_cuts, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.rate_cuts, on ? 1 : 0);
+	ck_assert_uint_eq(p.qp[0]->stats.cnp_received, 0);
+	if (on)
+		ck_assert_uint_gt(p.qp[0]->cc.target_mbps, 0);
+	else
+		ck_assert_uint_eq(p.qp[0]->stats.cc_rate_mbps, 0);
+	cc_pair_down(&p);
+}
+END_TEST
+
 static Suite *qp_suite(void)
 {
 	Suite *s = suite_create("qp");
@@ -3942,6 +4364,16 @@ static Suite *qp_suite(void)
 			    (int)(sizeof(dpeer_tab) / sizeof(dpeer_tab[0])));
 	tcase_add_loop_test(tc, test_peer_moved, 0, (int)(sizeof(move_tab) / sizeof(move_tab[0])));
 	tcase_add_test(tc, test_cwnd_loss);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("cc");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, test_cc_cnp_sent, 0, 2);
+	tcase_add_test(tc, test_cc_cut_recover);
+	tcase_add_test(tc, test_cc_srtt_periods);
+	tcase_add_loop_test(tc, test_cc_ect, 0, 2);
+	tcase_add_test(tc, test_cc_pacing);
+	tcase_add_loop_test(tc, test_cc_gbn_cut, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }

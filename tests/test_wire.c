@@ -226,6 +226,9 @@ static const unsigned ext_size[DR_HDR_NUM] = {
 #define K_ATOMIC (DR_OPF_REQ | DR_OPF_ATOMIC)
 /* droce classes a UD send as UD, not as an RC request (rxe adds REQ_MASK) */
 #define K_UD (DR_OPF_UD | DR_OPF_SEND | R_TAKE | R_DONE)
+/* RoCEv2's congestion notification (annex A17.9.3): neither request nor
+ * response, 16 reserved bytes after the BTH */
+#define K_CNP DR_OPF_CNP
 
 #define P_FIRST DR_OPF_FIRST
 #define P_MIDDLE DR_OPF_MIDDLE
@@ -292,14 +295,15 @@ static const struct op_spec op_spec[] = {
 	{ 0x64, "UD_SEND_ONLY", DR_OPF_DETH, P_ONLY, true, DR_ACK_NONE, K_UD, 20 },
 	{ 0x65, "UD_SEND_ONLY_WITH_IMMEDIATE", DR_OPF_DETH | DR_OPF_IMMDT, P_ONLY, true,
 	  DR_ACK_NONE, K_UD, 24 },
+	{ 0x81, "CNP", 0, P_ONLY, false, DR_ACK_NONE, K_CNP, 28 },
 };
 /* clang-format on */
 
 /* The valid set, stated independently of op_spec[]: RC 0x00-0x14, 0x16,
- * 0x17 (0x15 is reserved), UD SEND_ONLY(+IMM) 0x64/0x65. */
+ * 0x17 (0x15 is reserved), UD SEND_ONLY(+IMM) 0x64/0x65, CNP 0x81. */
 static bool in_valid_set(unsigned op)
 {
-	return op <= 0x14 || op == 0x16 || op == 0x17 || op == 0x64 || op == 0x65;
+	return op <= 0x14 || op == 0x16 || op == 0x17 || op == 0x64 || op == 0x65 || op == 0x81;
 }
 
 static const struct op_spec *spec_of(unsigned op)
@@ -326,8 +330,8 @@ START_TEST(test_opcode_valid_set)
 				      "opcode 0x%02x headers exceed DR_PKT_HDR_CAP", op);
 		nvalid += valid;
 	}
-	ck_assert_uint_eq(nvalid, 25);
-	ck_assert_uint_eq(ARRAY_SIZE(op_spec), 25);
+	ck_assert_uint_eq(nvalid, 26);
+	ck_assert_uint_eq(ARRAY_SIZE(op_spec), 26);
 }
 END_TEST
 
@@ -376,6 +380,8 @@ START_TEST(test_opcode_offsets)
 				      o->off[h]);
 		}
 	}
+	if (s->kind & K_CNP)
+		off += 16; /* A17.9.3: the CNP's reserved bytes */
 	ck_assert_uint_eq(off, s->hdr_len);
 }
 END_TEST
@@ -440,14 +446,20 @@ START_TEST(test_opcode_engine_rules)
 
 	for (unsigned op = 0; op < 256; op++) {
 		uint32_t f = dr_opcode((uint8_t)op)->flags;
-		bool rc = (op >> 5) == 0, ud = (op >> 5) == 3;
+		bool rc = (op >> 5) == 0, ud = (op >> 5) == 3, cnp = (op >> 5) == 4;
 		bool req = f & DR_OPF_REQ, rsp = f & DR_OPF_RSP;
 		bool send = f & DR_OPF_SEND, write = f & DR_OPF_WRITE, imm = f & DR_OPF_IMMDT;
 		unsigned want_ack = DR_ACK_NONE;
 
 		if (!(f & DR_OPF_VALID))
 			continue;
-		ck_assert_msg(rc || ud, "0x%02x: RC or UD", op);
+		ck_assert_msg(rc || ud || cnp, "0x%02x: RC, UD or CNP", op);
+		/* qp.c: a CNP goes to the QP's congestion control, not to the
+		 * responder or the completer; it carries nothing */
+		ck_assert_msg(cnp == !!(f & DR_OPF_CNP), "0x%02x: CNP", op);
+		if (cnp)
+			ck_assert_msg(f == (DR_OPF_VALID | DR_OPF_CNP | DR_OPF_ONLY),
+				      "0x%02x: a CNP is nothing else", op);
 		ck_assert_msg(rc == (req != rsp) && !(req && rsp), "0x%02x: RC is REQ xor RSP", op);
 		ck_assert_msg(ud == !!(f & DR_OPF_UD), "0x%02x: UD", op);
 		if (req)
@@ -1677,6 +1689,8 @@ struct mal {
  * A.9 (what is checked and what the ICRC masks), RFC 791 (IPv4 header),
  * RFC 8200 (IPv6), RFC 768 (UDP), IBA 9.2-9.3 (BTH, PadCnt, TVer).
  */
+/* one case a line or two, read as a table */
+/* clang-format off */
 static const struct mal mal_tab[] = {
 	/* truncation (every length is swept by test_truncation) */
 	{ "empty frame", B_SEND, AT_ETH, 0, M_CUT, 0, 0, DR_PKT_SHORT_ETH },
@@ -1801,7 +1815,8 @@ static const struct mal mal_tab[] = {
 	  DR_OP_READ_RSP_MIDDLE, FX_ICRC, DR_PKT_RUNT },
 	{ "UC SEND_ONLY 0x24 (no UC)", B_SEND, AT_BTH, 0, M_SET8, 0x24, FX_ICRC,
 	  DR_PKT_BAD_OPCODE },
-	{ "CNP 0x81", B_SEND, AT_BTH, 0, M_SET8, 0x81, FX_ICRC, DR_PKT_BAD_OPCODE },
+	{ "IB CNP 0x80 (native InfiniBand's, not RoCEv2's)", B_SEND, AT_BTH, 0, M_SET8, 0x80,
+	  FX_ICRC, DR_PKT_BAD_OPCODE },
 	{ "FECN is masked", B_SEND, AT_BTH, 4, M_SET8, 0x80, 0, DR_PKT_OK },
 	{ "BECN is masked", B_SEND, AT_BTH, 4, M_SET8, 0x40, 0, DR_PKT_OK },
 	{ "BTH byte 4 all ones is masked", B_ACK, AT_BTH, 4, M_SET8, 0xff, 0, DR_PKT_OK },
@@ -1843,6 +1858,7 @@ static const struct mal mal_tab[] = {
 	{ "DETH Q_Key is covered", B_MAD, AT_BTH, 12, M_XOR8, 0x01, 0, DR_PKT_BAD_ICRC },
 	{ "VLAN TCI is not covered", B_SEND_VLAN, AT_ETH, 14, M_SET16, 0xefff, 0, DR_PKT_OK },
 };
+/* clang-format on */
 
 static uint8_t *mal_at(struct frame *f, const struct mal *m)
 {
@@ -1951,7 +1967,7 @@ START_TEST(test_malformed_opcodes)
 			n++;
 		}
 	}
-	ck_assert_uint_eq(n, 2 * (256 - 25));
+	ck_assert_uint_eq(n, 2 * (256 - 26));
 }
 END_TEST
 
@@ -2318,6 +2334,115 @@ START_TEST(test_roundtrip_udp_csum_pad)
 }
 END_TEST
 
+/* The CNP (RoCEv2 annex A17.9.3) as droce builds it: BTH with BECN, 16
+ * reserved bytes, ICRC; the reserved bytes round-trip whatever they hold
+ * (covered by the ICRC); any other length is refused.  The ECN field of
+ * both IP versions reads back through dr_pkt_ecn. */
+START_TEST(test_cnp_frame)
+{
+	static const uint8_t bth[12] = {0x81, 0x00, 0xff, 0xff, 0x40, 0x00,
+					0x00, 0xd2, 0x00, 0x00, 0x00, 0x00};
+	struct dr_pkt_desc d, back;
+	uint8_t frame[128], again[128];
+	struct dr_pkt p;
+	int n;
+
+	dr_pkt_desc_init(&d);
+	d.opcode = DR_OP_CNP;
+	d.src_ip4 = 0xc0000201;
+	d.dst_ip4 = 0xc0000202;
+	d.bth_rsvd8 = DR_BTH_BECN;
+	d.dqpn = 0xd2;
+	n = dr_pkt_build(&d, frame, sizeof(frame));
+	ck_assert_int_eq(n, 14 + 20 + 8 + 12 + 16 + 4);
+	ck_assert(!memcmp(frame + 42, bth, sizeof(bth)));
+	for (int i = 54; i < 70; i++)
+		ck_assert_uint_eq(frame[i], 0);
+	ck_assert_uint_eq(dr_icrc_get(frame + 70), icrc_ref(frame));
+	ck_assert_int_eq(dr_pkt_parse(frame, (size_t)n, 0, &p), DR_PKT_OK);
+	ck_assert_ptr_eq(p.op, dr_opcode(DR_OP_CNP));
+	ck_assert(dr_bth_becn(p.bth) && !dr_bth_fecn(p.bth));
+	ck_assert_uint_eq(p.dqpn, 0xd2);
+	ck_assert_uint_eq(p.payload_len, 0);
+	ck_assert_uint_eq(dr_pkt_ecn(&p), DR_ECN_NOT_ECT);
+
+	/* reserved bytes as received: kept, covered */
+	d.cnp_rsvd[3] = 0x5a;
+	n = dr_pkt_build(&d, frame, sizeof(frame));
+	ck_assert_uint_eq(frame[57], 0x5a);
+	ck_assert_int_eq(dr_pkt_parse(frame, (size_t)n, 0, &p), DR_PKT_OK);
+	dr_pkt_to_desc(&p, &back);
+	ck_assert_int_eq(dr_pkt_build(&back, again, sizeof(again)), n);
+	ck_assert(!memcmp(frame, again, (size_t)n));
+	frame[57] ^= 1;
+	ck_assert_int_eq(dr_pkt_parse(frame, (size_t)n, 0, &p), DR_PKT_BAD_ICRC);
+
+	/* ECN: masked by the ICRC, read from either IP version */
+	d.tos = 0xb8 | DR_ECN_CE;
+	n = dr_pkt_build(&d, frame, sizeof(frame));
+	ck_assert_int_eq(dr_pkt_parse(frame, (size_t)n, 0, &p), DR_PKT_OK);
+	ck_assert_uint_eq(dr_pkt_ecn(&p), DR_ECN_CE);
+	frame[15] = (frame[15] & ~DR_ECN_MASK) | DR_ECN_ECT0;
+	frame[24] = frame[25] = 0;
+	{
+		struct dr_ipv4_hdr *ip = (struct dr_ipv4_hdr *)(frame + 14);
+
+		ip->csum = dr_ipv4_csum(ip);
+	}
+	ck_assert_int_eq(dr_pkt_parse(frame, (size_t)n, 0, &p), DR_PKT_OK);
+	ck_assert_uint_eq(dr_pkt_ecn(&p), DR_ECN_ECT0);
+	d.ip_version = 6;
+	d.tos = DR_ECN_ECT1;
+	n = dr_pkt_build(&d, frame, sizeof(frame));
+	ck_assert_int_eq(dr_pkt_parse(frame, (size_t)n, 0, &p), DR_PKT_OK);
+	ck_assert_uint_eq(dr_pkt_ecn(&p), DR_ECN_ECT1);
+	d.tos = DR_ECN_CE;
+	n = dr_pkt_build(&d, frame, sizeof(frame));
+	ck_assert_int_eq(dr_pkt_parse(frame, (size_t)n, 0, &p), DR_PKT_OK);
+	ck_assert_uint_eq(dr_pkt_ecn(&p), DR_ECN_CE);
+
+	/* the builder writes no payload on a CNP */
+	d.ip_version = 4;
+	d.payload = bth;
+	d.payload_len = 4;
+	ck_assert_int_eq(dr_pkt_build(&d, frame, sizeof(frame)), -EINVAL);
+}
+END_TEST
+
+/* A CNP of another length than BTH + 16 + ICRC is refused. */
+START_TEST(test_cnp_lengths)
+{
+	static const struct {
+		int delta;
+		enum dr_pkt_verdict v;
+	} t[] = {
+	    {-16, DR_PKT_SHORT_HDRS},
+	    {-4, DR_PKT_SHORT_HDRS},
+	    {4, DR_PKT_BAD_PAYLOAD},
+	    {16, DR_PKT_BAD_PAYLOAD},
+	};
+	struct dr_pkt_desc d;
+
+	dr_pkt_desc_init(&d);
+	d.opcode = DR_OP_CNP;
+	d.bth_rsvd8 = DR_BTH_BECN;
+	for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
+		uint8_t f[160] = {0};
+		struct dr_ipv4_hdr *ip = (struct dr_ipv4_hdr *)(f + 14);
+		struct dr_udp_hdr *udp = (struct dr_udp_hdr *)(f + 34);
+		int n = dr_pkt_build(&d, f, sizeof(f));
+		size_t len = (size_t)(n + t[i].delta);
+
+		ip->tot_len = htons((uint16_t)(len - 14));
+		ip->csum = 0;
+		ip->csum = dr_ipv4_csum(ip);
+		udp->len = htons((uint16_t)(len - 34));
+		dr_icrc_put(f + len - 4, icrc_ref(f));
+		expect_verdict(f, len, t[i].v, "CNP length");
+	}
+}
+END_TEST
+
 /* One test case of the suite, added to s: a timeout in seconds where the
  * default is too short (0 keeps it), the frame buffers' setup where asked. */
 static TCase *wire_tcase(Suite *s, const char *name, int timeout, bool fixture)
@@ -2366,6 +2491,8 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, test_roundtrip_psn_qpn_edges);
 	tcase_add_test(tc, test_eth_trailer);
 	tcase_add_test(tc, test_roundtrip_udp_csum_pad);
+	tcase_add_test(tc, test_cnp_frame);
+	tcase_add_test(tc, test_cnp_lengths);
 
 	tc = wire_tcase(s, "builder", 0, true);
 	tcase_add_test(tc, test_build_refusals);

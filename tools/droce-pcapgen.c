@@ -119,6 +119,7 @@ struct frame {
 	uint64_t orig;
 	uint32_t imm, ieth;
 	uint32_t qkey, sqpn;
+	uint8_t rsvd8; /* BTH byte 4: FECN, BECN */
 };
 
 /* shorthands for the table */
@@ -136,6 +137,7 @@ struct frame {
 
 /* The conversation.  Comments give the message number the responder
  * completes (its MSN, IBA 9.7.5.1.2) and the PadCnt a payload implies. */
+/* clang-format off */
 static const struct frame frames[] = {
 	/* connection setup on QP1: rxe GSI PSNs count from 0 per QP */
 	{ GSI_AB, .psn = 0, .mad_attr = CM_REQ },
@@ -231,6 +233,10 @@ static const struct frame frames[] = {
 	{ BA, .opcode = DR_OP_ACK, .psn = P(23), .syndrome = DR_AETH_NAK_REM_ACCESS,
 	  .msn = 14 },
 
+	/* B saw CE on one of A's packets: a CNP to A's QP, BECN set, PSN 0,
+	 * 16 reserved bytes (RoCEv2 annex A17.9.3) */
+	{ BA, .opcode = DR_OP_CNP, .psn = 0, .rsvd8 = DR_BTH_BECN },
+
 	/* disconnect on QP1 */
 	{ GSI_AB, .psn = 2, .mad_attr = CM_DREQ },
 	{ GSI_BA, .psn = 1, .mad_attr = CM_DREP },
@@ -241,6 +247,7 @@ static const struct frame frames[] = {
 	  .opcode = DR_OP_UD_SEND_ONLY_IMM, .psn = PSN_UD, .len = 30, .imm = 0xcafe0005,
 	  .qkey = APP_QKEY, .sqpn = QP_C },
 };
+/* clang-format on */
 
 #define NFRAMES (sizeof(frames) / sizeof(frames[0]))
 
@@ -390,6 +397,7 @@ static void frame_desc(const struct frame *fr, const uint8_t *payload, struct dr
 	d->dport = DR_ROCE_UDP_PORT;
 
 	d->opcode = fr->opcode;
+	d->bth_rsvd8 = fr->rsvd8;
 	d->se = fr->se;
 	d->dqpn = fr->dqpn;
 	d->ackreq = fr->ackreq;
@@ -554,11 +562,14 @@ out_remove:
 /* The tshark fields compared, in the format tshark 4.0 prints them with
  * -T fields (Wireshark epan/dissectors/packet-infiniband.c; docs/protocol.md
  * section E).  An absent header leaves its fields empty. */
+/* clang-format off */
 static const char *const expect_fields[] = {
 	"frame.number", "frame.len", "ip.src", "ip.dst", "udp.srcport", "udp.dstport",
 	"infiniband.bth.opcode", "infiniband.bth.se", "infiniband.bth.m",
 	"infiniband.bth.padcnt", "infiniband.bth.tver", "infiniband.bth.p_key",
 	"infiniband.bth.destqp", "infiniband.bth.a", "infiniband.bth.psn",
+	/* the first is BTH byte 4 (FECN, BECN), as hex */
+	"infiniband.reserved",
 	"infiniband.reth.va", "infiniband.reth.r_key", "infiniband.reth.dmalen",
 	"infiniband.aeth.syndrome", "infiniband.aeth.msn", "infiniband.atomiceth",
 	"infiniband.atomiceth.swapdt", "infiniband.atomiceth.cmpdt",
@@ -568,6 +579,7 @@ static const char *const expect_fields[] = {
 	"infiniband.cm.req.serviceid.dport", "infiniband.cm.req.localqpn",
 	"infiniband.cm.req.startpsn", "infiniband.cm.rep.localqpn", "infiniband.cm.rep.startpsn",
 };
+/* clang-format on */
 
 static void print_expect(void)
 {
@@ -587,8 +599,8 @@ static void print_expect(void)
 
 		printf("%u|%u|%s|%s|%u|%u|", i + 1, flen, hosts[fr->src].ip, hosts[fr->dst].ip,
 		       fr->sport, DR_ROCE_UDP_PORT);
-		printf("%u|%d|0|%u|0|%u|0x%06x|%d|%u|", op, fr->se, pad, DR_DEF_PKEY, fr->dqpn,
-		       fr->ackreq, fr->psn);
+		printf("%u|%d|0|%u|0|%u|0x%06x|%d|%u|%02x|", op, fr->se, pad, DR_DEF_PKEY, fr->dqpn,
+		       fr->ackreq, fr->psn, fr->rsvd8);
 		/* the dissector shows the AtomicETH VA and R_Key under the RETH
 		 * field names */
 		if (has(op, DR_HDR_RETH))

@@ -90,6 +90,7 @@ struct dr_settings {
 	int cm_timeout;	 /* FI_DROCE_CM_TIMEOUT: CM response timeout exponent */
 	int cm_retries;	 /* FI_DROCE_CM_RETRIES: CM MAD resends, 0..15 */
 	int cm_backlog;	 /* FI_DROCE_CM_BACKLOG: unanswered requests a listener holds */
+	int cc;		 /* FI_DROCE_CC: congestion control (DR_QP_CC), 0 or 1 */
 };
 
 /* The settings, read and checked on first use; NULL (and an FI_WARN that

@@ -360,6 +360,9 @@ static int ep_qp_new(struct dr_ep *ep, const struct fi_info *info)
 	/* without FI_RX_CQ_DATA, writes with CQ data leave the receives alone */
 	ia.flags =
 	    DR_QP_DEFER_ACK | DR_QP_ADAPTIVE_RTO | (ep->rx_cq_data ? 0 : DR_QP_WRITE_IMM_NO_WQE);
+	/* FI_DROCE_CC (the settings were read when the domain opened) */
+	if (dr_settings_get() && dr_settings_get()->cc)
+		ia.flags |= DR_QP_CC;
 	ret = dr_dev_qp_create(dev, ep, &ia, &ep->qp);
 	if (ret)
 		return ret;

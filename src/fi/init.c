@@ -108,6 +108,10 @@ static const struct dr_param {
 	      "4.3 s, as rdma_cm)"),
     PARAM_INT(cm_retries, 15, 0, 15,
 	      "CM MAD resends before a connect fails (default: 15, as rdma_cm)"),
+    PARAM_INT(cc, 1, 0, 1,
+	      "congestion control: data frames ECN-capable (ECT(0)), CNPs answer CE, and each "
+	      "QP's rate is cut by CNPs and go-back-N and recovers over time (DCQCN); 0 turns "
+	      "all of it off (default: 1)"),
     PARAM_INT(cm_backlog, 1024, 1, 65536,
 	      "connection requests a listener holds unanswered; more are dropped (default: 1024, "
 	      "rdma_ucm's max_backlog; fi_control FI_BACKLOG sets it per listener)"),

@@ -519,6 +519,7 @@ static enum dr_comp_state dr_comp_resend(struct dr_qp *qp, struct dr_comp_ctx *c
 {
 	qp->comp.retry_started = true;
 	dr_comp_cwnd_cut(qp);
+	dr_cc_loss(qp);
 	dr_req_rewind(qp);
 	dr_comp_rearm(qp);
 	dr_req_run(qp);

@@ -212,6 +212,8 @@ void dr_qp_timer_update(struct dr_qp *qp)
 		d = qp->comp.rto_deadline_ns;
 	if (qp->comp.rnr_deadline_ns && qp->comp.rnr_deadline_ns < d)
 		d = qp->comp.rnr_deadline_ns;
+	if (qp->cc.pace_ns && qp->cc.pace_ns < d)
+		d = qp->cc.pace_ns;
 	if (d != qp->deadline_ns) {
 		qp->deadline_ns = d;
 		if (qp->ops->timer_set)
@@ -281,6 +283,8 @@ void dr_qp_tick(struct dr_qp *qp)
 		if (qp->state == DR_QPS_RTS && qp->comp.rto_deadline_ns &&
 		    now >= qp->comp.rto_deadline_ns)
 			dr_comp_timeout(qp);
+		if (qp->state == DR_QPS_RTS)
+			dr_cc_paced(qp);
 	}
 	dr_qp_timer_update(qp);
 }
@@ -529,6 +533,7 @@ void dr_qp_error(struct dr_qp *qp, const char *why)
 	dr_req_set_state(qp, DR_REQ_ERROR);
 	qp->comp.rto_deadline_ns = 0;
 	qp->comp.rnr_deadline_ns = 0;
+	qp->cc.pace_ns = 0;
 	dr_qp_timer_update(qp);
 	while (qp->sq.tail != qp->sq.head) {
 		struct dr_send_wqe *w = dr_sq_wqe(qp, qp->sq.tail++);
@@ -563,9 +568,10 @@ struct dr_qp *dr_qp_create(const struct dr_qp_init_attr *ia)
 	uint32_t ns, nr;
 
 	if (!ia->ops || !ia->ops->xmit || !ia->ops->now_ns || !ia->ops->complete || ia->qpn == 0 ||
-	    (ia->flags & ~(unsigned)(DR_QP_WRITE_IMM_NO_WQE | DR_QP_DEFER_ACK | DR_QP_ADAPTIVE_RTO)) || ia->qpn > DR_QPN_MASK ||
-	    !ia->max_send_wr || !ia->max_recv_wr || ia->max_send_wr > (1u << 16) ||
-	    ia->max_recv_wr > (1u << 16))
+	    (ia->flags & ~(unsigned)(DR_QP_WRITE_IMM_NO_WQE | DR_QP_DEFER_ACK | DR_QP_ADAPTIVE_RTO |
+				     DR_QP_CC)) ||
+	    ia->qpn > DR_QPN_MASK || !ia->max_send_wr || !ia->max_recv_wr ||
+	    ia->max_send_wr > (1u << 16) || ia->max_recv_wr > (1u << 16))
 		return NULL;
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
@@ -686,6 +692,7 @@ static void dr_qp_reset(struct dr_qp *qp)
 	memset(&qp->req, 0, sizeof(qp->req));
 	memset(&qp->comp, 0, sizeof(qp->comp));
 	memset(&qp->resp, 0, sizeof(qp->resp));
+	memset(&qp->cc, 0, sizeof(qp->cc));
 	qp->sq.head = qp->sq.tail = 0;
 	qp->rq.head = qp->rq.tail = 0;
 	memset(&qp->attr, 0, sizeof(qp->attr));
@@ -751,6 +758,7 @@ static void dr_qp_to_rts(struct dr_qp *qp)
 	qp->comp.max_psn = qp->attr.sq_psn;
 	qp->comp.retry_left = qp->attr.retry_cnt;
 	qp->comp.rnr_left = qp->attr.rnr_retry;
+	dr_cc_init(qp);
 }
 
 int dr_qp_modify(struct dr_qp *qp, const struct dr_qp_attr *attr, unsigned mask)
@@ -953,9 +961,9 @@ enum dr_rx_drop dr_qp_rx_check(const struct dr_qp *qp, const struct dr_pkt *pkt)
 
 	if (pkt->dqpn != qp->qpn)
 		return DR_RX_DROP_DST_QPN;
-	/* IBA 9.2.1: the transport bits say RC (a request or a response);
-	 * UD (QP1's) is not for us */
-	if (!(f & (DR_OPF_REQ | DR_OPF_RSP)))
+	/* IBA 9.2.1: the transport bits say RC (a request or a response),
+	 * or it is a CNP (annex A17.9.3); UD (QP1's) is not for us */
+	if (!(f & (DR_OPF_REQ | DR_OPF_RSP | DR_OPF_CNP)))
 		return DR_RX_DROP_TYPE;
 	/* before RTR the QP has no peer to compare with */
 	if (qp->state == DR_QPS_RESET || qp->state == DR_QPS_INIT)
@@ -976,8 +984,9 @@ enum dr_rx_drop dr_qp_rx_check(const struct dr_qp *qp, const struct dr_pkt *pkt)
 	if (!dr_pkey_match(dr_bth_pkey(pkt->bth), qp->tmpl.pkey))
 		return DR_RX_DROP_PKEY;
 	/* IBA 10.3.1: the responder works in RTR and RTS, the completer in
-	 * RTS; in ERROR nothing is accepted */
-	if (qp->state == DR_QPS_ERROR || ((f & DR_OPF_RSP) && qp->state != DR_QPS_RTS))
+	 * RTS, and so does a CNP's reaction; in ERROR nothing is accepted */
+	if (qp->state == DR_QPS_ERROR ||
+	    ((f & (DR_OPF_RSP | DR_OPF_CNP)) && qp->state != DR_QPS_RTS))
 		return DR_RX_DROP_STATE;
 	return DR_RX_OK;
 }
@@ -991,7 +1000,9 @@ void dr_qp_input(struct dr_qp *qp, const struct dr_pkt *pkt)
 	why = dr_qp_rx_check(qp, pkt);
 	if (why != DR_RX_OK)
 		dr_qp_drop(qp, why);
-	else if (pkt->op->flags & DR_OPF_REQ)
+	else if (pkt->op->flags & DR_OPF_CNP)
+		dr_cc_cnp_input(qp, pkt);
+	else if (dr_cc_ce(qp, pkt), pkt->op->flags & DR_OPF_REQ)
 		dr_resp_input(qp, pkt);
 	else
 		dr_comp_input(qp, pkt);

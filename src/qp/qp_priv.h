@@ -37,6 +37,31 @@
 /* Bytes of one frame's annotations held by the engine (struct dr_qp_ops.note). */
 #define DR_QP_NOTE_LEN 256
 
+/* Congestion control (DR_QP_CC, cc.c, docs/protocol.md B.11).  A receiver
+ * sends at most one CNP a DR_CC_CNP_GAP_NS per QP (the annex leaves the
+ * interval to the implementation; DCQCN's NP used 50 us); a sender cuts
+ * its rate at most once a DR_CC_CUT_GAP_NS.  alpha moves by 1/DR_CC_G_INV
+ * a DR_CC_ALPHA_NS; the rate rises each DR_CC_PERIOD_NS: DR_CC_FAST_STEPS
+ * steps of fast recovery, as many of additive increase (DR_CC_AI_MBPS),
+ * then hyper increase (DR_CC_HAI_MBPS more each step), never below
+ * DR_CC_MIN_MBPS; at DR_CC_MAX_MBPS the limit ends. */
+#define DR_CC_CNP_GAP_NS 50000u
+#define DR_CC_CUT_GAP_NS 50000u
+#define DR_CC_ALPHA_NS	 55000u
+#define DR_CC_G_INV	 16u
+#define DR_CC_PERIOD_NS	 100000u
+#define DR_CC_FAST_STEPS 5u
+#define DR_CC_AI_MBPS	 40u
+#define DR_CC_HAI_MBPS	 200u
+#define DR_CC_MIN_MBPS	 10u
+#define DR_CC_MAX_MBPS	 100000u
+#define DR_CC_MEASURE_NS 100000u
+/* The pacer's bucket: this much sending time at the current rate, and at
+ * least two frames, may leave back to back.  The deadline that refills it
+ * is run by the caller's timers (src/fi: 20 us granularity), so a bucket
+ * shorter than a few timer ticks would only add wake-ups. */
+#define DR_CC_BURST_NS 64000u
+
 /* ==== Work requests by kind ============================================== */
 
 /* Where packet k of a message of n packets sits in it (IBA 9.7.3.1). */
@@ -92,6 +117,7 @@ enum dr_req_state {
 	DR_REQ_WAIT_WINDOW, /* 128 PSNs unacknowledged (B.1, rxe) */
 	DR_REQ_WAIT_ORD,    /* max_rd_atomic READ/atomics outstanding or a fence */
 	DR_REQ_WAIT_RNR,    /* RNR NAK: waiting for the RNR timer (B.5) */
+	DR_REQ_WAIT_RATE,   /* DR_QP_CC: the pacer's tokens are spent (B.11) */
 	DR_REQ_ERROR,	    /* QP in error: nothing more is sent */
 	DR_REQ_NUM
 };
@@ -132,6 +158,25 @@ struct dr_rd_res {
 	uint32_t rkey;
 	uint32_t length;
 	uint64_t orig; /* atomic: the original value returned */
+};
+
+/* Congestion control state (cc.c); rates in Mb/s. */
+struct dr_cc {
+	bool on;	      /* DR_QP_CC */
+	bool limited;	      /* a cut happened and the rate has not recovered */
+	uint32_t rate_mbps;   /* DCQCN's current rate RC */
+	uint32_t target_mbps; /* and target rate RT */
+	uint32_t alpha;	      /* DR_CC_ONE = 1 */
+	uint32_t stage;	      /* increase periods since the last cut */
+	bool cut_any;
+	uint64_t cut_ns, inc_ns, alpha_ns;
+	int64_t tokens; /* the pacer's bucket, bytes; may go one frame negative */
+	uint64_t tok_ns;
+	uint64_t pace_ns; /* DR_REQ_WAIT_RATE until then; 0: no wait */
+	uint64_t meas_ns, meas_bytes;
+	uint32_t meas_mbps; /* measured sending rate */
+	bool cnp_any;	    /* the notification point's last CNP, at cnp_ns */
+	uint64_t cnp_ns;
 };
 
 struct dr_qp {
@@ -236,6 +281,8 @@ struct dr_qp {
 		bool rd_cont;
 	} resp;
 
+	struct dr_cc cc;
+
 	uint64_t deadline_ns; /* last value given to timer_set */
 	struct dr_qp_stats stats;
 	/* annotations: the frame dr_qp_input is handling (notes about it
@@ -312,6 +359,20 @@ void dr_comp_timeout(struct dr_qp *qp);
 void dr_comp_rnr_expired(struct dr_qp *qp);
 void dr_comp_arm(struct dr_qp *qp);
 void dr_comp_rtt_start(struct dr_qp *qp, uint32_t psn);
+
+/* cc.c */
+void dr_cc_init(struct dr_qp *qp);
+/* ECT(0) on a data packet's IP header, when DR_QP_CC */
+void dr_cc_mark(const struct dr_qp *qp, struct dr_pkt_desc *d);
+/* May the requester send a packet now?  If not, the pacer's deadline is
+ * set (DR_REQ_WAIT_RATE); dr_cc_paced() resumes it. */
+bool dr_cc_may_send(struct dr_qp *qp);
+void dr_cc_sent(struct dr_qp *qp, uint32_t payload_len);
+void dr_cc_paced(struct dr_qp *qp);
+/* A received frame for this QP: CNP if it is marked CE */
+void dr_cc_ce(struct dr_qp *qp, const struct dr_pkt *pkt);
+void dr_cc_cnp_input(struct dr_qp *qp, const struct dr_pkt *pkt);
+void dr_cc_loss(struct dr_qp *qp);
 
 /* resp.c */
 void dr_resp_input(struct dr_qp *qp, const struct dr_pkt *pkt);

@@ -19,6 +19,7 @@ const char *const dr_req_state_names[DR_REQ_NUM] = {
     [DR_REQ_WAIT_WINDOW] = "WAIT_WINDOW",
     [DR_REQ_WAIT_ORD] = "WAIT_ORD",
     [DR_REQ_WAIT_RNR] = "WAIT_RNR",
+    [DR_REQ_WAIT_RATE] = "WAIT_RATE",
     [DR_REQ_ERROR] = "ERROR",
 };
 
@@ -127,6 +128,7 @@ static uint32_t dr_req_send_pkt(struct dr_qp *qp, struct dr_send_wqe *w, uint32_
 		qp->stats.tx_resent_pkts++;
 	else if (d.ackreq)
 		dr_comp_rtt_start(qp, psn);
+	dr_cc_mark(qp, &d);
 	/* the first packet of a go-back-N carries why (comp.c) */
 	if (qp->req.note[0] && psn == qp->req.note_psn) {
 		dr_qp_send_frame_note(qp, &d, qp->req.note);
@@ -134,6 +136,7 @@ static uint32_t dr_req_send_pkt(struct dr_qp *qp, struct dr_send_wqe *w, uint32_
 	} else {
 		dr_qp_send_frame(qp, &d);
 	}
+	dr_cc_sent(qp, d.payload_len);
 	return used;
 }
 
@@ -200,6 +203,10 @@ void dr_req_run(struct dr_qp *qp)
 				dr_req_set_state(qp, g);
 				break;
 			}
+		}
+		if (!dr_cc_may_send(qp)) {
+			dr_req_set_state(qp, DR_REQ_WAIT_RATE);
+			break;
 		}
 		used = dr_req_send_pkt(qp, w, k);
 		sent = true;

@@ -27,13 +27,17 @@ _Static_assert(DR_HDR_NUM == 7, "LEN_BEFORE lists every header");
 
 #define OFF(f, h) (((f) & (1u << (h))) ? DR_BTH_LEN + LEN_BEFORE(f, h) : 0)
 
+/* the macro keeps its hand layout, a line per field */
+/* clang-format off */
 #define OP(nm, f, a)                                                     \
 	{                                                                \
 		.name = nm, .flags = (f) | DR_OPF_VALID, .ack = (a),     \
-		.hdr_len = DR_BTH_LEN + LEN_BEFORE(f, DR_HDR_NUM),       \
+		.hdr_len = DR_BTH_LEN + LEN_BEFORE(f, DR_HDR_NUM) +      \
+			   (((f) & DR_OPF_CNP) ? DR_CNP_RSVD_LEN : 0),   \
 		.off = { OFF(f, 0), OFF(f, 1), OFF(f, 2), OFF(f, 3),     \
 			 OFF(f, 4), OFF(f, 5), OFF(f, 6) },              \
 	}
+/* clang-format on */
 
 /* requests from the requester of an RC QP; a SEND takes its receive WQE
  * at its first packet and completes it at its last, a WRITE with
@@ -98,5 +102,7 @@ const struct dr_opcode_info dr_opcode_tab[256] = {
 	[DR_OP_UD_SEND_ONLY] = OP("UD_SEND_ONLY", UD, DR_ACK_NONE),
 	[DR_OP_UD_SEND_ONLY_IMM] = OP("UD_SEND_ONLY_WITH_IMMEDIATE", UD | DR_OPF_IMMDT,
 				      DR_ACK_NONE),
+	/* RoCEv2 annex A17.9.3: BTH, 16 reserved bytes, ICRC */
+	[DR_OP_CNP] = OP("CNP", DR_OPF_CNP | DR_OPF_ONLY, DR_ACK_NONE),
 };
 /* clang-format on */

@@ -199,6 +199,8 @@ static uint8_t *write_hdrs(const struct dr_pkt_desc *d, uint8_t *buf)
 		((struct dr_immdt *)(tp + op->off[DR_HDR_IMMDT]))->imm = htonl(d->imm);
 	if (op->flags & DR_OPF_IETH)
 		((struct dr_ieth *)(tp + op->off[DR_HDR_IETH]))->rkey = htonl(d->ieth_rkey);
+	if (op->flags & DR_OPF_CNP)
+		memcpy(tp + sizeof(*bth), d->cnp_rsvd, DR_CNP_RSVD_LEN);
 	return l3;
 }
 
@@ -523,6 +525,8 @@ void dr_pkt_to_desc(const struct dr_pkt *pkt, struct dr_pkt_desc *d)
 	d->payload = pkt->payload;
 	d->payload_len = pkt->payload_len;
 	memcpy(d->pad, pkt->payload + pkt->payload_len, pkt->padcnt);
+	if (pkt->op->flags & DR_OPF_CNP)
+		memcpy(d->cnp_rsvd, (const uint8_t *)bth + sizeof(*bth), DR_CNP_RSVD_LEN);
 }
 
 void dr_note_vadd(char *buf, size_t size, const char *fmt, va_list ap)
