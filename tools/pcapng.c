@@ -629,8 +629,8 @@ struct dr_pcapng *dr_pcapng_open(const char *path, char *err, size_t errlen)
 /* ---- Writer ------------------------------------------------------------ */
 
 struct dr_pcapng_writer {
-	FILE *f;	/* or NULL: fd */
-	int fd;		/* -1: f */
+	FILE *f; /* or NULL: fd */
+	int fd;	 /* -1: f */
 	bool own_f;
 	int err; /* first failure, as -errno */
 	uint32_t snaplen;
