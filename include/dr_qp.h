@@ -495,5 +495,9 @@ uint64_t dr_qp_rto_ns(const struct dr_qp *qp);
 uint16_t dr_udp_sport(uint32_t flow_label, uint32_t lqpn, uint32_t rqpn);
 /* 4.096 us * 2^exp (IBA 9.7.6); 0 for exp 0 (no timer). */
 uint64_t dr_qp_timeout_ns(unsigned exp);
+/* An error NAK syndrome's reason in words ("sequence error", "remote access
+ * error", ...), as the annotations (struct dr_qp_ops.note) and droce-replay
+ * give it. */
+const char *dr_qp_nak_name(uint8_t syndrome);
 
 #endif /* DR_QP_H */

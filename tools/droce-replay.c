@@ -251,24 +251,6 @@ static void step_begin(struct rp_end *e)
 
 /* ---- AETH and RNR texts ---------------------------------------------- */
 
-static const char *nak_reason(uint8_t syndrome)
-{
-	switch (syndrome) {
-	case DR_AETH_NAK_PSN_SEQ:
-		return "sequence error";
-	case DR_AETH_NAK_INV_REQ:
-		return "invalid request";
-	case DR_AETH_NAK_REM_ACCESS:
-		return "remote access error";
-	case DR_AETH_NAK_REM_OP:
-		return "remote operational error";
-	case DR_AETH_NAK_INV_RD_REQ:
-		return "invalid RD request";
-	default:
-		return "reserved NAK code";
-	}
-}
-
 /* IBA table 45: the RNR NAK timer field in hundredths of a millisecond,
  * eight codes a line */
 /* clang-format off */
@@ -341,7 +323,7 @@ static void say_tx(struct rp_end *e, const char *role, uint32_t expect_psn, uint
 		} else {
 			say(e, role,
 			    "NAK sent: %s, expected PSN %" PRIu32 ", received PSN %" PRIu32,
-			    nak_reason(t->syndrome), expect_psn, req_psn);
+			    dr_qp_nak_name(t->syndrome), expect_psn, req_psn);
 		}
 	}
 	if (nrsp == 1)
@@ -396,7 +378,7 @@ static void say_wcs(struct rp_end *e)
 		char why[64] = "";
 
 		if (nak)
-			snprintf(why, sizeof(why), " (%s)", nak_reason(nak));
+			snprintf(why, sizeof(why), " (%s)", dr_qp_nak_name(nak));
 		say(e, "QP", "QP state: %s -> %s%s", dr_qp_state_names[step.state],
 		    dr_qp_state_names[dr_qp_state(e->qp)], why);
 	}
@@ -1223,14 +1205,14 @@ static void feed_response(struct rp_end *x, const struct dr_pkt *p)
 		if (s->rx_err_naks != b.rx_err_naks)
 			step.nak_rcvd = syn;
 		if (s->rx_seq_naks != b.rx_seq_naks || s->rx_err_naks != b.rx_err_naks)
-			say(x, "completer", "NAK received: %s, PSN %" PRIu32, nak_reason(syn),
+			say(x, "completer", "NAK received: %s, PSN %" PRIu32, dr_qp_nak_name(syn),
 			    p->psn);
 		else if (s->rx_rnr_naks != b.rx_rnr_naks) {
 			say_rnr_ms(ms, sizeof(ms), syn);
 			say(x, "completer", "RNR NAK received: waiting %s ms", ms);
 		} else if (aeth && (syn & DR_AETH_TYPE_MASK) != DR_AETH_ACK)
 			say(x, "completer", "NAK received: %s, PSN %" PRIu32 " (nothing to do)",
-			    nak_reason(syn), p->psn);
+			    dr_qp_nak_name(syn), p->psn);
 		else if ((p->op->flags & DR_OPF_READ))
 			say(x, "completer",
 			    "accepted: READ response PSN %" PRIu32 ", %" PRIu32 " bytes placed",

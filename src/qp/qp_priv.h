@@ -337,8 +337,6 @@ void dr_qp_error(struct dr_qp *qp, const char *why);
 void dr_qp_complete(struct dr_qp *qp, const struct dr_wc *wc);
 /* The completion status an error NAK's AETH syndrome stands for (B.9). */
 enum dr_wc_status dr_qp_nak_status(uint8_t syndrome);
-/* A NAK syndrome's reason in words ("sequence error", ...), for notes. */
-const char *dr_qp_nak_name(uint8_t syndrome);
 /* Copy between an SGE list and a flat buffer, starting at byte off of the
  * list.  The SGEs were checked and turned into local pointers at post time
  * (their lkey is then DR_LKEY_NONE). */
