@@ -46,7 +46,7 @@ trap 'exit 130' INT TERM
 # cannot split them).  The frame codec: everything dr_pkt_parse/dr_pkt_build
 # need; src/roce also holds the DPDK port glue, which no fuzzer needs.
 codec="src/roce/opcode.c src/roce/icrc.c src/roce/pkt.c"
-engine="src/qp/qp.c src/qp/req.c src/qp/resp.c src/qp/comp.c src/qp/mr.c src/qp/ids.c"
+engine="src/qp/qp.c src/qp/req.c src/qp/resp.c src/qp/comp.c src/qp/cc.c src/qp/mr.c src/qp/ids.c"
 # target_info NAME: sets src (the harness), seedsrc (its seed generator) and
 # maxlen (libFuzzer -max_len: fuzz_parse's largest frame is 4206 bytes --
 # VLAN, IPv6, RETH, 4096 + ICRC -- with room for TOO_LONG payloads and
