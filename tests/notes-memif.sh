@@ -143,8 +143,21 @@ FI_DROCE_DEVICE="net_memif0,role=server,socket=$work/memif.sock" FI_DROCE_ADDR=1
 	FI_DROCE_PCAP="$work/s3.pcapng" timeout 30 "$xfer" -p droce -a 192.0.2.1 \
 	-P $((48000 + ($$ + 21) % 1000)) -w 20 >"$work/s3.log" 2>&1 &
 pid=$!
-# the injector connects to the server's memif socket once the server
-# listens on it: tried again (10 s at most) while it cannot connect
+# the injector starts once the server listens (its port is then polled and
+# answers ARP: started earlier, under load, the injector's address
+# resolution could run out -- 3 tries a second apart -- before the server
+# polled at all), and connects to the server's memif socket, tried again
+# (10 s at most) while it cannot connect
+i=0
+until grep -q 'listening at' "$work/s3.log" 2>/dev/null; do
+	i=$((i + 1))
+	if [ $i -ge 300 ] || ! kill -0 "$pid" 2>/dev/null; then
+		cat "$work/s3.log"
+		echo "ERROR: the server of run 3 never listened"
+		exit 99
+	fi
+	sleep 0.1
+done
 i=0
 until timeout 20 "$top_builddir/tests/notes-inject" \
 	"net_memif0,role=client,socket=$work/memif.sock" 2>"$work/inject.err"; do
