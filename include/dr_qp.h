@@ -438,9 +438,10 @@ struct dr_qp_stats {
 	uint64_t rx_rsp_ahead;	    /* READ responses past a missing one (one was lost) */
 	uint64_t cwnd_cuts;	 /* window halvings after a loss */
 	/* DR_QP_CC: CE-marked packets received, CNPs sent for them (rate
-	 * limited), CNPs received, rate cuts (CNPs and go-back-N), and the
+	 * limited), CNPs received, rate cuts (CNPs), and the
 	 * rate the requester is paced to now (Mb/s; 0: not limited) */
 	uint64_t ce_seen, cnp_sent, cnp_received, rate_cuts, cc_rate_mbps;
+	uint64_t rate_holds; /* go-back-N in a limited episode: no increase for a period */
 	uint64_t tx_seq_naks, tx_rnr_naks, tx_err_naks;
 	uint64_t rx_seq_naks, rx_rnr_naks, rx_err_naks;
 	uint64_t rx_dup_reqs; /* duplicate requests answered */

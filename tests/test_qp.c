@@ -4247,9 +4247,10 @@ START_TEST(test_cc_pacing)
 }
 END_TEST
 
-/* Go-back-N is a congestion signal: one lost packet of a WRITE draws a
- * sequence NAK, a resend, a halved window and a halved rate; without
- * DR_QP_CC the rate stays unlimited. */
+/* Go-back-N is a congestion signal for the window, not the rate: one lost
+ * packet of a WRITE draws a sequence NAK, a resend and a halved window,
+ * with or without DR_QP_CC; the rate stays unlimited (no CNP came, and
+ * the simulated link builds no queue: test_cc_gbn_queue). */
 static enum dr_sim_action cc_drop_fault(void *arg, unsigned dir, uint64_t n,
 					const struct dr_pkt *pkt)
 {
@@ -4257,7 +4258,7 @@ static enum dr_sim_action cc_drop_fault(void *arg, unsigned dir, uint64_t n,
 	return dir == 0 && n == 5 ? DR_SIM_DROP : DR_SIM_PASS;
 }
 
-START_TEST(test_cc_gbn_cut)
+START_TEST(test_cc_gbn_window)
 {
 	bool on = _i;
 	static uint8_t src[64 << 10], dst[64 << 10];
@@ -4271,12 +4272,69 @@ START_TEST(test_cc_gbn_cut)
 	ck_assert(!memcmp(src, dst, sizeof(dst)));
 	ck_assert_uint_eq(p.qp[0]->stats.rx_seq_naks, 1);
 	ck_assert_uint_eq(p.qp[0]->stats.cwnd_cuts, 1);
-	ck_assert_uint_eq(p.qp[0]->stats.rate_cuts, on ? 1 : 0);
+	ck_assert_uint_eq(p.qp[0]->stats.rate_cuts, 0);
+	ck_assert_uint_eq(p.qp[0]->stats.rate_holds, 0);
 	ck_assert_uint_eq(p.qp[0]->stats.cnp_received, 0);
-	if (on)
-		ck_assert_uint_gt(p.qp[0]->cc.target_mbps, 0);
-	else
-		ck_assert_uint_eq(p.qp[0]->stats.cc_rate_mbps, 0);
+	ck_assert_uint_eq(p.qp[0]->stats.cc_rate_mbps, 0);
+	cc_pair_down(&p);
+}
+END_TEST
+
+/* Within a limited episode a go-back-N holds the rate: with srtt 1 ms, a
+ * CNP at t0 halves it, a lost packet at t0 + 0.5 ms restarts the increase
+ * period, so the rate has not risen at t0 + 1 ms (it would have without
+ * the loss, test_cc_srtt_periods) and takes its fast recovery step at
+ * t0 + 1.5 ms. */
+START_TEST(test_cc_gbn_hold)
+{
+	struct pair p;
+	uint8_t dst[16];
+	struct dr_mr *mr;
+	uint64_t t0 = 1000000;
+
+	cc_pair_up(&p, true, 0);
+	mr = reg(&p, 1, dst, sizeof(dst), DR_ACCESS_REMOTE_WRITE);
+	p.qp[0]->comp.srtt_ns = 1000000;
+	p.qp[0]->comp.rtt_min_ns = 600000; /* no standing queue */
+	p.sim.now_ns = t0;
+	cc_inject_cnp(&p);
+	ck_assert_uint_eq(p.qp[0]->stats.cc_rate_mbps, 50000);
+	p.sim.now_ns = t0 + 500000;
+	dr_cc_loss(p.qp[0]);
+	ck_assert_uint_eq(p.qp[0]->stats.rate_holds, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.rate_cuts, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.cc_rate_mbps, 50000);
+	p.sim.now_ns = t0 + 1000000;
+	ck_assert_uint_eq(cc_rate_now(&p, dst, mr), 50000);
+	ck_assert(pair_run(&p));
+	p.sim.now_ns = t0 + 1500000;
+	ck_assert_uint_eq(cc_rate_now(&p, dst, mr), 75000);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.qp[0]->stats.rate_cuts, 1);
+	cc_pair_down(&p);
+}
+END_TEST
+
+/* A go-back-N with a standing queue behind it cuts the rate: least round
+ * trip 50 us, so the smoothed one must exceed 2 x 50 + 250 us.  At
+ * 350 us it is random loss (nothing limited, nothing cut); at 351 us the
+ * unlimited QP's rate halves from DR_CC_MAX_MBPS. */
+START_TEST(test_cc_gbn_queue)
+{
+	struct pair p;
+
+	cc_pair_up(&p, true, 0);
+	p.qp[0]->comp.rtt_min_ns = 50000;
+	p.qp[0]->comp.srtt_ns = 2 * 50000 + DR_CC_LOSS_QUEUE_NS;
+	p.sim.now_ns = 1000000;
+	dr_cc_loss(p.qp[0]);
+	ck_assert_uint_eq(p.qp[0]->stats.rate_cuts, 0);
+	ck_assert_uint_eq(p.qp[0]->stats.rate_holds, 0);
+	ck_assert_uint_eq(p.qp[0]->stats.cc_rate_mbps, 0);
+	p.qp[0]->comp.srtt_ns++;
+	dr_cc_loss(p.qp[0]);
+	ck_assert_uint_eq(p.qp[0]->stats.rate_cuts, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.cc_rate_mbps, DR_CC_MAX_MBPS / 2);
 	cc_pair_down(&p);
 }
 END_TEST
@@ -4377,7 +4435,9 @@ static Suite *qp_suite(void)
 	tcase_add_test(tc, test_cc_srtt_periods);
 	tcase_add_loop_test(tc, test_cc_ect, 0, 2);
 	tcase_add_test(tc, test_cc_pacing);
-	tcase_add_loop_test(tc, test_cc_gbn_cut, 0, 2);
+	tcase_add_loop_test(tc, test_cc_gbn_window, 0, 2);
+	tcase_add_test(tc, test_cc_gbn_hold);
+	tcase_add_test(tc, test_cc_gbn_queue);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -166,6 +166,8 @@ static void dr_comp_rtt_sample(struct dr_qp *qp)
 	while (e < 31 && dr_qp_timeout_ns(e) < rto)
 		e++;
 	qp->comp.rto_base_ns = dr_qp_timeout_ns(e);
+	if (!qp->comp.rtt_min_ns || r < qp->comp.rtt_min_ns)
+		qp->comp.rtt_min_ns = r;
 	if (qp->comp.rto_floor_ns && ++qp->comp.floor_samples >= DR_RTO_FLOOR_DECAY) {
 		qp->comp.floor_samples = 0;
 		qp->comp.rto_floor_ns /= 2;

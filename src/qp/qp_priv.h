@@ -56,6 +56,9 @@
 #define DR_CC_MIN_MBPS	 10u
 #define DR_CC_MAX_MBPS	 100000u
 #define DR_CC_MEASURE_NS 100000u
+/* A go-back-N cuts the rate only above this much standing queue (cc.c
+ * dr_cc_loss). */
+#define DR_CC_LOSS_QUEUE_NS 250000u
 /* The pacer's bucket: this much sending time at the current rate, and at
  * least two frames, may leave back to back.  The deadline that refills it
  * is run by the caller's timers (src/fi: 20 us granularity), so a bucket
@@ -244,6 +247,7 @@ struct dr_qp {
 		uint32_t rtt_psn;
 		uint64_t rtt_start_ns;
 		uint64_t srtt_ns, rttvar_ns, rto_base_ns;
+		uint64_t rtt_min_ns; /* the least round trip timed */
 		/* spurious timeouts (comp.c dr_comp_spurious): the timeout
 		 * never goes below rto_floor_ns, which halves every
 		 * DR_RTO_FLOOR_DECAY samples without another */
