@@ -354,7 +354,18 @@ machine >"$tmp/machine.txt"
 load_sample() { # label
 	echo "load $1: $(cut -d' ' -f1-3 /proc/loadavg) | busiest: $(ps -eo pcpu=,comm= --sort=-pcpu | grep -v -e droce-bench -e ' ps$' | head -4 | awk '{ printf "%s %s%%; ", $2, $1 }')" >>"$tmp/machine.txt"
 }
+# The host's own stalls: bench/hoststall spins a thread on every CPU for
+# 2 s and counts the gaps in which it did not run.  Gaps over droce's
+# retransmit timeout (1 ms and more) show as timeouts that lost nothing
+# (bench/PROFILE.md section 8).
+stall_sample() { # label
+	local hs
+	hs=$(dirname "$bin")/hoststall
+	[ -x "$hs" ] || return 0
+	echo "load stalls $1: $("$hs" 2 | tail -1)" >>"$tmp/machine.txt"
+}
 load_sample start
+stall_sample start
 start=$(date +%s)
 
 done_rounds=0 last_round=0
@@ -405,6 +416,7 @@ for r in $(seq "$runs"); do
 	load_sample "after round $r"
 	done_rounds=$r last_round=$(( $(date +%s) - round_start ))
 done
+stall_sample end
 # 20 back-to-back stock fi_pingpong -S 8 -I 20000 runs over the veth (issue
 # 13: none slower than 2x their median; a run that lost frames waits for
 # retransmit timers)

@@ -2817,6 +2817,27 @@ START_TEST(test_spurious_timeout_probe)
 	ck_assert(pair_run(&p));
 	ck_assert_uint_eq(p.sim.end[0].nwc, 3);
 	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 1);
+
+	/* 300 more round trips (6 ms): more than DR_RTO_FLOOR_DECAY samples,
+	 * but the floor holds for DR_RTO_FLOOR_HOLD_NS */
+	for (unsigned i = 0; i < 300; i++) {
+		ck_assert_int_eq(post_send(&p, 0, 3, DR_WR_WRITE, src, 10, 0, (uintptr_t)dst,
+					   mr->key, DR_WR_SIGNALED),
+				 0);
+		ck_assert(pair_run(&p));
+	}
+	ck_assert_uint_eq(p.qp[0]->stats.rtt_samples, 302);
+	ck_assert_uint_eq(p.qp[0]->comp.rto_floor_ns, 2 * base);
+	/* 1 s later, the next sample halves it: to the base, so it is gone */
+	p.sim.now_ns = t2 + 1000000000ull;
+	ck_assert_int_eq(
+	    post_send(&p, 0, 4, DR_WR_WRITE, src, 10, 0, (uintptr_t)dst, mr->key, DR_WR_SIGNALED),
+	    0);
+	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), p.sim.now_ns + 2 * base);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.qp[0]->comp.rto_floor_ns, 0);
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 1);
 	pair_down(&p);
 }
 END_TEST

@@ -536,7 +536,8 @@ struct dr_dev {
 	struct dr_pep *peps;	/* listening passive endpoints */
 	uint64_t rx_drops[DR_RX_DROP_NUM]; /* every frame dropped, by reason (under lock) */
 	pthread_t thread;	/* control progress; fast for fd waiters */
-	bool thread_on, thread_stop; /* under lock */
+	bool thread_on;
+	bool thread_stop;	/* atomic: the thread reads it without the lock */
 	bool fast;		/* an fd waiter: poll continuously (under lock) */
 	bool gone;		/* quiesced at process exit: nothing polls the
 				 * port any more (atomic) */
@@ -570,6 +571,13 @@ static inline void dr_spin_lock(int *l)
 				__builtin_ia32_pause();
 #endif
 		}
+}
+
+/* One attempt: true when the lock was free and is now held. */
+static inline bool dr_spin_trylock(int *l)
+{
+	return !__atomic_load_n(l, __ATOMIC_RELAXED) &&
+	       !__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE);
 }
 
 static inline void dr_spin_unlock(int *l)

@@ -63,9 +63,15 @@ static bool dr_comp_outstanding(const struct dr_qp *qp)
 	return dr_psn_diff(qp->comp.max_psn, qp->comp.psn) > 0;
 }
 
-/* Round trips timed without a spurious timeout before the floor that one
- * set halves (dr_comp_spurious). */
-#define DR_RTO_FLOOR_DECAY 256
+/* Round trips timed, and time passed, without a spurious timeout before
+ * the floor that one set halves (dr_comp_spurious).  Samples alone came
+ * too fast: 256 round trips of an 8 B ping-pong take 2 ms, while the
+ * host's stalls that made the timeout spurious recur for seconds
+ * (bench/hoststall: several gaps over 1 ms a second with both CPUs
+ * polling); the floor then fell back within milliseconds and the next
+ * stall resent again. */
+#define DR_RTO_FLOOR_DECAY   256
+#define DR_RTO_FLOOR_HOLD_NS 1000000000ull
 
 /* Longest retransmit timeout as a multiple of the QP's: 2^6. */
 #define DR_RTO_MAX_BACKOFF 6
@@ -147,7 +153,7 @@ void dr_comp_rtt_start(struct dr_qp *qp, uint32_t psn)
  * base timeout rounded up to an IBA value 4.096 us * 2^n. */
 static void dr_comp_rtt_sample(struct dr_qp *qp)
 {
-	uint64_t r = dr_qp_now(qp) - qp->comp.rtt_start_ns, v, rto;
+	uint64_t now = dr_qp_now(qp), r = now - qp->comp.rtt_start_ns, v, rto;
 	unsigned e = DR_RTO_MIN_EXP;
 
 	qp->comp.rtt_on = false;
@@ -168,8 +174,10 @@ static void dr_comp_rtt_sample(struct dr_qp *qp)
 	qp->comp.rto_base_ns = dr_qp_timeout_ns(e);
 	if (!qp->comp.rtt_min_ns || r < qp->comp.rtt_min_ns)
 		qp->comp.rtt_min_ns = r;
-	if (qp->comp.rto_floor_ns && ++qp->comp.floor_samples >= DR_RTO_FLOOR_DECAY) {
+	if (qp->comp.rto_floor_ns && ++qp->comp.floor_samples >= DR_RTO_FLOOR_DECAY &&
+	    now - qp->comp.floor_ns >= DR_RTO_FLOOR_HOLD_NS) {
 		qp->comp.floor_samples = 0;
+		qp->comp.floor_ns = now;
 		qp->comp.rto_floor_ns /= 2;
 		if (qp->comp.rto_floor_ns <= qp->comp.rto_base_ns)
 			qp->comp.rto_floor_ns = 0;
@@ -186,9 +194,9 @@ static void dr_comp_rtt_sample(struct dr_qp *qp)
  * 4 MiB WRITE run over a lossless veth, all of them duplicates at the
  * responder.  So the timeout that fired turns out too short: the timeout
  * does not go below twice it again (nor above the QP's) until
- * DR_RTO_FLOOR_DECAY round trips have been timed without another, then
- * the floor halves.  Real loss still costs one timeout (the floor), and a
- * NAK still resends at once.
+ * DR_RTO_FLOOR_DECAY round trips have been timed and DR_RTO_FLOOR_HOLD_NS
+ * has passed without another, then the floor halves.  Real loss still costs one timeout (the
+ * floor), and a NAK still resends at once.
  */
 static void dr_comp_spurious(struct dr_qp *qp)
 {
@@ -201,6 +209,7 @@ static void dr_comp_spurious(struct dr_qp *qp)
 	if (f > qp->comp.rto_floor_ns)
 		qp->comp.rto_floor_ns = f;
 	qp->comp.floor_samples = 0;
+	qp->comp.floor_ns = dr_qp_now(qp);
 }
 
 /* A loss: go-back-N will resend what is in flight; halve the window. */

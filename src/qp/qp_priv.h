@@ -250,12 +250,14 @@ struct dr_qp {
 		uint64_t rtt_min_ns; /* the least round trip timed */
 		/* spurious timeouts (comp.c dr_comp_spurious): the timeout
 		 * never goes below rto_floor_ns, which halves every
-		 * DR_RTO_FLOOR_DECAY samples without another */
+		 * DR_RTO_FLOOR_DECAY samples and DR_RTO_FLOOR_HOLD_NS (since
+		 * floor_ns) without another */
 		bool spur_check;   /* a timeout resent; duplicates would show it spurious */
 		uint32_t spur_psn; /* the first PSN it resent */
 		uint64_t spur_rto_ns;
 		uint64_t rto_floor_ns;
 		uint32_t floor_samples;
+		uint64_t floor_ns;
 		uint64_t rto_deadline_ns;
 		uint64_t rnr_deadline_ns;
 		uint32_t rnr_tries; /* RNR waits since the last progress */
