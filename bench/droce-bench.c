@@ -23,6 +23,17 @@
  *     (two source buffers, never modified during the test); the server
  *     polls its last byte and writes the same back; the client polls its.
  *
+ * Receive credits (bw_send, rate_send; when both sides have FI_RMA): the
+ * server keeps up to 256 receives posted and reposts each as its
+ * completion is read, but a SEND completes at the client when the server's
+ * device took a receive, not when the server's thread reposted it: with a
+ * window of 64 and the server's thread off its CPU, the client would use
+ * up every receive and meet RNR NAKs.  So the server grants receives: it
+ * RDMA-WRITEs the number of receives it has made available since the
+ * connection (posted at the start plus reposted) into a registered word
+ * of the client's, and the client never has sent more messages (data and
+ * markers) than that number.  See credit_limit() and credit_grant().
+ *
  * Every wait is bounded: a stall timeout (-s, no completion for that long)
  * and a watchdog (-X) over the whole process.  Warm-up is excluded.
  *
@@ -64,7 +75,7 @@
 
 #define CSV_HEADER                                                                                 \
 	"provider,label,test,bytes,window,iters,seconds,value,unit,p50,p99,mean,cpu_user_s,"       \
-	"cpu_sys_s,runq_frac,peer_runq_frac,status,resent_pkts,timeouts,drops"
+	"cpu_sys_s,runq_frac,peer_runq_frac,status,resent_pkts,timeouts,drops,rnr_naks,rnr_held"
 
 #define MAX_SIZE    (4u << 20) /* largest message of any test */
 #define NCTX	    8192       /* per-operation contexts (> any window) */
@@ -80,7 +91,9 @@ enum {
 	OFF_RD = OFF_RMA + MAX_SIZE,  /* local destination of reads */
 	OFF_ATOM = OFF_RD + MAX_SIZE, /* remote atomic target (uint64) */
 	OFF_OPND = OFF_ATOM + 64,     /* atomic operands: 1, then 0 */
-	OFF_RES = OFF_OPND + 64,      /* atomic results, one slot per window entry */
+	OFF_CREDIT = OFF_OPND + 64,   /* client: receives the server grants (uint64) */
+	OFF_CRSRC = OFF_CREDIT + 64,  /* server: the source of its credit writes */
+	OFF_RES = OFF_CRSRC + 64,     /* atomic results, one slot per window entry */
 	REGION = OFF_RES + 8 * MAX_WINDOW + 4096,
 };
 
@@ -199,10 +212,10 @@ struct oob_msg {
 	uint64_t caps;
 	uint64_t addr;		   /* HELLO: fabric IPv4 (host order); MRINFO: remote base */
 	uint64_t key;		   /* HELLO: fabric port;              MRINFO: key */
-	uint64_t count;		   /* RESULT: data messages received */
+	uint64_t count;		   /* RESULT: data messages received; MRINFO: receives posted */
 	uint64_t runq_ns, busy_ns; /* RESULT: the server's run-queue wait, test time */
 	uint64_t resent, timeouts, drops; /* RESULT: the server's droce counters (deltas) */
-	uint64_t pad[2];
+	uint64_t rnr_naks, rnr_held;	  /* RESULT: likewise */
 };
 
 /* ---- fabric state ---------------------------------------------------------------------- */
@@ -230,8 +243,21 @@ static struct {
 	uint64_t tx_posted, tx_done; /* operations that generate a completion */
 	uint64_t rx_data, rx_sync, rx_end;
 	size_t rx_last_len;
-	uint64_t events; /* completions seen: what stall detection watches */
+	uint64_t events; /* completions (and credit grants) seen: what stall detection watches */
 	int err;
+
+	/* receive credits (see the top of the file); all under the one
+	 * application thread, but the credit word, which the peer writes */
+	bool credits;		 /* both sides have FI_RMA: the scheme can run */
+	bool credit_take;	 /* client: the current test waits for credits */
+	bool credit_give;	 /* server: the current test grants them */
+	uint64_t msgs_sent;	 /* messages sent that take one of the peer's receives */
+	uint64_t rx_granted;	 /* receives made available: posted + reposted */
+	uint64_t credit_seen;	 /* client: the grant last read */
+	uint64_t credit_written; /* server: the grant last written */
+	unsigned credit_batch;	 /* server: write when this many more are granted */
+	bool credit_busy;	 /* server: a credit write is in flight (one at a time) */
+	struct fi_context2 credit_ctx;
 
 	struct fi_context2 txctx[NCTX];
 	struct fi_context2 *rxctx;
@@ -246,9 +272,13 @@ static struct {
  * missing one (rx_rsp_ahead).  Not
  * the duplicates a spurious timeout causes (those are in resent), nor the
  * port's rx_dropped (on a kernel interface it counts other traffic, the
- * control channel's TCP among it).  All zero for other providers. */
+ * control channel's TCP among it).  Apart from those, flow control: RNR
+ * NAKs the responder sent for want of a receive (tx_rnr_naks) and the
+ * frames it held back behind them (rx_drop_psn_ahead_rnr: resent once the
+ * requester's RNR wait ends, not lost).  All zero for other providers. */
 struct dcount {
 	uint64_t resent, timeouts, drops;
+	uint64_t rnr_naks, rnr_held;
 };
 
 static void dcount_get(struct dcount *d)
@@ -268,6 +298,10 @@ static void dcount_get(struct dcount *d)
 				d->resent += c[i].value;
 			else if (!strcmp(c[i].name, "timeouts"))
 				d->timeouts += c[i].value;
+			else if (!strcmp(c[i].name, "tx_rnr_naks"))
+				d->rnr_naks += c[i].value;
+			else if (!strcmp(c[i].name, "rx_drop_psn_ahead_rnr"))
+				d->rnr_held += c[i].value;
 			else if (!strcmp(c[i].name, "rx_drop_psn_ahead") ||
 				 !strcmp(c[i].name, "tx_seq_naks") ||
 				 !strcmp(c[i].name, "rx_rsp_ahead"))
@@ -313,6 +347,8 @@ static void dcount_delta(struct dcount *d, const struct dcount *before)
 	d->resent -= before->resent;
 	d->timeouts -= before->timeouts;
 	d->drops -= before->drops;
+	d->rnr_naks -= before->rnr_naks;
+	d->rnr_held -= before->rnr_held;
 }
 
 /* Stall detection that keeps the clock out of the polling loops: the clock
@@ -393,7 +429,10 @@ static int progress(void)
 						fiu_strerror(r));
 					return F.err = r;
 				}
+				F.rx_granted++;
 			} else {
+				if (e[i].op_context == &F.credit_ctx)
+					F.credit_busy = false;
 				F.tx_done++;
 			}
 		}
@@ -448,6 +487,89 @@ static int wait_ctr(const uint64_t *ctr, uint64_t want)
 	return 0;
 }
 
+/* ---- receive credits ---------------------------------------------------------------- */
+
+/*
+ * Client: the receives the server has granted so far.  The word is
+ * written by the server's RDMA WRITEs (8 bytes, naturally aligned, one
+ * packet) while this thread reads it: the load is one 64-bit load, and a
+ * provider that places the payload with an ascending copy (droce's
+ * memcpy, a socket read) can at worst show new low bytes under old high
+ * ones, a value below the one written: never more credit than granted.
+ * A grant is monotonic, so the largest value seen stands.  A new grant
+ * counts as progress for stall detection (it ends no completion).
+ */
+static uint64_t credit_limit(void)
+{
+	uint64_t v = __atomic_load_n((uint64_t *)(F.buf + OFF_CREDIT), __ATOMIC_ACQUIRE);
+
+	if (v > F.credit_seen) {
+		F.credit_seen = v;
+		F.events++;
+	}
+	return F.credit_seen;
+}
+
+/* Client: may one more message go to the server now? */
+static bool credit_ok(void)
+{
+	return !F.credit_take || F.msgs_sent < credit_limit();
+}
+
+/* Client: wait for a credit, driving progress; bounded like every wait. */
+static int credit_wait(void)
+{
+	struct stallwatch w;
+	int r;
+
+	sw_init(&w);
+	while (!credit_ok()) {
+		if ((r = progress()))
+			return r;
+		if (sw_stalled(&w)) {
+			fprintf(stderr,
+				"droce-bench: no receive credit for %.1f s (sent %" PRIu64
+				", granted %" PRIu64 ")\n",
+				opt.stall, F.msgs_sent, F.credit_seen);
+			return -FI_ETIMEDOUT;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Server: tell the client how many receives it may use, when that grew
+ * by credit_batch (a quarter of the receives posted) or force says so (a
+ * test's start: the client's word may be stale).  One write at a time,
+ * from its own source word, which is not changed while the write is in
+ * flight; -FI_EAGAIN leaves it to the next call.  It cannot deadlock: the
+ * client stops only when it has sent all it was granted (W); once those
+ * arrived and were reposted the grant is W + the receives posted, at
+ * least credit_batch more than written.
+ */
+static int credit_grant(bool force)
+{
+	uint64_t *src = (uint64_t *)(F.buf + OFF_CRSRC);
+	ssize_t ret;
+
+	if (!F.credit_give || F.credit_busy || F.rx_granted == F.credit_written ||
+	    (!force && F.rx_granted - F.credit_written < F.credit_batch))
+		return 0;
+	*src = F.rx_granted;
+	ret = fi_write(F.ep, src, sizeof(*src), F.desc, 0, F.rbase + OFF_CREDIT, F.rkey,
+		       &F.credit_ctx);
+	if (ret == -FI_EAGAIN)
+		return 0;
+	if (ret) {
+		fprintf(stderr, "droce-bench: fi_write(credit): %s\n", fiu_strerror((int)ret));
+		return (int)ret;
+	}
+	F.tx_posted++;
+	F.credit_busy = true;
+	F.credit_written = *src;
+	return 0;
+}
+
 static struct fi_context2 *next_ctx(void)
 {
 	struct fi_context2 *c = &F.txctx[F.txctx_next];
@@ -481,19 +603,25 @@ static struct fi_context2 *next_ctx(void)
 
 static int send_marker(size_t len)
 {
-	ssize_t ret;
+	ssize_t ret = credit_wait();
 
+	if (ret)
+		return (int)ret;
 	POST_RETRY(ret, fi_inject(F.ep, F.buf + OFF_TXA, len, 0));
 	if (ret)
 		fprintf(stderr, "droce-bench: fi_inject(marker): %s\n", fiu_strerror((int)ret));
+	else
+		F.msgs_sent++;
 	return (int)ret;
 }
 
 /* Send `len` bytes from source A, inline if small enough. */
 static int send_data(size_t len, uint8_t *src)
 {
-	ssize_t ret;
+	ssize_t ret = credit_wait();
 
+	if (ret)
+		return (int)ret;
 	if (len <= F.inject) {
 		POST_RETRY(ret, fi_inject(F.ep, src, len, 0));
 	} else {
@@ -501,6 +629,8 @@ static int send_data(size_t len, uint8_t *src)
 		if (!ret)
 			F.tx_posted++;
 	}
+	if (!ret)
+		F.msgs_sent++;
 	return (int)ret;
 }
 
@@ -731,6 +861,8 @@ static void open_ep_common(struct fi_info *info)
 	F.rxctx = calloc(F.rx_post, sizeof(*F.rxctx));
 	for (unsigned i = 0; i < F.rx_post; i++)
 		CHK(post_rx(&F.rxctx[i]));
+	F.rx_granted = F.rx_post;
+	F.credit_batch = F.rx_post / 4 ? F.rx_post / 4 : 1;
 	vlog("%s: inject %zu, tx size %zu, rx posted %u, caps 0x%" PRIx64 ", mr_mode 0x%x\n",
 	     opt.prov, F.inject, F.tx_size, F.rx_post, F.caps, info->domain_attr->mr_mode);
 }
@@ -810,6 +942,7 @@ static void exchange_mr(void)
 	m.addr = F.base;
 	m.key = F.mr ? fi_mr_key(F.mr) : 0;
 	m.caps = F.caps;
+	m.count = F.rx_post;
 	if (opt.server) {
 		if (oob_recv(&r, opt.stall) || r.type != M_MRINFO || oob_send(&m))
 			die("control channel: MRINFO\n");
@@ -820,6 +953,13 @@ static void exchange_mr(void)
 	F.rbase = r.addr;
 	F.rkey = r.key;
 	F.peer_caps = r.caps;
+	/* credits need the client's word registered for remote writes and
+	 * the server able to write it */
+	F.credits = (F.caps & FI_RMA) && (F.peer_caps & FI_RMA) && F.mr;
+	if (opt.server)
+		F.credit_written = F.rx_post; /* what the client starts from */
+	else
+		*(uint64_t *)(F.buf + OFF_CREDIT) = r.count;
 }
 
 static void teardown(void)
@@ -896,11 +1036,14 @@ static int64_t serve_test(enum test t, size_t s)
 	volatile uint8_t *last = F.buf + OFF_RMA + s - 1;
 	uint8_t seen = 0;
 	unsigned spin = 0;
+	bool force = true;
 	int r;
 
+	F.credit_give = F.credits && (t == T_BW_SEND || t == T_RATE_SEND);
 	for (;;) {
-		if ((r = progress()))
-			return r;
+		if ((r = progress()) || (r = credit_grant(force)))
+			goto out;
+		force = false;
 		/* the client says nothing on the control channel during a test:
 		 * anything there (its exit closes it) means the test is over */
 		if (!(++spin & 1023)) {
@@ -909,13 +1052,14 @@ static int64_t serve_test(enum test t, size_t s)
 			if (poll(&p, 1, 0) > 0) {
 				fprintf(stderr, "droce-bench[server]: the client left during %s\n",
 					test_name[t]);
-				return -FI_ECONNABORTED;
+				r = -FI_ECONNABORTED;
+				goto out;
 			}
 		}
 		if (t == T_LAT_SEND) {
 			while (echoed < F.rx_data) {
 				if ((r = send_data(F.rx_last_len, F.buf + OFF_TXA)))
-					return r;
+					goto out;
 				echoed++;
 			}
 		} else if (t == T_LAT_WRITE) {
@@ -926,20 +1070,24 @@ static int64_t serve_test(enum test t, size_t s)
 				r = write_data(s, F.buf + (v == 1 ? OFF_TXA : OFF_TXB),
 					       F.rbase + OFF_RMA);
 				if (r)
-					return r;
+					goto out;
 			}
 		}
 		while (sync_done < F.rx_sync) {
 			if ((r = send_marker(1)))
-				return r;
+				goto out;
 			sync_done++;
 		}
 		if (F.rx_end > end0) {
+			F.credit_give = false;
 			if ((r = send_marker(2)) || (r = drain_tx()))
-				return r;
+				goto out;
 			return (int64_t)(F.rx_data - data0);
 		}
 	}
+out:
+	F.credit_give = false;
+	return r;
 }
 
 static int run_server(void)
@@ -979,6 +1127,8 @@ static int run_server(void)
 		r.resent = dc.resent;
 		r.timeouts = dc.timeouts;
 		r.drops = dc.drops;
+		r.rnr_naks = dc.rnr_naks;
+		r.rnr_held = dc.rnr_held;
 		r.runq_ns = runq_wait_ns() - q0;
 		r.busy_ns = fiu_now_ns() - t0;
 		r.type = M_RESULT;
@@ -1088,8 +1238,13 @@ static int post_op(enum test t, size_t s, unsigned slot)
 
 	switch (t) {
 	case T_BW_SEND:
-	case T_RATE_SEND:
-		return (int)fi_send(F.ep, F.buf + OFF_TXA, s, F.desc, 0, next_ctx());
+	case T_RATE_SEND: {
+		int r = (int)fi_send(F.ep, F.buf + OFF_TXA, s, F.desc, 0, next_ctx());
+
+		if (!r)
+			F.msgs_sent++;
+		return r;
+	}
 	case T_BW_WRITE:
 	case T_RATE_WRITE:
 		return (int)fi_write(F.ep, F.buf + OFF_TXA, s, F.desc, 0, raddr, F.rkey,
@@ -1122,7 +1277,8 @@ static int windowed(enum test t, size_t s, unsigned window, uint64_t min, double
 		if (more && inflight < window)
 			more = keep_going(posted, t0, min, secs);
 
-		while (more && inflight < window) {
+		/* SEND tests: never more messages than the server granted receives */
+		while (more && inflight < window && credit_ok()) {
 			r = post_op(t, s, (unsigned)posted);
 			if (r == -FI_EAGAIN)
 				break;
@@ -1174,11 +1330,11 @@ static void emit(enum test t, size_t s, unsigned window, const struct result *re
 		fprintf(csv_out,
 			"%s,%s,%s,%zu,%u,%" PRIu64
 			",%.6f,%.6g,%s,%.6g,%.6g,%.6g,%.3f,%.3f,%.3f,%.3f,%s,%" PRIu64 ",%" PRIu64
-			",%" PRIu64 "\n",
+			",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
 			opt.prov, opt.label, test_name[t], s, window, res->iters, res->secs,
 			res->value, res->unit, res->p50, res->p99, res->mean, res->cpu_user,
 			res->cpu_sys, res->runq, res->peer_runq, res->status, res->dc.resent,
-			res->dc.timeouts, res->dc.drops);
+			res->dc.timeouts, res->dc.drops, res->dc.rnr_naks, res->dc.rnr_held);
 	if (csv_out != stdout) {
 		if (strcmp(res->status, "ok"))
 			printf("%-6s %-12s %-7s w=%-3u  %-10s\n", opt.prov, test_name[t], hs,
@@ -1195,8 +1351,10 @@ static void emit(enum test t, size_t s, unsigned window, const struct result *re
 		if (strcmp(res->status, "ok"))
 			;
 		else if (!strcmp(opt.prov, "droce"))
-			printf("  resent %" PRIu64 " timeouts %" PRIu64 " drops %" PRIu64 "\n",
-			       res->dc.resent, res->dc.timeouts, res->dc.drops);
+			printf("  resent %" PRIu64 " timeouts %" PRIu64 " drops %" PRIu64
+			       " rnr_naks %" PRIu64 " rnr_held %" PRIu64 "\n",
+			       res->dc.resent, res->dc.timeouts, res->dc.drops, res->dc.rnr_naks,
+			       res->dc.rnr_held);
 		else
 			printf("\n");
 		fflush(stdout);
@@ -1240,6 +1398,8 @@ static bool run_one(enum test t, size_t s, unsigned window)
 		emit(t, s, window, &res);
 		return true;
 	}
+	/* through the end marker: the server grants until it has that */
+	F.credit_take = F.credits && (t == T_BW_SEND || t == T_RATE_SEND);
 
 	switch (t) {
 	case T_LAT_SEND:
@@ -1339,6 +1499,7 @@ static bool run_one(enum test t, size_t s, unsigned window)
 		uint64_t want = F.rx_end + 1;
 
 		ret = send_marker(2);
+		F.credit_take = false;
 		if (!ret)
 			ret = wait_ctr(&F.rx_end, want);
 		if (!ret)
@@ -1346,6 +1507,7 @@ static bool run_one(enum test t, size_t s, unsigned window)
 		if (ret)
 			res.status = "error";
 	}
+	F.credit_take = false;
 	if (ret) {
 		emit(t, s, window, &res);
 		return false;
@@ -1357,6 +1519,8 @@ static bool run_one(enum test t, size_t s, unsigned window)
 	res.dc.resent += r.resent;
 	res.dc.timeouts += r.timeouts;
 	res.dc.drops += r.drops;
+	res.dc.rnr_naks += r.rnr_naks;
+	res.dc.rnr_held += r.rnr_held;
 	if (r.status)
 		res.status = "server-error";
 	else if ((t == T_BW_SEND || t == T_RATE_SEND) && !strcmp(res.status, "ok") &&

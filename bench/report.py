@@ -3,8 +3,9 @@
 """Turn bench/run.sh's raw measurements into RESULTS.md, plots, or the quick
 headline table.
 
-Raw CSV (no header): run,config,provider,label,test,bytes,window,iters,seconds,
-value,unit,p50,p99,cpu_user_s,cpu_sys_s,status  (droce-bench -H, after run,config)
+Raw CSV (no header): run,config, then droce-bench's columns (droce-bench -H):
+provider,label,test,bytes,window,iters,seconds,value,unit,p50,p99,mean,cpu_user_s,
+cpu_sys_s,runq_frac,peer_runq_frac,status,resent_pkts,timeouts,drops,rnr_naks,rnr_held
 
 Each figure is the median over rounds with min-max; the droce/tcp ratio is the
 ratio of the medians, and beside it the range of the per-round ratios (droce
@@ -20,10 +21,11 @@ import sys
 from collections import defaultdict
 
 COLS = ("run config provider label test bytes window iters seconds value unit p50 p99 mean "
-        "cpu_user cpu_sys runq peer_runq status resent timeouts drops").split()
-# droce's own counters, both sides, per measurement (droce-bench's last three columns;
-# rows written before they existed have none)
-CNT = ("resent", "timeouts", "drops")
+        "cpu_user cpu_sys runq peer_runq status resent timeouts drops rnr_naks rnr_held").split()
+# droce's own counters, both sides, per measurement (droce-bench's last five columns;
+# rows written before they existed have none, or no RNR columns: counted as 0)
+CNT = ("resent", "timeouts", "drops", "rnr_naks", "rnr_held")
+RNR = ("rnr_naks", "rnr_held")
 
 # transport pairs: (droce label, tcp label, title)
 PAIRS = [("memif", "lo", "same host: droce/net_memif vs tcp/loopback"),
@@ -77,6 +79,8 @@ def load(path):
                 continue
             if len(rec) == len(COLS) - len(CNT):
                 rec = rec + [""] * len(CNT)
+            elif len(rec) == len(COLS) - len(RNR):
+                rec = rec + ["0"] * len(RNR)
             if len(rec) != len(COLS):
                 continue
             d = dict(zip(COLS, rec))
@@ -98,15 +102,16 @@ class Data:
         self.row = {}
         self.cpu = defaultdict(dict)
         self.sched = defaultdict(dict)
-        # key -> [resent, timeouts, drops, rounds counted], every round (failed ones too)
+        # key -> [resent, timeouts, drops, rnr_naks, rnr_held, rounds counted], every
+        # round (failed ones too)
         self.cnt = {}
         for d in rows:
             k = (d["provider"], d["label"], d["test"], d["bytes"], d["window"])
             if d["provider"] == "droce" and d["resent"] is not None:
-                c = self.cnt.setdefault(k, [0, 0, 0, 0])
+                c = self.cnt.setdefault(k, [0] * (len(CNT) + 1))
                 for i, n in enumerate(CNT):
                     c[i] += d[n]
-                c[3] += 1
+                c[-1] += 1
             if d["status"] == "ok":
                 self.v[k][d["run"]] = d["value"]
                 self.row[k] = d
@@ -250,13 +255,13 @@ def print_quick(data, machine, failures):
     if data.cnt:
         print()
         print("droce's own counters, summed over rounds (resent packets / retransmit "
-              "timeouts / lost frames, both sides):")
+              "timeouts / lost frames / RNR NAKs / frames held behind them, both sides):")
         for k in sorted(data.cnt):
             c = data.cnt[k]
             lossless = not k[1].startswith("loss") or k[1] == "loss0"
-            print("  %-8s %-11s %7s w=%-3d  %6d / %4d / %6d  (%d rounds)%s" % (
-                k[1], k[2], hsize(k[3]), k[4], c[0], c[1], c[2], c[3],
-                "  <-- on a lossless path" if lossless and c[0] + c[1] + c[2] else ""))
+            print("  %-8s %-11s %7s w=%-3d  %6d / %4d / %6d / %4d / %6d  (%d rounds)%s" % (
+                k[1], k[2], hsize(k[3]), k[4], c[0], c[1], c[2], c[3], c[4], c[5],
+                "  <-- on a lossless path" if lossless and sum(c[:5]) else ""))
     allq = [x for v in data.sched.values() for x in v.values()]
     if allq:
         print()
@@ -497,15 +502,17 @@ def counters_md(data):
          "On a lossless path (memif, the direct veth, loss 0) every figure should be 0: a "
          "non-zero one is shown **bold**. Resends with no frame lost are spurious timeouts: "
          "a process off its CPU longer than the retransmit timeout (see the scheduling "
-         "table).\n",
-         "| path | test | size | window | resent | timeouts | lost | rounds |",
-         "|---|---|---:|---:|---:|---:|---:|---:|"]
+         "table). RNR NAKs (a receiver with no receive posted) and the frames held behind "
+         "them (resent after the RNR wait, not lost) are flow control, not loss; "
+         "droce-bench's receive credits keep its SEND tests from provoking them.\n",
+         "| path | test | size | window | resent | timeouts | lost | RNR NAKs | held | rounds |",
+         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for k in sorted(data.cnt, key=lambda k: (k[1], k[2], k[4], k[3])):
         c = data.cnt[k]
         lossless = not k[1].startswith("loss") or k[1] == "loss0"
-        f = [("**%d**" % x) if (x and lossless) else str(x) for x in c[:3]]
-        L.append("| %s | %s | %s | %d | %s | %s | %s | %d |" % (
-            k[1], k[2], hsize(k[3]), k[4], f[0], f[1], f[2], c[3]))
+        f = [("**%d**" % x) if (x and lossless) else str(x) for x in c[:5]]
+        L.append("| %s | %s | %s | %d | %s | %s | %s | %s | %s | %d |" % (
+            k[1], k[2], hsize(k[3]), k[4], f[0], f[1], f[2], f[3], f[4], c[5]))
     L.append("")
     return L
 

@@ -382,7 +382,7 @@ enum dr_qp_flags {
  * the first that fails names the drop.  The device counts every drop per
  * port, the QP its own as well (struct dr_qp_stats.rx_drop). */
 enum dr_rx_drop {
-	DR_RX_OK,		/* not dropped */
+	DR_RX_OK, /* not dropped */
 	/* the device, before any QP (src/fi dev_rx) */
 	DR_RX_DROP_NOT_IPV4,	/* droce's QPs speak RoCEv2 over IPv4 only */
 	DR_RX_DROP_UNKNOWN_QPN, /* no QP has this DestQP (or a closed one) */
@@ -395,10 +395,11 @@ enum dr_rx_drop {
 	DR_RX_DROP_DST_ADDR, /* not to this QP's own IP (rxe check_addr) */
 	DR_RX_DROP_PKEY,     /* P_Key does not match (rxe check_keys) */
 	/* the responder's PSN check (IBA 9.7.5.1.1) */
-	DR_RX_DROP_PSN_AHEAD, /* ahead of the expected PSN; this gap was NAKed */
-	DR_RX_DROP_PSN_STALE, /* behind it: a READ/atomic no resource covers */
+	DR_RX_DROP_PSN_AHEAD,	  /* ahead of the expected PSN; this gap was NAKed */
+	DR_RX_DROP_PSN_AHEAD_RNR, /* ahead, behind an RNR NAK (B.5): not lost */
+	DR_RX_DROP_PSN_STALE,	  /* behind it: a READ/atomic no resource covers */
 	/* the completer (IBA 9.7.5.2) */
-	DR_RX_DROP_RSP,	      /* a response or ACK for nothing outstanding */
+	DR_RX_DROP_RSP, /* a response or ACK for nothing outstanding */
 	DR_RX_DROP_NUM
 };
 extern const char *const dr_rx_drop_names[DR_RX_DROP_NUM];

@@ -18,8 +18,11 @@
 #     SEND at 4 KiB .. 4 MiB with 64 outstanding, message rates, FETCH_ADD)
 #     and each row carries droce's own counters of both sides, read through
 #     FI_DROCE_OPS_1: packets resent, retransmit timeouts, frames lost (not
-#     sent: ring, backlog or pool full; discarded behind a missing one).
-#     Lost must be exactly 0 in every row, and every row must pass.
+#     sent: ring, backlog or pool full; discarded behind a missing one),
+#     RNR NAKs sent and frames held behind them (flow control, not loss:
+#     droce-bench's SEND tests run on receive credits, so a receiver never
+#     runs out of receives and none may be sent).  Lost, RNR NAKs and held
+#     must be exactly 0 in every row, and every row must pass.
 #     Resent and timeouts are listed, not asserted: on this path they come
 #     only from timeouts that lost nothing (a process off its CPU longer
 #     than the retransmit timeout; its probe is one duplicate), which a
@@ -115,21 +118,25 @@ path() {
 		fail=1
 		return
 	fi
-	# runq peer_runq status resent_pkts timeouts drops: columns 15-20
-	bad=$(awk -F, '$17 != "ok" || $20 != 0' "$work/$name.csv")
+	# runq peer_runq status resent_pkts timeouts drops rnr_naks rnr_held:
+	# columns 15-22 (droce-bench -H)
+	bad=$(awk -F, 'NF != 22 || $17 != "ok" || $20 != 0 || $21 != 0 || $22 != 0' \
+		"$work/$name.csv")
 	resent=$(awk -F, '$18 != 0 || $19 != 0' "$work/$name.csv")
 	rows=$(wc -l <"$work/$name.csv")
 	if [ -n "$bad" ]; then
-		echo "FAIL: $name: rows that failed or lost frames" \
-			"(runq,peer_runq,status,resent_pkts,timeouts,lost last):"
+		echo "FAIL: $name: rows that failed, lost frames or met RNR NAKs" \
+			"(runq,peer_runq,status,resent_pkts,timeouts,lost,rnr_naks,rnr_held last):"
 		echo "$bad"
 		fail=1
 	else
-		echo "ok: $name: $rows rows, every one passed with 0 frames lost"
+		echo "ok: $name: $rows rows, every one passed with 0 frames lost, 0 RNR NAKs," \
+			"0 held behind one"
 	fi
 	if [ -n "$resent" ]; then
 		echo "note: $name: $(echo "$resent" | wc -l) of $rows rows resent after a timeout" \
-			"without losing a frame (runq,peer_runq,status,resent_pkts,timeouts,lost last;" \
+			"without losing a frame (runq,peer_runq,status,resent_pkts,timeouts,lost," \
+			"rnr_naks,rnr_held last;" \
 			"not asserted, see the header):"
 		echo "$resent"
 	fi

@@ -27,6 +27,11 @@
 #          (overtaking the queue: reordering) or else after 1 ms.
 # DROCE_NETEM_MODE=netem|user forces one (default: netem if it works).
 # No FI_DROCE_* variable is set: droce runs with its defaults.
+# TSO, GSO and GRO are off on all four veth ends (ethtool): with them the
+# kernel hands over TCP segments of up to 64 KiB, which the forwarder's
+# packet sockets cannot send on a 1500-byte link; every such segment of a
+# control channel (fi_pingpong's, droce-xfer's) was lost and stalled the
+# channel for a retransmit timeout, 1-7 s each.
 #
 # Asserts:
 #  1. fi_pingpong -p droce -e msg -c (data verification) exits 0 on both sides
@@ -39,18 +44,22 @@
 #     RoCE frame parses with a valid ICRC, the connection setup is there,
 #     and the loss recovery ran: RETRANSMIT (a PSN sent again with new
 #     bytes) and NAK_PSN_SEQ (a PSN sequence error NAK) are present; it
-#     prints the retransmission, duplicate, gap and NAK counts;
+#     prints the retransmission, duplicate, gap and NAK counts.  A second
+#     capture on dmb (B's side of the link) must parse as well; the two
+#     side by side tell which direction lost what;
 #  4. tools/droce-xfer runs every send, RMA and atomic operation at 0 B..1 MiB
 #     through the same link with data verified; with the user-space
 #     forwarder, the RTU of its connection is dropped on purpose, so the
-#     passive side must come up on the CM's REP retry (about 4 s) while the
-#     active side is connected already.
+#     passive side must come up on the CM's REP retry (every 4.3 s) while
+#     the active side is connected already; the server waits for that
+#     through at least 5 REP resends.
 #
-# Exit: 0 pass, 1 fail, 77 skip (not root, no ip netns / fi_pingpong / tshark,
-# or neither sch_netem nor perl with Time::HiRes), 99 hard error.  Every
-# command runs under timeout; no new run starts after DROCE_NETNS_BUDGET
-# seconds (default 120).  On failure the capture is kept as
-# $top_builddir/netns-netem.pcapng.
+# Exit: 0 pass, 1 fail, 77 skip (not root, no ip netns / fi_pingpong / tshark
+# / ethtool, or neither sch_netem nor perl with Time::HiRes; no tshark or
+# ethtool is a failure in CI), 99 hard error.  Every command runs under
+# timeout; no new run starts after DROCE_NETNS_BUDGET seconds (default 120).
+# On failure the captures are kept as $top_builddir/netns-netem.pcapng (A's
+# side of the link) and $top_builddir/netns-netem-b.pcapng (B's side).
 
 set -u
 
@@ -67,6 +76,11 @@ auto | netem | user) ;;
 esac
 have_perl=no
 perl -MTime::HiRes -MSocket -e 1 >/dev/null 2>&1 && have_perl=yes
+if ! command -v ethtool >/dev/null 2>&1; then
+	# tools/install-deps.sh installs it
+	[ "${CI:-}" != true ] || { echo "FAIL: ethtool not found, and CI=true"; exit 1; }
+	skip "ethtool not found (Debian package ethtool): offloads cannot be turned off"
+fi
 
 NSA=drne$$a
 NSB=drne$$b
@@ -82,6 +96,7 @@ IPB=$net.2
 imp_pid=""
 ns_frame netns-netem "$NSA" "$NSB" "$NSM"
 keep_on_fail m.pcapng netns-netem.pcapng
+keep_on_fail mb.pcapng netns-netem-b.pcapng
 
 # ---- topology -----------------------------------------------------------------
 
@@ -90,6 +105,10 @@ ip -n "$NSB" link add "$VB" type veth peer name "$MB" netns "$NSM" || hard "veth
 for l in "$NSA $VA" "$NSB $VB" "$NSM $MA" "$NSM $MB"; do
 	set -- $l
 	ip -n "$1" link set "$2" mtu 1500 up
+	# no frame larger than the MTU (see the header): the ends' TSO/GSO
+	# would build them, the middle's GRO would merge them
+	ip netns exec "$1" ethtool -K "$2" tso off gso off gro off ||
+		hard "ethtool -K $2 tso off gso off gro off"
 done
 ip -n "$NSA" addr add "$IPA/24" dev "$VA"
 ip -n "$NSB" addr add "$IPB/24" dev "$VB"
@@ -249,10 +268,13 @@ veth_wait_up "$NSA" "$VA" "$NSB" "$VB"
 echo "topology: $NSA/$VA $IPA <-> [$NSM: $MA | $MB] <-> $NSB/$VB $IPB, MTU 1500"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-# ---- capture in the middle, on A's side of the link -------------------------------
+# ---- capture in the middle, on both sides of the link ------------------------------
 
+# dma: A's frames as A sent them, B's as the link delivered them; dmb: the
+# other way round.  A frame in one and not the other was lost on the link.
 cap_start "$NSM" "$MA" "$tmp/m.pcapng" -B 128
-cap_wait "$tmp/m.pcapng"
+cap_start "$NSM" "$MB" "$tmp/mb.pcapng" -B 128
+cap_wait "$tmp/m.pcapng" "$tmp/mb.pcapng"
 
 # ---- fi_pingpong runs ------------------------------------------------------------
 
@@ -272,10 +294,22 @@ if [ -x "$XFER" ] && [ "$(elapsed)" -lt "$budget" ]; then
 	tmo=$((budget - $(elapsed) + 30))
 	# the forwarder drops this connection's RTU (B's, the active side's):
 	# the passive side comes up on the CM's REP retry while the client,
-	# connected since the REP, already waits on the control channel
+	# connected since the REP, already waits on the control channel (for
+	# 3 x its -t: 30 s).  The REP is resent every 4.096 us x
+	# 2^FI_DROCE_CM_TIMEOUT (the provider's default, as fi_info -e shows
+	# it: 20, 4.29 s), and each resend or the RTU answering it may be lost
+	# on this link too, so the server's wait for FI_CONNECTED (droce-xfer
+	# -t, default 10 s: only 2 resends) holds 5 resends: ceil(5 x 4.29) +
+	# 3 = 25 s (the 3 s for the last RTU to cross and the server to poll).
+	cm_timeout=$(timeout 30 fi_info -e 2>/dev/null |
+		sed -n '/FI_DROCE_CM_TIMEOUT:/{n;s/.*(default: \([0-9]*\),.*/\1/p;}')
+	[ -n "$cm_timeout" ] || hard "fi_info -e shows no default of FI_DROCE_CM_TIMEOUT"
+	rep_ms=$(awk -v e="$cm_timeout" 'BEGIN { printf "%d", 4.096e-3 * 2 ^ e }')
+	conn_wait=$(((5 * rep_ms + 999) / 1000 + 3))
+	echo "the server waits ${conn_wait} s for FI_CONNECTED: 5 REP resends of ${rep_ms} ms"
 	: >"$tmp/drop-rtu"
 	crc=99 src=99
-	if xfer_start "$NSA" "$tmo" xfer -w 30; then
+	if xfer_start "$NSA" "$tmo" xfer -w 30 -t "$conn_wait"; then
 		ip netns exec "$NSB" timeout -k 5 "$tmo" "$XFER" -p droce -s "$IPA" -P "$port" \
 			-S 0,1,4097,65536,1048576 -I 3 >"$tmp/xfer.cli" 2>&1
 		crc=$?
@@ -306,8 +340,11 @@ fi
 # ---- stop capture and link, read their counters -------------------------------------
 
 cap_stop
-drops=$(cap_drops "$tmp/m.pcapng")
-echo "capture: $(cap_got "$tmp/m.pcapng") frames${drops:+, $drops dropped by the kernel}"
+for c in "m:A's side ($MA)" "mb:B's side ($MB)"; do
+	f=$tmp/${c%%:*}.pcapng
+	drops=$(cap_drops "$f")
+	echo "capture on ${c#*:}: $(cap_got "$f") frames${drops:+, $drops dropped by the kernel}"
+done
 
 if [ "$mode" = netem ]; then
 	drops=0
@@ -354,6 +391,12 @@ pcapcheck pcapcheck 0 \
 	"$tmp/m.pcapng"
 sed -n '/^AETH syndromes:/,$p' "$tmp/pcapcheck.txt" | grep -v '^PASS'
 grep -q '^FAIL' "$tmp/pcapcheck.txt" && grep '^FAIL' "$tmp/pcapcheck.txt"
+# B's side: every frame parses too; its counts beside A's side's show
+# where the link lost, duplicated or reordered (the recovery's presence is
+# asserted once, above)
+pcapcheck pcapcheck-b 0 --min-roce 1000 "$tmp/mb.pcapng"
+sed -n '/^AETH syndromes:/,$p' "$tmp/pcapcheck-b.txt" | grep -v '^PASS' | sed 's/^/B side: /'
+grep -q '^FAIL' "$tmp/pcapcheck-b.txt" && grep '^FAIL' "$tmp/pcapcheck-b.txt"
 
 echo "total $(elapsed)s (link: $mode)"
 [ $fail -eq 0 ] || exit 1

@@ -1350,6 +1350,103 @@ START_TEST(test_rnr_write_imm)
 }
 END_TEST
 
+/*
+ * RNR is flow control, not loss.  B has no receive posted when a burst of
+ * 4 SENDs of 3 packets each (12 packets, PSN p..p+11) arrives.  The link's
+ * 100 us latency lets the whole burst leave A before the RNR NAK for p
+ * comes back, so B answers p with exactly one RNR NAK and holds the 11
+ * packets behind it: rx_drop_psn_ahead_rnr counts them, rx_drop_psn_ahead
+ * (frames behind a real gap) stays 0, and no sequence NAK is sent.  The
+ * receives are posted during A's RNR wait (1.28 ms): the one retry from p
+ * delivers all four messages byte-exact, and the lossless link shows no
+ * loss.  Before the fix the 11 were counted as psn_ahead, which
+ * droce-bench reports as lost (tests/lossless.sh, memif bw_send 16 KiB:
+ * "127 lost" behind one RNR NAK).
+ */
+#define RNR_HELD_MSGS 4
+#define RNR_HELD_LEN  3000 /* 3 packets at PMTU 1024 */
+
+struct rnr_held_wire {
+	unsigned rnr_naks, seq_naks; /* as B sent them, on the wire */
+};
+
+static enum dr_sim_action rnr_held_watch(void *arg, unsigned dir, uint64_t n,
+					 const struct dr_pkt *pkt)
+{
+	struct rnr_held_wire *w = arg;
+
+	if (dir == 1 && pkt->opcode == DR_OP_ACK) {
+		uint8_t syn = dr_aeth_syndrome(dr_pkt_aeth(pkt));
+
+		if ((syn & DR_AETH_TYPE_MASK) == DR_AETH_RNR_NAK)
+			w->rnr_naks++;
+		else if (syn == DR_AETH_NAK_PSN_SEQ)
+			w->seq_naks++;
+	}
+	return DR_SIM_PASS;
+}
+
+START_TEST(test_rnr_held_not_lost)
+{
+	struct pair_cfg c = pair_defaults();
+	static uint8_t src[RNR_HELD_MSGS][RNR_HELD_LEN], dst[RNR_HELD_MSGS][RNR_HELD_LEN];
+	const unsigned npkts = RNR_HELD_MSGS * 3;
+	struct rnr_held_wire w = {0};
+	const struct dr_qp_stats *bs;
+	struct pair p;
+	unsigned i;
+
+	c.min_rnr_timer = 14; /* 1.28 ms */
+	c.sim.latency_ns = 100000;
+	c.sim.fault = rnr_held_watch;
+	c.sim.fault_arg = &w;
+	pair_up(&p, &c);
+	bs = dr_qp_stats(p.qp[1]);
+	memset(dst, 0, sizeof(dst));
+	for (i = 0; i < RNR_HELD_MSGS; i++) {
+		fill(src[i], RNR_HELD_LEN, 40 + i);
+		ck_assert_int_eq(post_send(&p, 0, 1 + i, DR_WR_SEND, src[i], RNR_HELD_LEN, 0, 0, 0,
+					   DR_WR_SIGNALED),
+				 0);
+	}
+	ck_assert(dr_sim_run(&p.sim, LIMIT_NS, saw_rnr, &p));
+	ck_assert_int_eq(p.qp[0]->req.state, DR_REQ_WAIT_RNR);
+	/* the whole burst left before the NAK came back, and has arrived */
+	ck_assert_uint_eq(p.qp[0]->stats.tx_req_pkts, npkts);
+	ck_assert_uint_eq(bs->rx_frames, npkts);
+	ck_assert_uint_eq(bs->tx_rnr_naks, 1);
+	ck_assert_uint_eq(bs->rx_drop[DR_RX_DROP_PSN_AHEAD_RNR], npkts - 1);
+	ck_assert_uint_eq(bs->rx_drop[DR_RX_DROP_PSN_AHEAD], 0);
+	ck_assert_uint_eq(bs->rx_dropped, npkts - 1);
+	ck_assert_uint_eq(bs->tx_seq_naks, 0);
+
+	for (i = 0; i < RNR_HELD_MSGS; i++)
+		post_recv(&p, 1, 900 + i, dst[i], RNR_HELD_LEN);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.end[0].nwc, RNR_HELD_MSGS);
+	ck_assert_uint_eq(p.sim.end[1].nwc, RNR_HELD_MSGS);
+	for (i = 0; i < RNR_HELD_MSGS; i++) {
+		expect_wc(&p.sim.end[0].wc[i], 1 + i, DR_WC_SUCCESS);
+		expect_wc(&p.sim.end[1].wc[i], 900 + i, DR_WC_SUCCESS);
+		ck_assert_uint_eq(p.sim.end[1].wc[i].byte_len, RNR_HELD_LEN);
+		ck_assert(memcmp(src[i], dst[i], RNR_HELD_LEN) == 0);
+	}
+	/* one RNR NAK, one retry of the whole burst, nothing else */
+	ck_assert_uint_eq(bs->tx_rnr_naks, 1);
+	ck_assert_uint_eq(w.rnr_naks, 1);
+	ck_assert_uint_eq(w.seq_naks, 0);
+	ck_assert_uint_eq(p.qp[0]->stats.rx_rnr_naks, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.rnr_waits, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, npkts);
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 0);
+	ck_assert_uint_eq(bs->rx_drop[DR_RX_DROP_PSN_AHEAD_RNR], npkts - 1);
+	ck_assert_uint_eq(bs->rx_drop[DR_RX_DROP_PSN_AHEAD], 0);
+	ck_assert_uint_eq(bs->rx_dropped, npkts - 1);
+	ck_assert_uint_eq(bs->rx_dup_reqs, 0);
+	pair_down(&p);
+}
+END_TEST
+
 /* ---- a dead link ------------------------------------------------------------------ */
 
 static enum dr_sim_action drop_all(void *arg, unsigned dir, uint64_t n, const struct dr_pkt *pkt)
@@ -4396,6 +4493,7 @@ static Suite *qp_suite(void)
 	tcase_add_test(tc, test_rnr_then_recv);
 	tcase_add_test(tc, test_rnr_exhausted);
 	tcase_add_test(tc, test_rnr_write_imm);
+	tcase_add_test(tc, test_rnr_held_not_lost);
 	tcase_add_test(tc, test_dead_link);
 	tcase_add_loop_test(tc, test_dup_atomic, 0, 2);
 	tcase_add_test(tc, test_gbn_partial);

@@ -1111,6 +1111,10 @@ static void say_drops(struct rp_end *e, const char *role, const struct dr_qp_sta
 			say(e, role,
 			    "dropped: %s (expected PSN %" PRIu32 ", the gap already NAKed)",
 			    dr_rx_drop_names[r], before->rq_psn);
+		else if (r == DR_RX_DROP_PSN_AHEAD_RNR)
+			say(e, role,
+			    "dropped: %s (expected PSN %" PRIu32 ", held behind an RNR NAK)",
+			    dr_rx_drop_names[r], before->rq_psn);
 		else
 			say(e, role, "dropped: %s", dr_rx_drop_names[r]);
 	}

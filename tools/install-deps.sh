@@ -6,7 +6,7 @@ set -eu
 PKGS="gcc make autoconf automake libtool pkg-config binutils
 libfabric-dev libfabric-bin libdpdk-dev check tshark
 clang clang-format libclang-rt-14-dev iproute2
-openmpi-bin libopenmpi-dev nftables"
+openmpi-bin libopenmpi-dev nftables ethtool"
 
 missing=""
 for p in $PKGS; do

@@ -82,6 +82,7 @@ const char *const dr_rx_drop_names[DR_RX_DROP_NUM] = {
     [DR_RX_DROP_DST_ADDR] = "dst_addr",
     [DR_RX_DROP_PKEY] = "pkey",
     [DR_RX_DROP_PSN_AHEAD] = "psn_ahead",
+    [DR_RX_DROP_PSN_AHEAD_RNR] = "psn_ahead_rnr",
     [DR_RX_DROP_PSN_STALE] = "psn_stale",
     [DR_RX_DROP_RSP] = "unexpected_rsp",
 };
@@ -719,6 +720,7 @@ static int dr_qp_to_rtr(struct dr_qp *qp)
 	qp->resp.psn = qp->attr.rq_psn;
 	qp->resp.msn = 0;
 	qp->resp.nak_sent = false;
+	qp->resp.nak_rnr = false;
 	qp->resp.in = 0;
 	qp->resp.rwqe = false;
 	qp->resp.rd_cont = false;
@@ -919,6 +921,11 @@ static void dr_qp_drop_note(struct dr_qp *qp, enum dr_rx_drop why)
 	case DR_RX_DROP_PSN_AHEAD:
 		snprintf(what, sizeof(what), ", expected PSN %u, received PSN %u, NAK already sent",
 			 qp->resp.psn, pkt->psn);
+		break;
+	case DR_RX_DROP_PSN_AHEAD_RNR:
+		snprintf(what, sizeof(what),
+			 ", expected PSN %u, received PSN %u, held behind an RNR NAK", qp->resp.psn,
+			 pkt->psn);
 		break;
 	case DR_RX_DROP_PSN_STALE:
 		snprintf(what, sizeof(what), ", PSN %u, nothing kept to answer it", pkt->psn);

@@ -267,6 +267,7 @@ struct dr_qp {
 		uint32_t psn;  /* expected PSN */
 		uint32_t msn;  /* messages completed (IBA 9.7.5.1) */
 		bool nak_sent; /* one NAK per gap (B.6) */
+		bool nak_rnr;  /* that NAK was an RNR NAK: what follows is held, not lost */
 		bool ack_due;  /* DR_QP_DEFER_ACK: an ACK for ack_psn is held */
 		uint32_t ack_psn, ack_msn;
 		uint32_t ack_from; /* the first PSN whose ACK was held */

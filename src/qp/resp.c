@@ -253,6 +253,7 @@ static enum dr_resp_state dr_resp_check_psn(struct dr_qp *qp, struct dr_resp_ctx
 	if (d < 0)
 		return DR_RESP_DUPLICATE;
 	qp->resp.nak_sent = false; /* the gap, if any, is closed */
+	qp->resp.nak_rnr = false;
 	return DR_RESP_CHECK_OP_SEQ;
 }
 
@@ -589,9 +590,15 @@ static enum dr_resp_state dr_resp_nak_seq(struct dr_qp *qp, struct dr_resp_ctx *
 		char note[DR_QP_NOTE_LEN];
 
 		qp->resp.nak_sent = true;
+		qp->resp.nak_rnr = false;
 		qp->stats.tx_seq_naks++;
 		dr_resp_send_aeth(qp, DR_OP_ACK, qp->resp.psn, DR_AETH_NAK_PSN_SEQ,
 				  dr_resp_nak_note(qp, note, DR_AETH_NAK_PSN_SEQ, c->pkt->psn));
+	} else if (qp->resp.nak_rnr) {
+		/* held behind the RNR NAK: the requester stopped for want of a
+		 * receive here, not for a loss; counted apart so that a
+		 * lossless link shows no lost frames */
+		dr_qp_drop(qp, DR_RX_DROP_PSN_AHEAD_RNR);
 	} else {
 		dr_qp_drop(qp, DR_RX_DROP_PSN_AHEAD);
 	}
@@ -602,11 +609,13 @@ static enum dr_resp_state dr_resp_rnr(struct dr_qp *qp, struct dr_resp_ctx *c)
 {
 	/* B.5: RNR NAK with our min_rnr_timer for the packet's PSN.  It
 	 * counts as this gap's NAK: what follows it is dropped silently
-	 * until the requester comes back to this PSN. */
+	 * (rx_drop_psn_ahead_rnr, not a loss) until the requester comes
+	 * back to this PSN. */
 	char note[DR_QP_NOTE_LEN] = "";
 
 	qp->stats.tx_rnr_naks++;
 	qp->resp.nak_sent = true;
+	qp->resp.nak_rnr = true;
 	if (dr_qp_noting(qp))
 		dr_qp_note_add(note,
 			       "RNR NAK sent: no receive posted for %s PSN %u, asks for %g ms",
