@@ -3384,6 +3384,94 @@ START_TEST(test_cwnd_loss)
 }
 END_TEST
 
+/* ---- go-back-N under receive-ring overrun (dr_sim_cfg.rx_ring) ------------------------ */
+
+/* Each end receives through a ring of D descriptors that it drains one
+ * frame per 5 us, behind a 10 Gb/s link that brings a 1 KiB frame every
+ * 0.88 us: a burst of the window overruns the ring, as af_xdp's and
+ * af_packet's rings overrun when the poll loop falls behind.  With D = 4
+ * and 12 every burst loses frames; with D = 100 only a window of more than
+ * about 120 PSNs does.  Whatever is lost -- in the middle of a burst (a
+ * sequence NAK, or a READ response out of order, tells) or at its tail
+ * (only the timer tells) -- go-back-N must recover it, with the fixed
+ * retransmit timer and with DR_QP_ADAPTIVE_RTO. */
+static const unsigned ro_depths[] = {4, 12, 100};
+#define RO_NDEPTH (sizeof(ro_depths) / sizeof(ro_depths[0]))
+
+START_TEST(test_ring_overrun)
+{
+	unsigned depth = ro_depths[_i % RO_NDEPTH];
+	bool read = (_i / RO_NDEPTH) % 2, adaptive = _i / (2 * RO_NDEPTH);
+	struct pair_cfg c = pair_defaults();
+	uint32_t len = 1u << 20;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	const struct dr_qp_stats *a, *b;
+	struct dr_mr *mr;
+	struct pair p;
+	size_t i;
+
+	c.sim = (struct dr_sim_cfg){
+	    .rate_bps = 10000000000ull, .latency_ns = 10000, .rx_ring = depth, .rx_take_ns = 5000};
+	if (adaptive) {
+		c.qp_flags[0] = DR_QP_ADAPTIVE_RTO;
+		c.timeout = 14;
+	}
+	pair_up(&p, &c);
+	fill(src, len, 1000 + _i);
+	if (!read) {
+		post_write_to_b(&p, src, dst, len, DR_WR_SIGNALED);
+	} else {
+		mr = reg(&p, 1, src, len, DR_ACCESS_REMOTE_READ);
+		ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_READ, dst, len, 0, (uintptr_t)src,
+					   mr->key, DR_WR_SIGNALED),
+				 0);
+	}
+	ck_assert(pair_run(&p));
+	a = dr_qp_stats(p.qp[0]);
+	b = dr_qp_stats(p.qp[1]);
+	/* byte-exact, one successful completion, no error anywhere */
+	ck_assert_uint_eq(p.sim.end[0].nwc, 1);
+	expect_wc(&p.sim.end[0].wc[0], 1, DR_WC_SUCCESS);
+	ck_assert(memcmp(src, dst, len) == 0);
+	ck_assert_uint_eq(p.sim.end[1].nwc, 0);
+	for (i = 0; i < 2; i++)
+		ck_assert_int_eq(dr_qp_state(p.qp[i]), DR_QPS_RTS);
+	ck_assert_uint_eq(a->tx_err_naks + a->rx_err_naks + b->tx_err_naks + b->rx_err_naks, 0);
+	/* the ring overran where the bulk arrives (B for a WRITE, A for a
+	 * READ's responses), never held more than D, and what it dropped was
+	 * sent again */
+	ck_assert_uint_gt(p.sim.end[read ? 0 : 1].ring_drops, 0);
+	for (i = 0; i < 2; i++)
+		ck_assert_uint_le(p.sim.end[i].rx_max_waiting, depth);
+	ck_assert_uint_eq(p.sim.end[read ? 0 : 1].rx_max_waiting, depth);
+	ck_assert_uint_gt(a->tx_resent_pkts, 0);
+	ck_assert_uint_gt(a->retries, 0);
+	if (read)
+		ck_assert_uint_gt(b->tx_read_rsps, 1024);
+	else
+		ck_assert_uint_gt(a->tx_req_pkts, 1024);
+	/* reported once, resends or not (a READ with its first request's
+	 * length, struct dr_remote_op) */
+	ck_assert_uint_eq(rops[1].n, 1);
+	expect_rop(1, 0, read ? DR_REMOTE_READ : DR_REMOTE_WRITE, DR_WC_SUCCESS,
+		   read ? DR_QP_READ_CHUNK * 1024 : len);
+	if (getenv("DR_TEST_VERBOSE"))
+		printf("ring %3u %-5s %-8s: %llu us, drops %llu, resent %llu, retries %llu, "
+		       "timeouts %llu, seq NAKs %llu, rsp gaps %llu, cwnd cuts %llu, rtt samples "
+		       "%llu\n",
+		       depth, read ? "READ" : "WRITE", adaptive ? "adaptive" : "fixed",
+		       (unsigned long long)p.sim.now_ns / 1000,
+		       (unsigned long long)p.sim.end[read ? 0 : 1].ring_drops,
+		       (unsigned long long)a->tx_resent_pkts, (unsigned long long)a->retries,
+		       (unsigned long long)a->timeouts, (unsigned long long)a->rx_seq_naks,
+		       (unsigned long long)a->rx_rsp_ahead, (unsigned long long)a->cwnd_cuts,
+		       (unsigned long long)a->rtt_samples);
+	pair_down(&p);
+	free(src);
+	free(dst);
+}
+END_TEST
+
 /* ---- receive checks (rxe_recv.c hdr_check, rxe_resp.c check_psn) ----------------- */
 
 #define RX_GUARD 64
@@ -4426,6 +4514,7 @@ static Suite *qp_suite(void)
 			    (int)(sizeof(dpeer_tab) / sizeof(dpeer_tab[0])));
 	tcase_add_loop_test(tc, test_peer_moved, 0, (int)(sizeof(move_tab) / sizeof(move_tab[0])));
 	tcase_add_test(tc, test_cwnd_loss);
+	tcase_add_loop_test(tc, test_ring_overrun, 0, (int)(4 * RO_NDEPTH));
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("cc");
