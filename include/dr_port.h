@@ -355,6 +355,11 @@ bool dr_port_zero_copy(const struct dr_port *p);
  * unbatched send) returns, done() has been called.  net_memif (copy mode),
  * net_af_packet, net_tap, net_pcap; not net_ring, which passes the mbuf on. */
 bool dr_port_zero_copy_sync(const struct dr_port *p);
+/* The most PSNs a QP on this port should leave unacknowledged
+ * (struct dr_qp_init_attr.max_window): 64 on net_af_xdp, whose copy mode on
+ * a veth holds or loses frames when a QP has hundreds in flight; 0 (no
+ * limit beyond the engine's own window) on every other device. */
+unsigned dr_port_max_window(const struct dr_port *p);
 
 /* The largest MTU net_af_xdp carries here: its umem chunks are the port's
  * mbufs, which must fit a page without hugepages (3438 with 4 KiB pages:

@@ -426,7 +426,17 @@ struct dr_qp_init_attr {
 	/* optional: the port's drop counters, DR_RX_DROP_NUM of them; the QP
 	 * adds its drops there too (under the caller's serialisation) */
 	uint64_t *port_drops;
+	/* The most PSNs the requester ever leaves unacknowledged: 0 for the
+	 * engine's window (128, docs/protocol.md B.1), else
+	 * DR_QP_WINDOW_MIN..128, which caps the window that grows back after
+	 * a loss; dr_qp_create refuses other values.  For a port that loses
+	 * frames when too many arrive at once (dr_port_max_window). */
+	uint32_t max_window;
 };
+
+/* The smallest max_window: one READ request's responses (a READ request
+ * asks for up to 64 response packets at once, whatever the window). */
+#define DR_QP_WINDOW_MIN 64
 
 struct dr_qp_stats {
 	uint64_t tx_frames, rx_frames;

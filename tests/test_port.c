@@ -1429,6 +1429,8 @@ START_TEST(test_roce_zero_copy)
 
 	open_pair(&a, &b, NULL);
 	ck_assert(dr_port_zero_copy(a));
+	/* only net_af_xdp limits the window of its QPs */
+	ck_assert_uint_eq(dr_port_max_window(a), 0);
 	ck_assert_int_eq(resolve_wait(a, b, IP_B, mac), 0);
 	check_zc(a, b, 4096);
 	check_zc(a, b, 1001); /* PadCnt 3 */
@@ -1983,6 +1985,7 @@ START_TEST(test_memif)
 		attach(a, &sink_a);
 		attach(b, &sink_b);
 		ck_assert_str_eq(dr_port_name(a), "net_memif0");
+		ck_assert_uint_eq(dr_port_max_window(a), 0);
 		ck_assert_int_eq(resolve_wait(a, b, IP_B, mac), 0);
 		dr_port_mac(b, mb);
 		ck_assert_mem_eq(mac, mb, 6);

@@ -8,6 +8,7 @@
  * once per executed or refused request), and wire fidelity (every emitted
  * frame passes dr_pkt_parse, ICRC included).  Virtual time only.
  */
+#include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@ struct pair_cfg {
 	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
 	uint8_t ord, ird;
 	unsigned qp_flags[2]; /* enum dr_qp_flags of A and B */
+	uint32_t max_window[2];
 	bool no_rop;	      /* leave ops->remote_op NULL */
 	struct dr_sim_cfg sim;
 };
@@ -116,6 +118,7 @@ static void pair_up(struct pair *p, const struct pair_cfg *c)
 		    .ops = c->no_rop ? &dr_sim_qp_ops : &rop_ops,
 		    .ctx = &p->sim.end[i],
 		    .flags = c->qp_flags[i],
+		    .max_window = c->max_window[i],
 		};
 
 		free(rops[i].op);
@@ -3502,6 +3505,265 @@ START_TEST(test_cwnd_loss)
 }
 END_TEST
 
+/* ---- max_window: a port's cap on PSNs in flight (dr_port_max_window) ---------------- */
+
+/* The PSNs A has unacknowledged, from the frames alone: each request frame
+ * A sends takes its PSN (a READ request one per response it asks for); A
+ * learns of acknowledgements as B's frames reach it (dr_sim_cfg.deliver):
+ * an ACK or a READ response with an AETH acknowledges its PSN, a sequence
+ * NAK the PSNs before its own, a READ response without one (MIDDLE) its
+ * PSN if it is the next due.  Exact on a lossless link. */
+struct win_rec {
+	uint32_t pmtu;
+	uint32_t acked; /* the first PSN A has not seen acknowledged */
+	int32_t max_out;
+	unsigned req_frames;
+};
+
+static enum dr_sim_action win_fault(void *arg, unsigned dir, uint64_t n, const struct dr_pkt *pkt)
+{
+	struct win_rec *w = arg;
+	uint32_t span = 1;
+	int32_t out;
+
+	if (dir != 0)
+		return DR_SIM_PASS;
+	if (pkt->op->flags & DR_OPF_READ) {
+		uint32_t len = ntohl(dr_pkt_reth(pkt)->len);
+
+		span = len ? (len + w->pmtu - 1) / w->pmtu : 1;
+	}
+	out = dr_psn_diff(dr_psn_add(pkt->psn, (int32_t)span), w->acked);
+	if (out > w->max_out)
+		w->max_out = out;
+	w->req_frames++;
+	return DR_SIM_PASS;
+}
+
+static void win_deliver(void *arg, unsigned dir, const struct dr_pkt *pkt)
+{
+	struct win_rec *w = arg;
+	const struct dr_aeth *aeth = dr_pkt_aeth(pkt);
+	uint32_t next;
+
+	if (dir != 1)
+		return;
+	if (aeth && (dr_aeth_syndrome(aeth) & DR_AETH_TYPE_MASK) == DR_AETH_ACK)
+		next = dr_psn_add(pkt->psn, 1);
+	else if (aeth && dr_aeth_syndrome(aeth) == DR_AETH_NAK_PSN_SEQ)
+		next = pkt->psn;
+	else if (!aeth && pkt->psn == w->acked)
+		next = dr_psn_add(pkt->psn, 1);
+	else
+		return;
+	if (dr_psn_diff(next, w->acked) > 0)
+		w->acked = next;
+}
+
+/* 1 MiB at path MTU 1024 (1,024 PSNs) over a link of 100 us each way, which
+ * a window of 128 PSNs does not fill: the window alone limits what is in
+ * flight.  max_window 0 is the engine's 128.  A READ asks in requests of
+ * DR_QP_READ_CHUNK = 64 responses, at most two outstanding, the second
+ * only once its 64 fit the window beside what is in flight. */
+static const struct {
+	enum dr_wr_opcode op;
+	uint32_t max_window;
+	int32_t max_out;     /* the most PSNs ever unacknowledged */
+	unsigned at_zero;    /* request frames sent at t = 0 */
+	unsigned req_frames; /* request frames in all: no resend */
+} mw_tab[] = {
+    {DR_WR_WRITE, 0, 128, 128, 1024},	{DR_WR_WRITE, 128, 128, 128, 1024},
+    {DR_WR_WRITE, 100, 100, 100, 1024}, {DR_WR_WRITE, 64, 64, 64, 1024},
+    {DR_WR_READ, 0, 128, 2, 16},	{DR_WR_READ, 100, 100, 1, 16},
+    {DR_WR_READ, 64, 64, 1, 16},
+};
+
+START_TEST(test_max_window)
+{
+	struct pair_cfg c = pair_defaults();
+	struct win_rec w = {.pmtu = 1024};
+	uint32_t len = 1u << 20;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	struct dr_mr *mr;
+	struct pair p;
+
+	c.sim.latency_ns = 100000;
+	c.sim.fault = win_fault;
+	c.sim.deliver = win_deliver;
+	c.sim.fault_arg = &w;
+	c.timeout = 12;
+	c.max_window[0] = mw_tab[_i].max_window;
+	w.acked = c.psn_a;
+	pair_up(&p, &c);
+	fill(src, len, 4242);
+	if (mw_tab[_i].op == DR_WR_WRITE) {
+		post_write_to_b(&p, src, dst, len, DR_WR_SIGNALED);
+	} else {
+		mr = reg(&p, 1, src, len, DR_ACCESS_REMOTE_READ);
+		ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_READ, dst, len, 0, (uintptr_t)src,
+					   mr->key, DR_WR_SIGNALED),
+				 0);
+	}
+	/* at t = 0 exactly the window went out (READ: whole requests) */
+	ck_assert_uint_eq(w.req_frames, mw_tab[_i].at_zero);
+	ck_assert_int_eq(w.max_out, mw_tab[_i].op == DR_WR_READ
+					? (int32_t)mw_tab[_i].at_zero * DR_QP_READ_CHUNK
+					: (int32_t)mw_tab[_i].at_zero);
+	ck_assert_int_eq(p.qp[0]->req.state, DR_REQ_WAIT_WINDOW);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.end[0].nwc, 1);
+	expect_wc(&p.sim.end[0].wc[0], 1, DR_WC_SUCCESS);
+	ck_assert(memcmp(src, dst, len) == 0);
+	/* never more than the window, and the window was used */
+	ck_assert_int_eq(w.max_out, mw_tab[_i].max_out);
+	ck_assert_uint_eq(w.req_frames, mw_tab[_i].req_frames);
+	ck_assert_uint_eq(p.sim.end[0].tx_frames, mw_tab[_i].req_frames);
+	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 0);
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 0);
+	ck_assert(w.acked == dr_psn_add(c.psn_a, 1024));
+	pair_down(&p);
+	free(src);
+	free(dst);
+}
+END_TEST
+
+/* max_window: 0, or DR_QP_WINDOW_MIN (a READ request's responses) to the
+ * engine's own window; dr_qp_create refuses the rest. */
+START_TEST(test_max_window_bounds)
+{
+	static const struct {
+		uint32_t max_window;
+		bool ok;
+	} tab[] = {
+	    {0, true},
+	    {1, false},
+	    {DR_QP_WINDOW_MIN - 1, false},
+	    {DR_QP_WINDOW_MIN, true},
+	    {100, true},
+	    {DR_QP_MAX_UNACKED_PSNS, true},
+	    {DR_QP_MAX_UNACKED_PSNS + 1, false},
+	    {1u << 24, false},
+	};
+	struct dr_mr_table mrt;
+	struct dr_sim sim;
+	struct dr_sim_cfg cfg = {0};
+	unsigned i;
+
+	dr_sim_init(&sim, &cfg);
+	ck_assert_int_eq(dr_mr_table_init(&mrt, 4), 0);
+	for (i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
+		struct dr_qp_init_attr ia = {
+		    .qpn = QPN_A,
+		    .max_send_wr = 4,
+		    .max_recv_wr = 4,
+		    .mrt = &mrt,
+		    .ops = &dr_sim_qp_ops,
+		    .ctx = &sim.end[0],
+		    .max_window = tab[i].max_window,
+		};
+		struct dr_qp *qp = dr_qp_create(&ia);
+
+		ck_assert_msg(!!qp == tab[i].ok, "max_window %u: %s", tab[i].max_window,
+			      qp ? "taken" : "refused");
+		if (qp)
+			ck_assert_uint_eq(qp->max_window, tab[i].max_window
+							      ? tab[i].max_window
+							      : DR_QP_MAX_UNACKED_PSNS);
+		dr_qp_destroy(qp);
+	}
+	dr_mr_table_fini(&mrt);
+	dr_sim_fini(&sim);
+}
+END_TEST
+
+/* ---- go-back-N under receive-ring overrun (dr_sim_cfg.rx_ring) ------------------------ */
+
+/* Each end receives through a ring of D descriptors that it drains one
+ * frame per 5 us, behind a 10 Gb/s link that brings a 1 KiB frame every
+ * 0.88 us: a burst of the window overruns the ring, as af_xdp's and
+ * af_packet's rings overrun when the poll loop falls behind.  With D = 4
+ * and 12 every burst loses frames; with D = 100 only a window of more than
+ * about 120 PSNs does.  Whatever is lost -- in the middle of a burst (a
+ * sequence NAK, or a READ response out of order, tells) or at its tail
+ * (only the timer tells) -- go-back-N must recover it, with the fixed
+ * retransmit timer and with DR_QP_ADAPTIVE_RTO. */
+static const unsigned ro_depths[] = {4, 12, 100};
+#define RO_NDEPTH (sizeof(ro_depths) / sizeof(ro_depths[0]))
+
+START_TEST(test_ring_overrun)
+{
+	unsigned depth = ro_depths[_i % RO_NDEPTH];
+	bool read = (_i / RO_NDEPTH) % 2, adaptive = _i / (2 * RO_NDEPTH);
+	struct pair_cfg c = pair_defaults();
+	uint32_t len = 1u << 20;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	const struct dr_qp_stats *a, *b;
+	struct dr_mr *mr;
+	struct pair p;
+	size_t i;
+
+	c.sim = (struct dr_sim_cfg){
+	    .rate_bps = 10000000000ull, .latency_ns = 10000, .rx_ring = depth, .rx_take_ns = 5000};
+	if (adaptive) {
+		c.qp_flags[0] = DR_QP_ADAPTIVE_RTO;
+		c.timeout = 14;
+	}
+	pair_up(&p, &c);
+	fill(src, len, 1000 + _i);
+	if (!read) {
+		post_write_to_b(&p, src, dst, len, DR_WR_SIGNALED);
+	} else {
+		mr = reg(&p, 1, src, len, DR_ACCESS_REMOTE_READ);
+		ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_READ, dst, len, 0, (uintptr_t)src,
+					   mr->key, DR_WR_SIGNALED),
+				 0);
+	}
+	ck_assert(pair_run(&p));
+	a = dr_qp_stats(p.qp[0]);
+	b = dr_qp_stats(p.qp[1]);
+	/* byte-exact, one successful completion, no error anywhere */
+	ck_assert_uint_eq(p.sim.end[0].nwc, 1);
+	expect_wc(&p.sim.end[0].wc[0], 1, DR_WC_SUCCESS);
+	ck_assert(memcmp(src, dst, len) == 0);
+	ck_assert_uint_eq(p.sim.end[1].nwc, 0);
+	for (i = 0; i < 2; i++)
+		ck_assert_int_eq(dr_qp_state(p.qp[i]), DR_QPS_RTS);
+	ck_assert_uint_eq(a->tx_err_naks + a->rx_err_naks + b->tx_err_naks + b->rx_err_naks, 0);
+	/* the ring overran where the bulk arrives (B for a WRITE, A for a
+	 * READ's responses), never held more than D, and what it dropped was
+	 * sent again */
+	ck_assert_uint_gt(p.sim.end[read ? 0 : 1].ring_drops, 0);
+	for (i = 0; i < 2; i++)
+		ck_assert_uint_le(p.sim.end[i].rx_max_waiting, depth);
+	ck_assert_uint_eq(p.sim.end[read ? 0 : 1].rx_max_waiting, depth);
+	ck_assert_uint_gt(a->tx_resent_pkts, 0);
+	ck_assert_uint_gt(a->retries, 0);
+	if (read)
+		ck_assert_uint_gt(b->tx_read_rsps, 1024);
+	else
+		ck_assert_uint_gt(a->tx_req_pkts, 1024);
+	/* reported once, resends or not (a READ with its first request's
+	 * length, struct dr_remote_op) */
+	ck_assert_uint_eq(rops[1].n, 1);
+	expect_rop(1, 0, read ? DR_REMOTE_READ : DR_REMOTE_WRITE, DR_WC_SUCCESS,
+		   read ? DR_QP_READ_CHUNK * 1024 : len);
+	if (getenv("DR_TEST_VERBOSE"))
+		printf("ring %3u %-5s %-8s: %llu us, drops %llu, resent %llu, retries %llu, "
+		       "timeouts %llu, seq NAKs %llu, rsp gaps %llu, cwnd cuts %llu, rtt samples "
+		       "%llu\n",
+		       depth, read ? "READ" : "WRITE", adaptive ? "adaptive" : "fixed",
+		       (unsigned long long)p.sim.now_ns / 1000,
+		       (unsigned long long)p.sim.end[read ? 0 : 1].ring_drops,
+		       (unsigned long long)a->tx_resent_pkts, (unsigned long long)a->retries,
+		       (unsigned long long)a->timeouts, (unsigned long long)a->rx_seq_naks,
+		       (unsigned long long)a->rx_rsp_ahead, (unsigned long long)a->cwnd_cuts,
+		       (unsigned long long)a->rtt_samples);
+	pair_down(&p);
+	free(src);
+	free(dst);
+}
+END_TEST
+
 /* ---- receive checks (rxe_recv.c hdr_check, rxe_resp.c check_psn) ----------------- */
 
 #define RX_GUARD 64
@@ -4545,6 +4807,9 @@ static Suite *qp_suite(void)
 			    (int)(sizeof(dpeer_tab) / sizeof(dpeer_tab[0])));
 	tcase_add_loop_test(tc, test_peer_moved, 0, (int)(sizeof(move_tab) / sizeof(move_tab[0])));
 	tcase_add_test(tc, test_cwnd_loss);
+	tcase_add_loop_test(tc, test_max_window, 0, (int)(sizeof(mw_tab) / sizeof(mw_tab[0])));
+	tcase_add_test(tc, test_max_window_bounds);
+	tcase_add_loop_test(tc, test_ring_overrun, 0, (int)(4 * RO_NDEPTH));
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("cc");

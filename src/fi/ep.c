@@ -363,6 +363,8 @@ static int ep_qp_new(struct dr_ep *ep, const struct fi_info *info)
 	/* FI_DROCE_CC (the settings were read when the domain opened) */
 	if (dr_settings_get() && dr_settings_get()->cc)
 		ia.flags |= DR_QP_CC;
+	/* a port that loses frames when too many arrive at once (af_xdp) */
+	ia.max_window = dr_port_max_window(dev->port);
 	ret = dr_dev_qp_create(dev, ep, &ia, &ep->qp);
 	if (ret)
 		return ret;

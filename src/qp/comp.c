@@ -280,7 +280,7 @@ static void dr_comp_progress(struct dr_qp *qp)
 	qp->comp.rnr_tries = 0;
 	if (qp->comp.rtt_on && dr_psn_diff(qp->comp.psn, qp->comp.rtt_psn) > 0)
 		dr_comp_rtt_sample(qp);
-	if (qp->req.cwnd < DR_QP_MAX_UNACKED_PSNS)
+	if (qp->req.cwnd < qp->max_window)
 		qp->req.cwnd++;
 	/* an old ACK may cover PSNs the rewound requester has not resent */
 	if (dr_psn_diff(qp->comp.psn, qp->req.psn) > 0) {

@@ -572,7 +572,9 @@ struct dr_qp *dr_qp_create(const struct dr_qp_init_attr *ia)
 	    (ia->flags & ~(unsigned)(DR_QP_WRITE_IMM_NO_WQE | DR_QP_DEFER_ACK | DR_QP_ADAPTIVE_RTO |
 				     DR_QP_CC)) ||
 	    ia->qpn > DR_QPN_MASK || !ia->max_send_wr || !ia->max_recv_wr ||
-	    ia->max_send_wr > (1u << 16) || ia->max_recv_wr > (1u << 16))
+	    ia->max_send_wr > (1u << 16) || ia->max_recv_wr > (1u << 16) ||
+	    (ia->max_window &&
+	     (ia->max_window < DR_QP_WINDOW_MIN || ia->max_window > DR_QP_MAX_UNACKED_PSNS)))
 		return NULL;
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
@@ -595,6 +597,7 @@ struct dr_qp *dr_qp_create(const struct dr_qp_init_attr *ia)
 	qp->mrt = ia->mrt;
 	qp->port_drops = ia->port_drops;
 	qp->flags = ia->flags;
+	qp->max_window = ia->max_window ? ia->max_window : DR_QP_MAX_UNACKED_PSNS;
 	qp->state = DR_QPS_RESET;
 	qp->deadline_ns = UINT64_MAX;
 	return qp;
@@ -750,7 +753,7 @@ static void dr_qp_to_rts(struct dr_qp *qp)
 	qp->req.psn = qp->attr.sq_psn;
 	qp->req.wqe = qp->sq.tail;
 	qp->req.noack_pkts = 0;
-	qp->req.cwnd = DR_QP_MAX_UNACKED_PSNS;
+	qp->req.cwnd = qp->max_window;
 	qp->req.probe = false;
 	qp->req.undo_ok = false;
 	qp->req.state = DR_REQ_IDLE;

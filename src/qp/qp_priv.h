@@ -21,7 +21,8 @@
 #define DR_QP_MAX_PKT_PER_ACK 64
 /* Go-back-N resends what is in flight after a loss, so the window in
  * flight shrinks on loss: halved on each retry (not below DR_QP_MIN_CWND),
- * one PSN more per ACK that makes progress, up to DR_QP_MAX_UNACKED_PSNS;
+ * one PSN more per ACK that makes progress, up to DR_QP_MAX_UNACKED_PSNS
+ * or the QP's max_window;
  * AckReq at least every cwnd/2 packets so that ACKs keep it open. */
 #define DR_QP_MIN_CWND 16
 /* An RDMA READ is asked for in requests of at most this many response
@@ -33,6 +34,9 @@
  * arrives as 4,096 back-to-back frames that overrun the receiver's ring. */
 #define DR_QP_READ_CHUNK (DR_QP_MAX_UNACKED_PSNS / 2)
 #define DR_QP_READ_REQS	 2
+/* max_window bounds READ responses in flight too only if a READ request
+ * alone fits in it (dr_req_read_gate lets one go when nothing is in flight) */
+_Static_assert(DR_QP_READ_CHUNK <= DR_QP_WINDOW_MIN, "a READ request fits the smallest window");
 
 /* Bytes of one frame's annotations held by the engine (struct dr_qp_ops.note). */
 #define DR_QP_NOTE_LEN 256
@@ -117,7 +121,7 @@ static inline bool dr_wr_is_atomic(enum dr_wr_opcode op)
 enum dr_req_state {
 	DR_REQ_IDLE,	    /* nothing to send */
 	DR_REQ_SEND,	    /* sending packets */
-	DR_REQ_WAIT_WINDOW, /* 128 PSNs unacknowledged (B.1, rxe) */
+	DR_REQ_WAIT_WINDOW, /* the window's PSNs unacknowledged (B.1, rxe) */
 	DR_REQ_WAIT_ORD,    /* max_rd_atomic READ/atomics outstanding or a fence */
 	DR_REQ_WAIT_RNR,    /* RNR NAK: waiting for the RNR timer (B.5) */
 	DR_REQ_WAIT_RATE,   /* DR_QP_CC: the pacer's tokens are spent (B.11) */
@@ -185,7 +189,8 @@ struct dr_cc {
 struct dr_qp {
 	uint32_t qpn;
 	enum dr_qp_state state;
-	unsigned flags; /* enum dr_qp_flags */
+	unsigned flags;	     /* enum dr_qp_flags */
+	uint32_t max_window; /* PSNs: DR_QP_MAX_UNACKED_PSNS or the init_attr's */
 	struct dr_qp_attr attr;
 	const struct dr_qp_ops *ops;
 	void *ctx;

@@ -12,6 +12,7 @@ struct dr_sim_ev {
 	uint64_t t_ns;
 	uint64_t seq;
 	unsigned dir;
+	bool in_ring; /* arrived, waiting in the receiver's ring (rx_ring) */
 	size_t len;
 	uint8_t data[];
 };
@@ -85,6 +86,7 @@ static void dr_sim_enqueue(struct dr_sim *s, unsigned dir, const void *frame, si
 	ev->t_ns = t_ns;
 	ev->seq = s->seq++;
 	ev->dir = dir;
+	ev->in_ring = false;
 	ev->len = len;
 	memcpy(ev->data, frame, len);
 	dr_sim_push(s, ev);
@@ -221,6 +223,52 @@ void dr_sim_attach(struct dr_sim *s, unsigned idx, struct dr_qp *qp)
 	s->end[idx].qp = qp;
 }
 
+/* A frame arriving at or leaving the receiver's ring (dr_sim_cfg.rx_ring).
+ * Arriving: dropped if the ring is full, else it waits there until the
+ * receiver takes it (the event comes back then, in_ring).  True when the
+ * frame is to be handed to the QP now. */
+static bool dr_sim_ring(struct dr_sim *s, struct dr_sim_ev *ev)
+{
+	struct dr_sim_end *to = &s->end[ev->dir ^ 1];
+	uint64_t take;
+
+	if (ev->in_ring) {
+		to->rx_waiting--;
+		return true;
+	}
+	if (to->rx_waiting >= s->cfg.rx_ring) {
+		to->ring_drops++;
+		if (getenv("DR_SIM_TRACE"))
+			fprintf(stderr, "[%llu ns] %u->%u ring full (%u): DROP\n",
+				(unsigned long long)s->now_ns, ev->dir, ev->dir ^ 1,
+				to->rx_waiting);
+		free(ev);
+		return false;
+	}
+	take = to->rx_next_ns > s->now_ns ? to->rx_next_ns : s->now_ns;
+	to->rx_next_ns = take + s->cfg.rx_take_ns;
+	if (++to->rx_waiting > to->rx_max_waiting)
+		to->rx_max_waiting = to->rx_waiting;
+	ev->in_ring = true;
+	ev->t_ns = take;
+	ev->seq = s->seq++;
+	dr_sim_push(s, ev);
+	return false;
+}
+
+static void dr_sim_deliver(struct dr_sim *s, const struct dr_sim_ev *ev)
+{
+	struct dr_qp *to = s->end[ev->dir ^ 1].qp;
+	struct dr_pkt pkt;
+
+	if (!to || dr_pkt_parse(ev->data, ev->len, 0, &pkt) != DR_PKT_OK ||
+	    pkt.dqpn != dr_qp_num(to))
+		return;
+	if (s->cfg.deliver)
+		s->cfg.deliver(s->cfg.fault_arg, ev->dir, &pkt);
+	dr_qp_input(to, &pkt);
+}
+
 bool dr_sim_run(struct dr_sim *s, uint64_t limit_ns, bool (*stop)(void *arg), void *arg)
 {
 	for (;;) {
@@ -246,12 +294,10 @@ bool dr_sim_run(struct dr_sim *s, uint64_t limit_ns, bool (*stop)(void *arg), vo
 		s->events++;
 		if (t_frame <= t_timer) {
 			struct dr_sim_ev *ev = dr_sim_pop(s);
-			struct dr_qp *to = s->end[ev->dir ^ 1].qp;
-			struct dr_pkt pkt;
 
-			if (to && dr_pkt_parse(ev->data, ev->len, 0, &pkt) == DR_PKT_OK &&
-			    pkt.dqpn == dr_qp_num(to))
-				dr_qp_input(to, &pkt);
+			if (s->cfg.rx_ring && !dr_sim_ring(s, ev))
+				continue;
+			dr_sim_deliver(s, ev);
 			free(ev);
 		} else {
 			for (i = 0; i < 2; i++)

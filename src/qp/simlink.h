@@ -5,6 +5,8 @@
  * delay/reorder) given per frame by a callback or drawn at seeded rates.
  * Nothing sleeps: time jumps to the next frame arrival or QP deadline.
  * Every frame a QP emits is checked with dr_pkt_parse (ICRC included).
+ * Optionally each end receives through a ring of bounded depth that it
+ * drains at a fixed rate, and drops what arrives when the ring is full.
  */
 #ifndef DR_SIMLINK_H
 #define DR_SIMLINK_H
@@ -33,6 +35,17 @@ struct dr_sim_cfg {
 	uint64_t seed;
 	dr_sim_fault_fn fault; /* explicit schedule; replaces the rates */
 	void *fault_arg;
+	/* The receiver's ring (rx_ring > 0), for both ends: a frame that has
+	 * crossed the link waits in a ring of rx_ring descriptors until its
+	 * end takes it, one frame every rx_take_ns at most (a poll loop that
+	 * drains its NIC, af_packet or AF_XDP ring slower than the link
+	 * fills it); a frame that finds rx_ring frames waiting is dropped
+	 * (tail drop, dr_sim_end.ring_drops).  0: taken as it arrives. */
+	unsigned rx_ring;
+	uint64_t rx_take_ns;
+	/* optional: every frame as it is handed to the receiving QP, after
+	 * the fault schedule and the ring; dir as for fault, arg fault_arg */
+	void (*deliver)(void *arg, unsigned dir, const struct dr_pkt *pkt);
 };
 
 struct dr_sim;
@@ -46,6 +59,11 @@ struct dr_sim_end {
 	uint64_t link_free_ns;
 	uint64_t tx_frames, tx_bytes, dropped, duplicated, delayed;
 	uint64_t frame_no;
+	/* this end's receive ring (dr_sim_cfg.rx_ring): frames waiting in it,
+	 * when it takes the next, the most ever waiting, and tail drops */
+	unsigned rx_waiting, rx_max_waiting;
+	uint64_t rx_next_ns;
+	uint64_t ring_drops;
 };
 
 struct dr_sim_ev;

@@ -127,6 +127,7 @@ struct dr_port {
 	size_t buf_size;	      /* data room of a pool mbuf, headroom excluded */
 	unsigned min_buf;	      /* data room the PMD needs (af_packet framesz), 0: none */
 	unsigned xdp_room;	      /* net_af_xdp: the data room that fits a umem page */
+	unsigned max_window;	      /* dr_port_max_window: PSNs, 0: no limit */
 	uint8_t *rx_scratch;	      /* buf_size bytes: linearised received frames */
 	uint8_t *tx_scratch;	      /* the same for the frame hook on sends */
 
