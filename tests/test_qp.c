@@ -4533,19 +4533,30 @@ END_TEST
 /* Every period is at least the smoothed round trip: with srtt 1 ms, a
  * second CNP 0.5 ms after a cut cuts nothing, the rate rises first 1 ms
  * after the cut, and a CNP 1 ms after it cuts again. */
+/* A's first cut: srtt 1 ms (least round trip min), a CNP at t0 halves
+ * the rate from DR_CC_MAX_MBPS; dst registered on B for cc_rate_now. */
+static struct dr_mr *cc_first_cut(struct pair *p, uint8_t *dst, size_t len, uint64_t t0,
+				  uint64_t min)
+{
+	struct dr_mr *mr;
+
+	cc_pair_up(p, true, 0);
+	mr = reg(p, 1, dst, len, DR_ACCESS_REMOTE_WRITE);
+	p->qp[0]->comp.srtt_ns = 1000000;
+	p->qp[0]->comp.rtt_min_ns = min;
+	p->sim.now_ns = t0;
+	cc_inject_cnp(p);
+	ck_assert_uint_eq(p->qp[0]->stats.cc_rate_mbps, 50000);
+	return mr;
+}
+
 START_TEST(test_cc_srtt_periods)
 {
 	struct pair p;
 	uint8_t dst[16];
-	struct dr_mr *mr;
 	uint64_t t0 = 1000000;
+	struct dr_mr *mr = cc_first_cut(&p, dst, sizeof(dst), t0, 0);
 
-	cc_pair_up(&p, true, 0);
-	mr = reg(&p, 1, dst, sizeof(dst), DR_ACCESS_REMOTE_WRITE);
-	p.qp[0]->comp.srtt_ns = 1000000;
-	p.sim.now_ns = t0;
-	cc_inject_cnp(&p);
-	ck_assert_uint_eq(p.qp[0]->stats.cc_rate_mbps, 50000);
 	p.sim.now_ns = t0 + 500000;
 	cc_inject_cnp(&p);
 	ck_assert_uint_eq(p.qp[0]->stats.rate_cuts, 1);
@@ -4669,16 +4680,10 @@ START_TEST(test_cc_gbn_hold)
 {
 	struct pair p;
 	uint8_t dst[16];
-	struct dr_mr *mr;
 	uint64_t t0 = 1000000;
+	/* least round trip 0.6 ms: no standing queue behind srtt 1 ms */
+	struct dr_mr *mr = cc_first_cut(&p, dst, sizeof(dst), t0, 600000);
 
-	cc_pair_up(&p, true, 0);
-	mr = reg(&p, 1, dst, sizeof(dst), DR_ACCESS_REMOTE_WRITE);
-	p.qp[0]->comp.srtt_ns = 1000000;
-	p.qp[0]->comp.rtt_min_ns = 600000; /* no standing queue */
-	p.sim.now_ns = t0;
-	cc_inject_cnp(&p);
-	ck_assert_uint_eq(p.qp[0]->stats.cc_rate_mbps, 50000);
 	p.sim.now_ns = t0 + 500000;
 	dr_cc_loss(p.qp[0]);
 	ck_assert_uint_eq(p.qp[0]->stats.rate_holds, 1);
