@@ -80,7 +80,7 @@ unset multiplot
 
 set terminal pngcairo size 1800,640 font 'DejaVu Sans,10'
 set output 'ratio.png'
-set multiplot layout 1,3 title 'droce / tcp (ratio of medians; >1 means droce larger: better for bandwidth and rate, worse for latency)'
+set multiplot layout 1,5 title 'droce / tcp (ratio of medians; >1 means droce larger: better for bandwidth and rate, worse for latency)'
 set title 'same host: droce/net\_memif vs tcp/loopback'
 set xlabel 'message size (bytes)'
 set ylabel 'droce / tcp'
@@ -131,6 +131,34 @@ plot 'data/ratio-lat_send-veth.dat' u 1:2 w linespoints lt 1 pt 4 title 'latency
   'data/ratio-bw_send-veth.dat' u 1:2 w linespoints lt 5 pt 8 title 'bw send', \
   'data/ratio-rate_send-veth.dat' u 1:2 w linespoints lt 6 pt 9 title 'rate send', \
   'data/ratio-rate_write-veth.dat' u 1:2 w linespoints lt 7 pt 10 title 'rate write', \
+  1 lt -1 dt 2 notitle
+set title 'veth between namespaces: droce/net\_af\_xdp vs tcp'
+set xlabel 'message size (bytes)'
+set ylabel 'droce / tcp'
+set logscale x 2
+set logscale y
+set xtics ("8" 8, "32" 32, "128" 128, "512" 512, "2K" 2048, "8K" 8192, "32K" 32768, "128K" 131072, "1M" 1048576, "4M" 4194304)
+set grid
+set offsets graph 0.04, graph 0.04, 0, 0
+set key outside bottom center horizontal maxrows 3 font ',9'
+plot 'data/ratio-lat_send-vethxdp.dat' u 1:2 w linespoints lt 1 pt 4 title 'latency send (lower better)', \
+  1 lt -1 dt 2 notitle
+set title 'veth at MTU 9000: droce/net\_af\_packet (path MTU 4096) vs tcp'
+set xlabel 'message size (bytes)'
+set ylabel 'droce / tcp'
+set logscale x 2
+set logscale y
+set xtics ("8" 8, "32" 32, "128" 128, "512" 512, "2K" 2048, "8K" 8192, "32K" 32768, "128K" 131072, "1M" 1048576, "4M" 4194304)
+set grid
+set offsets graph 0.04, graph 0.04, 0, 0
+set key outside bottom center horizontal maxrows 3 font ',9'
+plot 'data/ratio-lat_send-veth9k.dat' u 1:2 w linespoints lt 1 pt 4 title 'latency send (lower better)', \
+  'data/ratio-lat_write-veth9k.dat' u 1:2 w linespoints lt 2 pt 5 title 'latency write (lower better)', \
+  'data/ratio-bw_write-veth9k.dat' u 1:2 w linespoints lt 3 pt 6 title 'bw write', \
+  'data/ratio-bw_read-veth9k.dat' u 1:2 w linespoints lt 4 pt 7 title 'bw read', \
+  'data/ratio-bw_send-veth9k.dat' u 1:2 w linespoints lt 5 pt 8 title 'bw send', \
+  'data/ratio-rate_send-veth9k.dat' u 1:2 w linespoints lt 6 pt 9 title 'rate send', \
+  'data/ratio-rate_write-veth9k.dat' u 1:2 w linespoints lt 7 pt 10 title 'rate write', \
   1 lt -1 dt 2 notitle
 unset multiplot
 
