@@ -438,6 +438,15 @@ struct dr_qp_init_attr {
  * asks for up to 64 response packets at once, whatever the window). */
 #define DR_QP_WINDOW_MIN 64
 
+/* The READ/atomic depth droce offers and asks for (IRD and ORD,
+ * docs/protocol.md B.8): the engine's window, so that one-packet READs are
+ * paced by the window as WRITEs are, not by the depth.  At 16 (rdma-core's
+ * verbs provider's choice), a window of 64 READs of 4 KiB over memif had
+ * 16 in flight: one receive burst took them all, so requester and
+ * responder took turns instead of working at once, 0.47x the WRITE
+ * bandwidth (bench/PROFILE.md).  rxe's device limit is 128 too. */
+#define DR_QP_RD_DEPTH 128
+
 struct dr_qp_stats {
 	uint64_t tx_frames, rx_frames;
 	uint64_t tx_req_pkts;	 /* request packets, first sends and resends */

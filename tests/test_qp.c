@@ -3676,6 +3676,75 @@ START_TEST(test_max_window_bounds)
 }
 END_TEST
 
+/* ---- READ depth (IRD/ORD, docs/protocol.md B.8) ------------------------------------------ */
+
+/* RD_DEPTH_N one-packet READs (1 KiB at path MTU 1024) posted at once, over
+ * a link of 1 ms each way: nothing is answered while they are posted.  The
+ * requester stops at whichever comes first, its ORD (one token a READ) or
+ * the window (one PSN a READ).  With droce's own depth, DR_QP_RD_DEPTH,
+ * which src/fi offers and asks for in the CM, the window stops it, at the
+ * same count as one-packet WRITEs (test_max_window): a READ window is as
+ * deep as a WRITE window.  Every READ is then answered once, from a
+ * responder with as many resources (IRD), none resent. */
+#define RD_DEPTH_N 160
+
+static const struct {
+	uint8_t depth;		/* ORD of A, IRD of B */
+	uint32_t max_window;	/* A's; 0: the engine's 128 */
+	unsigned at_zero;	/* READ requests sent at t = 0 */
+	enum dr_req_state stop; /* what stops the requester then */
+} rdd_tab[] = {
+    {16, 0, 16, DR_REQ_WAIT_ORD}, /* the depth droce had: ORD stops it */
+    {64, 0, 64, DR_REQ_WAIT_ORD},
+    /* both run out together: 128 tokens, 128 PSNs */
+    {DR_QP_RD_DEPTH, 0, DR_QP_MAX_UNACKED_PSNS, DR_REQ_WAIT_ORD},
+    /* a smaller window (af_xdp's 64, or 100) stops it before the ORD */
+    {DR_QP_RD_DEPTH, 100, 100, DR_REQ_WAIT_WINDOW},
+    {DR_QP_RD_DEPTH, 64, 64, DR_REQ_WAIT_WINDOW},
+};
+
+START_TEST(test_read_depth)
+{
+	struct pair_cfg c = pair_defaults();
+	uint32_t len = RD_DEPTH_N * 1024;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	struct dr_mr *mr;
+	struct pair p;
+	unsigned i;
+
+	ck_assert_uint_eq(DR_QP_RD_DEPTH, DR_QP_MAX_UNACKED_PSNS);
+	c.sim.latency_ns = 1000000;
+	c.timeout = 14; /* 67 ms: round trips of 2 ms never time out */
+	c.ord = c.ird = rdd_tab[_i].depth;
+	c.max_window[0] = rdd_tab[_i].max_window;
+	pair_up(&p, &c);
+	fill(src, len, 7070);
+	mr = reg(&p, 1, src, len, DR_ACCESS_REMOTE_READ);
+	for (i = 0; i < RD_DEPTH_N; i++)
+		ck_assert_int_eq(post_send(&p, 0, i, DR_WR_READ, dst + i * 1024, 1024, 0,
+					   (uintptr_t)src + i * 1024, mr->key, DR_WR_SIGNALED),
+				 0);
+	ck_assert_uint_eq(p.sim.end[0].tx_frames, rdd_tab[_i].at_zero);
+	ck_assert_uint_eq(p.qp[0]->req.ord_used, rdd_tab[_i].at_zero);
+	ck_assert_int_eq(p.qp[0]->req.state, rdd_tab[_i].stop);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.end[0].nwc, RD_DEPTH_N);
+	for (i = 0; i < RD_DEPTH_N; i++)
+		expect_wc(&p.sim.end[0].wc[i], i, DR_WC_SUCCESS);
+	ck_assert(memcmp(src, dst, len) == 0);
+	/* one request and one response a READ: nothing resent or replayed */
+	ck_assert_uint_eq(p.sim.end[0].tx_frames, RD_DEPTH_N);
+	ck_assert_uint_eq(p.qp[1]->stats.tx_read_rsps, RD_DEPTH_N);
+	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 0);
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 0);
+	ck_assert_uint_eq(p.qp[1]->stats.rx_dup_reqs, 0);
+	ck_assert_uint_eq(p.qp[0]->req.ord_used, 0);
+	pair_down(&p);
+	free(src);
+	free(dst);
+}
+END_TEST
+
 /* ---- go-back-N under receive-ring overrun (dr_sim_cfg.rx_ring) ------------------------ */
 
 /* Each end receives through a ring of D descriptors that it drains one
@@ -4814,6 +4883,7 @@ static Suite *qp_suite(void)
 	tcase_add_test(tc, test_cwnd_loss);
 	tcase_add_loop_test(tc, test_max_window, 0, (int)(sizeof(mw_tab) / sizeof(mw_tab[0])));
 	tcase_add_test(tc, test_max_window_bounds);
+	tcase_add_loop_test(tc, test_read_depth, 0, (int)(sizeof(rdd_tab) / sizeof(rdd_tab[0])));
 	tcase_add_loop_test(tc, test_ring_overrun, 0, (int)(4 * RO_NDEPTH));
 	suite_add_tcase(s, tc);
 

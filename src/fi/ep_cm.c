@@ -10,10 +10,12 @@
 
 #include "dr_fi.h"
 
-/* RDMA READ/atomic depths droce offers and asks for (IRD/ORD); rxe's
- * device limit is 128, rdma_cm's default 1, the verbs provider asks 16. */
-#define DR_IRD 16
-#define DR_ORD 16
+/* RDMA READ/atomic depths droce offers and asks for (IRD/ORD): the
+ * engine's (dr_qp.h DR_QP_RD_DEPTH says why); rdma_cm's default is 1, the
+ * verbs provider asks 16, and each side's ORD is the smaller of its own
+ * and the peer's IRD. */
+#define DR_IRD DR_QP_RD_DEPTH
+#define DR_ORD DR_QP_RD_DEPTH
 /* Target ACK delay we announce in REPs: 4.096 us * 2^11 = 8.4 ms, what
  * droce's device thread guarantees when the application does not poll (it
  * polls at least every 5 ms); rxe announces 15 (134 ms). */

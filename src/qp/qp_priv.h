@@ -37,6 +37,10 @@
 /* max_window bounds READ responses in flight too only if a READ request
  * alone fits in it (dr_req_read_gate lets one go when nothing is in flight) */
 _Static_assert(DR_QP_READ_CHUNK <= DR_QP_WINDOW_MIN, "a READ request fits the smallest window");
+/* the CM carries IRD and ORD in a byte; one-packet READs up to the window
+ * need as many */
+_Static_assert(DR_QP_RD_DEPTH <= 255 && DR_QP_RD_DEPTH >= DR_QP_MAX_UNACKED_PSNS,
+	       "the READ/atomic depth covers the window and fits the CM's byte");
 
 /* Bytes of one frame's annotations held by the engine (struct dr_qp_ops.note). */
 #define DR_QP_NOTE_LEN 256
