@@ -456,11 +456,21 @@ mp_client() { # ns i timeout droce-xfer-argument...: started, its PID in mp_pid
 	mp_pid=$!
 }
 
+# Within 60 s (the clients' own limit is 90 s); at once, with the logs,
+# if the client (PID $1) has ended without getting there.
 gate_wait() { # client 1 (-W 1:$tmp/gate) is connected and at its first operation
 	gw_i=0
 	until [ -e "$tmp/gate" ]; do
 		gw_i=$((gw_i + 1))
-		[ $gw_i -le 300 ] || hard "client 1 never reached its first operation"
+		if [ $gw_i -gt 600 ] || ! kill -0 "$1" 2>/dev/null; then
+			[ -e "$tmp/gate" ] && break
+			for gw_f in "$tmp/c1.log" "$tmp/s1.log" "$tmp/c.log"; do
+				[ -e "$gw_f" ] || continue
+				echo "--- $gw_f"
+				tail -n 40 "$gw_f"
+			done
+			hard "client 1 never reached its first operation ($((gw_i / 10)) s)"
+		fi
 		sleep 0.1
 	done
 }

@@ -101,7 +101,7 @@ for i in 2 3 4; do
 done
 
 # client 1 is connected and at its first operation: kill its server
-gate_wait
+gate_wait "$c1_pid"
 kill -0 $s1_pid 2>/dev/null || bad "server 1 died before it was killed"
 kill -KILL $s1_pid
 wait $s1_pid

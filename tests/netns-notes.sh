@@ -35,7 +35,7 @@ xfer_env=""
 ip netns exec "$NSB" timeout -k 5 60 "$XFER" -p droce -s "$IPA" -P "$port" -o send -S 64 \
 	-I 1 -t 20 -W "0:$tmp/gate" >"$tmp/c.log" 2>&1 &
 c_pid=$!
-gate_wait
+gate_wait "$c_pid"
 qpn=$("$TSHARK" -r "$tmp/s.pcapng" -Y 'infiniband.mad.attributeid == 0x13' -T fields \
 	-e infiniband.cm.rep.localqpn 2>/dev/null | head -n 1)
 [ -n "$qpn" ] || { cat "$tmp/c.log"; hard "no REP in the server's capture"; }

@@ -79,7 +79,7 @@ for i in 2 3 4; do
 done
 
 # client 1 is connected and at its first operation: kill its server
-gate_wait
+gate_wait "$c1_pid"
 kill -0 $s1_pid 2>/dev/null || bad "server 1 died before it was killed"
 # the slots held now: clients 2-4 are held at their first operation too
 # (-G: once), so none of the eight processes can have finished and given
