@@ -456,6 +456,7 @@ struct dr_qp_stats {
 	uint64_t rtt_samples, early_timeouts; /* DR_QP_ADAPTIVE_RTO */
 	uint64_t spurious_timeouts; /* a timeout's resend answered twice: nothing was lost */
 	uint64_t rx_rsp_ahead;	    /* READ responses past a missing one (one was lost) */
+	uint64_t probe_undos; /* a timeout's probe answered past it: resumed, nothing resent */
 	uint64_t cwnd_cuts;	 /* window halvings after a loss */
 	/* DR_QP_CC: CE-marked packets received, CNPs sent for them (rate
 	 * limited), CNPs received, rate cuts (CNPs), and the
@@ -489,9 +490,13 @@ void dr_qp_input(struct dr_qp *qp, const struct dr_pkt *pkt);
  * reason dr_qp_input would drop the frame before the engines see it. */
 enum dr_rx_drop dr_qp_rx_check(const struct dr_qp *qp, const struct dr_pkt *pkt);
 const struct dr_qp_stats *dr_qp_stats(const struct dr_qp *qp);
-/* DR_QP_DEFER_ACK: send the held acknowledgement, if any. */
+/* DR_QP_DEFER_ACK: the caller's burst of input is handled.  Sends the
+ * held acknowledgement, if any, and lets a requester that holds after a
+ * timeout's probe go on (comp.c dr_comp_probe_settle).  dr_qp_flush_due:
+ * there is something for it to do; the caller then flushes at the end of
+ * the burst. */
 void dr_qp_flush(struct dr_qp *qp);
-bool dr_qp_ack_due(const struct dr_qp *qp);
+bool dr_qp_flush_due(const struct dr_qp *qp);
 /* Run expired timers (retransmit, RNR) against ops->now_ns. */
 void dr_qp_tick(struct dr_qp *qp);
 uint64_t dr_qp_deadline_ns(const struct dr_qp *qp);

@@ -2246,7 +2246,7 @@ static bool b_reached(void *arg)
 
 static bool b_ack_due(void *arg)
 {
-	return dr_qp_ack_due(((struct pair *)arg)->qp[1]);
+	return dr_qp_flush_due(((struct pair *)arg)->qp[1]);
 }
 
 /* A replay of A's one-packet SEND psn, built with the codec as A built it,
@@ -2321,8 +2321,8 @@ START_TEST(test_defer_ack_coalesce)
 	ck_assert_uint_eq(p.sim.end[1].tx_frames, 0);
 	ck_assert_uint_eq(p.qp[1]->stats.tx_frames, 0);
 	ck_assert_uint_eq(p.qp[1]->stats.tx_acks, 0);
-	ck_assert(dr_qp_ack_due(p.qp[1]));
-	ck_assert(!dr_qp_ack_due(p.qp[0]));
+	ck_assert(dr_qp_flush_due(p.qp[1]));
+	ck_assert(!dr_qp_flush_due(p.qp[0]));
 	ck_assert_uint_eq(p.qp[1]->resp.ack_psn, last);
 	ck_assert_uint_eq(p.qp[1]->resp.ack_msn, DEFER_N);
 	ck_assert_uint_eq(p.qp[1]->resp.msn, DEFER_N);
@@ -2336,7 +2336,7 @@ START_TEST(test_defer_ack_coalesce)
 	ck_assert_uint_eq(r->n[1], 1);
 	expect_frame(r, 1, 0, DR_OP_ACK, last, DEFER_N, DR_AETH_ACK_UNLIMITED);
 	ck_assert_uint_eq(r->f[1][0].t, lat);
-	ck_assert(!dr_qp_ack_due(p.qp[1]));
+	ck_assert(!dr_qp_flush_due(p.qp[1]));
 	ck_assert_uint_eq(p.qp[1]->stats.tx_acks, 1);
 	/* nothing held any more: flushing again sends nothing; nor does A,
 	 * which holds nothing */
@@ -2470,7 +2470,7 @@ START_TEST(test_defer_ack_order)
 		ck_assert_uint_eq(r->n[1], 2);
 		expect_frame(r, 1, 0, DR_OP_ACK, psn0, 1, DR_AETH_ACK_UNLIMITED);
 		expect_frame(r, 1, 1, DR_OP_ACK, psn1, 1, DR_AETH_NAK_PSN_SEQ);
-		ck_assert(dr_qp_ack_due(p.qp[1]));
+		ck_assert(dr_qp_flush_due(p.qp[1]));
 		ck_assert_uint_eq(p.qp[1]->stats.acks_coalesced, 1);
 		flush_third_ack(&p, r, psn2, 3);
 		ck_assert_uint_eq(p.sim.now_ns, 4 * lat);
@@ -2490,7 +2490,7 @@ START_TEST(test_defer_ack_order)
 		ck_assert(dr_sim_run(&p.sim, LIMIT_NS, b_reached, &u));
 		/* the RNR wait (10 us) and the resend */
 		ck_assert_uint_eq(p.sim.now_ns, 3 * lat + dr_rnr_timer_ns(c.min_rnr_timer));
-		ck_assert(dr_qp_ack_due(p.qp[1]));
+		ck_assert(dr_qp_flush_due(p.qp[1]));
 		ck_assert_uint_eq(r->n[1], 2);
 		flush_third_ack(&p, r, psn1, 2);
 		ck_assert_uint_eq(p.qp[1]->stats.acks_coalesced, 0);
@@ -2503,14 +2503,14 @@ START_TEST(test_defer_ack_order)
 		u.psn = psn3;
 		ck_assert(dr_sim_run(&p.sim, LIMIT_NS, b_reached, &u));
 		ck_assert_uint_eq(r->n[1], 0);
-		ck_assert(dr_qp_ack_due(p.qp[1]));
+		ck_assert(dr_qp_flush_due(p.qp[1]));
 		ck_assert_uint_eq(p.qp[1]->resp.ack_psn, psn0);
 		inject_send(&p, psn0, src, 10);
 		ck_assert_uint_eq(p.qp[1]->stats.rx_dup_reqs, 1);
 		ck_assert_uint_eq(r->n[1], 2);
 		expect_frame(r, 1, 0, DR_OP_ACK, psn0, 1, DR_AETH_ACK_UNLIMITED);
 		expect_frame(r, 1, 1, DR_OP_ACK, psn2, 1, DR_AETH_ACK_UNLIMITED);
-		ck_assert(!dr_qp_ack_due(p.qp[1]));
+		ck_assert(!dr_qp_flush_due(p.qp[1]));
 		/* then SEND 1's LAST: held again, flushed by hand */
 		ck_assert(dr_sim_run(&p.sim, LIMIT_NS, b_ack_due, &p));
 		ck_assert_uint_eq(p.qp[1]->resp.ack_psn, psn3);
@@ -2532,7 +2532,7 @@ START_TEST(test_defer_ack_order)
 	if (_i == DO_SEQ_NAK)
 		expect_wc(&p.sim.end[0].wc[2], 2, DR_WC_SUCCESS);
 	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 0);
-	ck_assert(!dr_qp_ack_due(p.qp[1]));
+	ck_assert(!dr_qp_flush_due(p.qp[1]));
 	ck_assert_uint_eq(p.qp[1]->stats.tx_frames, r->n[1]);
 	expect_wc(&p.sim.end[1].wc[0], 900, DR_WC_SUCCESS);
 	ck_assert(memcmp(rbuf[0], src, 10) == 0);
@@ -2564,9 +2564,9 @@ START_TEST(test_defer_ack_error)
 	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_SEND, src, 10, 0, 0, 0, DR_WR_SIGNALED), 0);
 	u.psn = dr_psn_add(c.psn_a, 1);
 	ck_assert(dr_sim_run(&p.sim, LIMIT_NS, b_reached, &u));
-	ck_assert(dr_qp_ack_due(p.qp[1]));
+	ck_assert(dr_qp_flush_due(p.qp[1]));
 	ck_assert_int_eq(dr_qp_modify(p.qp[1], &a, DR_QP_ATTR_STATE), 0);
-	ck_assert(!dr_qp_ack_due(p.qp[1]));
+	ck_assert(!dr_qp_flush_due(p.qp[1]));
 	dr_qp_flush(p.qp[1]);
 	ck_assert_uint_eq(r->n[1], 0);
 	ck_assert_uint_eq(p.sim.end[1].nwc, 2);
@@ -2938,6 +2938,194 @@ START_TEST(test_spurious_timeout_probe)
 	ck_assert_uint_eq(p.qp[0]->comp.rto_floor_ns, 0);
 	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 1);
 	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 1);
+	pair_down(&p);
+}
+END_TEST
+
+/* A timeout's probe among answers that come one PSN at a time (issue 13).
+ * A (DR_QP_ADAPTIVE_RTO | DR_QP_DEFER_ACK) and B 10 us apart, no
+ * serialisation, each polling in bursts (flush_bursts); the warm-up WRITE
+ * measures 20 us: base 2^5 = 131072.  Then B is off its CPU for 300 us
+ * while A sends PU_N operations of one kind: 32 FETCH_ADDs, 16 READs of
+ * 4 KiB (4 responses each) or 16 WRITEs of 4 KiB.  A's timer fires at
+ * 131 us and resends one packet; B, back at 300 us, answers everything,
+ * the probe last, in one burst.  The first answer covers only the probe's
+ * PSNs; the next one, in the same burst, answers something the probe did
+ * not ask for: A goes on where it was (probe_undos), with its window and
+ * the READ requests' tokens back, and resends nothing more.  Before,
+ * a READ or atomic timeout resent the whole window. */
+#define PU_KINDS 3
+
+static void pu_post(struct pair *p, unsigned kind, uint8_t *src, uint8_t *dst, uint64_t *res,
+		    uint64_t *target, struct dr_mr *rmr, struct dr_mr *tmr, struct dr_mr *lmr)
+{
+	unsigned i;
+
+	if (kind == 0) {
+		for (i = 0; i < 32; i++) {
+			struct dr_sge sge = {(uintptr_t)&res[i], 8, lmr->key};
+			struct dr_send_wr wr = {.wr_id = i,
+						.opcode = DR_WR_FETCH_ADD,
+						.flags = DR_WR_SIGNALED,
+						.sg_list = &sge,
+						.num_sge = 1,
+						.remote_addr = (uintptr_t)target,
+						.rkey = tmr->key,
+						.compare_add = 5};
+
+			ck_assert_int_eq(dr_qp_post_send(p->qp[0], &wr), 0);
+		}
+		return;
+	}
+	for (i = 0; i < 16; i++) {
+		if (kind == 1)
+			ck_assert_int_eq(post_send(p, 0, i, DR_WR_READ, dst + i * 4096, 4096, 0,
+						   (uintptr_t)src + i * 4096, rmr->key,
+						   DR_WR_SIGNALED),
+					 0);
+		else
+			ck_assert_int_eq(post_send(p, 0, i, DR_WR_WRITE, src + i * 4096, 4096, 0,
+						   (uintptr_t)dst + i * 4096, rmr->key,
+						   DR_WR_SIGNALED),
+					 0);
+	}
+}
+
+/* what A must end with: every operation done once, in order, byte-exact */
+static void pu_check(struct pair *p, unsigned kind, const uint8_t *src, const uint8_t *dst,
+		     const uint64_t *res, const uint64_t *target)
+{
+	unsigned i, n = kind == 0 ? 32 : 16;
+
+	ck_assert_uint_eq(p->sim.end[0].nwc, 1 + n);
+	for (i = 0; i < n; i++)
+		expect_wc(&p->sim.end[0].wc[1 + i], i, DR_WC_SUCCESS);
+	if (kind == 0) {
+		for (i = 0; i < n; i++)
+			ck_assert_uint_eq(res[i], 100 + 5 * i);
+		ck_assert_uint_eq(*target, 100 + 5 * n);
+		ck_assert_uint_eq(p->qp[1]->stats.atomics_executed, n);
+	} else {
+		ck_assert_mem_eq(dst, src, 16 * 4096);
+	}
+	ck_assert_uint_eq(p->qp[0]->req.ord_used, 0);
+	ck_assert(!p->qp[0]->req.probe && !p->qp[0]->req.probe_wait);
+}
+
+static void pu_pair_up(struct pair *p, struct pair_cfg *c, void *fault, void *arg)
+{
+	c->qp_flags[0] = DR_QP_ADAPTIVE_RTO | DR_QP_DEFER_ACK;
+	c->qp_flags[1] = DR_QP_DEFER_ACK;
+	c->timeout = 14;
+	c->ord = c->ird = 64;
+	c->sim = (struct dr_sim_cfg){.latency_ns = 10000, .flush_bursts = true, .fault = fault,
+				     .fault_arg = arg};
+	pair_up(p, c);
+}
+
+START_TEST(test_probe_undo)
+{
+	struct pair_cfg c = pair_defaults();
+	static uint8_t src[16 * 4096], dst[16 * 4096];
+	static uint64_t res[32], target;
+	struct dr_mr *rmr, *tmr, *lmr;
+	unsigned kind = (unsigned)_i;
+	uint64_t base = 131072;
+	struct pair p;
+
+	pu_pair_up(&p, &c, NULL, NULL);
+	fill(src, sizeof(src), 3300 + kind);
+	memset(dst, 0, sizeof(dst));
+	memset(res, 0, sizeof(res));
+	target = 100;
+	rmr = reg(&p, 1, kind == 1 ? src : dst, sizeof(src),
+		  DR_ACCESS_REMOTE_READ | DR_ACCESS_REMOTE_WRITE);
+	tmr = reg(&p, 1, &target, sizeof(target), DR_ACCESS_REMOTE_ATOMIC);
+	lmr = reg(&p, 0, res, sizeof(res), DR_ACCESS_LOCAL_WRITE);
+	ck_assert_int_eq(post_send(&p, 0, 99, DR_WR_WRITE, src, 10, 0, rmr->iova, rmr->key,
+				   DR_WR_SIGNALED),
+			 0);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.qp[0]->comp.rto_base_ns, base);
+	ck_assert_uint_eq(p.qp[0]->req.cwnd, DR_QP_MAX_UNACKED_PSNS);
+
+	p.sim.end[1].stall_until_ns = p.sim.now_ns + 300000;
+	pu_post(&p, kind, src, dst, res, &target, rmr, tmr, lmr);
+	ck_assert(pair_run(&p));
+	pu_check(&p, kind, src, dst, res, &target);
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.probe_undos, 1);
+	ck_assert_uint_eq(p.qp[1]->stats.rx_dup_reqs, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.spurious_timeouts, 1);
+	/* the window the timeout halved is back */
+	ck_assert_uint_eq(p.qp[0]->req.cwnd, DR_QP_MAX_UNACKED_PSNS);
+	pair_down(&p);
+}
+END_TEST
+
+/* The same, but what followed the probe was lost on the way to B (a tail
+ * loss: nothing after it shows B a gap), and B is not stalled.  The probe
+ * is answered alone: A holds to the end of the burst, then go-back-N
+ * resends every lost packet once, and nothing else. */
+struct pu_loss {
+	uint32_t from, to; /* drop A's first sends of PSNs [from, to) */
+	uint32_t dropped;
+	bool armed;
+};
+
+static enum dr_sim_action pu_loss_fault(void *arg, unsigned dir, uint64_t n,
+					const struct dr_pkt *pkt)
+{
+	struct pu_loss *l = arg;
+
+	if (dir == 0 && l->armed && dr_psn_diff(pkt->psn, l->from) >= 0 &&
+	    dr_psn_diff(pkt->psn, l->to) < 0) {
+		l->dropped++;
+		return DR_SIM_DROP;
+	}
+	return DR_SIM_PASS;
+}
+
+START_TEST(test_probe_tail_loss)
+{
+	struct pair_cfg c = pair_defaults();
+	static uint8_t src[16 * 4096], dst[16 * 4096];
+	static uint64_t res[32], target;
+	struct dr_mr *rmr, *tmr, *lmr;
+	unsigned kind = (unsigned)_i, lost;
+	struct pu_loss l = {0};
+	struct pair p;
+
+	pu_pair_up(&p, &c, pu_loss_fault, &l);
+	fill(src, sizeof(src), 3400 + kind);
+	memset(dst, 0, sizeof(dst));
+	memset(res, 0, sizeof(res));
+	target = 100;
+	rmr = reg(&p, 1, kind == 1 ? src : dst, sizeof(src),
+		  DR_ACCESS_REMOTE_READ | DR_ACCESS_REMOTE_WRITE);
+	tmr = reg(&p, 1, &target, sizeof(target), DR_ACCESS_REMOTE_ATOMIC);
+	lmr = reg(&p, 0, res, sizeof(res), DR_ACCESS_LOCAL_WRITE);
+	ck_assert_int_eq(post_send(&p, 0, 99, DR_WR_WRITE, src, 10, 0, rmr->iova, rmr->key,
+				   DR_WR_SIGNALED),
+			 0);
+	ck_assert(pair_run(&p));
+
+	/* everything after the first operation: 31 atomics, 15 READ
+	 * requests (4 PSNs each) or 15 x 4 WRITE packets */
+	l.from = dr_psn_add(c.psn_a, kind == 0 ? 2 : 5);
+	l.to = dr_psn_add(c.psn_a, kind == 0 ? 33 : 65);
+	l.armed = true;
+	pu_post(&p, kind, src, dst, res, &target, rmr, tmr, lmr);
+	l.armed = false; /* the first sends left while posting */
+	lost = l.dropped;
+	ck_assert_uint_eq(lost, kind == 0 ? 31 : kind == 1 ? 15 : 60);
+	ck_assert(pair_run(&p));
+	pu_check(&p, kind, src, dst, res, &target);
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, lost);
+	ck_assert_uint_eq(p.qp[0]->stats.probe_undos, 0);
+	ck_assert_uint_eq(p.qp[1]->stats.rx_dup_reqs, 0);
 	pair_down(&p);
 }
 END_TEST
@@ -4874,6 +5062,8 @@ static Suite *qp_suite(void)
 	tcase_add_test(tc, test_adaptive_rto_one_at_a_time);
 	tcase_add_test(tc, test_adaptive_rto_early);
 	tcase_add_test(tc, test_spurious_timeout_probe);
+	tcase_add_loop_test(tc, test_probe_undo, 0, PU_KINDS);
+	tcase_add_loop_test(tc, test_probe_tail_loss, 0, PU_KINDS);
 	tcase_add_test(tc, test_adaptive_rto_rnr_karn);
 	tcase_add_loop_test(tc, test_adaptive_dead_link, 0,
 			    (int)(sizeof(adead_tab) / sizeof(adead_tab[0])));

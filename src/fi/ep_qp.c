@@ -327,7 +327,7 @@ void dr_ep_input(struct dr_ep *ep, const struct dr_pkt *pkt)
 	    dr_qp_rx_check(ep->qp, pkt) == DR_RX_OK)
 		dr_ep_peer_heard(ep);
 	dr_qp_input(ep->qp, pkt);
-	if (!ep->ack_listed && dr_qp_ack_due(ep->qp)) {
+	if (!ep->ack_listed && dr_qp_flush_due(ep->qp)) {
 		ep->ack_listed = true;
 		ep->ack_next = ep->dev->acks;
 		ep->dev->acks = ep;

@@ -282,29 +282,53 @@ static void dr_comp_progress(struct dr_qp *qp)
 		dr_comp_rtt_sample(qp);
 	if (qp->req.cwnd < qp->max_window)
 		qp->req.cwnd++;
+	/* while probing, req.psn is one past what the probe asked for */
+	if (qp->req.probe)
+		qp->req.probe_end = qp->req.psn;
 	/* an old ACK may cover PSNs the rewound requester has not resent */
 	if (dr_psn_diff(qp->comp.psn, qp->req.psn) > 0) {
 		qp->req.psn = qp->comp.psn;
 		qp->req.wqe = qp->sq.tail;
 	}
 	/* A timeout's probe is answered with progress: what it resent had
-	 * arrived, or arrives now; the packets sent after it before the
-	 * timeout are under way too (a spurious timeout: the peer or this
-	 * process was off its CPU).  When the answer acknowledges more than
-	 * the probe, go on from where the timeout took the requester instead
-	 * of resending them (a loss among them then draws a sequence NAK or
-	 * another probe); when it acknowledges the probe alone, what followed
-	 * was lost or discarded behind a loss: go-back-N resends it. */
-	if (qp->req.probe) {
-		qp->req.probe = false;
-		if (qp->req.undo_ok && dr_psn_diff(qp->comp.psn, qp->comp.spur_psn) > 1 &&
-		    dr_psn_diff(qp->req.undo_psn, qp->req.psn) > 0 &&
-		    (int32_t)(qp->req.undo_wqe - qp->sq.tail) >= 0) {
-			qp->req.psn = qp->req.undo_psn;
-			qp->req.wqe = qp->req.undo_wqe;
+	 * arrived, or arrives now.  An answer past what the probe asked for
+	 * can only answer a packet sent before the timeout: those are under
+	 * way (a spurious timeout: the peer or this process was off its
+	 * CPU), so go on from where the timeout took the requester instead of
+	 * resending them (a loss among them then draws a sequence NAK, a READ
+	 * response out of order or another probe).  An answer to the probe
+	 * alone does not tell: what followed may have been lost or discarded
+	 * behind a loss, or its answers may be in the same receive burst,
+	 * behind this one (one-PSN READ responses and atomic ACKs answer one
+	 * at a time).  DR_QP_DEFER_ACK: hold the requester until the burst is
+	 * handled (dr_comp_probe_settle); otherwise go-back-N resends it. */
+	if (qp->req.probe || qp->req.probe_wait) {
+		int32_t past = dr_psn_diff(qp->comp.psn, qp->req.probe_end);
+
+		if (past > 0) {
+			qp->req.probe = false;
+			qp->req.probe_wait = false;
+			qp->stats.probe_undos++;
+			dr_req_undo(qp);
+		} else if (past == 0 && qp->req.probe) {
+			qp->req.probe = false;
+			qp->req.probe_wait = (qp->flags & DR_QP_DEFER_ACK) != 0;
 		}
+		/* past < 0: part of the probe's answers; the rest follow */
 	}
 	dr_comp_rearm(qp);
+}
+
+/* DR_QP_DEFER_ACK: the caller's burst of input is handled, and nothing
+ * came past the probe's answer: what followed it is lost, and go-back-N
+ * resends it from comp.psn. */
+void dr_comp_probe_settle(struct dr_qp *qp)
+{
+	if (!qp->req.probe_wait)
+		return;
+	qp->req.probe_wait = false;
+	dr_req_run(qp);
+	dr_qp_timer_update(qp);
 }
 
 enum dr_ack_result {
@@ -529,6 +553,7 @@ static enum dr_comp_state dr_comp_retry(struct dr_qp *qp, struct dr_comp_ctx *c)
 static enum dr_comp_state dr_comp_resend(struct dr_qp *qp, struct dr_comp_ctx *c)
 {
 	qp->comp.retry_started = true;
+	qp->req.undo_cwnd = qp->req.cwnd;
 	dr_comp_cwnd_cut(qp);
 	dr_cc_loss(qp);
 	dr_req_rewind(qp);

@@ -228,11 +228,15 @@ void dr_qp_flush(struct dr_qp *qp)
 		dr_resp_flush_ack(qp);
 	else
 		qp->resp.ack_due = false;
+	if (qp->state == DR_QPS_RTS)
+		dr_comp_probe_settle(qp);
+	else
+		qp->req.probe_wait = false;
 }
 
-bool dr_qp_ack_due(const struct dr_qp *qp)
+bool dr_qp_flush_due(const struct dr_qp *qp)
 {
-	return qp->resp.ack_due;
+	return qp->resp.ack_due || qp->req.probe_wait;
 }
 
 uint64_t dr_qp_deadline_ns(const struct dr_qp *qp)
@@ -755,6 +759,7 @@ static void dr_qp_to_rts(struct dr_qp *qp)
 	qp->req.noack_pkts = 0;
 	qp->req.cwnd = qp->max_window;
 	qp->req.probe = false;
+	qp->req.probe_wait = false;
 	qp->req.undo_ok = false;
 	qp->req.state = DR_REQ_IDLE;
 	qp->comp.spur_check = false;

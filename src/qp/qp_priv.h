@@ -229,12 +229,18 @@ struct dr_qp {
 		 * with AckReq, and nothing more until an answer makes progress:
 		 * a timeout that was spurious costs one duplicate, not a window */
 		bool probe;
-		/* where the last rewind took the requester from; the answer
-		 * to a probe that shows the packets in flight arrived resumes
-		 * there instead of resending them (unless the rewind gave
-		 * READ requests' tokens back: those are asked again) */
+		/* DR_QP_DEFER_ACK: the probe has been answered, and nothing
+		 * past it yet; the requester holds until the caller's burst of
+		 * input is handled (dr_qp_flush), in which answers to the
+		 * packets sent before the timeout may still come */
+		bool probe_wait;
+		uint32_t probe_end; /* one past the PSNs the probe asked for */
+		/* where the last rewind took the requester from, and its
+		 * window: an answer past the probe's shows the packets in
+		 * flight arrived, and resumes there instead of resending them
+		 * (dr_req_undo; READ requests take their tokens back) */
 		bool undo_ok;
-		uint32_t undo_psn, undo_wqe;
+		uint32_t undo_psn, undo_wqe, undo_cwnd;
 		/* the annotation of the next resend of note_psn ("retransmit:
 		 * ..."), written by the completer when it rewinds, only while
 		 * someone listens (dr_qp_noting) */
@@ -365,11 +371,13 @@ const uint8_t *dr_sge_span(const struct dr_sge *sge, unsigned n, uint64_t off, u
 /* req.c */
 void dr_req_run(struct dr_qp *qp);
 void dr_req_rewind(struct dr_qp *qp);
+bool dr_req_undo(struct dr_qp *qp);
 void dr_req_set_state(struct dr_qp *qp, enum dr_req_state s);
 
 /* comp.c */
 void dr_comp_input(struct dr_qp *qp, const struct dr_pkt *pkt);
 void dr_comp_timeout(struct dr_qp *qp);
+void dr_comp_probe_settle(struct dr_qp *qp);
 void dr_comp_rnr_expired(struct dr_qp *qp);
 void dr_comp_arm(struct dr_qp *qp);
 void dr_comp_rtt_start(struct dr_qp *qp, uint32_t psn);

@@ -173,7 +173,7 @@ void dr_req_run(struct dr_qp *qp)
 			break;
 		}
 		if (dr_psn_diff(qp->req.psn, qp->comp.psn) >= (int32_t)qp->req.cwnd ||
-		    (qp->req.probe && qp->req.psn != qp->comp.psn)) {
+		    (qp->req.probe && qp->req.psn != qp->comp.psn) || qp->req.probe_wait) {
 			dr_req_set_state(qp, DR_REQ_WAIT_WINDOW);
 			break;
 		}
@@ -231,14 +231,13 @@ void dr_req_rewind(struct dr_qp *qp)
 	qp->req.undo_psn = qp->req.psn;
 	qp->req.undo_wqe = qp->req.wqe;
 	qp->req.undo_ok = true;
+	qp->req.probe_wait = false;
 	/* the READ requests outstanding are asked again: their tokens go */
 	for (uint32_t i = qp->sq.tail; i != qp->sq.head; i++) {
 		struct dr_send_wqe *w = dr_sq_wqe(qp, i);
 
 		if (w->state != DR_WQE_PENDING)
 			break;
-		if (w->rd_tokens)
-			qp->req.undo_ok = false;
 		qp->req.ord_used -= w->rd_tokens;
 		w->rd_tokens = 0;
 	}
@@ -247,4 +246,56 @@ void dr_req_rewind(struct dr_qp *qp)
 	qp->req.noack_pkts = 0;
 	qp->comp.rtt_on = false; /* Karn: no round trip is timed across a resend */
 	dr_req_set_state(qp, DR_REQ_SEND);
+}
+
+/* The READ requests of w outstanding once the requester has sent its
+ * packets before sent: one per grid request (DR_QP_READ_CHUNK) from the
+ * one that holds the next response due to the last one sent. */
+static uint32_t dr_req_read_outstanding(const struct dr_send_wqe *w, uint32_t sent)
+{
+	if (sent <= w->rsp_psns)
+		return 0;
+	return (sent - 1) / DR_QP_READ_CHUNK - w->rsp_psns / DR_QP_READ_CHUNK + 1;
+}
+
+/* Undo the last rewind (req.undo_*): what the requester had sent is under
+ * way after all (comp.c dr_comp_progress).  The window is what it was;
+ * unless the answers have passed it already, the requester goes back to
+ * where it was, and the READ requests sent before the rewind hold their
+ * tokens again.  False when it does not move. */
+bool dr_req_undo(struct dr_qp *qp)
+{
+	uint32_t ord = 0;
+
+	if (!qp->req.undo_ok)
+		return false;
+	qp->req.undo_ok = false;
+	if (qp->req.cwnd < qp->req.undo_cwnd)
+		qp->req.cwnd = qp->req.undo_cwnd;
+	if (dr_psn_diff(qp->req.undo_psn, qp->req.psn) <= 0 ||
+	    (int32_t)(qp->req.undo_wqe - qp->sq.tail) < 0)
+		return false;
+	qp->req.psn = qp->req.undo_psn;
+	qp->req.wqe = qp->req.undo_wqe;
+	for (uint32_t i = qp->sq.tail; i != qp->sq.head; i++) {
+		struct dr_send_wqe *w = dr_sq_wqe(qp, i);
+		uint32_t sent;
+
+		if (w->state != DR_WQE_PENDING)
+			break;
+		if (w->ord_token)
+			ord++;
+		if (w->wr.opcode != DR_WR_READ)
+			continue;
+		if ((int32_t)(i - qp->req.wqe) < 0)
+			sent = w->npsn;
+		else if (i == qp->req.wqe)
+			sent = (uint32_t)dr_psn_diff(qp->req.psn, w->first_psn);
+		else
+			sent = 0;
+		w->rd_tokens = dr_req_read_outstanding(w, sent);
+		ord += w->rd_tokens;
+	}
+	qp->req.ord_used = ord;
+	return true;
 }

@@ -269,6 +269,14 @@ static void dr_sim_deliver(struct dr_sim *s, const struct dr_sim_ev *ev)
 	dr_qp_input(to, &pkt);
 }
 
+/* When the end's timers run: its QP's deadline, after any stall. */
+static uint64_t dr_sim_deadline(const struct dr_sim_end *e)
+{
+	uint64_t d = dr_qp_deadline_ns(e->qp);
+
+	return d != UINT64_MAX && d < e->stall_until_ns ? e->stall_until_ns : d;
+}
+
 bool dr_sim_run(struct dr_sim *s, uint64_t limit_ns, bool (*stop)(void *arg), void *arg)
 {
 	for (;;) {
@@ -279,8 +287,8 @@ bool dr_sim_run(struct dr_sim *s, uint64_t limit_ns, bool (*stop)(void *arg), vo
 		if (stop && stop(arg))
 			return true;
 		for (i = 0; i < 2; i++)
-			if (s->end[i].qp && dr_qp_deadline_ns(s->end[i].qp) < t_timer)
-				t_timer = dr_qp_deadline_ns(s->end[i].qp);
+			if (s->end[i].qp && dr_sim_deadline(&s->end[i]) < t_timer)
+				t_timer = dr_sim_deadline(&s->end[i]);
 		t = t_frame < t_timer ? t_frame : t_timer;
 		if (t == UINT64_MAX)
 			return true;
@@ -294,14 +302,28 @@ bool dr_sim_run(struct dr_sim *s, uint64_t limit_ns, bool (*stop)(void *arg), vo
 		s->events++;
 		if (t_frame <= t_timer) {
 			struct dr_sim_ev *ev = dr_sim_pop(s);
+			struct dr_sim_end *to = &s->end[ev->dir ^ 1];
 
+			if (to->stall_until_ns > s->now_ns) {
+				/* in order: later frames get later seq */
+				ev->t_ns = to->stall_until_ns;
+				ev->seq = s->seq++;
+				dr_sim_push(s, ev);
+				continue;
+			}
 			if (s->cfg.rx_ring && !dr_sim_ring(s, ev))
 				continue;
 			dr_sim_deliver(s, ev);
+			/* the last frame of its burst: the end flushes */
+			if (s->cfg.flush_bursts && to->qp &&
+			    !(s->nheap && s->heap[0]->t_ns == s->now_ns &&
+			      s->heap[0]->dir == ev->dir) &&
+			    dr_qp_flush_due(to->qp))
+				dr_qp_flush(to->qp);
 			free(ev);
 		} else {
 			for (i = 0; i < 2; i++)
-				if (s->end[i].qp && dr_qp_deadline_ns(s->end[i].qp) <= s->now_ns)
+				if (s->end[i].qp && dr_sim_deadline(&s->end[i]) <= s->now_ns)
 					dr_qp_tick(s->end[i].qp);
 		}
 	}

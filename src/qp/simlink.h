@@ -46,6 +46,10 @@ struct dr_sim_cfg {
 	/* optional: every frame as it is handed to the receiving QP, after
 	 * the fault schedule and the ring; dir as for fault, arg fault_arg */
 	void (*deliver)(void *arg, unsigned dir, const struct dr_pkt *pkt);
+	/* Each end polls in bursts (DR_QP_DEFER_ACK): the frames that reach
+	 * it at the same instant are one receive burst, after which it calls
+	 * dr_qp_flush() if dr_qp_flush_due() (src/fi's dev_poll). */
+	bool flush_bursts;
 };
 
 struct dr_sim;
@@ -64,6 +68,9 @@ struct dr_sim_end {
 	unsigned rx_waiting, rx_max_waiting;
 	uint64_t rx_next_ns;
 	uint64_t ring_drops;
+	/* the end is off its CPU until then (a host stall): frames reaching
+	 * it wait and arrive together, one burst, and its timers wait */
+	uint64_t stall_until_ns;
 };
 
 struct dr_sim_ev;
