@@ -316,6 +316,9 @@ static void dr_comp_progress(struct dr_qp *qp)
 		}
 		/* past < 0: part of the probe's answers; the rest follow */
 	}
+	/* the last rewind's episode is over once its point is acknowledged */
+	if (qp->req.undo_ok && dr_psn_diff(qp->comp.psn, qp->req.undo_psn) >= 0)
+		qp->req.undo_ok = false;
 	dr_comp_rearm(qp);
 }
 
@@ -553,7 +556,8 @@ static enum dr_comp_state dr_comp_retry(struct dr_qp *qp, struct dr_comp_ctx *c)
 static enum dr_comp_state dr_comp_resend(struct dr_qp *qp, struct dr_comp_ctx *c)
 {
 	qp->comp.retry_started = true;
-	qp->req.undo_cwnd = qp->req.cwnd;
+	if (!qp->req.undo_ok)
+		qp->req.undo_cwnd = qp->req.cwnd; /* the window before the episode */
 	dr_comp_cwnd_cut(qp);
 	dr_cc_loss(qp);
 	dr_req_rewind(qp);

@@ -228,8 +228,12 @@ void dr_req_rewind(struct dr_qp *qp)
 {
 	if (qp->req.state == DR_REQ_ERROR)
 		return;
-	qp->req.undo_psn = qp->req.psn;
-	qp->req.undo_wqe = qp->req.wqe;
+	/* the furthest point of the episode: a second timeout before any
+	 * answer rewinds from the probe, not from what was in flight */
+	if (!qp->req.undo_ok || dr_psn_diff(qp->req.psn, qp->req.undo_psn) > 0) {
+		qp->req.undo_psn = qp->req.psn;
+		qp->req.undo_wqe = qp->req.wqe;
+	}
 	qp->req.undo_ok = true;
 	qp->req.probe_wait = false;
 	/* the READ requests outstanding are asked again: their tokens go */
