@@ -3023,8 +3023,8 @@ static void pu_pair_up(struct pair *p, struct pair_cfg *c, void *fault, void *ar
 	c->qp_flags[1] = DR_QP_DEFER_ACK;
 	c->timeout = 14;
 	c->ord = c->ird = 64;
-	c->sim = (struct dr_sim_cfg){.latency_ns = 10000, .flush_bursts = true, .fault = fault,
-				     .fault_arg = arg};
+	c->sim = (struct dr_sim_cfg){
+	    .latency_ns = 10000, .flush_bursts = true, .fault = fault, .fault_arg = arg};
 	pair_up(p, c);
 }
 
@@ -3047,9 +3047,8 @@ START_TEST(test_probe_undo)
 		  DR_ACCESS_REMOTE_READ | DR_ACCESS_REMOTE_WRITE);
 	tmr = reg(&p, 1, &target, sizeof(target), DR_ACCESS_REMOTE_ATOMIC);
 	lmr = reg(&p, 0, res, sizeof(res), DR_ACCESS_LOCAL_WRITE);
-	ck_assert_int_eq(post_send(&p, 0, 99, DR_WR_WRITE, src, 10, 0, rmr->iova, rmr->key,
-				   DR_WR_SIGNALED),
-			 0);
+	ck_assert_int_eq(
+	    post_send(&p, 0, 99, DR_WR_WRITE, src, 10, 0, rmr->iova, rmr->key, DR_WR_SIGNALED), 0);
 	ck_assert(pair_run(&p));
 	ck_assert_uint_eq(p.qp[0]->comp.rto_base_ns, base);
 	ck_assert_uint_eq(p.qp[0]->req.cwnd, DR_QP_MAX_UNACKED_PSNS);
@@ -3111,9 +3110,8 @@ START_TEST(test_probe_tail_loss)
 		  DR_ACCESS_REMOTE_READ | DR_ACCESS_REMOTE_WRITE);
 	tmr = reg(&p, 1, &target, sizeof(target), DR_ACCESS_REMOTE_ATOMIC);
 	lmr = reg(&p, 0, res, sizeof(res), DR_ACCESS_LOCAL_WRITE);
-	ck_assert_int_eq(post_send(&p, 0, 99, DR_WR_WRITE, src, 10, 0, rmr->iova, rmr->key,
-				   DR_WR_SIGNALED),
-			 0);
+	ck_assert_int_eq(
+	    post_send(&p, 0, 99, DR_WR_WRITE, src, 10, 0, rmr->iova, rmr->key, DR_WR_SIGNALED), 0);
 	ck_assert(pair_run(&p));
 
 	/* everything after the first operation: 31 atomics, 15 READ
