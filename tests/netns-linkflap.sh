@@ -179,7 +179,13 @@ session() {
 		rm -f "$s/gate"
 		echo "${down} s: $VB down before the third $op, for ${down} s"
 		sleep "$down"
+		t=$(date +%s%N)
 		ip -n "$NSB" link set "$VB" up
+		t=$((($(date +%s%N) - t) / 1000000))
+		# a busy RTNL (other namespaces' set-up elsewhere on the host)
+		# once held this for 11 s: the outage then outlasts the retries
+		[ $t -lt 1000 ] || echo "note: ${down} s: 'ip link set $VB up' took $t ms:" \
+			"the outage was that much longer than meant"
 	done
 	wait $cpid
 	crc=$?
