@@ -311,6 +311,9 @@ struct dr_port_config {
 				* layer, and so past its packet taps (tcpdump
 				* sees only what droce receives); false: through
 				* it, both directions visible */
+	bool kernel_filter;    /* net_af_packet: the kernel drops droce's RoCE
+				* frames at its ingress, after its packet taps,
+				* before its IP stack (port_kfilter.c) */
 	struct dr_port_arp_params arp;
 };
 

@@ -89,6 +89,12 @@ static const struct dr_param {
 	      "net_af_packet: 1 sends past the kernel's qdisc layer and its packet taps, so "
 	      "tcpdump on the interface does not see droce's own frames (DPDK's default); "
 	      "0 sends through it (default: 0, both directions visible)"),
+    PARAM_INT(kernel_filter, 1, 0, 1,
+	      "net_af_packet: 1 has the kernel drop droce's RoCE frames (UDP 4791 to its "
+	      "address) at the interface's ingress, after its packet taps (tcpdump still sees "
+	      "them) and before its IP stack, through an nftables table the process owns and "
+	      "the kernel deletes when it exits (needs CAP_NET_ADMIN and libnftables.so.1); 0 "
+	      "lets the kernel's IP stack process and discard each of them (default: 1)"),
     PARAM_STR(kernel_pmd,
 	      "DPDK driver on a kernel interface when FI_DROCE_DEVICE is not set: af_packet, "
 	      "af_xdp (net_af_xdp: faster, but it takes every frame of the interface's queue 0 "

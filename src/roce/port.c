@@ -476,8 +476,10 @@ static void kernel_hold(struct dr_port *p, const char *spec)
 			 : ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr == htonl(p->ip)))
 			held = true;
 	freeifaddrs(ifa);
-	if (!held)
+	if (!held) {
+		dr_port_kfilter_open(p, iface);
 		return;
+	}
 
 	fd = socket(p->ipv6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0 ||
@@ -497,6 +499,9 @@ static void kernel_hold(struct dr_port *p, const char *spec)
 	dr_port_log(DR_PORT_LOG_INFO,
 		    "%s: holding UDP port %u on %s so the kernel does not answer with ICMP",
 		    p->name, DR_ROCE_UDP_PORT, iface);
+	/* not where the bind failed: a kernel user of 4791 (rdma_rxe) would
+	 * lose its traffic */
+	dr_port_kfilter_open(p, iface);
 }
 
 /* ---- open / close ------------------------------------------------------------------ */
@@ -819,6 +824,7 @@ static void teardown(struct dr_port *p)
 		ring_drain(p->loop);
 		rte_ring_free(p->loop);
 	}
+	dr_port_kfilter_close(p);
 	if (p->kernel_fd >= 0)
 		close(p->kernel_fd);
 	if (p->group_fd >= 0)
@@ -892,6 +898,7 @@ static int open_locked(const struct dr_port_config *cfg, struct dr_port **out,
 	p->prefix_len = cfg->prefix_len;
 	p->mtu = cfg->mtu ? cfg->mtu : DR_PORT_DEF_MTU;
 	p->qdisc_bypass = cfg->qdisc_bypass;
+	p->kfilter_on = cfg->kernel_filter;
 	p->max_frame = p->mtu + sizeof(struct dr_eth_hdr) + sizeof(struct dr_vlan_hdr);
 	p->arp = cfg->arp;
 	p->timer_lcore = rte_get_main_lcore();

@@ -144,6 +144,13 @@ struct dr_port {
 	struct dr_capture *pcapng; /* FI_DROCE_PCAP (port_capture.c), NULL: none */
 
 	int kernel_fd; /* UDP socket held on ip:4791 (af_packet), or -1 */
+	/* af_packet: the kernel drops our RoCE frames at its ingress
+	 * (port_kfilter.c): asked for, the libnftables context owning the
+	 * table (NULL: none), its nft_ctx_free, the table's name */
+	bool kfilter_on;
+	void *kfilter;
+	void (*kfilter_free)(void *ctx);
+	char kfilter_table[40];
 	int group_fd;  /* IPv6 af_packet: socket holding our solicited-node group, or -1 */
 
 	dr_port_rx_fn rx_fn;
@@ -220,6 +227,10 @@ void dr_neigh_join_group(struct dr_port *p, const char *spec);
 /* port_capture.c */
 int dr_capture_open(struct dr_port *p, const char *path, struct dr_port_err *err);
 void dr_capture_close(struct dr_port *p);
+
+/* port_kfilter.c: FI_DROCE_KERNEL_FILTER on an af_packet port (iface) */
+void dr_port_kfilter_open(struct dr_port *p, const char *iface);
+void dr_port_kfilter_close(struct dr_port *p);
 /* Copy m for the capture before it is handed over; commit after the
  * device took it, else discard.  NULL when not capturing. */
 struct rte_mbuf *dr_capture_prepare(struct dr_port *p, const struct rte_mbuf *m,
