@@ -617,15 +617,15 @@ static int dev_open(struct dr_fabric *fab, const struct dr_devcfg *cfg, struct d
 {
 	const struct dr_settings *s = dr_settings_get();
 	struct dr_port_config pc = {
-		.device = cfg->spec,
-		.ip4 = cfg->ip4,
-		.ipv6 = cfg->ipv6,
-		.prefix_len = cfg->prefix,
-		.mtu = (unsigned)cfg->mtu,
-		.pcap_path = s->pcap,
-		.eal_args = s->eal_args,
-		.qdisc_bypass = s->qdisc_bypass != 0,
-		.kernel_filter = s->kernel_filter != 0,
+	    .device = cfg->spec,
+	    .ip4 = cfg->ip4,
+	    .ipv6 = cfg->ipv6,
+	    .prefix_len = cfg->prefix,
+	    .mtu = (unsigned)cfg->mtu,
+	    .pcap_path = s->pcap,
+	    .eal_args = s->eal_args,
+	    .qdisc_bypass = s->qdisc_bypass != 0,
+	    .kernel_filter = s->kernel_filter != 0,
 	};
 	struct dr_cm_config cc = { 0 };
 	struct dr_port_err err = { 0 };

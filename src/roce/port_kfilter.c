@@ -58,8 +58,7 @@ static int nft_api(struct dr_nft_api *a, const char **why)
 	a->ctx_free = (void (*)(struct nft_ctx *))dlsym(lib, "nft_ctx_free");
 	a->buffer_output = (int (*)(struct nft_ctx *))dlsym(lib, "nft_ctx_buffer_output");
 	a->buffer_error = (int (*)(struct nft_ctx *))dlsym(lib, "nft_ctx_buffer_error");
-	a->error_buffer =
-	    (const char *(*)(struct nft_ctx *))dlsym(lib, "nft_ctx_get_error_buffer");
+	a->error_buffer = (const char *(*)(struct nft_ctx *))dlsym(lib, "nft_ctx_get_error_buffer");
 	a->run = (int (*)(struct nft_ctx *, const char *))dlsym(lib, "nft_run_cmd_from_buffer");
 	if (!a->ctx_new || !a->ctx_free || !a->buffer_output || !a->buffer_error ||
 	    !a->error_buffer || !a->run) {
