@@ -689,6 +689,9 @@ static struct rte_mempool *make_xdp_pool(struct dr_port *p, unsigned n, unsigned
 		rte_mempool_free(mp);
 		return NULL;
 	}
+	dr_port_log(DR_PORT_LOG_INFO,
+		    "%s: net_af_xdp: its umem (%zu bytes) holds all %u mbufs of %s", p->name, umem,
+		    mp->populated_size, name);
 	return mp;
 out_free_pool:
 	rte_mempool_free(mp);
