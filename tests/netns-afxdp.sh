@@ -28,7 +28,7 @@
 #   its af_xdp pool fit the umem DPDK registers, the last 128 mbufs of the
 #   pool were outside it: the kernel dropped their frames as invalid TX
 #   descriptors and held the frames behind them until the next transmit,
-#   and this run stalled (6 of 6 runs; bench/PROFILE.md, section 7).
+#   and such runs stalled 8 times of 9 (bench/PROFILE.md, section 7).
 # Run 2, MTU 3500, FI_DROCE_KERNEL_PMD=af_xdp: the port lowers the MTU to
 #   what a page-sized umem chunk carries and says so ("MTU 3500 lowered to
 #   3438, path MTU 2048"); write, read and send at 2047-2049 B (one and two

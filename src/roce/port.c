@@ -65,10 +65,11 @@
 #define DR_XDP_HEADROOM 256
 #define DR_XDP_FILL	2048
 /* net_af_xdp: the most PSNs a QP on the port leaves unacknowledged
- * (dr_port_max_window).  In copy mode on a veth the kernel held or lost
- * frames when a QP had hundreds of PSNs in flight (captures showed frames
- * held 0.5-11 s); with 64, 1 MiB sessions completed 28 times of 31,
- * against 1 of 17 with the engine's 128 (issue 13, bench/PROFILE.md 7). */
+ * (dr_port_max_window).  Set when frames built in mbufs outside the umem
+ * were lost and held the frames behind them on the TX ring (fixed:
+ * make_xdp_pool); since, the engine's 128 passed 16 droce-xfer sessions of
+ * 16 but stalled one bw_write run of 13, unexplained: kept until it is
+ * (issue 13, bench/PROFILE.md 7). */
 #define DR_XDP_WINDOW 64
 
 static unsigned port_serial;			     /* global lock */
