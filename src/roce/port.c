@@ -68,8 +68,8 @@
  * (dr_port_max_window).  Set when frames built in mbufs outside the umem
  * were lost and held the frames behind them on the TX ring (fixed:
  * make_xdp_pool); since, the engine's 128 passed 16 droce-xfer sessions of
- * 16 but stalled one bw_write run of 13, unexplained: kept until it is
- * (issue 13, bench/PROFILE.md 7). */
+ * 16, and the stalls left under load hit 64 and 128 alike, unexplained:
+ * kept until they are (issue 13, bench/PROFILE.md 7). */
 #define DR_XDP_WINDOW 64
 
 static unsigned port_serial;			     /* global lock */
