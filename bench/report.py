@@ -467,7 +467,7 @@ LIMITS = {
            "(the retransmission columns); PROFILE.md, kernel PMDs.",
     "kbw": "as for the 1 MiB ping-pong: per-frame kernel copies and system calls at the path "
            "MTU against tcp's 64 KiB super-frames, and resends after frames a full ring "
-           "dropped (af_xdp: the veth peer's 256-frame XDP ring).",
+           "dropped.",
     "loss": "go-back-N resends what was in flight after each loss, and a lost tail packet, "
             "NAK or ACK costs one adaptive timeout (PROFILE.md §0, §4).",
 }

@@ -20,13 +20,15 @@
 #   unacknowledged" (dr_port_max_window);
 #   droce-xfer runs every operation (cm_data, send, senddata, write,
 #   writedata, read, fetch_add, cswap, atomic_read) at 0 B-64 KiB, three
-#   iterations, its data verified: exactly 40 passed, 0 failed.  (Not 1 MiB:
-#   a veth loses a few of a burst of 1024 frames sent through an XDP socket
-#   - the peer's XDP ring holds 256 - and about one run in three then
-#   stalls for good: the receiver gets the resent frames, answers almost
-#   none, and the retry counter runs out.  The port's window of 64 PSNs
-#   made that rare (28 of 31 sessions completed, against 1 of 17), not
-#   impossible.  Reported in bench/PROFILE.md, section 7.)
+#   iterations, its data verified: exactly 40 passed, 0 failed; and each
+#   log says "net_af_xdp: its umem (N bytes) holds all M mbufs".
+# Run 4 (after run 1, MTU 1500), FI_DROCE_KERNEL_PMD=af_xdp: droce-bench bw_write,
+#   bw_send and bw_read at 4 KiB and 1 MiB, 64 messages in flight, 0.3 s
+#   each; a wait of 5 s without a completion fails it.  Before droce made
+#   its af_xdp pool fit the umem DPDK registers, the last 128 mbufs of the
+#   pool were outside it: the kernel dropped their frames as invalid TX
+#   descriptors and held the frames behind them until the next transmit,
+#   and such runs stalled 8 times of 9 (bench/PROFILE.md, section 7).
 # Run 2, MTU 3500, FI_DROCE_KERNEL_PMD=af_xdp: the port lowers the MTU to
 #   what a page-sized umem chunk carries and says so ("MTU 3500 lowered to
 #   3438, path MTU 2048"); write, read and send at 2047-2049 B (one and two
@@ -43,7 +45,8 @@
 set -u
 
 . "$(dirname "$0")/netns-lib.sh"
-built "$XFER"
+BENCH=$top_builddir/bench/droce-bench
+built "$XFER" "$BENCH"
 ns_pair_names drxd dx 10.86
 CA=cxa$$ CB=cxb$$ CIPA=10.87.${net##*.}.1 CIPB=10.87.${net##*.}.2
 ns_pair_up netns-afxdp "$NSA" "$VA" "$IPA" "$NSB" "$VB" "$IPB"
@@ -76,6 +79,32 @@ xfer() {
 	xfer_env=""
 }
 
+# bench N ARGS...: a droce-bench session over net_af_xdp, server in A on
+# the data veth's address, client in B, both over the control veth; the
+# client must exit 0 (no stall) with one "ok" CSV line per measurement.
+bench() {
+	b_n=$1
+	shift
+	port=$((47720 + b_n))
+	ip netns exec "$NSA" env FI_DROCE_KERNEL_PMD=af_xdp FI_LOG_LEVEL=info timeout -k 5 60 \
+		"$BENCH" -S -O "$CIPA:$port" -F "$IPA" -X 60 >"$tmp/b$b_n.srv" 2>&1 &
+	b_pid=$!
+	listening "$b_pid" "$NSA" "$port" "$tmp/b$b_n.srv" "the droce-bench server ($b_n)" || return 1
+	ip netns exec "$NSB" env FI_DROCE_KERNEL_PMD=af_xdp FI_LOG_LEVEL=info timeout -k 5 60 \
+		"$BENCH" -O "$CIPA:$port" -X 60 -C "$tmp/b$b_n.csv" "$@" >"$tmp/b$b_n.cli" 2>&1
+	b_crc=$?
+	for _ in $(seq 50); do kill -0 "$b_pid" 2>/dev/null || break; sleep 0.1; done
+	kill "$b_pid" 2>/dev/null
+	wait "$b_pid" 2>/dev/null
+	b_ok=$(grep -c ",ok," "$tmp/b$b_n.csv" 2>/dev/null)
+	if [ "$b_crc" -ne 0 ] || [ "${b_ok:-0}" -ne 6 ]; then
+		bad "run $b_n (droce-bench over net_af_xdp): client exit $b_crc, ${b_ok:-0} of 6 measurements"
+		grep -v "^libfabric\|^libbpf\|^libxdp" "$tmp/b$b_n.cli" | tail -n 5
+		return 1
+	fi
+	echo "ok: run $b_n: droce-bench over net_af_xdp: $b_ok of 6 measurements, no stall"
+}
+
 # has FILE TEXT: the log holds that exact text (a fixed string)
 has() {
 	if grep -qF -- "$2" "$1"; then
@@ -103,7 +132,11 @@ for s in "srv $VA $IPA" "cli $VB $IPB"; do
 	has "$tmp/r1.$1" "FI_DROCE_KERNEL_PMD=auto: net_af_xdp on $2"
 	has "$tmp/r1.$1" "device $2: net_af_xdp_$2, $3/24, MTU 1500, path MTU 1024"
 	has "$tmp/r1.$1" "net_af_xdp_$2: net_af_xdp: QPs on this port leave at most 64 PSNs unacknowledged"
+	has "$tmp/r1.$1" "net_af_xdp_$2: net_af_xdp: its umem ("
 done
+
+# ---- run 4: bulk transfers over af_xdp, many messages in flight -------------------
+bench 4 -t bw_write,bw_send,bw_read -Z 4k,1m -T 0.3 -W 0.05 -s 5
 
 # ---- run 2: af_xdp at MTU 3500: lowered to 3438, path MTU 2048 ---------------------
 mtu 3500

@@ -37,6 +37,7 @@
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
+#include <rte_mbuf_pool_ops.h>
 #include <rte_pci.h>
 #include <rte_ring.h>
 
@@ -64,10 +65,11 @@
 #define DR_XDP_HEADROOM 256
 #define DR_XDP_FILL	2048
 /* net_af_xdp: the most PSNs a QP on the port leaves unacknowledged
- * (dr_port_max_window).  In copy mode on a veth the kernel held or lost
- * frames when a QP had hundreds of PSNs in flight (captures showed frames
- * held 0.5-11 s); with 64, 1 MiB sessions completed 28 times of 31,
- * against 1 of 17 with the engine's 128 (issue 13, bench/PROFILE.md 7). */
+ * (dr_port_max_window).  Set when frames built in mbufs outside the umem
+ * were lost and held the frames behind them on the TX ring (fixed:
+ * make_xdp_pool); since, the engine's 128 passed 16 droce-xfer sessions of
+ * 16, and the stalls left under load hit 64 and 128 alike, unexplained:
+ * kept until they are (issue 13, bench/PROFILE.md 7). */
 #define DR_XDP_WINDOW 64
 
 static unsigned port_serial;			     /* global lock */
@@ -597,6 +599,116 @@ static struct rte_mempool *make_pool(struct dr_port *p, const char *what, unsign
 	return mp;
 }
 
+/* The highest address of any object of mp (rte_mempool_obj_iter callback). */
+static void obj_end(struct rte_mempool *mp, void *arg, void *obj, unsigned idx)
+{
+	uintptr_t *end = arg, e = (uintptr_t)obj + mp->elt_size + mp->trailer_size;
+
+	(void)idx;
+	if (e > *end)
+		*end = e;
+}
+
+/* A mempool's memory chunk in a memzone of its own goes with it. */
+static void memzone_free(struct rte_mempool_memhdr *mh, void *mz)
+{
+	(void)mh;
+	rte_memzone_free(mz);
+}
+
+/*
+ * net_af_xdp (DPDK 22.11, xdp_umem_configure) registers as its umem
+ * populated_size times rte_mempool_calc_obj_size() bytes from the page of
+ * the pool's first memory chunk: it takes the objects to be packed from
+ * there.  Without hugepages a mempool lets no object cross a page, so
+ * rte_pktmbuf_pool_create()'s 4032-byte objects lie one per page, from the
+ * first page boundary of a chunk that starts at a cache line, and the last
+ * 128 of 8191 lie beyond the umem.  The kernel takes a frame in one of them
+ * as an invalid TX descriptor: it drops it, skips one such descriptor per
+ * sendto() (which returns 0, so the PMD stops kicking) and leaves the
+ * frames queued behind it on the ring until droce's next transmit; it
+ * discards such fill-queue entries too (bench/PROFILE.md 7).  So the frames
+ * pool of an af_xdp port has objects of exactly one page (unspread, the
+ * data room where af_xdp_room() put it, the rest of the page the mbuf's
+ * private area, unused) in a page-aligned memzone of its own, and is
+ * checked against what the PMD registers.
+ */
+static struct rte_mempool *make_xdp_pool(struct dr_port *p, unsigned n, unsigned room,
+					 struct dr_port_err *err)
+{
+	struct rte_pktmbuf_pool_private priv = {0};
+	unsigned page = (unsigned)getpagesize(), elt = sizeof(struct rte_mbuf) + room;
+	uint32_t size = rte_mempool_calc_obj_size(elt, RTE_MEMPOOL_F_NO_SPREAD, NULL);
+	char name[RTE_MEMPOOL_NAMESIZE], mzname[RTE_MEMZONE_NAMESIZE];
+	const struct rte_memzone *mz;
+	struct rte_mempool_memhdr *mh;
+	uintptr_t base, end = 0;
+	struct rte_mempool *mp;
+	size_t umem;
+	int ret;
+
+	snprintf(name, sizeof(name), "drp%u_frames", p->serial);
+	if (size > page || (page - size) % RTE_MBUF_PRIV_ALIGN) {
+		dr_port_fail(err, -EINVAL, DR_PORT_PARAM_NONE,
+			     "%s: net_af_xdp: %u-byte mbufs do not make one %u-byte umem page",
+			     p->name, size, page);
+		return NULL;
+	}
+	priv.mbuf_priv_size = page - size;
+	priv.mbuf_data_room_size = room;
+	mp = rte_mempool_create_empty(name, n, elt + priv.mbuf_priv_size, DR_PORT_MBUF_CACHE,
+				      sizeof(priv), p->socket_id, RTE_MEMPOOL_F_NO_SPREAD);
+	if (!mp) {
+		ret = -rte_errno;
+		goto out_no_pool;
+	}
+	ret = rte_mempool_set_ops_byname(mp, rte_mbuf_best_mempool_ops(), NULL);
+	if (ret < 0)
+		goto out_free_pool;
+	rte_pktmbuf_pool_init(mp, &priv);
+	/* from a page boundary: populate_default's memzone starts at a
+	 * cache line, 1152 bytes into a page here */
+	snprintf(mzname, sizeof(mzname), "drp%u_umem", p->serial);
+	mz = rte_memzone_reserve_aligned(mzname, (size_t)n * page, p->socket_id, 0, page);
+	if (!mz) {
+		ret = -rte_errno;
+		goto out_free_pool;
+	}
+	ret = rte_mempool_populate_virt(mp, mz->addr, mz->len, page, memzone_free, (void *)mz);
+	if (ret < 0) {
+		rte_memzone_free(mz);
+		goto out_free_pool;
+	}
+	rte_mempool_obj_iter(mp, rte_pktmbuf_init, NULL);
+	rte_mempool_obj_iter(mp, obj_end, &end);
+	/* what the PMD registers: from the first chunk's page, this many */
+	mh = STAILQ_FIRST(&mp->mem_list);
+	base = RTE_ALIGN_FLOOR((uintptr_t)mh->addr, (uintptr_t)page);
+	umem =
+	    (size_t)mp->populated_size * rte_mempool_calc_obj_size(mp->elt_size, mp->flags, NULL) +
+	    ((uintptr_t)mh->addr - base);
+	if (end - base > umem) {
+		dr_port_fail(err, -EINVAL, DR_PORT_PARAM_NONE,
+			     "%s: net_af_xdp: pool %s spans %zu bytes in %u chunks, more than "
+			     "the %zu of its umem",
+			     p->name, name, (size_t)(end - base), mp->nb_mem_chunks, umem);
+		rte_mempool_free(mp);
+		return NULL;
+	}
+	dr_port_log(DR_PORT_LOG_INFO,
+		    "%s: net_af_xdp: its umem (%zu bytes) holds all %u mbufs of %s", p->name, umem,
+		    mp->populated_size, name);
+	return mp;
+out_free_pool:
+	rte_mempool_free(mp);
+out_no_pool:
+	dr_port_fail(err, ret, DR_PORT_PARAM_NONE,
+		     "cannot create mempool %s (%u mbufs of %u bytes): %s; give DPDK more memory "
+		     "(-m in the EAL arguments)",
+		     name, n, room, rte_strerror(-ret));
+	return NULL;
+}
+
 static int create_pools(struct dr_port *p, unsigned nb_mbufs, struct dr_port_err *err)
 {
 	size_t room = RTE_MAX(p->max_frame, (size_t)DR_PORT_MIN_BUF);
@@ -607,7 +719,9 @@ static int create_pools(struct dr_port *p, unsigned nb_mbufs, struct dr_port_err
 		room = p->xdp_room;
 
 	p->buf_size = RTE_ALIGN_CEIL(room, RTE_CACHE_LINE_SIZE);
-	p->pool = make_pool(p, "frames", nb_mbufs, 0, RTE_PKTMBUF_HEADROOM + p->buf_size, err);
+	p->pool = p->xdp_room ? make_xdp_pool(p, nb_mbufs, RTE_PKTMBUF_HEADROOM + p->buf_size, err)
+			      : make_pool(p, "frames", nb_mbufs, 0,
+					  RTE_PKTMBUF_HEADROOM + p->buf_size, err);
 	if (!p->pool)
 		return err ? err->err : -ENOMEM;
 	p->ext_pool = make_pool(p, "ext", nb_mbufs, DR_EXTBUF_PRIV, DR_EXT_ROOM, err);
