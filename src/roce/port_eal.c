@@ -348,7 +348,12 @@ static void sweep_stale(const char *own)
 		if (strlen(path) >= sizeof(sun.sun_path))
 			continue;
 		strcpy(sun.sun_path, path);
-		fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		/* non-blocking: DPDK's telemetry listens with a backlog of
+		 * 1, and a connect to a live process whose listener thread
+		 * waits for a CPU blocks until it accepts (11 s once, with
+		 * eight droce processes starting in one namespace on a
+		 * loaded host); EAGAIN means alive, as a connection does */
+		fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 		if (fd < 0)
 			break;
 		if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) && errno == ECONNREFUSED &&
