@@ -11,6 +11,10 @@
  *   - a failed parse still fills eth/ethertype once past layer 2;
  *   - an accepted frame's view stays inside the buffer and adds up;
  *   - dr_pkt_icrc() equals the carried ICRC exactly when the parse says so;
+ *   - DR_PARSE_DEFER_READ gives the same verdict, except that a READ
+ *     response it defers is OK until dr_pkt_icrc_finish() or
+ *     dr_pkt_icrc_copy() (which copies the payload byte-exact) gives the
+ *     ICRC's verdict;
  *   - dr_pkt_to_desc() + dr_pkt_build() reproduce the frame up to the end
  *     of the IP datagram, and dr_pkt_build_split() gives the same bytes.
  *
@@ -145,6 +149,35 @@ static void check_rebuild(const struct dr_pkt *p, const uint8_t *f, bool icrc_go
 	free(got);
 }
 
+/* DR_PARSE_DEFER_READ against the plain parse's verdict v. */
+static void check_deferred(const uint8_t *f, size_t size, enum dr_pkt_verdict v)
+{
+	struct dr_pkt pd;
+	enum dr_pkt_verdict vd = dr_pkt_parse(f, size, DR_PARSE_DEFER_READ, &pd);
+	bool good = v == DR_PKT_OK;
+	uint8_t *dst;
+	struct iovec iov;
+
+	if (vd == DR_PKT_OK && pd.icrc_deferred) {
+		if (v != DR_PKT_OK && v != DR_PKT_BAD_ICRC)
+			FAIL("deferred, but %s without deferring", dr_pkt_verdict_str(v));
+		if (dr_pkt_icrc_finish(&pd) != good)
+			FAIL("deferred check says %d, parse %s", !good, dr_pkt_verdict_str(v));
+		dst = malloc(pd.payload_len);
+		if (!dst)
+			abort();
+		iov.iov_base = dst;
+		iov.iov_len = pd.payload_len;
+		if (dr_pkt_icrc_copy(&pd, &iov, 1) != good)
+			FAIL("check while copying says %d, parse %s", !good, dr_pkt_verdict_str(v));
+		if (memcmp(dst, pd.payload, pd.payload_len))
+			FAIL("dr_pkt_icrc_copy's copy differs");
+		free(dst);
+	} else if (vd != v) {
+		FAIL("verdict %s deferring, %s not", dr_pkt_verdict_str(vd), dr_pkt_verdict_str(v));
+	}
+}
+
 /* One parse pair and every check, on an exact-size heap copy of buf. */
 static void run_one(const uint8_t *buf, size_t size)
 {
@@ -183,6 +216,7 @@ static void run_one(const uint8_t *buf, size_t size)
 			FAIL("the two parses of a valid frame differ");
 		check_rebuild(&pn, f, good);
 	}
+	check_deferred(f, size, v);
 	free(f);
 }
 

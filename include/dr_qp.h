@@ -489,6 +489,15 @@ void dr_qp_input(struct dr_qp *qp, const struct dr_pkt *pkt);
 /* The QP's own receive checks, without side effects: DR_RX_OK or the
  * reason dr_qp_input would drop the frame before the engines see it. */
 enum dr_rx_drop dr_qp_rx_check(const struct dr_qp *qp, const struct dr_pkt *pkt);
+/* Where the payload of a READ response goes, asked before its ICRC is
+ * checked (the port's place function, dr_port_set_place): the segments of
+ * the next unfilled part of the READ at the head of the send queue, if pkt
+ * is the response dr_qp_input would copy there; else 0 (it is then copied,
+ * or dropped, as usual).  Without side effects: bytes written there before
+ * the frame is accepted are overwritten by the response that fills that
+ * part, and the READ completes only after it. */
+unsigned dr_qp_rsp_place(const struct dr_qp *qp, const struct dr_pkt *pkt, struct iovec *dst,
+			 unsigned max);
 const struct dr_qp_stats *dr_qp_stats(const struct dr_qp *qp);
 /* DR_QP_DEFER_ACK: the caller's burst of input is handled.  Sends the
  * held acknowledgement, if any, and lets a requester that holds after a

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <arpa/inet.h>
 #include <endian.h>
 
@@ -417,6 +418,10 @@ static inline const char *dr_opcode_name(uint8_t op)
 /* zlib-compatible CRC-32 (reflected 0x04C11DB7): dr_crc32(0, p, n) is the
  * CRC of p; dr_crc32(dr_crc32(0, a, n), b, m) the CRC of a||b. */
 uint32_t dr_crc32(uint32_t crc, const void *buf, size_t len);
+/* dr_crc32(crc, src, len), copying src to dst in the same pass (one read of
+ * each byte where memcpy then dr_crc32 make two).  dst and src must not
+ * overlap. */
+uint32_t dr_crc32_copy(uint32_t crc, void *dst, const void *src, size_t len);
 /* The portable slice-by-8 path, exported for tests and the benchmark. */
 uint32_t dr_crc32_sb8(uint32_t crc, const void *buf, size_t len);
 /* Which implementation dr_crc32 uses: "vpclmul" (AVX-512 VPCLMULQDQ from
@@ -442,6 +447,11 @@ int dr_icrc_start(const void *l3, size_t hdr_len, uint32_t *state);
  * single pass.  Returns 0 with *icrc set, or -1 as dr_icrc_start. */
 int dr_icrc_frame(const void *l3, size_t hdr_len, const void *payload, size_t payload_len,
 		  const void *pad, size_t pad_len, uint32_t *icrc);
+/* dr_icrc_frame, copying the payload to dst (not overlapping it) in the
+ * same pass: with AVX-512 and headers of up to 56 bytes, one pass over
+ * headers and payload together. */
+int dr_icrc_frame_copy(const void *l3, size_t hdr_len, const void *payload, size_t payload_len,
+		       const void *pad, size_t pad_len, void *dst, uint32_t *icrc);
 static inline uint32_t dr_icrc_update(uint32_t state, const void *p, size_t n)
 {
 	return dr_crc32(state, p, n);
@@ -603,6 +613,12 @@ struct dr_pkt {
 	uint32_t payload_len;
 	unsigned padcnt;
 	uint32_t icrc; /* as carried by the frame */
+	/* DR_PARSE_DEFER_READ: the ICRC is not checked yet
+	 * (dr_pkt_icrc_finish, dr_pkt_icrc_copy) */
+	bool icrc_deferred;
+	/* set by the port (dr_port_set_place): the payload was copied where
+	 * the receiver asked, and the ICRC checked while copying */
+	bool payload_placed;
 };
 
 #define dr_pkt_reth(p) ((const struct dr_reth *)(p)->hdr[DR_HDR_RETH])
@@ -623,7 +639,16 @@ static inline unsigned dr_pkt_ecn(const struct dr_pkt *p)
 
 enum dr_parse_flags {
 	DR_PARSE_NO_ICRC = 1u << 0, /* skip the ICRC check (caller does it) */
+	/* A READ response with DR_ICRC_DEFER_MIN payload bytes or more: check
+	 * nothing of the ICRC yet and set pkt->icrc_deferred; the
+	 * caller must finish the check (dr_pkt_icrc_finish, or while placing
+	 * the payload, dr_pkt_icrc_copy) before it trusts any field. */
+	DR_PARSE_DEFER_READ = 1u << 1,
 };
+
+/* Smallest READ response payload DR_PARSE_DEFER_READ defers: below it
+ * dr_icrc_frame checks headers and payload in one gathered call. */
+#define DR_ICRC_DEFER_MIN 256
 
 /* The DestQP of a RoCEv2 frame (Ethernet, optional 802.1Q, IPv4 or IPv6,
  * UDP 4791), or -1 for a MAD (QP1) or anything else. */
@@ -637,6 +662,15 @@ enum dr_pkt_verdict dr_pkt_parse(const void *frame, size_t len, unsigned flags,
 
 /* Recompute the ICRC of a parsed frame (whatever it carries). */
 uint32_t dr_pkt_icrc(const struct dr_pkt *pkt);
+
+/* Finish a deferred ICRC check (DR_PARSE_DEFER_READ) over payload and pad:
+ * true if the frame's ICRC is right.  On a frame not deferred, true. */
+bool dr_pkt_icrc_finish(const struct dr_pkt *pkt);
+/* The same, copying the payload into the n segments of dst on the way
+ * (their lengths sum to pkt->payload_len).  The bytes are written whatever
+ * the verdict: dst must be memory whose contents do not matter until the
+ * frame is accepted.  The frame must be deferred. */
+bool dr_pkt_icrc_copy(const struct dr_pkt *pkt, const struct iovec *dst, unsigned n);
 
 /* Turn a parsed frame back into a description (pointers into the frame);
  * dr_pkt_build() of it reproduces the IP datagram byte for byte. */

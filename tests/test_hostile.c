@@ -182,6 +182,75 @@ START_TEST(test_bad_icrc)
 }
 END_TEST
 
+/* A READ response with a bad ICRC, at the very PSN B's READ waits for,
+ * there before A's real one: B's port copies its payload into the READ's
+ * buffer while checking it (dr_port_set_place: no other pass over it),
+ * finds the ICRC wrong and drops it - counted, the READ not completed,
+ * nothing else touched.  A's real response then fills the buffer and
+ * completes the READ once, byte-exact. */
+START_TEST(test_bad_icrc_read_response)
+{
+	static uint8_t frame[REGION + 256], forged[REGION];
+	struct fx_region src, dst;
+	struct fi_cq_data_entry e;
+	struct dr_pkt_desc d;
+	uint64_t bad = DOM_B("rx_bad_icrc"), placed = DOM_B("rx_placed");
+	uint32_t n;
+	int len;
+
+	qp_infos();
+	n = qb.path_mtu < REGION ? qb.path_mtu : REGION; /* one response */
+	ck_assert_uint_ge(n, DR_ICRC_DEFER_MIN);
+	fx_region_open(&src, F.dom_a, REGION, FI_REMOTE_READ, 0);
+	fx_region_open(&dst, F.dom_b, REGION, FI_READ, PATTERN);
+	for (size_t i = 0; i < REGION; i++)
+		src.buf[i] = (uint8_t)(i * 29 + 3);
+	memset(forged, 0xee, sizeof(forged));
+	desc_from_a(&d, DR_OP_READ_RSP_ONLY, qb.sq_psn);
+	d.ackreq = false;
+	d.aeth.syndrome = DR_AETH_ACK_UNLIMITED;
+	d.payload = forged;
+	d.payload_len = n;
+	len = build(&d, frame, sizeof(frame));
+	frame[len - 1] ^= 0x01;
+	/* posted first, so its request is built (and the READ outstanding)
+	 * when B's next poll finds the forged response, before that poll
+	 * sends the request to A */
+	ck_assert_int_eq(
+	    fi_read(C.ep_b, dst.buf, n, fi_mr_desc(dst.mr), 0, src.addr, src.key, (void *)0x66), 0);
+	inject(frame, (size_t)len);
+	ck_assert_int_eq(fi_cq_read(C.cq_b, &e, 1), -FI_EAGAIN);
+	ck_assert_uint_eq(DOM_B("rx_bad_icrc"), bad + 1);
+	ck_assert_uint_eq(DOM_B("rx_placed"), placed);
+	/* the port did place it (the path under test), and no more */
+	ck_assert_uint_eq(dst.buf[0], 0xee);
+	ck_assert_uint_eq(dst.buf[n - 1], 0xee);
+	if (n < REGION)
+		ck_assert_uint_eq(dst.buf[n], PATTERN);
+	/* placed, not accepted: the READ is still open */
+	ck_assert_int_eq(fi_cq_read(C.cq_b, &e, 1), -FI_EAGAIN);
+
+	ck_assert_int_eq(fx_cq_wait(C.cq_b, C.cq_a, &e), 1);
+	ck_assert_ptr_eq(e.op_context, (void *)0x66);
+	ck_assert(e.flags & FI_READ);
+	ck_assert(!memcmp(dst.buf, src.buf, n));
+	for (size_t i = n; i < REGION; i++)
+		ck_assert_uint_eq(dst.buf[i], PATTERN);
+	ck_assert_uint_eq(DOM_B("rx_bad_icrc"), bad + 1);
+	ck_assert_uint_eq(DOM_B("rx_placed"), placed + 1);
+	ck_assert_int_eq(fi_cq_read(C.cq_b, &e, 1), -FI_EAGAIN);
+	ck_assert_int_eq(fi_cq_read(C.cq_a, &e, 1), -FI_EAGAIN);
+	fx_region_check_guards(&src);
+	fx_region_check_guards(&dst);
+	fx_region_close(&src);
+	fx_region_close(&dst);
+	qp_infos();
+	ck_assert_str_eq(qb.state, "RTS");
+	region_b_untouched();
+	connection_carries_data(11);
+}
+END_TEST
+
 /* Truncated at every length from 0 to one byte short: each dropped by the
  * parser and counted, none reaches the QP. */
 START_TEST(test_truncated)
@@ -595,6 +664,7 @@ int main(void)
 	/* in each test's child (fi_fixture.h: fx_run) */
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_bad_icrc);
+	tcase_add_test(tc, test_bad_icrc_read_response);
 	tcase_add_test(tc, test_truncated);
 	tcase_add_test(tc, test_unknown_qpn);
 	tcase_add_test(tc, test_psn_ahead);

@@ -1682,6 +1682,98 @@ START_TEST(test_read_retry_tail)
 }
 END_TEST
 
+/* READ responses placed as the port with a place function takes them
+ * (dr_qp_rsp_place, simlink cfg.place), over a link that drops, duplicates
+ * and reorders: READs of one and three SGEs, a pad, a response too short
+ * to defer, a WRITE between them.  Every READ completes byte-exact, and
+ * exactly the responses the completer accepted were placed - each PSN once
+ * (a duplicate, one ahead of a gap or for a READ not yet at the head is
+ * copied nowhere). */
+static const struct {
+	double drop, dup, reorder;
+	uint64_t seed;
+} placed_tab[] = {
+    {0, 0, 0, 1}, {0.05, 0, 0, 2}, {0, 0.1, 0, 3}, {0, 0, 0.1, 4}, {0.03, 0.05, 0.05, 5},
+};
+
+START_TEST(test_read_placed)
+{
+	struct pair_cfg c = pair_defaults();
+	static uint8_t src[5][20 * 1024], dst[5][20 * 1024 + 64], wsrc[3000], wdst[3000];
+	/* lengths of the READs; READ 0 goes to three SGEs */
+	static const uint32_t len[5] = {20 * 1024, 4096, 1021, 100, 300 + 4096};
+	uint64_t want_placed = 0;
+	struct dr_mr *smr[5], *wmr;
+	struct pair p;
+
+	c.sim.drop = placed_tab[_i].drop;
+	c.sim.dup = placed_tab[_i].dup;
+	c.sim.reorder = placed_tab[_i].reorder;
+	c.sim.seed = placed_tab[_i].seed;
+	c.sim.place = true;
+	pair_up(&p, &c);
+	for (unsigned i = 0; i < 5; i++) {
+		fill(src[i], len[i], 40 + i);
+		memset(dst[i], 0xa5, sizeof(dst[i]));
+		smr[i] = reg(&p, 1, src[i], len[i], DR_ACCESS_REMOTE_READ);
+		/* responses of DR_ICRC_DEFER_MIN bytes or more are deferred */
+		for (uint32_t off = 0; off < len[i]; off += c.pmtu)
+			want_placed += len[i] - off >= DR_ICRC_DEFER_MIN;
+	}
+	fill(wsrc, sizeof(wsrc), 50);
+	wmr = reg(&p, 1, wdst, sizeof(wdst), DR_ACCESS_REMOTE_WRITE);
+	{
+		/* 1000 bytes, 7000 (from 8 bytes on), the rest (16 on) */
+		struct dr_sge sge[3] = {
+		    {.addr = (uintptr_t)dst[0], .length = 1000},
+		    {.addr = (uintptr_t)dst[0] + 1008, .length = 7000},
+		    {.addr = (uintptr_t)dst[0] + 8024, .length = len[0] - 8000},
+		};
+		struct dr_send_wr wr = {
+		    .wr_id = 0,
+		    .opcode = DR_WR_READ,
+		    .flags = DR_WR_SIGNALED,
+		    .sg_list = sge,
+		    .num_sge = 3,
+		    .remote_addr = (uintptr_t)src[0],
+		    .rkey = smr[0]->key,
+		};
+
+		ck_assert_int_eq(dr_qp_post_send(p.qp[0], &wr), 0);
+	}
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_READ, dst[1], len[1], 0, (uintptr_t)src[1],
+				   smr[1]->key, DR_WR_SIGNALED),
+			 0);
+	ck_assert_int_eq(post_send(&p, 0, 9, DR_WR_WRITE, wsrc, sizeof(wsrc), 0, (uintptr_t)wdst,
+				   wmr->key, DR_WR_SIGNALED),
+			 0);
+	for (unsigned i = 2; i < 5; i++)
+		ck_assert_int_eq(post_send(&p, 0, i, DR_WR_READ, dst[i], len[i], 0,
+					   (uintptr_t)src[i], smr[i]->key, DR_WR_SIGNALED),
+				 0);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.end[0].nwc, 6);
+	for (unsigned i = 0; i < 6; i++)
+		ck_assert_int_eq(p.sim.end[0].wc[i].status, DR_WC_SUCCESS);
+	ck_assert(!memcmp(dst[0], src[0], 1000));
+	ck_assert(!memcmp(dst[0] + 1008, src[0] + 1000, 7000));
+	ck_assert(!memcmp(dst[0] + 8024, src[0] + 8000, len[0] - 8000));
+	for (unsigned k = 0; k < 8; k++) {
+		ck_assert_uint_eq(dst[0][1000 + k], 0xa5);
+		ck_assert_uint_eq(dst[0][8016 + k], 0xa5);
+		ck_assert_uint_eq(dst[0][len[0] + 24 + k], 0xa5);
+	}
+	for (unsigned i = 1; i < 5; i++) {
+		ck_assert(!memcmp(dst[i], src[i], len[i]));
+		ck_assert_uint_eq(dst[i][len[i]], 0xa5);
+	}
+	ck_assert(!memcmp(wdst, wsrc, sizeof(wsrc)));
+	ck_assert_uint_eq(p.sim.end[0].placed, want_placed);
+	ck_assert_uint_eq(p.sim.end[1].placed, 0);
+	pair_down(&p);
+}
+END_TEST
+
 /* ---- duplicate SEND re-ACKed with the last in-order PSN and the MSN ------ */
 
 struct ack_log {
@@ -5025,6 +5117,7 @@ static Suite *qp_suite(void)
 	tcase_add_loop_test(tc, test_dup_atomic, 0, 2);
 	tcase_add_test(tc, test_gbn_partial);
 	tcase_add_test(tc, test_read_retry_tail);
+	tcase_add_loop_test(tc, test_read_placed, 0, sizeof(placed_tab) / sizeof(placed_tab[0]));
 	tcase_add_test(tc, test_dup_send_reack);
 	tcase_add_test(tc, test_dup_send_late);
 	suite_add_tcase(s, tc);

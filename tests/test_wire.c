@@ -662,6 +662,89 @@ START_TEST(test_crc_long_lengths)
 }
 END_TEST
 
+/* dr_crc32_copy: the CRC dr_crc32 gives, and dst byte-exact, at the
+ * lengths where the paths change (256: 512-bit folding; 64-byte blocks; a
+ * tail under 16) and random ones, every source and destination alignment
+ * mod 8 (and 63); not a byte written outside dst. */
+START_TEST(test_crc_copy)
+{
+	static uint8_t data[(16 << 10) + 64], dst[(16 << 10) + 256];
+	size_t lens[24] = {0,	1,   15,  16,  63,   64,       255,	  256,	      257,
+			   319, 320, 511, 512, 4096, 4096 + 4, 4096 + 63, 4096 + 255, 16 << 10};
+	const size_t aligns[] = {0, 1, 2, 3, 4, 5, 6, 7, 63};
+
+	if (!crc_use(_i))
+		return;
+	rng_seed(4);
+	rng_fill(data, sizeof(data));
+	for (size_t i = 18; i < ARRAY_SIZE(lens); i++)
+		lens[i] = rng32() % ((16 << 10) + 1);
+	for (size_t i = 0; i < ARRAY_SIZE(lens); i++) {
+		size_t len = lens[i];
+		uint32_t want = crc_ref(0x5a5a5a5au, data, len);
+
+		for (size_t a = 0; a < ARRAY_SIZE(aligns); a++) {
+			size_t sa = aligns[a], da = aligns[ARRAY_SIZE(aligns) - 1 - a];
+
+			memcpy(crc_buf + sa, data, len);
+			memset(dst, 0xa5, sizeof(dst));
+			ck_assert_msg(
+			    dr_crc32_copy(0x5a5a5a5au, dst + 64 + da, crc_buf + sa, len) == want,
+			    "len %zu src %zu dst %zu", len, sa, da);
+			ck_assert_msg(!memcmp(dst + 64 + da, data, len), "copy len %zu", len);
+			for (size_t k = 0; k < sizeof(dst); k++)
+				if (k < 64 + da || k >= 64 + da + len)
+					ck_assert_msg(dst[k] == 0xa5, "len %zu: byte %zu outside",
+						      len, k);
+		}
+	}
+}
+END_TEST
+
+/* dr_icrc_frame_copy: the ICRC dr_icrc_frame gives and the payload
+ * byte-exact in dst, for IPv4 and IPv6 header blocks of every length its
+ * one-pass route takes (up to 56 bytes) and the next ones, payloads around
+ * its 192-byte minimum and the 64/256-byte steps, with and without a pad,
+ * each implementation; nothing written outside dst. */
+START_TEST(test_icrc_frame_copy)
+{
+	static uint8_t l3[64 + 4096 + 8], dst[4096 + 128];
+	const size_t hls[] = {40, 44, 48, 52, 56, 60, 64};
+	const size_t lens[] = {0, 1, 100, 191, 192, 193, 255, 256, 448, 1021, 4096, 4099};
+
+	if (!crc_use(_i))
+		return;
+	rng_seed(6);
+	for (size_t h = 0; h < ARRAY_SIZE(hls); h++) {
+		for (size_t i = 0; i < ARRAY_SIZE(lens); i++) {
+			for (size_t pad = 0; pad <= 3; pad += 3) {
+				size_t hl = hls[h], len = lens[i];
+				uint32_t want, got;
+
+				rng_fill(l3, sizeof(l3));
+				/* IPv6 where the headers hold it (60 and 64) */
+				l3[0] = hl >= 60 && (pad || i % 2) ? 0x60 : 0x45;
+				ck_assert_int_eq(
+				    dr_icrc_frame(l3, hl, l3 + hl, len, l3 + hl + len, pad, &want),
+				    0);
+				memset(dst, 0xa5, sizeof(dst));
+				ck_assert_int_eq(dr_icrc_frame_copy(l3, hl, l3 + hl, len,
+								    l3 + hl + len, pad, dst + 64,
+								    &got),
+						 0);
+				ck_assert_msg(got == want, "hdr %zu len %zu pad %zu", hl, len, pad);
+				ck_assert(!memcmp(dst + 64, l3 + hl, len));
+				for (size_t k = 0; k < sizeof(dst); k++)
+					if (k < 64 || k >= 64 + len)
+						ck_assert_msg(dst[k] == 0xa5,
+							      "hdr %zu len %zu: byte %zu", hl, len,
+							      k);
+			}
+		}
+	}
+}
+END_TEST
+
 /* crc(a||b) == crc(crc(a), b) at every split, mixing the two paths */
 START_TEST(test_crc_continuation)
 {
@@ -2220,6 +2303,121 @@ START_TEST(test_bit_flips)
 }
 END_TEST
 
+/* DR_PARSE_DEFER_READ: which frames it defers, and that the check it
+ * leaves to dr_pkt_icrc_finish / dr_pkt_icrc_copy gives the verdict the
+ * parser would have, for an intact frame, one bit flipped in the payload,
+ * in a covered header field (the PSN) and in the ICRC itself.  The copy is
+ * byte-exact over one or three segments and writes nothing past them. */
+static const struct {
+	uint8_t opcode;
+	uint32_t len; /* payload */
+	uint8_t ipv;
+	bool deferred;
+} defer_tab[] = {
+    {DR_OP_READ_RSP_ONLY, 4096, 4, true},
+    {DR_OP_READ_RSP_FIRST, 4096, 4, true},
+    {DR_OP_READ_RSP_MIDDLE, 4096, 4, true},
+    {DR_OP_READ_RSP_LAST, 1021, 4, true}, /* pad 3 */
+    {DR_OP_READ_RSP_ONLY, 4096, 6, true},
+    {DR_OP_READ_RSP_ONLY, DR_ICRC_DEFER_MIN, 4, true},
+    {DR_OP_READ_RSP_ONLY, DR_ICRC_DEFER_MIN - 1, 4, false},
+    {DR_OP_READ_RSP_ONLY, 8, 4, false},
+    {DR_OP_WRITE_ONLY, 4096, 4, false},
+    {DR_OP_SEND_ONLY, 4096, 4, false},
+};
+
+START_TEST(test_defer_read)
+{
+	static uint8_t payload[DR_MAX_PMTU], frame[FRAME_MAX], f[FRAME_MAX], dst[DR_MAX_PMTU + 128];
+	struct dr_pkt_desc d;
+	struct dr_pkt pkt;
+	uint32_t len = defer_tab[_i].len;
+	size_t psn_at, pay_at;
+	int fl;
+
+	rng_seed(5);
+	rng_fill(payload, sizeof(payload));
+	dr_pkt_desc_init(&d);
+	memcpy(d.dst_mac, mac_b, 6);
+	memcpy(d.src_mac, mac_a, 6);
+	d.ip_version = defer_tab[_i].ipv;
+	d.src_ip4 = 0xc0a80101;
+	d.dst_ip4 = 0xc0a80102;
+	d.src_ip6[0] = d.dst_ip6[0] = 0xfe;
+	d.src_ip6[15] = 1;
+	d.dst_ip6[15] = 2;
+	d.opcode = defer_tab[_i].opcode;
+	d.dqpn = 0x11;
+	d.psn = 7;
+	d.reth.len = len;
+	d.payload = payload;
+	d.payload_len = len;
+	fl = dr_pkt_build(&d, frame, sizeof(frame));
+	ck_assert_int_gt(fl, 0);
+	ck_assert_int_eq(dr_pkt_parse(frame, (size_t)fl, DR_PARSE_DEFER_READ, &pkt), DR_PKT_OK);
+	ck_assert(pkt.icrc_deferred == defer_tab[_i].deferred);
+	ck_assert(!pkt.payload_placed);
+	ck_assert(dr_pkt_icrc_finish(&pkt));
+	psn_at = (size_t)((const uint8_t *)pkt.bth - frame) + 11;
+	pay_at = (size_t)(pkt.payload - frame);
+	if (!pkt.icrc_deferred) {
+		/* checked at once, as without the flag */
+		frame[pay_at] ^= 1;
+		ck_assert_int_eq(dr_pkt_parse(frame, (size_t)fl, DR_PARSE_DEFER_READ, &pkt),
+				 DR_PKT_BAD_ICRC);
+		return;
+	}
+	/* intact, then each corruption: the same verdict both ways */
+	for (int c = 0; c < 4; c++) {
+		size_t at[4] = {0, pay_at + len / 2, psn_at, (size_t)fl - 1};
+
+		memcpy(f, frame, (size_t)fl);
+		if (c)
+			f[at[c]] ^= 0x10;
+		ck_assert_int_eq(dr_pkt_parse(f, (size_t)fl, DR_PARSE_DEFER_READ, &pkt), DR_PKT_OK);
+		ck_assert(pkt.icrc_deferred);
+		ck_assert_int_eq(dr_pkt_parse(f, (size_t)fl, 0, &(struct dr_pkt){0}),
+				 c ? DR_PKT_BAD_ICRC : DR_PKT_OK);
+		ck_assert(dr_pkt_icrc_finish(&pkt) == !c);
+		for (unsigned nseg = 1; nseg <= 3; nseg += 2) {
+			/* three segments: 1 byte, 100, the rest, 8 bytes apart */
+			struct iovec iov[3];
+			size_t off = 8;
+
+			memset(dst, 0xa5, sizeof(dst));
+			if (nseg == 1) {
+				iov[0].iov_base = dst + off;
+				iov[0].iov_len = len;
+			} else {
+				iov[0].iov_base = dst + off;
+				iov[0].iov_len = 1;
+				iov[1].iov_base = dst + off + 1 + 8;
+				iov[1].iov_len = 100;
+				iov[2].iov_base = dst + off + 101 + 16;
+				iov[2].iov_len = len - 101;
+			}
+			ck_assert_msg(dr_pkt_icrc_copy(&pkt, iov, nseg) == !c,
+				      "case %d, %u segments", c, nseg);
+			for (unsigned k = 0; k < nseg; k++)
+				ck_assert(!memcmp(
+				    iov[k].iov_base,
+				    f + pay_at + ((uint8_t *)iov[k].iov_base - dst - off - 8 * k),
+				    iov[k].iov_len));
+			for (size_t k = 0, seg = 0; k < sizeof(dst); k++) {
+				uint8_t *b = dst + k;
+				bool in = false;
+
+				for (seg = 0; seg < nseg; seg++)
+					in |= b >= (uint8_t *)iov[seg].iov_base &&
+					      b < (uint8_t *)iov[seg].iov_base + iov[seg].iov_len;
+				if (!in)
+					ck_assert_msg(*b == 0xa5, "byte %zu outside written", k);
+			}
+		}
+	}
+}
+END_TEST
+
 /* A real ARP request (RFC 826), with and without a tag: not IP. */
 START_TEST(test_arp)
 {
@@ -2478,6 +2676,8 @@ static Suite *wire_suite(void)
 	tcase_add_loop_test(tc, test_crc_short_lengths, 0, ARRAY_SIZE(crc_impls));
 	tcase_add_loop_test(tc, test_crc_long_lengths, 0, ARRAY_SIZE(crc_impls));
 	tcase_add_loop_test(tc, test_crc_continuation, 0, ARRAY_SIZE(crc_impls));
+	tcase_add_loop_test(tc, test_crc_copy, 0, ARRAY_SIZE(crc_impls));
+	tcase_add_loop_test(tc, test_icrc_frame_copy, 0, ARRAY_SIZE(crc_impls));
 
 	tc = wire_tcase(s, "icrc", 0, false);
 	tcase_add_test(tc, test_icrc_vector);
@@ -2503,6 +2703,7 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, test_malformed_coverage);
 	tcase_add_test(tc, test_malformed_opcodes);
 	tcase_add_test(tc, test_malformed_runts);
+	tcase_add_loop_test(tc, test_defer_read, 0, ARRAY_SIZE(defer_tab));
 	tcase_add_test(tc, test_arp);
 	tcase_add_test(tc, test_verdict_str);
 

@@ -320,6 +320,17 @@ static void dev_rx(void *ctx, const void *frame, size_t len, const struct dr_pkt
 	dr_ep_input(ep, pkt);
 }
 
+/* Where a READ response's payload goes before its ICRC is checked
+ * (dr_port_set_place): the completer of the QP it is for names the unfilled
+ * part of its READ, if it is the response it waits for. */
+static unsigned dev_place(void *ctx, const struct dr_pkt *pkt, struct iovec *dst, unsigned max)
+{
+	struct dr_dev *dev = ctx;
+	struct dr_ep *ep = dr_idmap_find(&dev->qps, pkt->dqpn);
+
+	return ep && ep->qp ? dr_qp_rsp_place(ep->qp, pkt, dst, max) : 0;
+}
+
 /* ---- QPNs ----------------------------------------------------------------- */
 
 static int dev_qpn_alloc(struct dr_dev *dev, struct dr_ep *ep, uint32_t *qpn)
@@ -711,6 +722,7 @@ static int dev_open(struct dr_fabric *fab, const struct dr_devcfg *cfg, struct d
 	}
 	dev->port_next = (uint16_t)(0xc000 | (dr_port_now_ns() & 0x3fff));
 	dr_port_set_rx(dev->port, dev_rx, dev);
+	dr_port_set_place(dev->port, dev_place);
 	dr_port_set_neigh_cb(dev->port, dev_neigh, dev);
 	dr_port_set_neigh6_cb(dev->port, dev_neigh6, dev);
 	{

@@ -34,7 +34,7 @@ struct counter_def {
 /* clang-format off */
 static const struct counter_def port_counters[] = {
 	PORT_C(rx_frames), PORT_C(rx_bytes), PORT_C(tx_frames), PORT_C(tx_bytes),
-	PORT_C(rx_roce), PORT_C(rx_arp), PORT_C(tx_arp), PORT_C(rx_dropped),
+	PORT_C(rx_roce), PORT_C(rx_placed), PORT_C(rx_arp), PORT_C(tx_arp), PORT_C(rx_dropped),
 	PORT_C(rx_not_ours), PORT_C(rx_looped), PORT_C(rx_no_handler),
 	PORT_C(rx_too_long), PORT_C(rx_arp_bad), PORT_C(rx_arp_ignored),
 	PORT_C(tx_dropped), PORT_C(tx_bursts), PORT_C(tx_nombuf), PORT_C(loopback),

@@ -428,12 +428,24 @@ static enum dr_comp_state dr_comp_ack(struct dr_qp *qp, struct dr_comp_ctx *c)
 	return DR_COMP_DONE;
 }
 
+/* Payload length of response k of READ w, and whether it ends a request
+ * (*end: the READ's last, or the last of a request on the grid, req.c). */
+static uint32_t dr_comp_read_plen(const struct dr_qp *qp, const struct dr_send_wqe *w, uint32_t k,
+				  bool *end)
+{
+	uint32_t pmtu = qp->attr.path_mtu;
+	uint64_t left = w->length - (uint64_t)k * pmtu;
+
+	*end = k + 1 == w->npsn || (k + 1) % DR_QP_READ_CHUNK == 0;
+	return left < pmtu ? (uint32_t)left : pmtu;
+}
+
 static enum dr_comp_state dr_comp_read(struct dr_qp *qp, struct dr_comp_ctx *c)
 {
 	const struct dr_pkt *pkt = c->pkt;
 	struct dr_send_wqe *w = dr_comp_find(qp, pkt->psn);
 	uint32_t pmtu = qp->attr.path_mtu, k, expect, plen;
-	bool last;
+	bool last, end;
 
 	if (!w || w->wr.opcode != DR_WR_READ)
 		return DR_COMP_DROP;
@@ -454,16 +466,17 @@ static enum dr_comp_state dr_comp_read(struct dr_qp *qp, struct dr_comp_ctx *c)
 	}
 
 	k = w->rsp_psns;
-	plen = w->length - (uint64_t)k * pmtu < pmtu ? (uint32_t)(w->length - (uint64_t)k * pmtu)
-						     : pmtu;
+	plen = dr_comp_read_plen(qp, w, k, &end);
 	last = k + 1 == w->npsn;
 	/* each request's responses end at its end of the grid (req.c) */
-	if (pkt->payload_len != plen ||
-	    (last || (k + 1) % DR_QP_READ_CHUNK == 0) != !!(pkt->op->flags & DR_OPF_END))
+	if (pkt->payload_len != plen || end != !!(pkt->op->flags & DR_OPF_END))
 		return DR_COMP_DROP; /* not the packet we asked for */
-	dr_sge_copy_in(w->sge, w->wr.num_sge, (uint64_t)k * pmtu, pkt->payload, plen);
+	/* the port may have put it there while checking its ICRC: at this
+	 * very place, named by dr_qp_rsp_place from the same state */
+	if (!pkt->payload_placed)
+		dr_sge_copy_in(w->sge, w->wr.num_sge, (uint64_t)k * pmtu, pkt->payload, plen);
 	w->rsp_psns++;
-	if ((last || (k + 1) % DR_QP_READ_CHUNK == 0) && w->rd_tokens) {
+	if (end && w->rd_tokens) {
 		/* that request is answered: its token is free */
 		w->rd_tokens--;
 		qp->req.ord_used--;
@@ -473,6 +486,34 @@ static enum dr_comp_state dr_comp_read(struct dr_qp *qp, struct dr_comp_ctx *c)
 		dr_comp_wqe(qp, DR_WC_SUCCESS, 0);
 	dr_comp_progress(qp);
 	return DR_COMP_DONE;
+}
+
+unsigned dr_qp_rsp_place(const struct dr_qp *qp, const struct dr_pkt *pkt, struct iovec *dst,
+			 unsigned max)
+{
+	const struct dr_aeth *aeth = dr_pkt_aeth(pkt);
+	const struct dr_send_wqe *w;
+	uint32_t plen;
+	bool end;
+
+	if (dr_qp_rx_check(qp, pkt) != DR_RX_OK || !(pkt->op->flags & DR_OPF_RSP) ||
+	    !(pkt->op->flags & DR_OPF_READ) ||
+	    (aeth && (dr_aeth_syndrome(aeth) & DR_AETH_TYPE_MASK) != DR_AETH_ACK))
+		return 0;
+	/* the next response of the READ at the head, nothing unanswered
+	 * before it: the one dr_comp_read copies, and where */
+	if (qp->sq.tail == qp->sq.head || pkt->psn != qp->comp.psn ||
+	    dr_psn_diff(pkt->psn, qp->comp.max_psn) >= 0)
+		return 0;
+	w = &qp->sq.ring[qp->sq.tail & qp->sq.mask];
+	if (w->state != DR_WQE_PENDING || w->wr.opcode != DR_WR_READ || w->rsp_psns >= w->npsn ||
+	    pkt->psn != dr_psn_add(w->first_psn, (int32_t)w->rsp_psns))
+		return 0;
+	plen = dr_comp_read_plen(qp, w, w->rsp_psns, &end);
+	if (pkt->payload_len != plen || end != !!(pkt->op->flags & DR_OPF_END))
+		return 0;
+	return dr_sge_iov(w->sge, w->wr.num_sge, (uint64_t)w->rsp_psns * qp->attr.path_mtu, plen,
+			  dst, max);
 }
 
 static enum dr_comp_state dr_comp_atomic(struct dr_qp *qp, struct dr_comp_ctx *c)

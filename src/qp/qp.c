@@ -438,6 +438,32 @@ void dr_sge_copy_in(const struct dr_sge *sge, unsigned n, uint64_t off, const vo
 	dr_sge_copy(sge, n, off, (uint8_t *)(uintptr_t)src, len, true);
 }
 
+unsigned dr_sge_iov(const struct dr_sge *sge, unsigned n, uint64_t off, uint64_t len,
+		    struct iovec *iov, unsigned max)
+{
+	unsigned i, k = 0;
+
+	for (i = 0; i < n && len; i++) {
+		uint64_t chunk;
+
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		if (k == max)
+			return 0;
+		chunk = sge[i].length - off;
+		if (chunk > len)
+			chunk = len;
+		iov[k].iov_base = (uint8_t *)(uintptr_t)sge[i].addr + off;
+		iov[k].iov_len = chunk;
+		k++;
+		len -= chunk;
+		off = 0;
+	}
+	return len ? 0 : k;
+}
+
 /* Check each SGE against the MR table and turn it into a local pointer.
  * Returns the total length, or -EPERM / -EINVAL. */
 static int64_t dr_sge_import(struct dr_qp *qp, struct dr_sge *dst, const struct dr_sge *src,

@@ -365,6 +365,10 @@ enum dr_wc_status dr_qp_nak_status(uint8_t syndrome);
 void dr_sge_copy_out(const struct dr_sge *sge, unsigned n, uint64_t off, void *dst, uint64_t len);
 void dr_sge_copy_in(const struct dr_sge *sge, unsigned n, uint64_t off, const void *src,
 		    uint64_t len);
+/* [off, off+len) of the list as at most max segments: their number, or 0
+ * if the list does not hold it all or it takes more. */
+unsigned dr_sge_iov(const struct dr_sge *sge, unsigned n, uint64_t off, uint64_t len,
+		    struct iovec *iov, unsigned max);
 /* A pointer to [off, off+len) of the list if it lies in one SGE, else NULL. */
 const uint8_t *dr_sge_span(const struct dr_sge *sge, unsigned n, uint64_t off, uint64_t len);
 

@@ -261,9 +261,20 @@ static void dr_sim_deliver(struct dr_sim *s, const struct dr_sim_ev *ev)
 	struct dr_qp *to = s->end[ev->dir ^ 1].qp;
 	struct dr_pkt pkt;
 
-	if (!to || dr_pkt_parse(ev->data, ev->len, 0, &pkt) != DR_PKT_OK ||
+	if (!to ||
+	    dr_pkt_parse(ev->data, ev->len, s->cfg.place ? DR_PARSE_DEFER_READ : 0, &pkt) !=
+		DR_PKT_OK ||
 	    pkt.dqpn != dr_qp_num(to))
 		return;
+	if (pkt.icrc_deferred) {
+		struct iovec dst[4];
+		unsigned n = dr_qp_rsp_place(to, &pkt, dst, 4);
+
+		if (n ? !dr_pkt_icrc_copy(&pkt, dst, n) : !dr_pkt_icrc_finish(&pkt))
+			return;
+		pkt.payload_placed = n > 0;
+		s->end[ev->dir ^ 1].placed += pkt.payload_placed;
+	}
 	if (s->cfg.deliver)
 		s->cfg.deliver(s->cfg.fault_arg, ev->dir, &pkt);
 	dr_qp_input(to, &pkt);

@@ -50,6 +50,10 @@ struct dr_sim_cfg {
 	 * it at the same instant are one receive burst, after which it calls
 	 * dr_qp_flush() if dr_qp_flush_due() (src/fi's dev_poll). */
 	bool flush_bursts;
+	/* take READ responses as a port with a place function does
+	 * (dr_port_set_place): the payload copied where dr_qp_rsp_place says
+	 * while its ICRC is checked (dr_sim_end.placed counts them) */
+	bool place;
 };
 
 struct dr_sim;
@@ -62,6 +66,7 @@ struct dr_sim_end {
 	size_t nwc, wc_cap;
 	uint64_t link_free_ns;
 	uint64_t tx_frames, tx_bytes, dropped, duplicated, delayed;
+	uint64_t placed; /* READ responses taken with cfg.place */
 	uint64_t frame_no;
 	/* this end's receive ring (dr_sim_cfg.rx_ring): frames waiting in it,
 	 * when it takes the next, the most ever waiting, and tail drops */

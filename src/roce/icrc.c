@@ -224,6 +224,78 @@ __attribute__((target(VP_TARGET))) static uint32_t crc_vpclmul_raw(uint32_t c, c
 	return crc_pclmul_tail(r, p, len);
 }
 
+/*
+ * crc_vpclmul_raw that also copies: every 64-byte block it loads is stored
+ * to dst as well as folded, so data read once is both checked and placed
+ * (dr_crc32_copy).  Same folding, same constants; len >= 256.  With blk,
+ * the stream starts with those 64 bytes (not copied) and the register
+ * must be 0: dr_icrc_frame_copy puts the frame's masked headers there, so
+ * that headers and payload take one pass; len >= 192 then.
+ */
+__attribute__((target(VP_TARGET))) static uint32_t
+crc_vpclmul_copy_raw(uint32_t c, const uint8_t *blk, uint8_t *q, const uint8_t *p, size_t len)
+{
+	const __m512i k2048 = _mm512_broadcast_i32x4(_mm_set_epi64x(K2048_LO, K2048_HI));
+	const __m512i k512 = _mm512_broadcast_i32x4(_mm_set_epi64x(K2, K1));
+	const __m512i klanes = _mm512_set_epi64(0, 0, K4, K3, K256_LO, K256_HI, K384_LO, K384_HI);
+	__m512i x0, x1, x2, x3, d0, d1, d2, d3;
+	__m128i r;
+
+	if (blk) {
+		x0 = _mm512_loadu_si512(blk);
+	} else {
+		d0 = _mm512_loadu_si512(p);
+		_mm512_storeu_si512(q, d0);
+		x0 = _mm512_xor_si512(d0, _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)c)));
+		p += 64;
+		q += 64;
+		len -= 64;
+	}
+	x1 = _mm512_loadu_si512(p);
+	x2 = _mm512_loadu_si512(p + 64);
+	x3 = _mm512_loadu_si512(p + 128);
+	_mm512_storeu_si512(q, x1);
+	_mm512_storeu_si512(q + 64, x2);
+	_mm512_storeu_si512(q + 128, x3);
+	p += 192;
+	q += 192;
+	len -= 192;
+	while (len >= 256) {
+		d0 = _mm512_loadu_si512(p);
+		d1 = _mm512_loadu_si512(p + 64);
+		d2 = _mm512_loadu_si512(p + 128);
+		d3 = _mm512_loadu_si512(p + 192);
+		_mm512_storeu_si512(q, d0);
+		_mm512_storeu_si512(q + 64, d1);
+		_mm512_storeu_si512(q + 128, d2);
+		_mm512_storeu_si512(q + 192, d3);
+		x0 = fold512(x0, k2048, d0);
+		x1 = fold512(x1, k2048, d1);
+		x2 = fold512(x2, k2048, d2);
+		x3 = fold512(x3, k2048, d3);
+		p += 256;
+		q += 256;
+		len -= 256;
+	}
+	x1 = fold512(x0, k512, x1);
+	x2 = fold512(x1, k512, x2);
+	x3 = fold512(x2, k512, x3);
+	while (len >= 64) {
+		d0 = _mm512_loadu_si512(p);
+		_mm512_storeu_si512(q, d0);
+		x3 = fold512(x3, k512, d0);
+		p += 64;
+		q += 64;
+		len -= 64;
+	}
+	x0 = fold512(x3, klanes, _mm512_maskz_mov_epi64(0xc0, x3));
+	r = _mm_ternarylogic_epi64(_mm512_castsi512_si128(x0), _mm512_extracti32x4_epi32(x0, 1),
+				   _mm512_extracti32x4_epi32(x0, 2), 0x96);
+	r = _mm_xor_si128(r, _mm512_extracti32x4_epi32(x0, 3));
+	memcpy(q, p, len);
+	return crc_pclmul_tail(r, p, len);
+}
+
 static bool have_pclmul, have_vpclmul;
 #define DR_CRC_PCLMUL_MIN 32
 /* the implementations dr_crc32 may use (dr_crc32_select) */
@@ -256,6 +328,18 @@ uint32_t dr_crc32(uint32_t crc, const void *buf, size_t len)
 		return ~crc_pclmul_raw(~crc, buf, len);
 #endif
 	return ~crc_sb8_raw(~crc, buf, len);
+}
+
+uint32_t dr_crc32_copy(uint32_t crc, void *dst, const void *src, size_t len)
+{
+#if defined(__x86_64__)
+	if (use_vpclmul && len >= DR_CRC_VPCLMUL_MIN)
+		return ~crc_vpclmul_copy_raw(~crc, NULL, dst, src, len);
+#endif
+	/* below 256 bytes, or without AVX-512: two passes, the second over
+	 * what the first left in the cache */
+	memcpy(dst, src, len);
+	return dr_crc32(crc, src, len);
 }
 
 const char *dr_crc32_impl(void)
@@ -386,6 +470,40 @@ int dr_icrc_frame(const void *l3, size_t hdr_len, const void *payload, size_t pa
 		memcpy(m + hdr_len + payload_len, pad, pad_len);
 	icrc_mask(m, iplen);
 	*icrc = dr_crc32(DR_ICRC_SEED, m, hdr_len + payload_len + pad_len);
+	return 0;
+}
+
+int dr_icrc_frame_copy(const void *l3, size_t hdr_len, const void *payload, size_t payload_len,
+		       const void *pad, size_t pad_len, void *dst, uint32_t *icrc)
+{
+	size_t iplen;
+
+#if defined(__x86_64__)
+	/* One pass: the stream the CRC folds is 64 bytes holding the 8 bytes
+	 * of 0xFF and the masked headers, then the payload.  A CRC register
+	 * of 0 is not moved by leading zero bytes, and 0xFF..FF XORed into
+	 * the first four of the 0xFF bytes (the register's usual start)
+	 * leaves 00 00 00 00 FF FF FF FF: so zeros, those 8 bytes and the
+	 * headers fill the block in front of the payload, which then stays
+	 * where it is in the folding, its stores as aligned as dst. */
+	if (use_vpclmul && hdr_len <= 56 && payload_len >= 192 &&
+	    icrc_masked_len(l3, hdr_len, &iplen)) {
+		uint8_t blk[64] = {0};
+		size_t at = 56 - hdr_len; /* where the 8 bytes go */
+		uint32_t st;
+
+		memset(blk + at + 4, 0xff, 4);
+		memcpy(blk + at + 8, l3, 56 - at);
+		icrc_mask(blk + at + 8, iplen);
+		st = ~crc_vpclmul_copy_raw(0, blk, dst, payload, payload_len);
+		*icrc = dr_icrc_update(st, pad, pad_len);
+		return 0;
+	}
+#endif
+	if (dr_icrc_start(l3, hdr_len, icrc))
+		return -1;
+	*icrc = dr_crc32_copy(*icrc, dst, payload, payload_len);
+	*icrc = dr_icrc_update(*icrc, pad, pad_len);
 	return 0;
 }
 

@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <stdio.h>
 
+#include <sys/uio.h>
+
 #include "dr_roce.h"
 
 static const char *const verdict_str[DR_PKT_VERDICT_NUM] = {
@@ -437,7 +439,14 @@ enum dr_pkt_verdict dr_pkt_parse(const void *frame, size_t len, unsigned flags,
 		return DR_PKT_TOO_LONG;
 
 	pkt->icrc = dr_icrc_get(tp + tlen - DR_ICRC_LEN);
-	if (!(flags & DR_PARSE_NO_ICRC) && dr_pkt_icrc(pkt) != pkt->icrc)
+	if (flags & DR_PARSE_NO_ICRC)
+		return DR_PKT_OK;
+	if ((flags & DR_PARSE_DEFER_READ) && (op->flags & DR_OPF_RSP) &&
+	    (op->flags & DR_OPF_READ) && pkt->payload_len >= DR_ICRC_DEFER_MIN) {
+		pkt->icrc_deferred = true;
+		return DR_PKT_OK;
+	}
+	if (dr_pkt_icrc(pkt) != pkt->icrc)
 		return DR_PKT_BAD_ICRC;
 	return DR_PKT_OK;
 }
@@ -453,6 +462,39 @@ uint32_t dr_pkt_icrc(const struct dr_pkt *pkt)
 			  (size_t)(end - pkt->payload), NULL, 0, &st))
 		return 0;
 	return st;
+}
+
+bool dr_pkt_icrc_finish(const struct dr_pkt *pkt)
+{
+	return !pkt->icrc_deferred || dr_pkt_icrc(pkt) == pkt->icrc;
+}
+
+bool dr_pkt_icrc_copy(const struct dr_pkt *pkt, const struct iovec *dst, unsigned n)
+{
+	const uint8_t *l3 = pkt->ip4 ? (const uint8_t *)pkt->ip4 : (const uint8_t *)pkt->ip6;
+	const uint8_t *src = pkt->payload;
+	size_t hl = (size_t)(pkt->payload - l3), left = pkt->payload_len;
+	uint32_t st;
+
+	if (!pkt->icrc_deferred)
+		return false;
+	/* one segment: headers and payload in one pass */
+	if (n == 1 && dst[0].iov_len >= left)
+		return !dr_icrc_frame_copy(l3, hl, src, left, src + left, pkt->padcnt,
+					   dst[0].iov_base, &st) &&
+		       st == pkt->icrc;
+	if (dr_icrc_start(l3, hl, &st))
+		return false;
+	for (unsigned i = 0; i < n && left; i++) {
+		size_t len = dst[i].iov_len < left ? dst[i].iov_len : left;
+
+		st = dr_crc32_copy(st, dst[i].iov_base, src, len);
+		src += len;
+		left -= len;
+	}
+	/* what the segments did not hold, and the pad, only checked */
+	st = dr_icrc_update(st, src, left + pkt->padcnt);
+	return st == pkt->icrc;
 }
 
 void dr_pkt_to_desc(const struct dr_pkt *pkt, struct dr_pkt_desc *d)

@@ -1224,6 +1224,11 @@ void dr_port_set_rx(struct dr_port *p, dr_port_rx_fn fn, void *ctx)
 	p->rx_ctx = ctx;
 }
 
+void dr_port_set_place(struct dr_port *p, dr_port_place_fn fn)
+{
+	p->place_fn = fn;
+}
+
 void dr_port_set_frame_hook(struct dr_port *p, dr_port_frame_fn fn, void *ctx)
 {
 	p->frame_fn = fn;
@@ -2247,14 +2252,16 @@ static void rx_frame(struct dr_port *p, struct rte_mbuf *m, bool looped)
 		p->stats.rx_not_ours++;
 		goto drop;
 	}
-	v = dr_pkt_parse(data, len, 0, &pkt);
-	if (v != DR_PKT_OK) {
-		p->stats.rx_verdict[v]++;
-		dr_capture_rx_verdict(p, v);
-		goto drop;
-	}
+	/* a place function needs the rx callback that accepts the frame */
+	v = dr_pkt_parse(data, len, p->place_fn && p->rx_fn ? DR_PARSE_DEFER_READ : 0, &pkt);
+	if (v != DR_PKT_OK)
+		goto bad;
 	if (p->ipv6 ? !pkt.ip6 || memcmp(pkt.ip6->daddr, p->ip6, 16)
 		    : !pkt.ip4 || ntohl(pkt.ip4->daddr) != p->ip) {
+		/* counted as before deferring: a bad ICRC first */
+		v = DR_PKT_BAD_ICRC;
+		if (!dr_pkt_icrc_finish(&pkt))
+			goto bad;
 		p->stats.rx_not_ours++;
 		goto drop;
 	}
@@ -2262,10 +2269,26 @@ static void rx_frame(struct dr_port *p, struct rte_mbuf *m, bool looped)
 		p->stats.rx_no_handler++;
 		goto drop;
 	}
+	if (pkt.icrc_deferred) {
+		/* a READ response: checked while it is copied into place, one
+		 * pass over the payload instead of two (the engine names the
+		 * place, which nothing reads before the READ completes) */
+		struct iovec dst[DR_PORT_PLACE_MAX];
+		unsigned n = p->place_fn(p->rx_ctx, &pkt, dst, DR_PORT_PLACE_MAX);
+
+		v = DR_PKT_BAD_ICRC;
+		if (n ? !dr_pkt_icrc_copy(&pkt, dst, n) : !dr_pkt_icrc_finish(&pkt))
+			goto bad;
+		pkt.payload_placed = n > 0;
+		p->stats.rx_placed += pkt.payload_placed;
+	}
 	p->stats.rx_roce++;
 	p->rx_fn(p->rx_ctx, data, len, &pkt);
 	rte_pktmbuf_free(m);
 	return;
+bad:
+	p->stats.rx_verdict[v]++;
+	dr_capture_rx_verdict(p, v);
 drop:
 	p->stats.rx_dropped++;
 	rte_pktmbuf_free(m);
