@@ -142,6 +142,12 @@ set grid
 set offsets graph 0.04, graph 0.04, 0, 0
 set key outside bottom center horizontal maxrows 3 font ',9'
 plot 'data/ratio-lat_send-vethxdp.dat' u 1:2 w linespoints lt 1 pt 4 title 'latency send (lower better)', \
+  'data/ratio-lat_write-vethxdp.dat' u 1:2 w linespoints lt 2 pt 5 title 'latency write (lower better)', \
+  'data/ratio-bw_write-vethxdp.dat' u 1:2 w linespoints lt 3 pt 6 title 'bw write', \
+  'data/ratio-bw_read-vethxdp.dat' u 1:2 w linespoints lt 4 pt 7 title 'bw read', \
+  'data/ratio-bw_send-vethxdp.dat' u 1:2 w linespoints lt 5 pt 8 title 'bw send', \
+  'data/ratio-rate_send-vethxdp.dat' u 1:2 w linespoints lt 6 pt 9 title 'rate send', \
+  'data/ratio-rate_write-vethxdp.dat' u 1:2 w linespoints lt 7 pt 10 title 'rate write', \
   1 lt -1 dt 2 notitle
 set title 'veth at MTU 9000: droce/net\_af\_packet (path MTU 4096) vs tcp'
 set xlabel 'message size (bytes)'
