@@ -3053,21 +3053,28 @@ END_TEST
  * WRITE case resent 32 packets over memif). */
 #define PU_KINDS 3
 
-static void pu_post(struct pair *p, unsigned kind, uint8_t *src, uint8_t *dst, uint64_t *res,
-		    uint64_t *target, struct dr_mr *rmr, struct dr_mr *tmr, struct dr_mr *lmr)
+/* A's buffers and regions: READs read src into dst, WRITEs write src to
+ * dst, the FETCH_ADDs add 5 to target and return the old values in res */
+struct pu {
+	uint8_t src[16 * 4096], dst[16 * 4096];
+	uint64_t res[32], target;
+	struct dr_mr *rmr, *tmr, *lmr;
+};
+
+static void pu_post(struct pair *p, unsigned kind, struct pu *u)
 {
 	unsigned i;
 
 	if (kind == 0) {
 		for (i = 0; i < 32; i++) {
-			struct dr_sge sge = {(uintptr_t)&res[i], 8, lmr->key};
+			struct dr_sge sge = {(uintptr_t)&u->res[i], 8, u->lmr->key};
 			struct dr_send_wr wr = {.wr_id = i,
 						.opcode = DR_WR_FETCH_ADD,
 						.flags = DR_WR_SIGNALED,
 						.sg_list = &sge,
 						.num_sge = 1,
-						.remote_addr = (uintptr_t)target,
-						.rkey = tmr->key,
+						.remote_addr = (uintptr_t)&u->target,
+						.rkey = u->tmr->key,
 						.compare_add = 5};
 
 			ck_assert_int_eq(dr_qp_post_send(p->qp[0], &wr), 0);
@@ -3076,21 +3083,20 @@ static void pu_post(struct pair *p, unsigned kind, uint8_t *src, uint8_t *dst, u
 	}
 	for (i = 0; i < 16; i++) {
 		if (kind == 1)
-			ck_assert_int_eq(post_send(p, 0, i, DR_WR_READ, dst + i * 4096, 4096, 0,
-						   (uintptr_t)src + i * 4096, rmr->key,
+			ck_assert_int_eq(post_send(p, 0, i, DR_WR_READ, u->dst + i * 4096, 4096, 0,
+						   (uintptr_t)u->src + i * 4096, u->rmr->key,
 						   DR_WR_SIGNALED),
 					 0);
 		else
-			ck_assert_int_eq(post_send(p, 0, i, DR_WR_WRITE, src + i * 4096, 4096, 0,
-						   (uintptr_t)dst + i * 4096, rmr->key,
+			ck_assert_int_eq(post_send(p, 0, i, DR_WR_WRITE, u->src + i * 4096, 4096, 0,
+						   (uintptr_t)u->dst + i * 4096, u->rmr->key,
 						   DR_WR_SIGNALED),
 					 0);
 	}
 }
 
 /* what A must end with: every operation done once, in order, byte-exact */
-static void pu_check(struct pair *p, unsigned kind, const uint8_t *src, const uint8_t *dst,
-		     const uint64_t *res, const uint64_t *target)
+static void pu_check(struct pair *p, unsigned kind, const struct pu *u)
 {
 	unsigned i, n = kind == 0 ? 32 : 16;
 
@@ -3099,17 +3105,20 @@ static void pu_check(struct pair *p, unsigned kind, const uint8_t *src, const ui
 		expect_wc(&p->sim.end[0].wc[1 + i], i, DR_WC_SUCCESS);
 	if (kind == 0) {
 		for (i = 0; i < n; i++)
-			ck_assert_uint_eq(res[i], 100 + 5 * i);
-		ck_assert_uint_eq(*target, 100 + 5 * n);
+			ck_assert_uint_eq(u->res[i], 100 + 5 * i);
+		ck_assert_uint_eq(u->target, 100 + 5 * n);
 		ck_assert_uint_eq(p->qp[1]->stats.atomics_executed, n);
 	} else {
-		ck_assert_mem_eq(dst, src, 16 * 4096);
+		ck_assert_mem_eq(u->dst, u->src, sizeof(u->src));
 	}
 	ck_assert_uint_eq(p->qp[0]->req.ord_used, 0);
 	ck_assert(!p->qp[0]->req.probe && !p->qp[0]->req.probe_wait);
 }
 
-static void pu_pair_up(struct pair *p, struct pair_cfg *c, void *fault, void *arg)
+/* The pair, A's buffers and regions, and the warm-up WRITE (its round
+ * trip, 20 us, gives the adaptive timer its base, 2^5 x 4.096 us) */
+static void pu_setup(struct pair *p, struct pair_cfg *c, struct pu *u, unsigned kind,
+		     uint32_t seed, void *fault, void *arg)
 {
 	c->qp_flags[0] = DR_QP_ADAPTIVE_RTO | DR_QP_DEFER_ACK;
 	c->qp_flags[1] = DR_QP_DEFER_ACK;
@@ -3118,37 +3127,34 @@ static void pu_pair_up(struct pair *p, struct pair_cfg *c, void *fault, void *ar
 	c->sim = (struct dr_sim_cfg){
 	    .latency_ns = 10000, .flush_bursts = true, .fault = fault, .fault_arg = arg};
 	pair_up(p, c);
+	fill(u->src, sizeof(u->src), seed);
+	memset(u->dst, 0, sizeof(u->dst));
+	memset(u->res, 0, sizeof(u->res));
+	u->target = 100;
+	u->rmr = reg(p, 1, kind == 1 ? u->src : u->dst, sizeof(u->src),
+		     DR_ACCESS_REMOTE_READ | DR_ACCESS_REMOTE_WRITE);
+	u->tmr = reg(p, 1, &u->target, sizeof(u->target), DR_ACCESS_REMOTE_ATOMIC);
+	u->lmr = reg(p, 0, u->res, sizeof(u->res), DR_ACCESS_LOCAL_WRITE);
+	ck_assert_int_eq(post_send(p, 0, 99, DR_WR_WRITE, u->src, 10, 0, u->rmr->iova, u->rmr->key,
+				   DR_WR_SIGNALED),
+			 0);
+	ck_assert(pair_run(p));
+	ck_assert_uint_eq(p->qp[0]->comp.rto_base_ns, 131072);
+	ck_assert_uint_eq(p->qp[0]->req.cwnd, DR_QP_MAX_UNACKED_PSNS);
 }
 
 START_TEST(test_probe_undo)
 {
 	struct pair_cfg c = pair_defaults();
-	static uint8_t src[16 * 4096], dst[16 * 4096];
-	static uint64_t res[32], target;
-	struct dr_mr *rmr, *tmr, *lmr;
+	static struct pu u;
 	unsigned kind = (unsigned)_i % PU_KINDS, probes = _i < PU_KINDS ? 1 : 3;
-	uint64_t base = 131072;
 	struct pair p;
 
-	pu_pair_up(&p, &c, NULL, NULL);
-	fill(src, sizeof(src), 3300 + kind);
-	memset(dst, 0, sizeof(dst));
-	memset(res, 0, sizeof(res));
-	target = 100;
-	rmr = reg(&p, 1, kind == 1 ? src : dst, sizeof(src),
-		  DR_ACCESS_REMOTE_READ | DR_ACCESS_REMOTE_WRITE);
-	tmr = reg(&p, 1, &target, sizeof(target), DR_ACCESS_REMOTE_ATOMIC);
-	lmr = reg(&p, 0, res, sizeof(res), DR_ACCESS_LOCAL_WRITE);
-	ck_assert_int_eq(
-	    post_send(&p, 0, 99, DR_WR_WRITE, src, 10, 0, rmr->iova, rmr->key, DR_WR_SIGNALED), 0);
-	ck_assert(pair_run(&p));
-	ck_assert_uint_eq(p.qp[0]->comp.rto_base_ns, base);
-	ck_assert_uint_eq(p.qp[0]->req.cwnd, DR_QP_MAX_UNACKED_PSNS);
-
+	pu_setup(&p, &c, &u, kind, 3300 + kind, NULL, NULL);
 	p.sim.end[1].stall_until_ns = p.sim.now_ns + (probes == 1 ? 300000 : 1000000);
-	pu_post(&p, kind, src, dst, res, &target, rmr, tmr, lmr);
+	pu_post(&p, kind, &u);
 	ck_assert(pair_run(&p));
-	pu_check(&p, kind, src, dst, res, &target);
+	pu_check(&p, kind, &u);
 	ck_assert_uint_eq(p.qp[0]->stats.timeouts, probes);
 	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, probes);
 	ck_assert_uint_eq(p.qp[0]->stats.probe_undos, 1);
@@ -3186,37 +3192,23 @@ static enum dr_sim_action pu_loss_fault(void *arg, unsigned dir, uint64_t n,
 START_TEST(test_probe_tail_loss)
 {
 	struct pair_cfg c = pair_defaults();
-	static uint8_t src[16 * 4096], dst[16 * 4096];
-	static uint64_t res[32], target;
-	struct dr_mr *rmr, *tmr, *lmr;
+	static struct pu u;
 	unsigned kind = (unsigned)_i, lost;
 	struct pu_loss l = {0};
 	struct pair p;
 
-	pu_pair_up(&p, &c, pu_loss_fault, &l);
-	fill(src, sizeof(src), 3400 + kind);
-	memset(dst, 0, sizeof(dst));
-	memset(res, 0, sizeof(res));
-	target = 100;
-	rmr = reg(&p, 1, kind == 1 ? src : dst, sizeof(src),
-		  DR_ACCESS_REMOTE_READ | DR_ACCESS_REMOTE_WRITE);
-	tmr = reg(&p, 1, &target, sizeof(target), DR_ACCESS_REMOTE_ATOMIC);
-	lmr = reg(&p, 0, res, sizeof(res), DR_ACCESS_LOCAL_WRITE);
-	ck_assert_int_eq(
-	    post_send(&p, 0, 99, DR_WR_WRITE, src, 10, 0, rmr->iova, rmr->key, DR_WR_SIGNALED), 0);
-	ck_assert(pair_run(&p));
-
+	pu_setup(&p, &c, &u, kind, 3400 + kind, pu_loss_fault, &l);
 	/* everything after the first operation: 31 atomics, 15 READ
 	 * requests (4 PSNs each) or 15 x 4 WRITE packets */
 	l.from = dr_psn_add(c.psn_a, kind == 0 ? 2 : 5);
 	l.to = dr_psn_add(c.psn_a, kind == 0 ? 33 : 65);
 	l.armed = true;
-	pu_post(&p, kind, src, dst, res, &target, rmr, tmr, lmr);
+	pu_post(&p, kind, &u);
 	l.armed = false; /* the first sends left while posting */
 	lost = l.dropped;
 	ck_assert_uint_eq(lost, kind == 0 ? 31 : kind == 1 ? 15 : 60);
 	ck_assert(pair_run(&p));
-	pu_check(&p, kind, src, dst, res, &target);
+	pu_check(&p, kind, &u);
 	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 1);
 	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, lost);
 	ck_assert_uint_eq(p.qp[0]->stats.probe_undos, 0);
