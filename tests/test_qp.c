@@ -3117,8 +3117,8 @@ static void pu_check(struct pair *p, unsigned kind, const struct pu *u)
 
 /* The pair, A's buffers and regions, and the warm-up WRITE (its round
  * trip, 20 us, gives the adaptive timer its base, 2^5 x 4.096 us) */
-static void pu_setup(struct pair *p, struct pair_cfg *c, struct pu *u, unsigned kind,
-		     uint32_t seed, void *fault, void *arg)
+static void pu_setup(struct pair *p, struct pair_cfg *c, struct pu *u, unsigned kind, uint32_t seed,
+		     void *fault, void *arg)
 {
 	c->qp_flags[0] = DR_QP_ADAPTIVE_RTO | DR_QP_DEFER_ACK;
 	c->qp_flags[1] = DR_QP_DEFER_ACK;
