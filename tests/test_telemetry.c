@@ -12,15 +12,25 @@
  * counters that sum the QPs' (rxe's names) count the closed QPs too, to
  * the unit: rcvd_rnr_err and send_rnr_err equal the RNR NAKs the QPs
  * counted (fi_droce_ops.counters: fx_counter, read before each close).
+ *
+ * And the sweep of stale telemetry sockets at EAL start (src/roce/port_eal.c,
+ * sweep_stale): next to the directory the test process's EAL will make,
+ * the runner plants a live sibling droce-N whose listener never accepts
+ * and whose backlog is full, and a stale one whose socket nobody listens
+ * on; EAL start must not wait for the live one (a blocking connect did,
+ * until it accepted: forever here), keep it, and remove the stale one.
  */
 #define _GNU_SOURCE
 #include <check.h>
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -31,16 +41,28 @@
 
 static struct fx F;
 
+/* with /droce-N/dpdk_telemetry.v2, the length of a sun_path */
+#define BASE_LEN 72
+
+/* EAL's runtime directories' parent (eal_create_runtime_dir, DPDK 22.11):
+ * $RUNTIME_DIRECTORY, else /var/run for root, else $XDG_RUNTIME_DIR or
+ * /tmp; then /dpdk.  Each droce process's directory in it is droce-PID. */
+static int dpdk_base(char *buf, size_t len)
+{
+	const char *dir = getenv("RUNTIME_DIRECTORY");
+
+	if (!dir)
+		dir = getuid() == 0 ? "/var/run" : getenv("XDG_RUNTIME_DIR");
+	return snprintf(buf, len, "%s/dpdk", dir ? dir : "/tmp");
+}
+
 static void sock_path(char *buf, size_t len)
 {
-	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	char base[BASE_LEN];
 
-	/* EAL's runtime directory (eal_create_runtime_dir), our prefix */
-	if (geteuid() == 0)
-		snprintf(buf, len, "/var/run/dpdk/droce-%d/dpdk_telemetry.v2", (int)getpid());
-	else
-		snprintf(buf, len, "%s/dpdk/droce-%d/dpdk_telemetry.v2", xdg && *xdg ? xdg : "/tmp",
-			 (int)getpid());
+	/* EAL's runtime directory, our prefix */
+	dpdk_base(base, sizeof(base));
+	snprintf(buf, len, "%s/droce-%d/dpdk_telemetry.v2", base, (int)getpid());
 }
 
 static int tel_open(void)
@@ -195,6 +217,206 @@ START_TEST(test_counters_while_qps_close)
 }
 END_TEST
 
+/* ---- the sweep of stale telemetry sockets at EAL start ------------------------------ */
+
+/* EAL start's bound: it takes well under a second here even with the
+ * host loaded (the sweep itself microseconds); a sweep that waits for a
+ * listener that never accepts never returns */
+#define SWEEP_BOUND_S 5
+#define SIB_PENDING   8 /* more than a backlog of 1 can hold */
+
+/* The siblings the runner plants (in Check's parent, before the test's
+ * child starts EAL; removed by the parent after it, whatever the test
+ * did): [0] live, [1] stale.  Named droce-99PPPPPPPK (PPPPPPP: the
+ * runner's PID, K: 1 or 2): ten digits, above any PID (pid_max is at
+ * most 2^22), so no droce process's droce-PID, and no other runner's. */
+static char sib_dir[2][128], sib_sock[2][sizeof(((struct sockaddr_un *)0)->sun_path)];
+static bool sib_made[2];
+static int sib_listen = -1, sib_pending[SIB_PENDING], sib_npending;
+static char plant_err[256];
+/* the test process's own runtime directory and socket, for the alarm */
+static char own_sock[sizeof(sib_sock[0])], own_dir[sizeof(sib_sock[0])];
+
+/* The first error (why: strerror(errno) if NULL); -1. */
+static int plant_fail(const char *what, const char *path, const char *why)
+{
+	if (!plant_err[0])
+		snprintf(plant_err, sizeof(plant_err), "%s %s: %s", what, path,
+			 why ? why : strerror(errno));
+	return -1;
+}
+
+/* A connect as the sweep makes it: 0, or -errno. */
+static int connect_nb(const char *path)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), ret;
+
+	if (fd < 0)
+		return -errno;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	ret = connect(fd, (struct sockaddr *)&sun, sizeof(sun)) ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+static int bind_at(const char *path)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun))) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+/* Async-signal-safe (also the alarm's, under CK_FORK=no). */
+static void sweep_unplant_files(void)
+{
+	for (int i = 0; i < 2; i++)
+		if (sib_made[i]) {
+			unlink(sib_sock[i]);
+			rmdir(sib_dir[i]);
+		}
+}
+
+static int plant(void)
+{
+	char base[BASE_LEN];
+	int fd;
+
+	if (dpdk_base(base, sizeof(base)) >= (int)sizeof(base)) {
+		return plant_fail("runtime directory", base, "too long for a socket path");
+	}
+	/* EAL's own mkdir, made earlier: EAL never removes it */
+	if (mkdir(base, 0700) && errno != EEXIST)
+		return plant_fail("mkdir", base, NULL);
+	for (int i = 0; i < 2; i++) {
+		snprintf(sib_dir[i], sizeof(sib_dir[i]), "%s/droce-99%07d%d", base, (int)getpid(),
+			 i + 1);
+		if (snprintf(sib_sock[i], sizeof(sib_sock[i]), "%s/dpdk_telemetry.v2",
+			     sib_dir[i]) >= (int)sizeof(sib_sock[i])) {
+			return plant_fail("socket path in", sib_dir[i], "too long");
+		}
+		if (mkdir(sib_dir[i], 0700))
+			return plant_fail("mkdir", sib_dir[i], NULL);
+		sib_made[i] = true;
+	}
+	/* live: listening as DPDK's telemetry does (backlog 1), never
+	 * accepting, its backlog filled with connections it never takes */
+	sib_listen = bind_at(sib_sock[0]);
+	if (sib_listen < 0 || listen(sib_listen, 1))
+		return plant_fail("bind and listen", sib_sock[0], NULL);
+	for (;;) {
+		struct sockaddr_un sun = {.sun_family = AF_UNIX};
+
+		if (sib_npending == SIB_PENDING) {
+			return plant_fail("listener", sib_sock[0], "backlog never full");
+		}
+		fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (fd < 0)
+			return plant_fail("socket for", sib_sock[0], NULL);
+		strcpy(sun.sun_path, sib_sock[0]);
+		if (!connect(fd, (struct sockaddr *)&sun, sizeof(sun))) {
+			sib_pending[sib_npending++] = fd;
+			continue;
+		}
+		close(fd);
+		if (errno == EAGAIN)
+			break; /* full: a blocking connect would wait */
+		return plant_fail("connect", sib_sock[0], NULL);
+	}
+	/* stale: the socket file of a listener that is gone */
+	fd = bind_at(sib_sock[1]);
+	if (fd < 0)
+		return plant_fail("bind", sib_sock[1], NULL);
+	close(fd);
+	return 0;
+}
+
+/* Unchecked fixture: no assertion (a failed unchecked setup skips the
+ * teardown), the first error is the test's failure. */
+static void sweep_plant(void)
+{
+	plant();
+}
+
+static void sweep_unplant(void)
+{
+	for (int i = 0; i < sib_npending; i++)
+		close(sib_pending[i]);
+	sib_npending = 0;
+	if (sib_listen >= 0)
+		close(sib_listen);
+	sib_listen = -1;
+	sweep_unplant_files();
+}
+
+static void sweep_alarm(int sig)
+{
+	static const char msg[] = "test_telemetry: EAL start did not return within "
+				  "the bound: the sweep waits for the live sibling\n";
+
+	ssize_t n;
+
+	(void)sig;
+	n = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+	(void)n;
+	sweep_unplant_files();
+	/* killed, EAL's exit handlers will not remove ours */
+	unlink(own_sock);
+	rmdir(own_dir);
+	raise(SIGALRM); /* SA_RESETHAND: the default action, Check reports it */
+}
+
+START_TEST(test_sweep_keeps_live_removes_stale)
+{
+	struct sigaction sa = {.sa_handler = sweep_alarm, .sa_flags = SA_RESETHAND | SA_NODEFER};
+	struct stat st;
+	uint64_t t0;
+	struct fx f;
+
+	ck_assert_msg(!plant_err[0], "planting the siblings: %s", plant_err);
+	ck_assert_int_ge(sib_npending, 1);
+	/* what the sweep will find: the live one's backlog full (a blocking
+	 * connect would wait), nobody at the stale one's socket */
+	ck_assert_int_eq(connect_nb(sib_sock[0]), -EAGAIN);
+	ck_assert_int_eq(connect_nb(sib_sock[1]), -ECONNREFUSED);
+
+	sock_path(own_sock, sizeof(own_sock));
+	snprintf(own_dir, sizeof(own_dir), "%.*s", (int)(strrchr(own_sock, '/') - own_sock),
+		 own_sock);
+	ck_assert_int_eq(sigaction(SIGALRM, &sa, NULL), 0);
+	alarm(SWEEP_BOUND_S);
+	mark_point(); /* a signal's report: here or at fx_open's last check */
+	t0 = fx_now_ns();
+	fx_open(&f, PAIR, FI_MSG, 0); /* the first domain starts EAL, which sweeps */
+	alarm(0);
+	printf("EAL start with a live sibling (backlog full, %d pending) and a stale one: "
+	       "%.1f ms\n",
+	       sib_npending, (fx_now_ns() - t0) / 1e6);
+
+	/* our own socket is there: the siblings are where the sweep looks */
+	ck_assert_msg(!stat(own_sock, &st) && S_ISSOCK(st.st_mode), "own socket %s: %m", own_sock);
+	/* the live one kept, still listening with its backlog full */
+	ck_assert_msg(!stat(sib_dir[0], &st) && S_ISDIR(st.st_mode), "%s: %m", sib_dir[0]);
+	ck_assert_msg(!stat(sib_sock[0], &st) && S_ISSOCK(st.st_mode), "%s: %m", sib_sock[0]);
+	ck_assert_int_eq(connect_nb(sib_sock[0]), -EAGAIN);
+	/* the stale one gone, its directory too */
+	ck_assert_msg(stat(sib_sock[1], &st) && errno == ENOENT, "%s is still there", sib_sock[1]);
+	ck_assert_msg(stat(sib_dir[1], &st) && errno == ENOENT, "%s is still there", sib_dir[1]);
+	fx_close(&f);
+}
+END_TEST
+
 static void setup(void)
 {
 	fx_open(&F, PAIR, FI_MSG, 0);
@@ -207,6 +429,7 @@ static void teardown(void)
 
 int main(void)
 {
+	const char *fork = getenv("CK_FORK"), *only = getenv("CK_RUN_CASE");
 	Suite *s = suite_create("telemetry");
 	TCase *tc = tcase_create("telemetry");
 
@@ -215,5 +438,14 @@ int main(void)
 	fx_add_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_counters_while_qps_close);
 	suite_add_tcase(s, tc);
+	/* needs a process whose EAL has not started: its own child, or under
+	 * CK_FORK=no (as Check reads it) the process if it runs this case alone */
+	if (!fork || strcmp(fork, "no") || (only && !strcmp(only, "sweep"))) {
+		tc = tcase_create("sweep");
+		tcase_set_timeout(tc, 4 * SWEEP_BOUND_S); /* the alarm reports first */
+		tcase_add_unchecked_fixture(tc, sweep_plant, sweep_unplant);
+		tcase_add_test(tc, test_sweep_keeps_live_removes_stale);
+		suite_add_tcase(s, tc);
+	}
 	return fx_run(s);
 }
