@@ -3048,8 +3048,8 @@ START_TEST(test_spurious_timeout_probe)
 		ck_assert(pair_run(&p));
 		ck_assert_uint_eq(p.qp[0]->comp.rto_floor_ns, k < 4 ? floor >> k : 0);
 		for (unsigned i = 0; i < 256; i++) {
-			ck_assert_int_eq(post_send(&p, 0, 3, DR_WR_WRITE, src, 10, 0, (uintptr_t)dst,
-						   mr->key, DR_WR_SIGNALED),
+			ck_assert_int_eq(post_send(&p, 0, 3, DR_WR_WRITE, src, 10, 0,
+						   (uintptr_t)dst, mr->key, DR_WR_SIGNALED),
 					 0);
 			ck_assert(pair_run(&p));
 		}

@@ -204,7 +204,8 @@ static void dr_comp_rtt_sample(struct dr_qp *qp)
  */
 static void dr_comp_spurious(struct dr_qp *qp)
 {
-	uint64_t qpt = dr_qp_timeout_ns(qp->attr.timeout), late = dr_qp_now(qp) - qp->comp.spur_since_ns;
+	uint64_t qpt = dr_qp_timeout_ns(qp->attr.timeout),
+		 late = dr_qp_now(qp) - qp->comp.spur_since_ns;
 	uint64_t f = 2 * qp->comp.spur_rto_ns;
 
 	/* The duplicate came this long after the timer was armed: so late
