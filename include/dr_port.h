@@ -363,6 +363,12 @@ bool dr_port_zero_copy_sync(const struct dr_port *p);
  * a veth holds or loses frames when a QP has hundreds in flight; 0 (no
  * limit beyond the engine's own window) on every other device. */
 unsigned dr_port_max_window(const struct dr_port *p);
+/* True if the device loses no frame the port gives it: net_memif and
+ * net_ring, whose transmit stops while the receiver's ring is full (the
+ * port's backlog holds the rest; only a full backlog drops, counted in
+ * tx_dropped).  Not the kernel's PMDs, behind which a full socket ring or
+ * queue drops. */
+bool dr_port_lossless(const struct dr_port *p);
 
 /* The largest MTU net_af_xdp carries here: its umem chunks are the port's
  * mbufs, which must fit a page without hugepages (3438 with 4 KiB pages:

@@ -370,6 +370,15 @@ enum dr_qp_flags {
 	 * over time, and the requester is paced to it.  A peer without it
 	 * (rdma_rxe) ignores the ECN bits and drops CNPs. */
 	DR_QP_CC = 1u << 3,
+	/* The link cannot lose a frame (src/fi: a memif or ring port, whose
+	 * sender waits while the receiver's ring is full): DR_QP_ADAPTIVE_RTO
+	 * still times round trips and probes with one packet, but its timeouts
+	 * shorter than the QP's are not used.  Only a stalled peer would set
+	 * them off, never a loss (bench/RESULTS.md: 1-39 spurious timeouts a
+	 * row, none with a frame lost; answers 1-20 ms late on a shared 2-core
+	 * host, bench/PROFILE.md section 8); a dead peer is declared at the
+	 * same time as without. */
+	DR_QP_LOSSLESS = 1u << 4,
 };
 
 /* Shortest adaptive retransmit timeout: 4.096 us * 2^5 = 131 us. */

@@ -1431,6 +1431,8 @@ START_TEST(test_roce_zero_copy)
 	ck_assert(dr_port_zero_copy(a));
 	/* only net_af_xdp limits the window of its QPs */
 	ck_assert_uint_eq(dr_port_max_window(a), 0);
+	/* a full ring holds the sender back: nothing lost (DR_QP_LOSSLESS) */
+	ck_assert(dr_port_lossless(a) && dr_port_lossless(b));
 	ck_assert_int_eq(resolve_wait(a, b, IP_B, mac), 0);
 	check_zc(a, b, 4096);
 	check_zc(a, b, 1001); /* PadCnt 3 */
@@ -2085,6 +2087,7 @@ START_TEST(test_memif)
 		attach(b, &sink_b);
 		ck_assert_str_eq(dr_port_name(a), "net_memif0");
 		ck_assert_uint_eq(dr_port_max_window(a), 0);
+		ck_assert(dr_port_lossless(a) && dr_port_lossless(b));
 		ck_assert_int_eq(resolve_wait(a, b, IP_B, mac), 0);
 		dr_port_mac(b, mb);
 		ck_assert_mem_eq(mac, mb, 6);

@@ -2937,11 +2937,15 @@ END_TEST
  * AckReq, not the window; B, which has everything, re-ACKs the last PSN,
  * which completes the WRITE 20 us later.  The held ACK arrives after it,
  * behind comp.psn: a second answer to what the timeout resent, so the
- * timeout was spurious and A's timeout does not go below twice 131072 for
- * the next send. */
+ * timeout was spurious, and A's timeout does not go below twice the time
+ * from t1 (when the timer was armed) to the held ACK's arrival, about
+ * 2.02 ms, where twice the timeout that fired (262 us) would not cover
+ * the next such stall. */
 struct hold_first_ack {
 	bool on;
 	unsigned held;
+	const uint64_t *now; /* the simulated clock */
+	uint64_t held_at;    /* when the held ACK was sent */
 };
 
 static enum dr_sim_action hold_ack_fault(void *arg, unsigned dir, uint64_t n,
@@ -2952,6 +2956,7 @@ static enum dr_sim_action hold_ack_fault(void *arg, unsigned dir, uint64_t n,
 	if (dir == 1 && h->on && pkt->opcode == DR_OP_ACK) {
 		h->on = false;
 		h->held++;
+		h->held_at = *h->now;
 		return DR_SIM_DELAY;
 	}
 	return DR_SIM_PASS;
@@ -2962,7 +2967,7 @@ START_TEST(test_spurious_timeout_probe)
 	struct pair_cfg c = pair_defaults();
 	struct hold_first_ack h = {0};
 	static uint8_t src[10000], dst[10000];
-	uint64_t lat = 10000, base = 131072, t1, t2;
+	uint64_t lat = 10000, base = 131072, t1, t2, floor;
 	struct dr_mr *mr;
 	struct pair p;
 
@@ -2971,6 +2976,7 @@ START_TEST(test_spurious_timeout_probe)
 	c.sim = (struct dr_sim_cfg){
 	    .latency_ns = lat, .reorder_ns = 1000000, .fault = hold_ack_fault, .fault_arg = &h};
 	pair_up(&p, &c);
+	h.now = &p.sim.now_ns;
 	fill(src, sizeof(src), 5);
 	mr = reg(&p, 1, dst, sizeof(dst), DR_ACCESS_REMOTE_WRITE);
 	ck_assert_int_eq(
@@ -2997,7 +3003,11 @@ START_TEST(test_spurious_timeout_probe)
 	ck_assert_uint_eq(p.qp[0]->stats.early_timeouts, 1);
 	ck_assert_uint_eq(p.qp[1]->stats.rx_dup_reqs, 1);
 	ck_assert_uint_eq(p.qp[0]->stats.spurious_timeouts, 1);
-	ck_assert_uint_eq(p.qp[0]->comp.rto_floor_ns, 2 * base);
+	/* armed at t1, the held ACK arrived at held_at + lat + 1 ms */
+	floor = 2 * (h.held_at + lat + 1000000 - t1);
+	ck_assert_uint_gt(floor, 2000000);
+	ck_assert_uint_lt(floor, 2100000);
+	ck_assert_uint_eq(p.qp[0]->comp.rto_floor_ns, floor);
 	ck_assert(!p.qp[0]->req.probe);
 
 	/* the next send gets the floor, not the base */
@@ -3005,7 +3015,7 @@ START_TEST(test_spurious_timeout_probe)
 	ck_assert_int_eq(
 	    post_send(&p, 0, 2, DR_WR_WRITE, src, 10, 0, (uintptr_t)dst, mr->key, DR_WR_SIGNALED),
 	    0);
-	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), t2 + 2 * base);
+	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), t2 + floor);
 	ck_assert(pair_run(&p));
 	ck_assert_uint_eq(p.sim.end[0].nwc, 3);
 	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 1);
@@ -3019,17 +3029,85 @@ START_TEST(test_spurious_timeout_probe)
 		ck_assert(pair_run(&p));
 	}
 	ck_assert_uint_eq(p.qp[0]->stats.rtt_samples, 302);
-	ck_assert_uint_eq(p.qp[0]->comp.rto_floor_ns, 2 * base);
-	/* 1 s later, the next sample halves it: to the base, so it is gone */
-	p.sim.now_ns = t2 + 1000000000ull;
+	ck_assert_uint_eq(p.qp[0]->comp.rto_floor_ns, floor);
+	/* then it halves with 256 samples and 10 s (DR_RTO_FLOOR_HOLD_NS), and
+	 * is gone once half is no more than the base: 2.02 ms, 1.01 ms, 505 us,
+	 * 253 us, gone; after 9.9 s it still holds */
+	p.sim.now_ns = t2 + 9900000000ull;
 	ck_assert_int_eq(
 	    post_send(&p, 0, 4, DR_WR_WRITE, src, 10, 0, (uintptr_t)dst, mr->key, DR_WR_SIGNALED),
 	    0);
-	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), p.sim.now_ns + 2 * base);
 	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.qp[0]->comp.rto_floor_ns, floor);
+	for (unsigned k = 1; k <= 4; k++) {
+		p.sim.now_ns += 10000000000ull;
+		ck_assert_int_eq(post_send(&p, 0, 4, DR_WR_WRITE, src, 10, 0, (uintptr_t)dst,
+					   mr->key, DR_WR_SIGNALED),
+				 0);
+		ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), p.sim.now_ns + (floor >> (k - 1)));
+		ck_assert(pair_run(&p));
+		ck_assert_uint_eq(p.qp[0]->comp.rto_floor_ns, k < 4 ? floor >> k : 0);
+		for (unsigned i = 0; i < 256; i++) {
+			ck_assert_int_eq(post_send(&p, 0, 3, DR_WR_WRITE, src, 10, 0,
+						   (uintptr_t)dst, mr->key, DR_WR_SIGNALED),
+					 0);
+			ck_assert(pair_run(&p));
+		}
+	}
 	ck_assert_uint_eq(p.qp[0]->comp.rto_floor_ns, 0);
 	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 1);
 	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 1);
+	pair_down(&p);
+}
+END_TEST
+
+/* DR_QP_LOSSLESS (a memif or ring port): the same warm-up measures the
+ * round trip and the same 1 ms hold delays the ACK, but the timer runs
+ * with the QP's own timeout: no timeout, nothing resent, and the WRITE
+ * completes when the held ACK arrives. */
+START_TEST(test_lossless_no_early_timeout)
+{
+	struct pair_cfg c = pair_defaults();
+	struct hold_first_ack h = {0};
+	static uint8_t src[10000], dst[10000];
+	uint64_t lat = 10000, t1;
+	struct dr_mr *mr;
+	struct pair p;
+
+	c.qp_flags[0] = DR_QP_ADAPTIVE_RTO | DR_QP_LOSSLESS;
+	c.timeout = 14;
+	c.sim = (struct dr_sim_cfg){
+	    .latency_ns = lat, .reorder_ns = 1000000, .fault = hold_ack_fault, .fault_arg = &h};
+	pair_up(&p, &c);
+	h.now = &p.sim.now_ns;
+	fill(src, sizeof(src), 6);
+	mr = reg(&p, 1, dst, sizeof(dst), DR_ACCESS_REMOTE_WRITE);
+	ck_assert_int_eq(
+	    post_send(&p, 0, 50, DR_WR_WRITE, src, 10, 0, (uintptr_t)dst, mr->key, DR_WR_SIGNALED),
+	    0);
+	ck_assert(pair_run(&p));
+	/* measured as with DR_QP_ADAPTIVE_RTO alone, not used */
+	ck_assert_uint_eq(p.qp[0]->stats.rtt_samples, 1);
+	ck_assert_uint_eq(p.qp[0]->comp.rto_base_ns, 131072);
+
+	h.on = true;
+	t1 = p.sim.now_ns;
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_WRITE, src, sizeof(src), 0, (uintptr_t)dst,
+				   mr->key, DR_WR_SIGNALED),
+			 0);
+	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), t1 + dr_qp_timeout_ns(14));
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(h.held, 1);
+	ck_assert_uint_eq(p.sim.end[0].nwc, 2);
+	expect_wc(&p.sim.end[0].wc[1], 1, DR_WC_SUCCESS);
+	ck_assert_mem_eq(dst, src, sizeof(src));
+	/* completed by the held ACK, the last event: 1 ms + 10 us after it
+	 * left B */
+	ck_assert_uint_eq(p.sim.now_ns, h.held_at + lat + 1000000);
+	ck_assert_uint_eq(p.sim.end[0].tx_frames, 11);
+	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 0);
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 0);
+	ck_assert_uint_eq(p.qp[1]->stats.rx_dup_reqs, 0);
 	pair_down(&p);
 }
 END_TEST
@@ -5150,6 +5228,7 @@ static Suite *qp_suite(void)
 	tcase_add_test(tc, test_adaptive_rto_one_at_a_time);
 	tcase_add_test(tc, test_adaptive_rto_early);
 	tcase_add_test(tc, test_spurious_timeout_probe);
+	tcase_add_test(tc, test_lossless_no_early_timeout);
 	tcase_add_loop_test(tc, test_probe_undo, 0, 2 * PU_KINDS);
 	tcase_add_loop_test(tc, test_probe_tail_loss, 0, PU_KINDS);
 	tcase_add_test(tc, test_adaptive_rto_rnr_karn);

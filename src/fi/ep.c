@@ -365,6 +365,9 @@ static int ep_qp_new(struct dr_ep *ep, const struct fi_info *info)
 		ia.flags |= DR_QP_CC;
 	/* a port that loses frames when too many arrive at once (af_xdp) */
 	ia.max_window = dr_port_max_window(dev->port);
+	/* or none at all (memif, ring): no timeout shorter than the QP's */
+	if (dr_port_lossless(dev->port))
+		ia.flags |= DR_QP_LOSSLESS;
 	ret = dr_dev_qp_create(dev, ep, &ia, &ep->qp);
 	if (ret)
 		return ret;

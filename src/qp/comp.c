@@ -69,9 +69,13 @@ static bool dr_comp_outstanding(const struct dr_qp *qp)
  * host's stalls that made the timeout spurious recur for seconds
  * (bench/hoststall: several gaps over 1 ms a second with both CPUs
  * polling); the floor then fell back within milliseconds and the next
- * stall resent again. */
+ * stall resent again.  A hold of 1 s still let it halve between the
+ * stalls of a busy host, which came about a second apart and grew (an
+ * 8 B ping-pong over a veth, both sides: answers 0.3, 2.1 and 3.4 ms late
+ * in one 2.4 s run, each a spurious timeout): with 10 s, 5-8 timeouts a
+ * run where there were 11-12. */
 #define DR_RTO_FLOOR_DECAY   256
-#define DR_RTO_FLOOR_HOLD_NS 1000000000ull
+#define DR_RTO_FLOOR_HOLD_NS 10000000000ull
 
 /* Longest retransmit timeout as a multiple of the QP's: 2^6. */
 #define DR_RTO_MAX_BACKOFF 6
@@ -103,8 +107,8 @@ static uint64_t dr_comp_rto(const struct dr_qp *qp)
 	uint64_t qpt = dr_qp_timeout_ns(qp->attr.timeout), t = qpt;
 	unsigned b = qp->comp.backoff;
 
-	if ((qp->flags & DR_QP_ADAPTIVE_RTO) && qp->comp.rto_base_ns &&
-	    qp->comp.rto_base_ns < qpt) {
+	if ((qp->flags & (DR_QP_ADAPTIVE_RTO | DR_QP_LOSSLESS)) == DR_QP_ADAPTIVE_RTO &&
+	    qp->comp.rto_base_ns && qp->comp.rto_base_ns < qpt) {
 		t = qp->comp.rto_base_ns;
 		if (t < qp->comp.rto_floor_ns)
 			t = qp->comp.rto_floor_ns < qpt ? qp->comp.rto_floor_ns : qpt;
@@ -200,8 +204,22 @@ static void dr_comp_rtt_sample(struct dr_qp *qp)
  */
 static void dr_comp_spurious(struct dr_qp *qp)
 {
-	uint64_t f = 2 * qp->comp.spur_rto_ns, qpt = dr_qp_timeout_ns(qp->attr.timeout);
+	uint64_t qpt = dr_qp_timeout_ns(qp->attr.timeout),
+		 late = dr_qp_now(qp) - qp->comp.spur_since_ns;
+	uint64_t f = 2 * qp->comp.spur_rto_ns;
 
+	/* The duplicate came this long after the timer was armed: so late
+	 * can an answer be here (a peer, or this process, off its CPU that
+	 * long), and a timeout of twice the one that fired, as the floor was
+	 * before, is still too short when the stall lasted longer.  On a
+	 * loaded 2-core host stalls of 1-4 ms recur, and a floor that only
+	 * doubled from 131 us took five more spurious timeouts to cover them
+	 * (lat_send 8 B over memif: 16-31 in a 2 s run); from the late
+	 * answer, one (RFC 4015's response to a spurious timeout also takes
+	 * the late answer's round trip).  One later than the QP's own
+	 * timeout does not answer this timeout's episode. */
+	if (late <= qpt && 2 * late > f)
+		f = 2 * late;
 	qp->comp.spur_check = false;
 	qp->stats.spurious_timeouts++;
 	if (f > qpt)
@@ -685,6 +703,7 @@ void dr_comp_input(struct dr_qp *qp, const struct dr_pkt *pkt)
 void dr_comp_timeout(struct dr_qp *qp)
 {
 	struct dr_comp_ctx c = {0};
+	uint64_t armed_at = qp->comp.rto_deadline_ns - qp->comp.rto_armed_ns;
 	bool early;
 
 	qp->comp.rto_deadline_ns = 0;
@@ -695,6 +714,8 @@ void dr_comp_timeout(struct dr_qp *qp)
 	qp->stats.timeouts++;
 	early = qp->comp.rto_armed_ns < dr_qp_timeout_ns(qp->attr.timeout);
 	/* what it resends from here on, answered twice, shows it spurious */
+	if (!qp->comp.backoff)
+		qp->comp.spur_since_ns = armed_at;
 	qp->comp.spur_check = true;
 	qp->comp.spur_psn = qp->comp.psn;
 	qp->comp.spur_rto_ns = qp->comp.rto_armed_ns;

@@ -600,7 +600,7 @@ struct dr_qp *dr_qp_create(const struct dr_qp_init_attr *ia)
 
 	if (!ia->ops || !ia->ops->xmit || !ia->ops->now_ns || !ia->ops->complete || ia->qpn == 0 ||
 	    (ia->flags & ~(unsigned)(DR_QP_WRITE_IMM_NO_WQE | DR_QP_DEFER_ACK | DR_QP_ADAPTIVE_RTO |
-				     DR_QP_CC)) ||
+				     DR_QP_CC | DR_QP_LOSSLESS)) ||
 	    ia->qpn > DR_QPN_MASK || !ia->max_send_wr || !ia->max_recv_wr ||
 	    ia->max_send_wr > (1u << 16) || ia->max_recv_wr > (1u << 16) ||
 	    (ia->max_window &&

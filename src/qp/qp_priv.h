@@ -270,6 +270,10 @@ struct dr_qp {
 		bool spur_check;   /* a timeout resent; duplicates would show it spurious */
 		uint32_t spur_psn; /* the first PSN it resent */
 		uint64_t spur_rto_ns;
+		/* when the timer that fired first since the last progress had
+		 * been armed: a duplicate answer this long after it shows how
+		 * late an answer may come (dr_comp_spurious) */
+		uint64_t spur_since_ns;
 		uint64_t rto_floor_ns;
 		uint32_t floor_samples;
 		uint64_t floor_ns;

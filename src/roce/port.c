@@ -769,6 +769,8 @@ static int start_device(struct dr_port *p, unsigned nb_mbufs, struct dr_port_err
 	/* by the driver, whatever the spec called the device */
 	p->max_window =
 	    info.driver_name && !strcmp(info.driver_name, "net_af_xdp") ? DR_XDP_WINDOW : 0;
+	p->lossless = info.driver_name && (!strcmp(info.driver_name, "net_memif") ||
+					   !strcmp(info.driver_name, "net_ring"));
 	if (p->max_window)
 		dr_port_log(DR_PORT_LOG_INFO,
 			    "%s: net_af_xdp: QPs on this port leave at most %u PSNs unacknowledged",
@@ -1211,6 +1213,11 @@ bool dr_port_zero_copy_sync(const struct dr_port *p)
 unsigned dr_port_max_window(const struct dr_port *p)
 {
 	return p->max_window;
+}
+
+bool dr_port_lossless(const struct dr_port *p)
+{
+	return p->lossless;
 }
 
 void dr_port_get_stats(const struct dr_port *p, struct dr_port_stats *s)
