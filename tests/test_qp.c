@@ -3244,10 +3244,43 @@ START_TEST(test_probe_undo)
 }
 END_TEST
 
+/* The same 300 us stall, but on a 1 Gb/s link: B's answers come one at a
+ * time, 0.6 us apart (atomic ACKs) or 8.8 us (READ responses, WRITE
+ * ACKs behind the WRITEs still leaving A), each its own burst, as frames
+ * through a kernel's af_packet socket do.  The answer to the probe's
+ * original is read alone and ends its burst; A holds a round trip
+ * (dr_comp_probe_hold: 20 us) for the next, which answers something the
+ * probe did not ask for, and goes on where it was.  Held only to the end
+ * of the burst, A resent them all: 32 atomics, 16 READ requests (veth:
+ * 64 resent by one timeout of atomic_fadd at window 64).  WRITEs passed
+ * either way: B's coalesced ACK answers past the probe at once. */
+START_TEST(test_probe_undo_spaced)
+{
+	struct pair_cfg c = pair_defaults();
+	static struct pu u;
+	unsigned kind = (unsigned)_i;
+	struct pair p;
+
+	pu_setup(&p, &c, &u, kind, 3500 + kind, NULL, NULL);
+	p.sim.cfg.rate_bps = 1000000000ull;
+	p.sim.end[1].stall_until_ns = p.sim.now_ns + 300000;
+	pu_post(&p, kind, &u);
+	ck_assert(pair_run(&p));
+	pu_check(&p, kind, &u);
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.probe_undos, 1);
+	ck_assert_uint_eq(p.qp[1]->stats.rx_dup_reqs, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.spurious_timeouts, 1);
+	ck_assert_uint_eq(p.qp[0]->req.cwnd, DR_QP_MAX_UNACKED_PSNS);
+	pair_down(&p);
+}
+END_TEST
+
 /* The same, but what followed the probe was lost on the way to B (a tail
  * loss: nothing after it shows B a gap), and B is not stalled.  The probe
- * is answered alone: A holds to the end of the burst, then go-back-N
- * resends every lost packet once, and nothing else. */
+ * is answered alone: A holds to the end of the burst and a round trip,
+ * then go-back-N resends every lost packet once, and nothing else. */
 struct pu_loss {
 	uint32_t from, to; /* drop A's first sends of PSNs [from, to) */
 	uint32_t dropped;
@@ -5230,6 +5263,7 @@ static Suite *qp_suite(void)
 	tcase_add_test(tc, test_spurious_timeout_probe);
 	tcase_add_test(tc, test_lossless_no_early_timeout);
 	tcase_add_loop_test(tc, test_probe_undo, 0, 2 * PU_KINDS);
+	tcase_add_loop_test(tc, test_probe_undo_spaced, 0, PU_KINDS);
 	tcase_add_loop_test(tc, test_probe_tail_loss, 0, PU_KINDS);
 	tcase_add_test(tc, test_adaptive_rto_rnr_karn);
 	tcase_add_loop_test(tc, test_adaptive_dead_link, 0,

@@ -287,6 +287,20 @@ static void dr_comp_wqe(struct dr_qp *qp, enum dr_wc_status status, uint8_t synd
 		dr_qp_complete(qp, &wc);
 }
 
+/* How long an answer to a timeout's probe alone holds the requester
+ * before go-back-N (dr_comp_probe_settle): the responder answers what it
+ * received in PSN order, so the answers to the packets sent before the
+ * timeout, if they arrived, follow the probe's original one back to back.
+ * The end of the receive burst was not enough: over a veth each frame
+ * comes through the kernel on its own, microseconds apart, and the
+ * requester read the probe's answer alone, resent the window (64 atomics)
+ * and then got the answers to all of it.  A round trip (at least the
+ * timer's resolution) covers that gap, and costs a tail loss no more. */
+static uint64_t dr_comp_probe_hold(const struct dr_qp *qp)
+{
+	return qp->comp.srtt_ns > DR_RTO_GRANULARITY_NS ? qp->comp.srtt_ns : DR_RTO_GRANULARITY_NS;
+}
+
 /* Forward progress: fresh retry budgets (B.4 reset_retry_counters) and a
  * restarted timer. */
 static void dr_comp_progress(struct dr_qp *qp)
@@ -319,7 +333,8 @@ static void dr_comp_progress(struct dr_qp *qp)
 	 * behind a loss, or its answers may be in the same receive burst,
 	 * behind this one (one-PSN READ responses and atomic ACKs answer one
 	 * at a time).  DR_QP_DEFER_ACK: hold the requester until the burst is
-	 * handled (dr_comp_probe_settle); otherwise go-back-N resends it. */
+	 * handled and a round trip has passed (dr_comp_probe_settle);
+	 * otherwise go-back-N resends it. */
 	if (qp->req.probe || qp->req.probe_wait) {
 		int32_t past = dr_psn_diff(qp->comp.psn, qp->req.probe_end);
 
@@ -331,6 +346,7 @@ static void dr_comp_progress(struct dr_qp *qp)
 		} else if (past == 0 && qp->req.probe) {
 			qp->req.probe = false;
 			qp->req.probe_wait = (qp->flags & DR_QP_DEFER_ACK) != 0;
+			qp->req.probe_hold_ns = dr_qp_now(qp) + dr_comp_probe_hold(qp);
 		}
 		/* past < 0: part of the probe's answers; the rest follow */
 	}
@@ -340,12 +356,13 @@ static void dr_comp_progress(struct dr_qp *qp)
 	dr_comp_rearm(qp);
 }
 
-/* DR_QP_DEFER_ACK: the caller's burst of input is handled, and nothing
- * came past the probe's answer: what followed it is lost, and go-back-N
- * resends it from comp.psn. */
+/* DR_QP_DEFER_ACK: the caller's burst of input is handled, a round trip
+ * has passed since the probe's answer (dr_qp_tick settles it then if no
+ * burst does), and nothing came past it: what followed it is lost, and
+ * go-back-N resends it from comp.psn. */
 void dr_comp_probe_settle(struct dr_qp *qp)
 {
-	if (!qp->req.probe_wait)
+	if (!qp->req.probe_wait || dr_qp_now(qp) < qp->req.probe_hold_ns)
 		return;
 	qp->req.probe_wait = false;
 	dr_req_run(qp);

@@ -215,6 +215,8 @@ void dr_qp_timer_update(struct dr_qp *qp)
 		d = qp->comp.rnr_deadline_ns;
 	if (qp->cc.pace_ns && qp->cc.pace_ns < d)
 		d = qp->cc.pace_ns;
+	if (qp->req.probe_wait && qp->req.probe_hold_ns < d)
+		d = qp->req.probe_hold_ns;
 	if (d != qp->deadline_ns) {
 		qp->deadline_ns = d;
 		if (qp->ops->timer_set)
@@ -288,6 +290,8 @@ void dr_qp_tick(struct dr_qp *qp)
 		if (qp->state == DR_QPS_RTS && qp->comp.rto_deadline_ns &&
 		    now >= qp->comp.rto_deadline_ns)
 			dr_comp_timeout(qp);
+		if (qp->state == DR_QPS_RTS && qp->req.probe_wait)
+			dr_comp_probe_settle(qp);
 		if (qp->state == DR_QPS_RTS)
 			dr_cc_paced(qp);
 	}

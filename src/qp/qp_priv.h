@@ -231,9 +231,11 @@ struct dr_qp {
 		bool probe;
 		/* DR_QP_DEFER_ACK: the probe has been answered, and nothing
 		 * past it yet; the requester holds until the caller's burst of
-		 * input is handled (dr_qp_flush), in which answers to the
-		 * packets sent before the timeout may still come */
+		 * input is handled (dr_qp_flush) and probe_hold_ns has come,
+		 * as answers to the packets sent before the timeout may still
+		 * come (dr_comp_probe_settle) */
 		bool probe_wait;
+		uint64_t probe_hold_ns;
 		uint32_t probe_end; /* one past the PSNs the probe asked for */
 		/* where the last rewind took the requester from, and its
 		 * window: an answer past the probe's shows the packets in
