@@ -363,11 +363,14 @@ bool dr_port_zero_copy_sync(const struct dr_port *p);
  * a veth holds or loses frames when a QP has hundreds in flight; 0 (no
  * limit beyond the engine's own window) on every other device. */
 unsigned dr_port_max_window(const struct dr_port *p);
-/* True if the device loses no frame the port gives it: net_memif and
- * net_ring, whose transmit stops while the receiver's ring is full (the
- * port's backlog holds the rest; only a full backlog drops, counted in
- * tx_dropped).  Not the kernel's PMDs, behind which a full socket ring or
- * queue drops. */
+/* True if the device itself loses no frame the port gives it: net_memif
+ * and net_ring, whose transmit stops while the receiver's ring is full.
+ * The port can still drop (counted in tx_dropped): when its backlog of
+ * frames the ring did not take is full, when the ring for frames to its
+ * own address is, or when a neighbour's queue of frames awaiting ARP
+ * overflows; and a memif peer may forward to a lossy link.  So QPs take it
+ * as a presumption (DR_QP_LOSSLESS), dropped at the first loss.  Not the
+ * kernel's PMDs, behind which a full socket ring or queue drops. */
 bool dr_port_lossless(const struct dr_port *p);
 
 /* The largest MTU net_af_xdp carries here: its umem chunks are the port's

@@ -370,14 +370,17 @@ enum dr_qp_flags {
 	 * over time, and the requester is paced to it.  A peer without it
 	 * (rdma_rxe) ignores the ECN bits and drops CNPs. */
 	DR_QP_CC = 1u << 3,
-	/* The link cannot lose a frame (src/fi: a memif or ring port, whose
-	 * sender waits while the receiver's ring is full): DR_QP_ADAPTIVE_RTO
-	 * still times round trips and probes with one packet, but its timeouts
-	 * shorter than the QP's are not used.  Only a stalled peer would set
-	 * them off, never a loss (bench/RESULTS.md: 1-39 spurious timeouts a
-	 * row, none with a frame lost; answers 1-20 ms late on a shared 2-core
-	 * host, bench/PROFILE.md section 8); a dead peer is declared at the
-	 * same time as without. */
+	/* The link is not expected to lose a frame (src/fi: a memif or ring
+	 * port, whose sender waits while the receiver's ring is full):
+	 * DR_QP_ADAPTIVE_RTO still times round trips and probes with one
+	 * packet, but its timeouts shorter than the QP's are not used.  Only
+	 * a stalled peer set them off there, never a loss (bench/RESULTS.md:
+	 * 1-39 spurious timeouts a row, no frame lost; answers 1-20 ms late on
+	 * a shared 2-core host, bench/PROFILE.md section 8).  The first sign
+	 * of a loss (a sequence NAK, a READ response past a gap, a probe that
+	 * ends in go-back-N) clears the flag for good: the port can still
+	 * drop when its backlog is full, and a memif peer may forward to a
+	 * lossy link.  A dead peer is declared at the same time as without. */
 	DR_QP_LOSSLESS = 1u << 4,
 };
 
@@ -510,12 +513,14 @@ unsigned dr_qp_rsp_place(const struct dr_qp *qp, const struct dr_pkt *pkt, struc
 const struct dr_qp_stats *dr_qp_stats(const struct dr_qp *qp);
 /* DR_QP_DEFER_ACK: the caller's burst of input is handled.  Sends the
  * held acknowledgement, if any, and lets a requester that holds after a
- * timeout's probe go on (comp.c dr_comp_probe_settle).  dr_qp_flush_due:
+ * timeout's probe go on once its hold has passed (comp.c
+ * dr_comp_probe_settle; otherwise the QP's timer does).  dr_qp_flush_due:
  * there is something for it to do; the caller then flushes at the end of
  * the burst. */
 void dr_qp_flush(struct dr_qp *qp);
 bool dr_qp_flush_due(const struct dr_qp *qp);
-/* Run expired timers (retransmit, RNR) against ops->now_ns. */
+/* Run expired timers (retransmit, RNR, pacing, a probe's hold) against
+ * ops->now_ns. */
 void dr_qp_tick(struct dr_qp *qp);
 uint64_t dr_qp_deadline_ns(const struct dr_qp *qp);
 

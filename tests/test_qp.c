@@ -3061,6 +3061,44 @@ START_TEST(test_spurious_timeout_probe)
 }
 END_TEST
 
+/* The same with the ACK held 30 ms: twice the late answer would be 60 ms,
+ * near the QP's 67 ms, and a floor that high would take a minute of
+ * halvings to come down on a lossy link; it stops at 10 ms
+ * (DR_RTO_FLOOR_LATE_MAX_NS). */
+START_TEST(test_spurious_floor_cap)
+{
+	struct pair_cfg c = pair_defaults();
+	struct hold_first_ack h = {0};
+	static uint8_t src[10000], dst[10000];
+	struct dr_mr *mr;
+	struct pair p;
+
+	c.qp_flags[0] = DR_QP_ADAPTIVE_RTO;
+	c.timeout = 14;
+	c.sim = (struct dr_sim_cfg){
+	    .latency_ns = 10000, .reorder_ns = 30000000, .fault = hold_ack_fault, .fault_arg = &h};
+	pair_up(&p, &c);
+	h.now = &p.sim.now_ns;
+	fill(src, sizeof(src), 8);
+	mr = reg(&p, 1, dst, sizeof(dst), DR_ACCESS_REMOTE_WRITE);
+	ck_assert_int_eq(
+	    post_send(&p, 0, 50, DR_WR_WRITE, src, 10, 0, (uintptr_t)dst, mr->key, DR_WR_SIGNALED),
+	    0);
+	ck_assert(pair_run(&p));
+	h.on = true;
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_WRITE, src, sizeof(src), 0, (uintptr_t)dst,
+				   mr->key, DR_WR_SIGNALED),
+			 0);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(h.held, 1);
+	ck_assert_mem_eq(dst, src, sizeof(src));
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.spurious_timeouts, 1);
+	ck_assert_uint_eq(p.qp[0]->comp.rto_floor_ns, 10000000);
+	pair_down(&p);
+}
+END_TEST
+
 /* DR_QP_LOSSLESS (a memif or ring port): the same warm-up measures the
  * round trip and the same 1 ms hold delays the ACK, but the timer runs
  * with the QP's own timeout: no timeout, nothing resent, and the WRITE
@@ -3324,6 +3362,116 @@ START_TEST(test_probe_tail_loss)
 	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, lost);
 	ck_assert_uint_eq(p.qp[0]->stats.probe_undos, 0);
 	ck_assert_uint_eq(p.qp[1]->stats.rx_dup_reqs, 0);
+	pair_down(&p);
+}
+END_TEST
+
+/* A QP that goes to ERROR while a probe's answer holds it (the peer's
+ * DREQ, fi_shutdown): the hold ends with it, and no deadline is left
+ * behind.  Before, the past hold stayed the QP's deadline, so its timer
+ * fired at every pass of the port's timers, and the simulated link never
+ * went quiet. */
+static bool a_probe_wait(void *arg)
+{
+	return ((struct pair *)arg)->qp[0]->req.probe_wait;
+}
+
+START_TEST(test_probe_hold_error)
+{
+	struct pair_cfg c = pair_defaults();
+	struct dr_qp_attr a = {.state = DR_QPS_ERROR};
+	static struct pu u;
+	struct pair p;
+
+	pu_setup(&p, &c, &u, 0, 3600, NULL, NULL);
+	p.sim.cfg.rate_bps = 1000000000ull;
+	p.sim.end[1].stall_until_ns = p.sim.now_ns + 300000;
+	pu_post(&p, 0, &u);
+	ck_assert(dr_sim_run(&p.sim, LIMIT_NS, a_probe_wait, &p));
+	/* the first FETCH_ADD answered; its hold: the 20 us warm-up + 20 us */
+	ck_assert_uint_eq(p.sim.end[0].nwc, 2);
+	ck_assert_uint_eq(p.qp[0]->req.probe_hold_ns - p.sim.now_ns, 40000);
+	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), p.qp[0]->req.probe_hold_ns);
+	ck_assert_int_eq(dr_qp_modify(p.qp[0], &a, DR_QP_ATTR_STATE), 0);
+	ck_assert(!p.qp[0]->req.probe_wait);
+	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), UINT64_MAX);
+	ck_assert(pair_run(&p));
+	/* the other 31 flushed, in order */
+	ck_assert_uint_eq(p.sim.end[0].nwc, 33);
+	for (unsigned i = 2; i < 33; i++) {
+		ck_assert_uint_eq(p.sim.end[0].wc[i].wr_id, i - 1);
+		ck_assert_int_eq(p.sim.end[0].wc[i].status, DR_WC_WR_FLUSH_ERR);
+	}
+	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), UINT64_MAX);
+	pair_down(&p);
+}
+END_TEST
+
+/* DR_QP_LOSSLESS is a presumption: the first loss ends it.  A (with
+ * DR_QP_ADAPTIVE_RTO) sends a 10-packet WRITE after the warm-up, whose
+ * first sends of some packets are lost: (0) the fourth, which B's
+ * sequence NAK reports at once; (1) the last five, which nothing reveals.
+ * Only the last asked for an ACK, so A waits the QP's full timeout
+ * (2^14 x 4.096 us, not an early one) and probes with the first packet,
+ * which B answers with an ACK of all five it has: A resumes where it was
+ * (probe_undos), waits a second full timeout from that progress, probes
+ * with the sixth, whose answer comes alone, and goes back N.  Either way
+ * the WRITE completes byte-exact and A's next send gets the adaptive
+ * timeout, 131072 ns. */
+START_TEST(test_lossless_loss_seen)
+{
+	struct pair_cfg c = pair_defaults();
+	struct pu_loss l = {0};
+	static uint8_t src[10000], dst[10000];
+	uint64_t t0, qpt = dr_qp_timeout_ns(14);
+	struct dr_mr *mr;
+	struct pair p;
+
+	c.qp_flags[0] = DR_QP_ADAPTIVE_RTO | DR_QP_LOSSLESS | DR_QP_DEFER_ACK;
+	c.qp_flags[1] = DR_QP_DEFER_ACK;
+	c.timeout = 14;
+	c.sim = (struct dr_sim_cfg){
+	    .latency_ns = 10000, .flush_bursts = true, .fault = pu_loss_fault, .fault_arg = &l};
+	pair_up(&p, &c);
+	fill(src, sizeof(src), 37 + _i);
+	memset(dst, 0, sizeof(dst));
+	mr = reg(&p, 1, dst, sizeof(dst), DR_ACCESS_REMOTE_WRITE);
+	ck_assert_int_eq(
+	    post_send(&p, 0, 50, DR_WR_WRITE, src, 10, 0, (uintptr_t)dst, mr->key, DR_WR_SIGNALED),
+	    0);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.qp[0]->comp.rto_base_ns, 131072);
+	l.from = dr_psn_add(c.psn_a, _i == 0 ? 4 : 6);
+	l.to = dr_psn_add(c.psn_a, _i == 0 ? 5 : 11);
+	l.armed = true;
+	t0 = p.sim.now_ns;
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_WRITE, src, sizeof(src), 0, (uintptr_t)dst,
+				   mr->key, DR_WR_SIGNALED),
+			 0);
+	l.armed = false;
+	ck_assert_uint_eq(l.dropped, _i == 0 ? 1 : 5);
+	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), t0 + qpt);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.end[0].nwc, 2);
+	expect_wc(&p.sim.end[0].wc[1], 1, DR_WC_SUCCESS);
+	ck_assert_mem_eq(dst, src, sizeof(src));
+	ck_assert(!(p.qp[0]->flags & DR_QP_LOSSLESS));
+	ck_assert_uint_eq(p.qp[0]->stats.rx_seq_naks, _i == 0 ? 1 : 0);
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, _i == 0 ? 0 : 2);
+	ck_assert_uint_eq(p.qp[0]->stats.early_timeouts, 0);
+	ck_assert_uint_eq(p.qp[0]->stats.probe_undos, _i == 0 ? 0 : 1);
+	/* (0) go-back-N from the fourth: 7; (1) two probes, then the four
+	 * behind the second once */
+	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, _i == 0 ? 7 : 6);
+	if (_i == 1)
+		ck_assert_uint_ge(p.sim.now_ns - t0, 2 * qpt);
+	t0 = p.sim.now_ns;
+	ck_assert_int_eq(
+	    post_send(&p, 0, 2, DR_WR_WRITE, src, 10, 0, (uintptr_t)dst, mr->key, DR_WR_SIGNALED),
+	    0);
+	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), t0 + p.qp[0]->comp.rto_base_ns);
+	ck_assert_uint_lt(p.qp[0]->comp.rto_base_ns, qpt);
+	ck_assert(pair_run(&p));
 	pair_down(&p);
 }
 END_TEST
@@ -5261,10 +5409,13 @@ static Suite *qp_suite(void)
 	tcase_add_test(tc, test_adaptive_rto_one_at_a_time);
 	tcase_add_test(tc, test_adaptive_rto_early);
 	tcase_add_test(tc, test_spurious_timeout_probe);
+	tcase_add_test(tc, test_spurious_floor_cap);
 	tcase_add_test(tc, test_lossless_no_early_timeout);
 	tcase_add_loop_test(tc, test_probe_undo, 0, 2 * PU_KINDS);
 	tcase_add_loop_test(tc, test_probe_undo_spaced, 0, PU_KINDS);
 	tcase_add_loop_test(tc, test_probe_tail_loss, 0, PU_KINDS);
+	tcase_add_test(tc, test_probe_hold_error);
+	tcase_add_loop_test(tc, test_lossless_loss_seen, 0, 2);
 	tcase_add_test(tc, test_adaptive_rto_rnr_karn);
 	tcase_add_loop_test(tc, test_adaptive_dead_link, 0,
 			    (int)(sizeof(adead_tab) / sizeof(adead_tab[0])));

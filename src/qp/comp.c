@@ -74,7 +74,13 @@ static bool dr_comp_outstanding(const struct dr_qp *qp)
  * 8 B ping-pong over a veth, both sides: answers 0.3, 2.1 and 3.4 ms late
  * in one 2.4 s run, each a spurious timeout): with 10 s, 5-8 timeouts a
  * run where there were 11-12. */
-#define DR_RTO_FLOOR_DECAY   256
+/* The most a late answer raises the floor to (dr_comp_spurious), and the
+ * most a tail loss then waits: the stalls logged on a busy 2-core host
+ * went up to 4.5 ms over a veth (20 ms once with compiles on both CPUs),
+ * while a floor at the QP's 67 ms would take minutes of halving to come
+ * down on a lossy link. */
+#define DR_RTO_FLOOR_LATE_MAX_NS 10000000ull
+#define DR_RTO_FLOOR_DECAY	 256
 #define DR_RTO_FLOOR_HOLD_NS 10000000000ull
 
 /* Longest retransmit timeout as a multiple of the QP's: 2^6. */
@@ -188,6 +194,21 @@ static void dr_comp_rtt_sample(struct dr_qp *qp)
 	}
 }
 
+/* A frame was lost (a sequence NAK, a READ response past a gap, a probe
+ * answered alone and nothing behind it): DR_QP_LOSSLESS no longer holds
+ * on this path (a full backlog or loop ring dropped, or a memif peer
+ * forwards to a lossy link), and the adaptive timer's shorter timeouts
+ * apply from now on.  Until then a loss that nothing behind it reveals
+ * waits for the QP's timeout, once. */
+static void dr_comp_loss_seen(struct dr_qp *qp)
+{
+	if (!(qp->flags & DR_QP_LOSSLESS))
+		return;
+	qp->flags &= ~DR_QP_LOSSLESS;
+	dr_qp_log(qp, "qp %u: a frame was lost on a lossless port: adaptive timeouts from now on",
+		  qp->qpn);
+}
+
 /*
  * A timeout resent packets, and one of them was answered twice: the
  * original had arrived, only its answer was late (a peer or a requester
@@ -197,10 +218,11 @@ static void dr_comp_rtt_sample(struct dr_qp *qp)
  * stall resent up to a window of packets: 39,702 of 588,569 (6.7 %) in a
  * 4 MiB WRITE run over a lossless veth, all of them duplicates at the
  * responder.  So the timeout that fired turns out too short: the timeout
- * does not go below twice it again (nor above the QP's) until
- * DR_RTO_FLOOR_DECAY round trips have been timed and DR_RTO_FLOOR_HOLD_NS
- * has passed without another, then the floor halves.  Real loss still costs one timeout (the
- * floor), and a NAK still resends at once.
+ * does not go below twice the late answer's delay again (below), nor
+ * above the QP's, until DR_RTO_FLOOR_DECAY round trips have been timed
+ * and DR_RTO_FLOOR_HOLD_NS has passed without another, then the floor
+ * halves.  Real loss still costs one timeout (the floor), and a NAK still
+ * resends at once.
  */
 static void dr_comp_spurious(struct dr_qp *qp)
 {
@@ -219,7 +241,9 @@ static void dr_comp_spurious(struct dr_qp *qp)
 	 * the late answer's round trip).  One later than the QP's own
 	 * timeout does not answer this timeout's episode. */
 	if (late <= qpt && 2 * late > f)
-		f = 2 * late;
+		f = 2 * late < DR_RTO_FLOOR_LATE_MAX_NS ? 2 * late : DR_RTO_FLOOR_LATE_MAX_NS;
+	if (f < 2 * qp->comp.spur_rto_ns) /* the cap lowers nothing */
+		f = 2 * qp->comp.spur_rto_ns;
 	qp->comp.spur_check = false;
 	qp->stats.spurious_timeouts++;
 	if (f > qpt)
@@ -294,11 +318,12 @@ static void dr_comp_wqe(struct dr_qp *qp, enum dr_wc_status status, uint8_t synd
  * The end of the receive burst was not enough: over a veth each frame
  * comes through the kernel on its own, microseconds apart, and the
  * requester read the probe's answer alone, resent the window (64 atomics)
- * and then got the answers to all of it.  A round trip (at least the
- * timer's resolution) covers that gap, and costs a tail loss no more. */
+ * and then got the answers to all of it.  The least round trip timed plus
+ * the timer's resolution (20 us) covers that gap; a tail loss costs that
+ * much more.  Not the smoothed round trip: stalls inflate it. */
 static uint64_t dr_comp_probe_hold(const struct dr_qp *qp)
 {
-	return qp->comp.srtt_ns > DR_RTO_GRANULARITY_NS ? qp->comp.srtt_ns : DR_RTO_GRANULARITY_NS;
+	return qp->comp.rtt_min_ns + DR_RTO_GRANULARITY_NS;
 }
 
 /* Forward progress: fresh retry budgets (B.4 reset_retry_counters) and a
@@ -344,8 +369,10 @@ static void dr_comp_progress(struct dr_qp *qp)
 			qp->stats.probe_undos++;
 			dr_req_undo(qp);
 		} else if (past == 0 && qp->req.probe) {
+			/* (nothing sent past the probe: nothing to wait for) */
 			qp->req.probe = false;
-			qp->req.probe_wait = (qp->flags & DR_QP_DEFER_ACK) != 0;
+			qp->req.probe_wait = (qp->flags & DR_QP_DEFER_ACK) &&
+					     dr_psn_diff(qp->comp.max_psn, qp->req.probe_end) > 0;
 			qp->req.probe_hold_ns = dr_qp_now(qp) + dr_comp_probe_hold(qp);
 		}
 		/* past < 0: part of the probe's answers; the rest follow */
@@ -365,6 +392,7 @@ void dr_comp_probe_settle(struct dr_qp *qp)
 	if (!qp->req.probe_wait || dr_qp_now(qp) < qp->req.probe_hold_ns)
 		return;
 	qp->req.probe_wait = false;
+	dr_comp_loss_seen(qp);
 	dr_req_run(qp);
 	dr_qp_timer_update(qp);
 }
@@ -497,6 +525,7 @@ static enum dr_comp_state dr_comp_read(struct dr_qp *qp, struct dr_comp_ctx *c)
 		/* a response went missing: ask again from the gap at once
 		 * (B.6; rxe's check_psn does the same), once per episode */
 		qp->stats.rx_rsp_ahead++;
+		dr_comp_loss_seen(qp);
 		return qp->comp.retry_started ? DR_COMP_DONE : DR_COMP_RETRY;
 	}
 
@@ -597,6 +626,7 @@ static enum dr_comp_state dr_comp_nak(struct dr_qp *qp, struct dr_comp_ctx *c)
 		dr_qp_note_event(qp, "NAK received: %s, PSN %u", dr_qp_nak_name(s), c->pkt->psn);
 	if (s == DR_AETH_NAK_PSN_SEQ) {
 		qp->stats.rx_seq_naks++;
+		dr_comp_loss_seen(qp);
 		c->cause = dr_comp_seq_cause;
 		/* one go-back-N per loss episode (rxe started_retry): once a
 		 * retry is under way, NAKs that bring no progress -- copies,

@@ -215,7 +215,7 @@ void dr_qp_timer_update(struct dr_qp *qp)
 		d = qp->comp.rnr_deadline_ns;
 	if (qp->cc.pace_ns && qp->cc.pace_ns < d)
 		d = qp->cc.pace_ns;
-	if (qp->req.probe_wait && qp->req.probe_hold_ns < d)
+	if (qp->req.probe_wait && qp->state == DR_QPS_RTS && qp->req.probe_hold_ns < d)
 		d = qp->req.probe_hold_ns;
 	if (d != qp->deadline_ns) {
 		qp->deadline_ns = d;
@@ -569,6 +569,8 @@ void dr_qp_error(struct dr_qp *qp, const char *why)
 	qp->comp.rto_deadline_ns = 0;
 	qp->comp.rnr_deadline_ns = 0;
 	qp->cc.pace_ns = 0;
+	qp->req.probe = false;
+	qp->req.probe_wait = false;
 	dr_qp_timer_update(qp);
 	while (qp->sq.tail != qp->sq.head) {
 		struct dr_send_wqe *w = dr_sq_wqe(qp, qp->sq.tail++);
