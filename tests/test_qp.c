@@ -2962,6 +2962,29 @@ static enum dr_sim_action hold_ack_fault(void *arg, unsigned dir, uint64_t n,
 	return DR_SIM_PASS;
 }
 
+/* A (flags) and B 10 us apart, A's first ACK after h->on held hold_ns on
+ * the way back; src filled, dst registered at B; the 10-byte warm-up
+ * WRITE done. */
+static struct dr_mr *hold_setup(struct pair *p, struct pair_cfg *c, struct hold_first_ack *h,
+				unsigned flags, uint64_t hold_ns, uint8_t *src, uint8_t *dst,
+				size_t len, uint32_t seed)
+{
+	struct dr_mr *mr;
+
+	c->qp_flags[0] = flags;
+	c->timeout = 14;
+	c->sim = (struct dr_sim_cfg){
+	    .latency_ns = 10000, .reorder_ns = hold_ns, .fault = hold_ack_fault, .fault_arg = h};
+	pair_up(p, c);
+	h->now = &p->sim.now_ns;
+	fill(src, len, seed);
+	mr = reg(p, 1, dst, len, DR_ACCESS_REMOTE_WRITE);
+	ck_assert_int_eq(
+	    post_send(p, 0, 50, DR_WR_WRITE, src, 10, 0, (uintptr_t)dst, mr->key, DR_WR_SIGNALED), 0);
+	ck_assert(pair_run(p));
+	return mr;
+}
+
 START_TEST(test_spurious_timeout_probe)
 {
 	struct pair_cfg c = pair_defaults();
@@ -2971,18 +2994,7 @@ START_TEST(test_spurious_timeout_probe)
 	struct dr_mr *mr;
 	struct pair p;
 
-	c.qp_flags[0] = DR_QP_ADAPTIVE_RTO;
-	c.timeout = 14;
-	c.sim = (struct dr_sim_cfg){
-	    .latency_ns = lat, .reorder_ns = 1000000, .fault = hold_ack_fault, .fault_arg = &h};
-	pair_up(&p, &c);
-	h.now = &p.sim.now_ns;
-	fill(src, sizeof(src), 5);
-	mr = reg(&p, 1, dst, sizeof(dst), DR_ACCESS_REMOTE_WRITE);
-	ck_assert_int_eq(
-	    post_send(&p, 0, 50, DR_WR_WRITE, src, 10, 0, (uintptr_t)dst, mr->key, DR_WR_SIGNALED),
-	    0);
-	ck_assert(pair_run(&p));
+	mr = hold_setup(&p, &c, &h, DR_QP_ADAPTIVE_RTO, 1000000, src, dst, sizeof(src), 5);
 	ck_assert_uint_eq(p.qp[0]->comp.rto_base_ns, base);
 
 	h.on = true;
@@ -3073,18 +3085,7 @@ START_TEST(test_spurious_floor_cap)
 	struct dr_mr *mr;
 	struct pair p;
 
-	c.qp_flags[0] = DR_QP_ADAPTIVE_RTO;
-	c.timeout = 14;
-	c.sim = (struct dr_sim_cfg){
-	    .latency_ns = 10000, .reorder_ns = 30000000, .fault = hold_ack_fault, .fault_arg = &h};
-	pair_up(&p, &c);
-	h.now = &p.sim.now_ns;
-	fill(src, sizeof(src), 8);
-	mr = reg(&p, 1, dst, sizeof(dst), DR_ACCESS_REMOTE_WRITE);
-	ck_assert_int_eq(
-	    post_send(&p, 0, 50, DR_WR_WRITE, src, 10, 0, (uintptr_t)dst, mr->key, DR_WR_SIGNALED),
-	    0);
-	ck_assert(pair_run(&p));
+	mr = hold_setup(&p, &c, &h, DR_QP_ADAPTIVE_RTO, 30000000, src, dst, sizeof(src), 8);
 	h.on = true;
 	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_WRITE, src, sizeof(src), 0, (uintptr_t)dst,
 				   mr->key, DR_WR_SIGNALED),
@@ -3112,18 +3113,8 @@ START_TEST(test_lossless_no_early_timeout)
 	struct dr_mr *mr;
 	struct pair p;
 
-	c.qp_flags[0] = DR_QP_ADAPTIVE_RTO | DR_QP_LOSSLESS;
-	c.timeout = 14;
-	c.sim = (struct dr_sim_cfg){
-	    .latency_ns = lat, .reorder_ns = 1000000, .fault = hold_ack_fault, .fault_arg = &h};
-	pair_up(&p, &c);
-	h.now = &p.sim.now_ns;
-	fill(src, sizeof(src), 6);
-	mr = reg(&p, 1, dst, sizeof(dst), DR_ACCESS_REMOTE_WRITE);
-	ck_assert_int_eq(
-	    post_send(&p, 0, 50, DR_WR_WRITE, src, 10, 0, (uintptr_t)dst, mr->key, DR_WR_SIGNALED),
-	    0);
-	ck_assert(pair_run(&p));
+	mr = hold_setup(&p, &c, &h, DR_QP_ADAPTIVE_RTO | DR_QP_LOSSLESS, 1000000, src, dst,
+			sizeof(src), 6);
 	/* measured as with DR_QP_ADAPTIVE_RTO alone, not used */
 	ck_assert_uint_eq(p.qp[0]->stats.rtt_samples, 1);
 	ck_assert_uint_eq(p.qp[0]->comp.rto_base_ns, 131072);
