@@ -2980,7 +2980,8 @@ static struct dr_mr *hold_setup(struct pair *p, struct pair_cfg *c, struct hold_
 	fill(src, len, seed);
 	mr = reg(p, 1, dst, len, DR_ACCESS_REMOTE_WRITE);
 	ck_assert_int_eq(
-	    post_send(p, 0, 50, DR_WR_WRITE, src, 10, 0, (uintptr_t)dst, mr->key, DR_WR_SIGNALED), 0);
+	    post_send(p, 0, 50, DR_WR_WRITE, src, 10, 0, (uintptr_t)dst, mr->key, DR_WR_SIGNALED),
+	    0);
 	ck_assert(pair_run(p));
 	return mr;
 }
