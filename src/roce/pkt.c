@@ -371,6 +371,8 @@ int64_t dr_frame_dqpn(const void *frame, size_t len)
 	return qpn == DR_GSI_QPN ? -1 : (int64_t)qpn;
 }
 
+static const struct dr_pkt dr_pkt_none;
+
 enum dr_pkt_verdict dr_pkt_parse(const void *frame, size_t len, unsigned flags,
 				 struct dr_pkt *pkt)
 {
@@ -380,7 +382,12 @@ enum dr_pkt_verdict dr_pkt_parse(const void *frame, size_t len, unsigned flags,
 	size_t off, l4_len, tlen, body;
 	const uint8_t *tp;
 
-	memset(pkt, 0, sizeof(*pkt));
+	/* Copied from a zeroed one, not memset: GCC 12 -O2 clears the 184
+	 * bytes with rep stosq, whose start-up was half of this function's
+	 * samples at every received frame (perf, the 4 KiB READ client over
+	 * memif: 47 % of dr_pkt_parse's 3.1 %, about 6 ns a frame); the copy
+	 * is twelve 16-byte moves. */
+	*pkt = dr_pkt_none;
 	pkt->frame = f;
 	pkt->frame_len = len;
 
