@@ -496,7 +496,10 @@ int dr_qp_modify(struct dr_qp *qp, const struct dr_qp_attr *attr, unsigned mask)
 int dr_qp_post_send(struct dr_qp *qp, const struct dr_send_wr *wr);
 int dr_qp_post_recv(struct dr_qp *qp, const struct dr_recv_wr *wr);
 /* Hand the QP a frame addressed to it (parsed with dr_pkt_parse, OK).
- * Frames that fail dr_qp_rx_check are dropped and counted. */
+ * Frames that fail dr_qp_rx_check are dropped and counted.  A frame with
+ * pkt->payload_placed set must be one this QP's dr_qp_rsp_place named a
+ * place for, with nothing done to the QP since: that call ran
+ * dr_qp_rx_check already, and it is not run again. */
 void dr_qp_input(struct dr_qp *qp, const struct dr_pkt *pkt);
 /* The QP's own receive checks, without side effects: DR_RX_OK or the
  * reason dr_qp_input would drop the frame before the engines see it. */

@@ -1044,7 +1044,10 @@ void dr_qp_input(struct dr_qp *qp, const struct dr_pkt *pkt)
 
 	qp->stats.rx_frames++;
 	qp->rx_pkt = pkt;
-	why = dr_qp_rx_check(qp, pkt);
+	/* a placed READ response passed the check a moment ago, in
+	 * dr_qp_rsp_place, against this QP in this state (dr_qp_input's
+	 * contract): once per frame, not twice */
+	why = pkt->payload_placed ? DR_RX_OK : dr_qp_rx_check(qp, pkt);
 	if (why != DR_RX_OK)
 		dr_qp_drop(qp, why);
 	else if (pkt->op->flags & DR_OPF_CNP)
