@@ -226,6 +226,12 @@ void dr_qp_timer_update(struct dr_qp *qp)
 
 void dr_qp_flush(struct dr_qp *qp)
 {
+	if (qp->state == DR_QPS_RTS) {
+		/* first: the progress it stands for came before the rest */
+		dr_comp_rearm_settle(qp);
+	} else {
+		qp->comp.rearm_due = false;
+	}
 	if (qp->state == DR_QPS_RTS || qp->state == DR_QPS_RTR)
 		dr_resp_flush_ack(qp);
 	else
@@ -238,7 +244,7 @@ void dr_qp_flush(struct dr_qp *qp)
 
 bool dr_qp_flush_due(const struct dr_qp *qp)
 {
-	return qp->resp.ack_due || qp->req.probe_wait;
+	return qp->resp.ack_due || qp->req.probe_wait || qp->comp.rearm_due;
 }
 
 uint64_t dr_qp_deadline_ns(const struct dr_qp *qp)
@@ -285,6 +291,9 @@ void dr_qp_tick(struct dr_qp *qp)
 	uint64_t now = dr_qp_now(qp);
 
 	if (qp->state == DR_QPS_RTS) {
+		/* progress not yet flushed (DR_QP_DEFER_ACK) moves the
+		 * retransmit deadline before it is judged */
+		dr_comp_rearm_settle(qp);
 		if (qp->comp.rnr_deadline_ns && now >= qp->comp.rnr_deadline_ns)
 			dr_comp_rnr_expired(qp);
 		if (qp->state == DR_QPS_RTS && qp->comp.rto_deadline_ns &&
