@@ -352,7 +352,9 @@ enum dr_qp_flags {
 	 * anything else, which it precedes.  The caller flushes when its
 	 * burst of input is handled -- or after the application has answered,
 	 * so that the ACK leaves behind the reply -- and within the ACK delay
-	 * it announced (src/fi: at the latest at the next poll). */
+	 * it announced (src/fi: at the latest at the next poll).  The
+	 * requester's progress restarts the retransmit timer at that flush
+	 * too, once per burst (a running timer; comp.c dr_comp_progress). */
 	DR_QP_DEFER_ACK = 1u << 1,
 	/* Adaptive retransmit timer: the timer starts at the measured round
 	 * trip (srtt + 4 rttvar, RFC 6298, rounded up to an IBA timeout value
@@ -496,7 +498,10 @@ int dr_qp_modify(struct dr_qp *qp, const struct dr_qp_attr *attr, unsigned mask)
 int dr_qp_post_send(struct dr_qp *qp, const struct dr_send_wr *wr);
 int dr_qp_post_recv(struct dr_qp *qp, const struct dr_recv_wr *wr);
 /* Hand the QP a frame addressed to it (parsed with dr_pkt_parse, OK).
- * Frames that fail dr_qp_rx_check are dropped and counted. */
+ * Frames that fail dr_qp_rx_check are dropped and counted.  A frame with
+ * pkt->payload_placed set must be one this QP's dr_qp_rsp_place named a
+ * place for, with nothing done to the QP since: that call ran
+ * dr_qp_rx_check already, and it is not run again. */
 void dr_qp_input(struct dr_qp *qp, const struct dr_pkt *pkt);
 /* The QP's own receive checks, without side effects: DR_RX_OK or the
  * reason dr_qp_input would drop the frame before the engines see it. */
@@ -511,10 +516,12 @@ enum dr_rx_drop dr_qp_rx_check(const struct dr_qp *qp, const struct dr_pkt *pkt)
 unsigned dr_qp_rsp_place(const struct dr_qp *qp, const struct dr_pkt *pkt, struct iovec *dst,
 			 unsigned max);
 const struct dr_qp_stats *dr_qp_stats(const struct dr_qp *qp);
-/* DR_QP_DEFER_ACK: the caller's burst of input is handled.  Sends the
- * held acknowledgement, if any, and lets a requester that holds after a
- * timeout's probe go on once its hold has passed (comp.c
- * dr_comp_probe_settle; otherwise the QP's timer does).  dr_qp_flush_due:
+/* DR_QP_DEFER_ACK: the caller's burst of input is handled.  Restarts the
+ * retransmit timer if the burst made progress (comp.c
+ * dr_comp_rearm_settle), sends the held acknowledgement, if any, and lets
+ * a requester that holds after a timeout's probe go on once its hold has
+ * passed (comp.c dr_comp_probe_settle; otherwise the QP's timer does).
+ * dr_qp_flush_due:
  * there is something for it to do; the caller then flushes at the end of
  * the burst. */
 void dr_qp_flush(struct dr_qp *qp);

@@ -612,7 +612,7 @@ struct dr_pkt {
 	const uint8_t *payload;
 	uint32_t payload_len;
 	unsigned padcnt;
-	uint32_t icrc; /* as carried by the frame */
+	uint32_t icrc; /* as carried by the frame; 0 while icrc_deferred */
 	/* DR_PARSE_DEFER_READ: the ICRC is not checked yet
 	 * (dr_pkt_icrc_finish, dr_pkt_icrc_copy) */
 	bool icrc_deferred;

@@ -3770,6 +3770,104 @@ START_TEST(test_dead_peer_time)
 }
 END_TEST
 
+/* ---- the retransmit timer restarted once per burst (DR_QP_DEFER_ACK) ------------- */
+
+/* Four READs of 4 KiB (4 responses each), answered in part: B's first six
+ * responses reach A, in one burst 20 us after the posts (10 us each way),
+ * then the link dies.  READ 0 completes; READ 1 fails exactly 15 T after
+ * that burst (T = 4.096 us * 2^14, retry_cnt 3: 1 + 2 + 4 + 8 T), whether
+ * the timer restarts at each response (no flag) or, with DR_QP_DEFER_ACK,
+ * once when A flushes the burst (flush_bursts): the same instant.  A
+ * caller that never flushes: the deadline armed at the posts (T) stays
+ * until it comes due, and dr_qp_tick then restarts the timer from there
+ * instead of timing out (no timeout counted at T); READ 1 fails 15 T
+ * later, T + 15 T after the posts. */
+struct cut {
+	const struct dr_sim *sim;
+	unsigned pass, seen; /* B's frames let through, and so far */
+	uint64_t t_last;     /* when B sent the last of them */
+};
+
+static enum dr_sim_action cut_fault(void *arg, unsigned dir, uint64_t n, const struct dr_pkt *pkt)
+{
+	struct cut *c = arg;
+
+	if (c->seen >= c->pass)
+		return DR_SIM_DROP;
+	if (dir == 1) {
+		c->seen++;
+		c->t_last = c->sim->now_ns;
+	}
+	return DR_SIM_PASS;
+}
+
+static bool a_six_answered(void *arg)
+{
+	const struct pair *p = arg;
+
+	return p->qp[0]->comp.psn == dr_psn_add(0xfffff0, 6);
+}
+
+static const struct {
+	unsigned flags_a;
+	bool flush;
+} rearm_tab[] = {{0, false}, {DR_QP_DEFER_ACK, true}, {DR_QP_DEFER_ACK, false}};
+
+START_TEST(test_read_rearm)
+{
+	struct pair_cfg c = pair_defaults();
+	static uint8_t src[4 * 4096], dst[4 * 4096];
+	uint64_t t = dr_qp_timeout_ns(14), lat = 10000, t_arr;
+	struct cut cut = {.pass = 6};
+	bool late = rearm_tab[_i].flags_a && !rearm_tab[_i].flush;
+	struct dr_mr *rmr;
+	struct pair p;
+	unsigned i;
+
+	c.timeout = 14;
+	c.retry_cnt = 3;
+	c.qp_flags[0] = rearm_tab[_i].flags_a;
+	c.sim = (struct dr_sim_cfg){.latency_ns = lat,
+				    .flush_bursts = rearm_tab[_i].flush,
+				    .fault = cut_fault,
+				    .fault_arg = &cut};
+	pair_up(&p, &c);
+	cut.sim = &p.sim;
+	ck_assert_uint_eq(c.psn_a, 0xfffff0);
+	fill(src, sizeof(src), 13);
+	memset(dst, 0, sizeof(dst));
+	rmr = reg(&p, 1, src, sizeof(src), DR_ACCESS_REMOTE_READ);
+	ck_assert_uint_eq(p.sim.now_ns, 0);
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(post_send(&p, 0, i, DR_WR_READ, dst + i * 4096, 4096, 0,
+					   (uintptr_t)src + i * 4096, rmr->key, DR_WR_SIGNALED),
+				 0);
+	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), t);
+	/* the burst of six responses is in (and flushed, with flush_bursts) */
+	ck_assert(dr_sim_run(&p.sim, LIMIT_NS, a_six_answered, &p));
+	t_arr = cut.t_last + lat;
+	ck_assert_uint_eq(t_arr, 2 * lat);
+	ck_assert_uint_eq(p.sim.now_ns, t_arr);
+	ck_assert_uint_eq(p.sim.end[0].nwc, 1);
+	ck_assert_uint_eq(p.qp[0]->comp.rearm_due, late);
+	ck_assert(dr_qp_flush_due(p.qp[0]) == late);
+	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), late ? t : t_arr + t);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.end[0].nwc, 4);
+	expect_wc(&p.sim.end[0].wc[0], 0, DR_WC_SUCCESS);
+	expect_wc(&p.sim.end[0].wc[1], 1, DR_WC_RETRY_EXC_ERR);
+	expect_wc(&p.sim.end[0].wc[2], 2, DR_WC_WR_FLUSH_ERR);
+	expect_wc(&p.sim.end[0].wc[3], 3, DR_WC_WR_FLUSH_ERR);
+	ck_assert_mem_eq(dst, src, 4096);
+	ck_assert_int_eq(p.qp[0]->state, DR_QPS_ERROR);
+	ck_assert_uint_eq(p.sim.now_ns, (late ? t : t_arr) + 15 * t);
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 4);
+	ck_assert_uint_eq(p.qp[0]->stats.retries, 3);
+	ck_assert(!p.qp[0]->comp.rearm_due);
+	pair_down(&p);
+}
+END_TEST
+
 /* A peer that moves to another MAC: A's frames go to the old one and are
  * lost until the port has re-probed.  The port is modelled by what
  * dr_port_neigh_suspect does on a live link: from the call, a unicast
@@ -5413,6 +5511,7 @@ static Suite *qp_suite(void)
 			    (int)(sizeof(adead_tab) / sizeof(adead_tab[0])));
 	tcase_add_loop_test(tc, test_dead_peer_time, 0,
 			    (int)(sizeof(dpeer_tab) / sizeof(dpeer_tab[0])));
+	tcase_add_loop_test(tc, test_read_rearm, 0, sizeof(rearm_tab) / sizeof(rearm_tab[0]));
 	tcase_add_loop_test(tc, test_peer_moved, 0, (int)(sizeof(move_tab) / sizeof(move_tab[0])));
 	tcase_add_test(tc, test_cwnd_loss);
 	tcase_add_loop_test(tc, test_max_window, 0, (int)(sizeof(mw_tab) / sizeof(mw_tab[0])));

@@ -2356,6 +2356,8 @@ START_TEST(test_defer_read)
 	ck_assert_int_gt(fl, 0);
 	ck_assert_int_eq(dr_pkt_parse(frame, (size_t)fl, DR_PARSE_DEFER_READ, &pkt), DR_PKT_OK);
 	ck_assert(pkt.icrc_deferred == defer_tab[_i].deferred);
+	/* a deferred check reads the carried ICRC when it is finished */
+	ck_assert_uint_eq(pkt.icrc, pkt.icrc_deferred ? 0 : dr_icrc_get(frame + fl - DR_ICRC_LEN));
 	ck_assert(!pkt.payload_placed);
 	ck_assert(dr_pkt_icrc_finish(&pkt));
 	psn_at = (size_t)((const uint8_t *)pkt.bth - frame) + 11;

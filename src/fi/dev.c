@@ -307,8 +307,10 @@ static void dev_rx(void *ctx, const void *frame, size_t len, const struct dr_pkt
 		}
 		return;
 	}
-	/* QPN 0 (the SMI's) is never in the table */
-	ep = dr_idmap_find(&dev->qps, pkt->dqpn);
+	/* QPN 0 (the SMI's) is never in the table.  A placed READ response's
+	 * endpoint is the one dev_place just found: the port calls it for this
+	 * frame and then this, with nothing in between that could close it */
+	ep = pkt->payload_placed ? dev->placed_ep : dr_idmap_find(&dev->qps, pkt->dqpn);
 	if (!ep && dev_qpn_foreign(dev, pkt->dqpn)) {
 		dev->rx_foreign++; /* another process's: not ours to judge */
 		return;
@@ -328,6 +330,7 @@ static unsigned dev_place(void *ctx, const struct dr_pkt *pkt, struct iovec *dst
 	struct dr_dev *dev = ctx;
 	struct dr_ep *ep = dr_idmap_find(&dev->qps, pkt->dqpn);
 
+	dev->placed_ep = ep; /* for dev_rx, if the frame is placed */
 	return ep && ep->qp ? dr_qp_rsp_place(ep->qp, pkt, dst, max) : 0;
 }
 

@@ -534,6 +534,11 @@ struct dr_dev {
 		uint32_t qpn;
 		uint64_t until_ns;
 	} foreign_qpn[64];
+	/* the endpoint dev_place found for the frame the port is receiving:
+	 * dev_rx takes it for a placed READ response instead of a second
+	 * lookup (read only while pkt->payload_placed says it is that
+	 * frame's) */
+	struct dr_ep *placed_ep;
 	struct dr_pep *peps;	/* listening passive endpoints */
 	uint64_t rx_drops[DR_RX_DROP_NUM]; /* every frame dropped, by reason (under lock) */
 	pthread_t thread;	/* control progress; fast for fd waiters */

@@ -324,7 +324,7 @@ void dr_ep_input(struct dr_ep *ep, const struct dr_pkt *pkt)
 	 * P_Key: dr_qp_rx_check) speaks for the peer; dr_qp_input drops and
 	 * counts the others */
 	if ((ep->state == DR_EP_ACCEPTING || ep->draining) &&
-	    dr_qp_rx_check(ep->qp, pkt) == DR_RX_OK)
+	    (pkt->payload_placed || dr_qp_rx_check(ep->qp, pkt) == DR_RX_OK))
 		dr_ep_peer_heard(ep);
 	dr_qp_input(ep->qp, pkt);
 	if (!ep->ack_listed && dr_qp_flush_due(ep->qp)) {

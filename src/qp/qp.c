@@ -226,6 +226,12 @@ void dr_qp_timer_update(struct dr_qp *qp)
 
 void dr_qp_flush(struct dr_qp *qp)
 {
+	if (qp->state == DR_QPS_RTS) {
+		/* first: the progress it stands for came before the rest */
+		dr_comp_rearm_settle(qp);
+	} else {
+		qp->comp.rearm_due = false;
+	}
 	if (qp->state == DR_QPS_RTS || qp->state == DR_QPS_RTR)
 		dr_resp_flush_ack(qp);
 	else
@@ -238,7 +244,7 @@ void dr_qp_flush(struct dr_qp *qp)
 
 bool dr_qp_flush_due(const struct dr_qp *qp)
 {
-	return qp->resp.ack_due || qp->req.probe_wait;
+	return qp->resp.ack_due || qp->req.probe_wait || qp->comp.rearm_due;
 }
 
 uint64_t dr_qp_deadline_ns(const struct dr_qp *qp)
@@ -285,6 +291,9 @@ void dr_qp_tick(struct dr_qp *qp)
 	uint64_t now = dr_qp_now(qp);
 
 	if (qp->state == DR_QPS_RTS) {
+		/* progress not yet flushed (DR_QP_DEFER_ACK) moves the
+		 * retransmit deadline before it is judged */
+		dr_comp_rearm_settle(qp);
 		if (qp->comp.rnr_deadline_ns && now >= qp->comp.rnr_deadline_ns)
 			dr_comp_rnr_expired(qp);
 		if (qp->state == DR_QPS_RTS && qp->comp.rto_deadline_ns &&
@@ -1044,7 +1053,10 @@ void dr_qp_input(struct dr_qp *qp, const struct dr_pkt *pkt)
 
 	qp->stats.rx_frames++;
 	qp->rx_pkt = pkt;
-	why = dr_qp_rx_check(qp, pkt);
+	/* a placed READ response passed the check a moment ago, in
+	 * dr_qp_rsp_place, against this QP in this state (dr_qp_input's
+	 * contract): once per frame, not twice */
+	why = pkt->payload_placed ? DR_RX_OK : dr_qp_rx_check(qp, pkt);
 	if (why != DR_RX_OK)
 		dr_qp_drop(qp, why);
 	else if (pkt->op->flags & DR_OPF_CNP)

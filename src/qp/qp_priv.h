@@ -282,6 +282,11 @@ struct dr_qp {
 		uint64_t rto_deadline_ns;
 		uint64_t rnr_deadline_ns;
 		uint32_t rnr_tries; /* RNR waits since the last progress */
+		/* DR_QP_DEFER_ACK: progress was made while the retransmit
+		 * timer ran; its deadline moves once the caller's burst of
+		 * input is handled (dr_comp_rearm_settle: dr_qp_flush, or
+		 * dr_qp_tick before it judges the deadline) */
+		bool rearm_due;
 	} comp;
 
 	struct {
@@ -388,6 +393,7 @@ void dr_req_set_state(struct dr_qp *qp, enum dr_req_state s);
 void dr_comp_input(struct dr_qp *qp, const struct dr_pkt *pkt);
 void dr_comp_timeout(struct dr_qp *qp);
 void dr_comp_probe_settle(struct dr_qp *qp);
+void dr_comp_rearm_settle(struct dr_qp *qp);
 void dr_comp_rnr_expired(struct dr_qp *qp);
 void dr_comp_arm(struct dr_qp *qp);
 void dr_comp_rtt_start(struct dr_qp *qp, uint32_t psn);
