@@ -3399,6 +3399,69 @@ START_TEST(test_probe_hold_error)
 }
 END_TEST
 
+/* A loss halves the floor spurious timeouts set: on a lossy path the next
+ * tail loss would wait it.  The floor of the held-ACK test (2 x 1.02 ms),
+ * then a 10-packet WRITE whose fourth packet is lost: B's sequence NAK
+ * halves it; a second such loss halves it again.  (Bridged veth, 5 %
+ * random loss both ways, 1 MiB writes, 4 rounds: with the floor held
+ * through the losses 21-86 MB/s, halved by each loss 100-106.) */
+struct hold_loss {
+	struct hold_first_ack h;
+	struct pu_loss l;
+};
+
+static enum dr_sim_action hold_loss_fault(void *arg, unsigned dir, uint64_t n,
+					  const struct dr_pkt *pkt)
+{
+	struct hold_loss *hl = arg;
+
+	if (hold_ack_fault(&hl->h, dir, n, pkt) != DR_SIM_PASS)
+		return DR_SIM_DELAY;
+	return pu_loss_fault(&hl->l, dir, n, pkt);
+}
+
+START_TEST(test_spurious_floor_loss)
+{
+	struct pair_cfg c = pair_defaults();
+	static struct hold_loss hl;
+	static uint8_t src[10000], dst[10000];
+	uint64_t floor;
+	struct dr_mr *mr;
+	struct pair p;
+
+	memset(&hl, 0, sizeof(hl));
+	mr = hold_setup(&p, &c, &hl.h, DR_QP_ADAPTIVE_RTO, 1000000, src, dst, sizeof(src), 9);
+	p.sim.cfg.fault = hold_loss_fault;
+	p.sim.cfg.fault_arg = &hl;
+	hl.h.on = true;
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_WRITE, src, sizeof(src), 0, (uintptr_t)dst,
+				   mr->key, DR_WR_SIGNALED),
+			 0);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.qp[0]->stats.spurious_timeouts, 1);
+	floor = p.qp[0]->comp.rto_floor_ns;
+	ck_assert_uint_gt(floor, 2000000);
+	for (unsigned k = 1; k <= 2; k++) {
+		uint32_t first = p.qp[0]->comp.psn;
+
+		hl.l.from = dr_psn_add(first, 3);
+		hl.l.to = dr_psn_add(first, 4);
+		hl.l.armed = true;
+		ck_assert_int_eq(post_send(&p, 0, 1 + k, DR_WR_WRITE, src, sizeof(src), 0,
+					   (uintptr_t)dst, mr->key, DR_WR_SIGNALED),
+				 0);
+		hl.l.armed = false;
+		ck_assert_uint_eq(hl.l.dropped, k);
+		ck_assert(pair_run(&p));
+		ck_assert_uint_eq(p.qp[0]->stats.rx_seq_naks, k);
+		ck_assert_uint_eq(p.qp[0]->comp.rto_floor_ns, floor >> k);
+	}
+	ck_assert_uint_eq(p.sim.end[0].nwc, 4);
+	ck_assert_mem_eq(dst, src, sizeof(src));
+	pair_down(&p);
+}
+END_TEST
+
 /* DR_QP_LOSSLESS is a presumption: the first loss ends it.  A (with
  * DR_QP_ADAPTIVE_RTO) sends a 10-packet WRITE after the warm-up, whose
  * first sends of some packets are lost: (0) the fourth, which B's
@@ -5506,6 +5569,7 @@ static Suite *qp_suite(void)
 	tcase_add_loop_test(tc, test_probe_tail_loss, 0, PU_KINDS);
 	tcase_add_test(tc, test_probe_hold_error);
 	tcase_add_loop_test(tc, test_lossless_loss_seen, 0, 2);
+	tcase_add_test(tc, test_spurious_floor_loss);
 	tcase_add_test(tc, test_adaptive_rto_rnr_karn);
 	tcase_add_loop_test(tc, test_adaptive_dead_link, 0,
 			    (int)(sizeof(adead_tab) / sizeof(adead_tab[0])));

@@ -207,13 +207,20 @@ static void dr_comp_rtt_sample(struct dr_qp *qp)
 }
 
 /* A frame was lost (a sequence NAK, a READ response past a gap, a probe
- * answered alone and nothing behind it): DR_QP_LOSSLESS no longer holds
- * on this path (a full backlog or loop ring dropped, or a memif peer
- * forwards to a lossy link), and the adaptive timer's shorter timeouts
- * apply from now on.  Until then a loss that nothing behind it reveals
- * waits for the QP's timeout, once. */
+ * answered alone and nothing behind it).  The floor spurious timeouts set
+ * (dr_comp_spurious) halves: on a lossy path the next tail loss would
+ * wait it, and timeouts there are mostly losses.  And DR_QP_LOSSLESS no
+ * longer holds on this path (a full backlog or loop ring dropped, or a
+ * memif peer forwards to a lossy link): the adaptive timer's shorter
+ * timeouts apply from now on.  Until then a loss that nothing behind it
+ * reveals waits for the QP's timeout, once. */
 static void dr_comp_loss_seen(struct dr_qp *qp)
 {
+	if (qp->comp.rto_floor_ns) {
+		qp->comp.rto_floor_ns /= 2;
+		if (qp->comp.rto_floor_ns <= qp->comp.rto_base_ns)
+			qp->comp.rto_floor_ns = 0;
+	}
 	if (!(qp->flags & DR_QP_LOSSLESS))
 		return;
 	qp->flags &= ~DR_QP_LOSSLESS;
