@@ -435,6 +435,56 @@ def table_pair(data, test, window, unit, title, better):
     return L
 
 
+READ_WRITE_BOUND = 0.9
+
+
+def read_write(data, lab, s, window=64):
+    """READ over WRITE bandwidth of one droce path and size: (median of the
+    per-round ratios, min, max, rounds) or None.  The two rows ran in the same
+    round, minutes apart at most, so a round's ratio cancels slow load changes
+    that the ratio of two medians keeps."""
+    rr = data.runs("droce", lab, "bw_read", s, window)
+    rw = data.runs("droce", lab, "bw_write", s, window)
+    xs = [rr[r] / rw[r] for r in rr if r in rw and rw[r]]
+    if not xs:
+        return None
+    return statistics.median(xs), min(xs), max(xs), len(xs)
+
+
+def table_read_write(data, window=64):
+    """Issue 13 point 2: RDMA READ >= 0.9x RDMA WRITE at every size, per path."""
+    labs = [dl for dl, _, _ in PAIRS if data.sizes("bw_read", [dl])]
+    if not labs:
+        return []
+    L = ["### RDMA READ / RDMA WRITE bandwidth (same path, same round)\n",
+         "Median [min–max] of the per-round ratios READ/WRITE (window %d); issue 13 asks "
+         ">= %.1f× at every size on each path. Bold: below it.\n" % (window, READ_WRITE_BOUND),
+         "| size | " + " | ".join(COL_NAME[("droce", dl)] for dl in labs) + " |",
+         "|---:|" + "---:|" * len(labs)]
+    low = {dl: [] for dl in labs}
+    for s in data.sizes("bw_read", labs):
+        row = ["| %s" % hsize(s)]
+        for dl in labs:
+            st = read_write(data, dl, s, window)
+            if not st:
+                row.append("–")
+                continue
+            med, lo, hi, n = st
+            txt = "%.2f× [%.2f–%.2f]%s" % (med, lo, hi, "" if n >= 5 else " (n=%d)" % n)
+            if med < READ_WRITE_BOUND:
+                txt = "**%s**" % txt
+                low[dl].append(hsize(s))
+            row.append(txt)
+        L.append(" | ".join(row) + " |")
+    L.append("")
+    for dl in labs:
+        L.append("- %s: %s" % (COL_NAME[("droce", dl)],
+                              "met at every size" if not low[dl] else
+                              "below %.1f× at %s" % (READ_WRITE_BOUND, ", ".join(low[dl]))))
+    L.append("")
+    return L
+
+
 LIMITS = {
     "lat": "in memif's copy mode both PMDs copy every frame and a half trip is ≈ 430 ns of "
            "memif (the ring update takes ≈ 300 ns to reach the other core) plus ≈ 450 ns of "
@@ -643,6 +693,7 @@ def results_md(data, machine, failures, drops, outdir, pngs, profile, pingpong=N
     for t, title in (("bw_write", "RDMA write"), ("bw_read", "RDMA read"),
                      ("bw_send", "send/recv")):
         L.extend(table_pair(data, t, 64, "MB/s", title, "higher is better"))
+    L.extend(table_read_write(data))
     L.append("## Message rate (messages/s, window 64; higher is better)\n")
     L.extend(table_pair(data, "rate_send", 64, "msg/s", "send/recv", "higher is better"))
     L.extend(table_pair(data, "rate_write", 64, "msg/s", "RDMA write", "higher is better"))

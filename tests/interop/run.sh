@@ -95,6 +95,7 @@ fi
 
 NPASS=0 NFAIL=0 NSKIP=0
 SUMMARY=()
+FAILS=()
 cleanup() {
 	h_kill
 	ix_guest_stop
@@ -176,10 +177,23 @@ step_done() {
 		"$(ix_dt "$(ix_now)" "$4")" "${5:+ $5}"
 	echo "$1 $res host=$2 guest=$3" >>"$S_DIR/steps.txt"
 	if [ $res = FAIL ]; then
+		fail_excerpt "$1" "$2" "$3"
 		# a failed step leaves the other side waiting: stop it now
 		h_kill
 		g_run 10 "killall -9 fi_pingpong rping droce-xfer 2>/dev/null; true" >/dev/null
 	fi
+}
+
+# fail_excerpt NAME RC_HOST RC_GUEST: a failed step's last output lines on
+# both sides, repeated after the summary, where a CI log's tail shows them
+fail_excerpt() {
+	local f g=${ST_HOUT%.host.out}.guest.out
+	FAILS+=("--- $S_NAME: $1 (host rc=$2, guest rc=$3)")
+	for f in "$ST_HOUT" "$g"; do
+		[ -s "$f" ] || continue
+		FAILS+=("  $(basename "$f"), last lines:")
+		mapfile -t -O "${#FAILS[@]}" FAILS < <(tail -n 12 "$f" | cut -c1-200 | sed 's/^/    /')
+	done
 }
 
 # step_begin NAME WAIT HOSTOUT TMO HOSTCMD -- GUESTCMD: a step's arguments
@@ -554,5 +568,9 @@ rm -rf "$WSCONF"
 echo
 echo "==== interop summary (artifacts: $OUT; wall $(ix_dt "$(ix_now)" "$T_SUITE")s)"
 printf '%s\n' "${SUMMARY[@]}" | tee "$OUT/summary.txt"
+if [ ${#FAILS[@]} -gt 0 ]; then
+	echo "==== failed steps"
+	printf '%s\n' "${FAILS[@]}" | tee -a "$OUT/summary.txt"
+fi
 echo "interop: $NPASS passed, $NFAIL failed, $NSKIP skipped" | tee -a "$OUT/summary.txt"
 [ $NFAIL = 0 ]
