@@ -276,9 +276,8 @@ session() {
 		srvenv=() clienv=() oob=127.0.0.1:$port fabric=127.0.0.1 ;;
 	veth)
 		srvns=(ip netns exec "$nsA") clins=(ip netns exec "$nsB")
-		# FI_DROCE_ADDR is given because droce takes a named af_packet
-		# interface's address as a /32 (no on-link peers: fi_connect fails
-		# with -FI_ENOMEM) - a provider bug, see PROFILE.md.
+		# FI_DROCE_ADDR only spells out the interface's own address and
+		# prefix, which droce takes from it anyway (PROFILE.md 5.11)
 		srvenv=(FI_DROCE_DEVICE="net_af_packet0,iface=$vA" FI_DROCE_ADDR="$ipA/24")
 		clienv=(FI_DROCE_DEVICE="net_af_packet0,iface=$vB" FI_DROCE_ADDR="$ipB/24")
 		oob=$ipA:$port fabric=$ipA ;;
