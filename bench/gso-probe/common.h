@@ -23,8 +23,9 @@
 #include <zlib.h>
 
 #ifndef VIRTIO_NET_HDR_GSO_UDP_L4
-#define VIRTIO_NET_HDR_GSO_UDP_L4 5 /* linux/virtio_net.h since 5.18; libc headers here are older  \
-				     */
+#define VIRTIO_NET_HDR_GSO_UDP_L4                                                                  \
+	5 /* linux/virtio_net.h since 5.18; libc headers here are older                            \
+	   */
 #endif
 
 #define ROCE_PORT 4791
