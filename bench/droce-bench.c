@@ -127,6 +127,7 @@ static struct {
 	const char *lat_sizes, *bw_sizes, *rate_sizes;
 	unsigned window;
 	double secs, warm_secs;
+	unsigned alt; /* -A: bw_write and bw_read of a size in this many alternating slices */
 	uint64_t min_iters, max_iters;
 	double stall;	   /* seconds without progress before a wait fails */
 	unsigned watchdog; /* seconds for the whole process */
@@ -1363,14 +1364,16 @@ static void emit(enum test t, size_t s, unsigned window, const struct result *re
 		fflush(csv_out);
 }
 
-/* Run one measurement.  Returns false when the connection cannot be used
- * any more. */
-static bool run_one(enum test t, size_t s, unsigned window)
+/* Run one measurement of secs after a warm-up of warm; its row is
+ * printed, or with out given and the measurement complete, left in *out
+ * (run_alt).  Returns false when the connection cannot be used any
+ * more. */
+static bool run_part(enum test t, size_t s, unsigned window, double secs, double warm,
+		     struct result *out)
 {
 	struct oob_msg m, r;
 	struct result res = {.unit = "", .status = "ok"};
 	uint64_t iters = 0, elapsed = 0, total_ops = 0;
-	double warm = opt.warm_secs >= 0 ? opt.warm_secs : opt.secs / 5;
 	int ret = 0;
 
 	if (window > F.tx_size)
@@ -1412,7 +1415,7 @@ static bool run_one(enum test t, size_t s, unsigned window)
 		res.cpu_user = cpu_secs(true);
 		res.cpu_sys = cpu_secs(false);
 		res.runq = (double)runq_wait_ns();
-		ret = pingpong(t, s, opt.min_iters, opt.secs, true, &iters, &elapsed);
+		ret = pingpong(t, s, opt.min_iters, secs, true, &iters, &elapsed);
 		if (ret)
 			break;
 		res.secs = (double)elapsed / 1e9;
@@ -1443,7 +1446,7 @@ static bool run_one(enum test t, size_t s, unsigned window)
 		res.runq = (double)runq_wait_ns();
 		t0 = fiu_now_ns();
 		ret = windowed(t, s, window, opt.min_iters > window ? opt.min_iters : window,
-			       opt.secs, &iters);
+			       secs, &iters);
 		if (!ret)
 			ret = sync_peer(); /* delivery, not just local completion */
 		if (ret)
@@ -1526,8 +1529,76 @@ static bool run_one(enum test t, size_t s, unsigned window)
 	else if ((t == T_BW_SEND || t == T_RATE_SEND) && !strcmp(res.status, "ok") &&
 		 r.count < iters)
 		res.status = "lost-messages";
-	emit(t, s, window, &res);
+	if (out && !strcmp(res.status, "ok"))
+		*out = res;
+	else
+		emit(t, s, window, &res);
 	return !r.status;
+}
+
+static bool run_one(enum test t, size_t s, unsigned window)
+{
+	return run_part(t, s, window, opt.secs,
+			opt.warm_secs >= 0 ? opt.warm_secs : opt.secs / 5, NULL);
+}
+
+/* -A N: RDMA write and RDMA read of one size measured in N slices of T/N
+ * each, alternated (write, read, write, ...), one row each for the sum.
+ * On a host whose speed changes by phases of seconds (other tenants: the
+ * memif rows ran at 4-7 or 14-16 GB/s from one session to the next, and
+ * within one), two measurements seconds apart can land in different
+ * phases and give a READ/WRITE ratio of 0.3 or 2; slices of a fraction of
+ * a second share them.  The warm-up is the first slice's; the later ones
+ * start with a window that refills at once. */
+static bool run_alt(size_t s, unsigned window)
+{
+	static const enum test pair[2] = {T_BW_WRITE, T_BW_READ};
+	struct result sum[2];
+	bool live[2] = {true, true};
+	double warm = opt.warm_secs >= 0 ? opt.warm_secs : opt.secs / 5;
+
+	memset(sum, 0, sizeof(sum));
+	for (unsigned k = 0; k < opt.alt && (live[0] || live[1]); k++) {
+		for (int j = 0; j < 2; j++) {
+			struct result r = {.status = ""};
+			struct result *a = &sum[j];
+
+			if (!live[j])
+				continue;
+			if (!run_part(pair[j], s, window, opt.secs / opt.alt, k ? 0 : warm, &r))
+				return false;
+			if (!*r.status) {
+				/* not measured (unsupported, an error): its row said
+				 * so, and the other test goes on alone */
+				live[j] = false;
+				continue;
+			}
+			a->iters += r.iters;
+			a->secs += r.secs;
+			a->cpu_user += r.cpu_user;
+			a->cpu_sys += r.cpu_sys;
+			a->runq += r.runq * r.secs;
+			a->peer_runq += r.peer_runq * r.secs;
+			a->dc.resent += r.dc.resent;
+			a->dc.timeouts += r.dc.timeouts;
+			a->dc.drops += r.dc.drops;
+			a->dc.rnr_naks += r.dc.rnr_naks;
+			a->dc.rnr_held += r.dc.rnr_held;
+		}
+	}
+	for (int j = 0; j < 2; j++) {
+		struct result *a = &sum[j];
+
+		if (!live[j])
+			continue;
+		a->status = "ok";
+		a->unit = "MB/s";
+		a->value = (double)a->iters * (double)s / a->secs / 1e6;
+		a->runq /= a->secs;
+		a->peer_runq /= a->secs;
+		emit(pair[j], s, window, a);
+	}
+	return true;
 }
 
 /* "8,64,4k", "4k-4m" (powers of 2), "8-1m*4" (times 4 each step) */
@@ -1629,8 +1700,12 @@ static int run_client(void)
 						    : opt.rate_sizes;
 
 		n = parse_sizes(spec, sz, 64);
+		if (opt.alt && t == T_BW_READ && want_test(T_BW_WRITE))
+			continue; /* with bw_write, below */
 		for (size_t i = 0; i < n && ok; i++) {
-			if (t == T_ATOMIC) {
+			if (opt.alt && t == T_BW_WRITE && want_test(T_BW_READ)) {
+				ok = run_alt(sz[i], opt.window);
+			} else if (t == T_ATOMIC) {
 				ok = run_one(t, 8, 1);
 				if (ok && opt.window > 1)
 					ok = run_one(t, 8, opt.window);
@@ -1671,6 +1746,8 @@ static void usage(void)
 		"  -w N        window for bandwidth/rate/atomic tests (default 64)\n"
 		"  -T SECS     timed phase per measurement (default 1.0)\n"
 		"  -W SECS     warm-up per measurement, excluded (default T/5)\n"
+		"  -A N        bw_write and bw_read of each size in N alternating slices of\n"
+		"              T/N (a READ/WRITE ratio that slow host phases do not skew)\n"
 		"  -m N / -M N minimum / maximum iterations per measurement\n"
 		"  -s SECS     stall timeout: a wait with no completion this long fails (20)\n"
 		"  -X SECS     watchdog for the whole process (900)\n"
@@ -1685,7 +1762,7 @@ int main(int argc, char **argv)
 {
 	int c, ret;
 
-	while ((c = getopt(argc, argv, "Sp:O:F:t:z:Z:R:w:T:W:m:M:s:X:C:L:Hvh")) != -1) {
+	while ((c = getopt(argc, argv, "Sp:O:F:t:z:Z:R:w:T:W:A:m:M:s:X:C:L:Hvh")) != -1) {
 		switch (c) {
 		case 'S':
 			opt.server = true;
@@ -1721,6 +1798,11 @@ int main(int argc, char **argv)
 			break;
 		case 'W':
 			opt.warm_secs = strtod(optarg, NULL);
+			break;
+		case 'A':
+			opt.alt = (unsigned)strtoul(optarg, NULL, 0);
+			if (opt.alt > 1000)
+				die("-A: 0..1000\n");
 			break;
 		case 'm':
 			opt.min_iters = strtoull(optarg, NULL, 0);
