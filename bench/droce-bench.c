@@ -1445,8 +1445,8 @@ static bool run_part(enum test t, size_t s, unsigned window, double secs, double
 		res.cpu_sys = cpu_secs(false);
 		res.runq = (double)runq_wait_ns();
 		t0 = fiu_now_ns();
-		ret = windowed(t, s, window, opt.min_iters > window ? opt.min_iters : window,
-			       secs, &iters);
+		ret = windowed(t, s, window, opt.min_iters > window ? opt.min_iters : window, secs,
+			       &iters);
 		if (!ret)
 			ret = sync_peer(); /* delivery, not just local completion */
 		if (ret)
@@ -1538,8 +1538,8 @@ static bool run_part(enum test t, size_t s, unsigned window, double secs, double
 
 static bool run_one(enum test t, size_t s, unsigned window)
 {
-	return run_part(t, s, window, opt.secs,
-			opt.warm_secs >= 0 ? opt.warm_secs : opt.secs / 5, NULL);
+	return run_part(t, s, window, opt.secs, opt.warm_secs >= 0 ? opt.warm_secs : opt.secs / 5,
+			NULL);
 }
 
 /* -A N: RDMA write and RDMA read of one size measured in N slices of T/N
