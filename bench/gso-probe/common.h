@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/resource.h>
 #include <linux/if_packet.h>
@@ -23,9 +24,8 @@
 #include <zlib.h>
 
 #ifndef VIRTIO_NET_HDR_GSO_UDP_L4
-#define VIRTIO_NET_HDR_GSO_UDP_L4                                                                  \
-	5 /* linux/virtio_net.h since 5.18; libc headers here are older                            \
-	   */
+/* linux/virtio_net.h since 5.18; libc headers here are older */
+#define VIRTIO_NET_HDR_GSO_UDP_L4 5
 #endif
 
 #define ROCE_PORT 4791
@@ -102,27 +102,50 @@ static inline void rusage_s(double *u, double *s)
 	*s = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
 }
 
+/* one SIOCGIF* request on interface name, or exit */
+static inline void if_req(int fd, const char *name, unsigned long req, const char *what,
+			  struct ifreq *ifr)
+{
+	memset(ifr, 0, sizeof(*ifr));
+	snprintf(ifr->ifr_name, sizeof(ifr->ifr_name), "%s", name);
+	if (ioctl(fd, req, ifr) < 0) {
+		perror(what);
+		exit(1);
+	}
+}
+
 static inline int if_index(int fd, const char *name)
 {
 	struct ifreq ifr;
-	memset(&ifr, 0, sizeof(ifr));
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
-	if (ioctl(fd, SIOCGIFINDEX, &ifr) < 0) {
-		perror("SIOCGIFINDEX");
-		exit(1);
-	}
+
+	if_req(fd, name, SIOCGIFINDEX, "SIOCGIFINDEX", &ifr);
 	return ifr.ifr_ifindex;
 }
 
 static inline void if_mac(int fd, const char *name, uint8_t mac[6])
 {
 	struct ifreq ifr;
-	memset(&ifr, 0, sizeof(ifr));
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
-	if (ioctl(fd, SIOCGIFHWADDR, &ifr) < 0) {
-		perror("SIOCGIFHWADDR");
-		exit(1);
-	}
+
+	if_req(fd, name, SIOCGIFHWADDR, "SIOCGIFHWADDR", &ifr);
 	memcpy(mac, ifr.ifr_hwaddr.sa_data, 6);
+}
+
+/* set up a TPACKET ring (PACKET_RX_RING or PACKET_TX_RING) and map it, or
+ * NULL with the cause printed */
+static inline uint8_t *ring_map(int fd, int which, struct tpacket_req *treq)
+{
+	void *m;
+
+	if (setsockopt(fd, SOL_PACKET, which, treq, sizeof(*treq)) < 0) {
+		perror(which == PACKET_RX_RING ? "PACKET_RX_RING" : "PACKET_TX_RING");
+		return NULL;
+	}
+	m = mmap(NULL, (size_t)treq->tp_block_size * treq->tp_block_nr, PROT_READ | PROT_WRITE,
+		 MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		perror("mmap");
+		return NULL;
+	}
+	return m;
 }
 #endif

@@ -149,16 +149,9 @@ int main(int argc, char **argv)
 		treq.tp_block_size = 1 << 20;
 		treq.tp_block_nr = 32;
 		treq.tp_frame_nr = treq.tp_block_nr * (treq.tp_block_size / treq.tp_frame_size);
-		if (setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &treq, sizeof(treq)) < 0) {
-			perror("PACKET_RX_RING");
+		ring = ring_map(fd, PACKET_RX_RING, &treq);
+		if (!ring)
 			return 1;
-		}
-		ring = mmap(NULL, (size_t)treq.tp_block_size * treq.tp_block_nr,
-			    PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		if (ring == MAP_FAILED) {
-			perror("mmap");
-			return 1;
-		}
 	}
 	if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
 		perror("bind");

@@ -264,16 +264,9 @@ int main(int argc, char **argv)
 		    (treq.tp_block_size / fs) *
 		    (unsigned)((2 * batch * fs + treq.tp_block_size - 1) / treq.tp_block_size);
 		treq.tp_block_nr = treq.tp_frame_nr / (treq.tp_block_size / fs);
-		if (setsockopt(fd, SOL_PACKET, PACKET_TX_RING, &treq, sizeof(treq)) < 0) {
-			perror("PACKET_TX_RING");
+		ringmem = ring_map(fd, PACKET_TX_RING, &treq);
+		if (!ringmem)
 			return 1;
-		}
-		ringmem = mmap(NULL, (size_t)treq.tp_block_size * treq.tp_block_nr,
-			       PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		if (ringmem == MAP_FAILED) {
-			perror("mmap");
-			return 1;
-		}
 	}
 
 	struct mmsghdr *mm = calloc(batch, sizeof(*mm));
