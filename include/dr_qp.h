@@ -446,6 +446,13 @@ struct dr_qp_init_attr {
 	 * a loss; dr_qp_create refuses other values.  For a port that loses
 	 * frames when too many arrive at once (dr_port_max_window). */
 	uint32_t max_window;
+	/* DR_QP_ADAPTIVE_RTO: the floor the timer starts with, 0 for none.
+	 * The measured timeout is not used below it until losses (each
+	 * halves it) or DR_RTO_FLOOR_DECAY round trips and 10 s without a
+	 * spurious timeout (then it halves) bring it down, as for the floor a
+	 * spurious timeout sets (src/qp/comp.c).  For paths whose answers
+	 * wait on a scheduler: a prior on its stalls, as TCP starts at 1 s. */
+	uint64_t rto_floor_ns;
 };
 
 /* The smallest max_window: one READ request's responses (a READ request

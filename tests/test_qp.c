@@ -33,6 +33,7 @@ struct pair_cfg {
 	uint8_t ord, ird;
 	unsigned qp_flags[2]; /* enum dr_qp_flags of A and B */
 	uint32_t max_window[2];
+	uint64_t rto_floor_ns[2];
 	bool no_rop;	      /* leave ops->remote_op NULL */
 	struct dr_sim_cfg sim;
 };
@@ -119,6 +120,7 @@ static void pair_up(struct pair *p, const struct pair_cfg *c)
 		    .ctx = &p->sim.end[i],
 		    .flags = c->qp_flags[i],
 		    .max_window = c->max_window[i],
+		    .rto_floor_ns = c->rto_floor_ns[i],
 		};
 
 		free(rops[i].op);
@@ -3462,6 +3464,80 @@ START_TEST(test_spurious_floor_loss)
 }
 END_TEST
 
+/* A first floor (dr_qp_init_attr.rto_floor_ns, what the provider gives
+ * QPs on ports that may lose frames): 1 ms.  The warm-up WRITE measures
+ * 20 us, base 131072, but the next WRITE's deadline is 1 ms out, and its
+ * first ACK held 0.9 ms (a stall of B) costs no timeout and no resend;
+ * without the floor A's timer fires at 131 us and probes.  That ACK's
+ * round trip (0.92 ms, timed: nothing was resent) raises the estimate to
+ * 2^9 x 4.096 us; a loss that B's sequence NAK reports then halves the
+ * floor to 500 us, below the estimate, which removes it: the next send's
+ * deadline is the estimate's.  (The halvings one by one:
+ * test_spurious_floor_loss.) */
+START_TEST(test_rto_floor_start)
+{
+	struct pair_cfg c = pair_defaults();
+	static struct hold_loss hl;
+	static uint8_t src[10000], dst[10000];
+	uint64_t lat = 10000, t1;
+	struct dr_mr *mr;
+	struct pair p;
+
+	memset(&hl, 0, sizeof(hl));
+	c.rto_floor_ns[0] = 1000000;
+	mr = hold_setup(&p, &c, &hl.h, DR_QP_ADAPTIVE_RTO, 900000, src, dst, sizeof(src), 11);
+	ck_assert_uint_eq(p.qp[0]->stats.rtt_samples, 1);
+	ck_assert_uint_eq(p.qp[0]->comp.rto_base_ns, 131072);
+	ck_assert_uint_eq(p.qp[0]->comp.rto_floor_ns, 1000000);
+	ck_assert_uint_eq(p.qp[1]->comp.rto_floor_ns, 0); /* B's attr: none */
+	p.sim.cfg.fault = hold_loss_fault;
+	p.sim.cfg.fault_arg = &hl;
+
+	hl.h.on = true;
+	t1 = p.sim.now_ns;
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_WRITE, src, sizeof(src), 0, (uintptr_t)dst,
+				   mr->key, DR_WR_SIGNALED),
+			 0);
+	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), t1 + 1000000);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(hl.h.held, 1);
+	ck_assert_uint_eq(p.sim.end[0].nwc, 2);
+	expect_wc(&p.sim.end[0].wc[1], 1, DR_WC_SUCCESS);
+	ck_assert_mem_eq(dst, src, sizeof(src));
+	ck_assert_uint_eq(p.sim.now_ns, hl.h.held_at + lat + 900000);
+	ck_assert_uint_eq(p.sim.end[0].tx_frames, 11);
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 0);
+	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 0);
+	ck_assert_uint_eq(p.qp[1]->stats.rx_dup_reqs, 0);
+	ck_assert_uint_eq(p.qp[0]->comp.rto_floor_ns, 1000000);
+	ck_assert_uint_eq(p.qp[0]->comp.rto_base_ns, dr_qp_timeout_ns(9));
+
+	hl.h.on = false;
+	hl.l.from = dr_psn_add(p.qp[0]->comp.psn, 3);
+	hl.l.to = dr_psn_add(p.qp[0]->comp.psn, 4);
+	hl.l.armed = true;
+	ck_assert_int_eq(post_send(&p, 0, 2, DR_WR_WRITE, src, sizeof(src), 0, (uintptr_t)dst,
+				   mr->key, DR_WR_SIGNALED),
+			 0);
+	hl.l.armed = false;
+	ck_assert_uint_eq(hl.l.dropped, 1);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.qp[0]->stats.rx_seq_naks, 1);
+	ck_assert_uint_eq(p.qp[0]->comp.rto_floor_ns, 0);
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 0);
+	ck_assert_uint_eq(p.sim.end[0].nwc, 3);
+	expect_wc(&p.sim.end[0].wc[2], 2, DR_WC_SUCCESS);
+	ck_assert_mem_eq(dst, src, sizeof(src));
+	t1 = p.sim.now_ns;
+	ck_assert_int_eq(post_send(&p, 0, 3, DR_WR_WRITE, src, 10, 0, (uintptr_t)dst, mr->key,
+				   DR_WR_SIGNALED),
+			 0);
+	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), t1 + p.qp[0]->comp.rto_base_ns);
+	ck_assert(pair_run(&p));
+	pair_down(&p);
+}
+END_TEST
+
 /* DR_QP_LOSSLESS is a presumption: the first loss ends it.  A (with
  * DR_QP_ADAPTIVE_RTO) sends a 10-packet WRITE after the warm-up, whose
  * first sends of some packets are lost: (0) the fourth, which B's
@@ -5570,6 +5646,7 @@ static Suite *qp_suite(void)
 	tcase_add_test(tc, test_probe_hold_error);
 	tcase_add_loop_test(tc, test_lossless_loss_seen, 0, 2);
 	tcase_add_test(tc, test_spurious_floor_loss);
+	tcase_add_test(tc, test_rto_floor_start);
 	tcase_add_test(tc, test_adaptive_rto_rnr_karn);
 	tcase_add_loop_test(tc, test_adaptive_dead_link, 0,
 			    (int)(sizeof(adead_tab) / sizeof(adead_tab[0])));

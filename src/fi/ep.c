@@ -333,6 +333,17 @@ static const struct fi_ops_ep ep_ops = {
     .tx_size_left = ep_tx_size_left,
 };
 
+/* The retransmit timer's first floor on a port that may lose frames
+ * (af_packet, af_xdp, a NIC): an answer there waits on two processes'
+ * schedulers and the kernel's softirq, whose stalls on a shared host run
+ * to milliseconds (bench/hoststall: 15-51 gaps over 0.1 ms and 3-9 over
+ * 1 ms in 2 s on 2 cores), while an 8 B round trip measures 7 us and the
+ * measured timeout is 131 us.  Started there, every benchmark session's
+ * first row over a veth timed out 5-9 times before the floor its late
+ * answers set held (bench/PROFILE.md section 8).  Losses bring it down
+ * (each halves it), and so do quiet round trips, as for that floor. */
+#define DR_EP_RTO_FLOOR_NS 1000000ull
+
 /* The endpoint's QP, its retransmit timer and the rings beside its queues
  * (dev->lock held).  0, or -FI_* with none of them left. */
 static int ep_qp_new(struct dr_ep *ep, const struct fi_info *info)
@@ -368,6 +379,8 @@ static int ep_qp_new(struct dr_ep *ep, const struct fi_info *info)
 	/* or none at all (memif, ring): no timeout shorter than the QP's */
 	if (dr_port_lossless(dev->port))
 		ia.flags |= DR_QP_LOSSLESS;
+	else
+		ia.rto_floor_ns = DR_EP_RTO_FLOOR_NS;
 	ret = dr_dev_qp_create(dev, ep, &ia, &ep->qp);
 	if (ret)
 		return ret;

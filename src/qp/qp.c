@@ -643,6 +643,7 @@ struct dr_qp *dr_qp_create(const struct dr_qp_init_attr *ia)
 	qp->port_drops = ia->port_drops;
 	qp->flags = ia->flags;
 	qp->max_window = ia->max_window ? ia->max_window : DR_QP_MAX_UNACKED_PSNS;
+	qp->rto_floor_init_ns = ia->flags & DR_QP_ADAPTIVE_RTO ? ia->rto_floor_ns : 0;
 	qp->state = DR_QPS_RESET;
 	qp->deadline_ns = UINT64_MAX;
 	return qp;
@@ -804,7 +805,9 @@ static void dr_qp_to_rts(struct dr_qp *qp)
 	qp->req.undo_ok = false;
 	qp->req.state = DR_REQ_IDLE;
 	qp->comp.spur_check = false;
-	qp->comp.rto_floor_ns = 0;
+	qp->comp.rto_floor_ns = qp->rto_floor_init_ns; /* dr_qp_init_attr.rto_floor_ns */
+	qp->comp.floor_samples = 0;
+	qp->comp.floor_ns = dr_qp_now(qp);
 	qp->comp.psn = qp->attr.sq_psn;
 	qp->comp.max_psn = qp->attr.sq_psn;
 	qp->comp.retry_left = qp->attr.retry_cnt;

@@ -195,6 +195,7 @@ struct dr_qp {
 	enum dr_qp_state state;
 	unsigned flags;	     /* enum dr_qp_flags */
 	uint32_t max_window; /* PSNs: DR_QP_MAX_UNACKED_PSNS or the init_attr's */
+	uint64_t rto_floor_init_ns; /* the init_attr's first floor (DR_QP_ADAPTIVE_RTO) */
 	struct dr_qp_attr attr;
 	const struct dr_qp_ops *ops;
 	void *ctx;
