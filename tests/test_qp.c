@@ -3529,9 +3529,9 @@ START_TEST(test_rto_floor_start)
 	expect_wc(&p.sim.end[0].wc[2], 2, DR_WC_SUCCESS);
 	ck_assert_mem_eq(dst, src, sizeof(src));
 	t1 = p.sim.now_ns;
-	ck_assert_int_eq(post_send(&p, 0, 3, DR_WR_WRITE, src, 10, 0, (uintptr_t)dst, mr->key,
-				   DR_WR_SIGNALED),
-			 0);
+	ck_assert_int_eq(
+	    post_send(&p, 0, 3, DR_WR_WRITE, src, 10, 0, (uintptr_t)dst, mr->key, DR_WR_SIGNALED),
+	    0);
 	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), t1 + p.qp[0]->comp.rto_base_ns);
 	ck_assert(pair_run(&p));
 	pair_down(&p);
