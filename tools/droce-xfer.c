@@ -32,6 +32,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -2453,7 +2454,16 @@ static int run_server(struct xfer *x)
 	memcpy(m.blob, addr, alen < REASON_OFF ? alen : REASON_OFF);
 	put_reasons(&m, x->local_why);
 	scopy(m.text, sizeof(m.text), desc);
-	if (oob_send(x, &m) || oob_recv(x, M_PLAN, &m, -1))
+	/* The client opens its provider only now, with the address HELLO
+	 * gives it, and answers when that is done: on a loaded host a start
+	 * takes seconds (EAL and port: 9 s in CI, a client starting beside
+	 * seven polling droce processes on two CPUs), which is part of
+	 * waiting for a client (-w), not an operation's time (-t). */
+	if (oob_send(x, &m) ||
+	    oob_recv(x, M_PLAN, &m,
+		     !opt.accept_s ? INT_MAX
+		     : opt.accept_s * 1000 > opt.timeout_ms ? opt.accept_s * 1000
+							: opt.timeout_ms))
 		return -1;
 	x->run_ops = (uint32_t)m.v[0];
 	x->peer_ok = (uint32_t)m.v[1];
