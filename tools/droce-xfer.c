@@ -2459,11 +2459,10 @@ static int run_server(struct xfer *x)
 	 * takes seconds (EAL and port: 9 s in CI, a client starting beside
 	 * seven polling droce processes on two CPUs), which is part of
 	 * waiting for a client (-w), not an operation's time (-t). */
-	if (oob_send(x, &m) ||
-	    oob_recv(x, M_PLAN, &m,
-		     !opt.accept_s ? INT_MAX
-		     : opt.accept_s * 1000 > opt.timeout_ms ? opt.accept_s * 1000
-							: opt.timeout_ms))
+	if (oob_send(x, &m) || oob_recv(x, M_PLAN, &m,
+					!opt.accept_s			       ? INT_MAX
+					: opt.accept_s * 1000 > opt.timeout_ms ? opt.accept_s * 1000
+									       : opt.timeout_ms))
 		return -1;
 	x->run_ops = (uint32_t)m.v[0];
 	x->peer_ok = (uint32_t)m.v[1];
