@@ -2413,7 +2413,7 @@ static int run_server(struct xfer *x)
 	char addr[256], desc[160], astr[128];
 	size_t alen = sizeof(addr);
 	struct msg m;
-	int ret, i;
+	int ret, i, plan_ms;
 
 	ret = get_info(x, opt.src_addr, NULL, FI_SOURCE, FI_FORMAT_UNSPEC, NULL, 0);
 	if (ret) {
@@ -2459,10 +2459,10 @@ static int run_server(struct xfer *x)
 	 * takes seconds (EAL and port: 9 s in CI, a client starting beside
 	 * seven polling droce processes on two CPUs), which is part of
 	 * waiting for a client (-w), not an operation's time (-t). */
-	if (oob_send(x, &m) || oob_recv(x, M_PLAN, &m,
-					!opt.accept_s			       ? INT_MAX
-					: opt.accept_s * 1000 > opt.timeout_ms ? opt.accept_s * 1000
-									       : opt.timeout_ms))
+	plan_ms = opt.accept_s ? opt.accept_s * 1000 : INT_MAX;
+	if (plan_ms < opt.timeout_ms)
+		plan_ms = opt.timeout_ms;
+	if (oob_send(x, &m) || oob_recv(x, M_PLAN, &m, plan_ms))
 		return -1;
 	x->run_ops = (uint32_t)m.v[0];
 	x->peer_ok = (uint32_t)m.v[1];
