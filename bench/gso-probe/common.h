@@ -130,6 +130,24 @@ static inline void if_mac(int fd, const char *name, uint8_t mac[6])
 	memcpy(mac, ifr.ifr_hwaddr.sa_data, 6);
 }
 
+/* an AF_PACKET raw socket for protocol proto (network order; 0: transmit
+ * only), with PACKET_VNET_HDR when vnet; -1 with the cause printed */
+static inline int packet_socket(int proto, int vnet)
+{
+	int one = 1, fd = socket(AF_PACKET, SOCK_RAW, proto);
+
+	if (fd < 0) {
+		perror("socket");
+		return -1;
+	}
+	if (vnet && setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)) < 0) {
+		perror("PACKET_VNET_HDR");
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 /* set up a TPACKET ring (PACKET_RX_RING or PACKET_TX_RING) and map it, or
  * NULL with the cause printed */
 static inline uint8_t *ring_map(int fd, int which, struct tpacket_req *treq)

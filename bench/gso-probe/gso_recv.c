@@ -83,6 +83,21 @@ static void handle(const uint8_t *f, size_t caplen, size_t len, const struct vir
 	}
 }
 
+/* wait for the next frame: 60 s for the first, idle_ms after; false once
+ * that passes with nothing */
+static int idle_wait(struct pollfd *pfd, double t_first, int idle_ms)
+{
+	return poll(pfd, 1, t_first ? idle_ms : 60000) != 0;
+}
+
+/* a frame came: the first one's time and the last one's */
+static void stamp(double *t_first, double *t_last)
+{
+	*t_last = now_s();
+	if (!*t_first)
+		*t_first = *t_last;
+}
+
 int main(int argc, char **argv)
 {
 	const char *ifn = NULL;
@@ -125,16 +140,9 @@ int main(int argc, char **argv)
 	}
 	if (!ifn)
 		return 2;
-	int fd = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
-	if (fd < 0) {
-		perror("socket");
+	int fd = packet_socket(htons(ETH_P_ALL), vnet);
+	if (fd < 0)
 		return 1;
-	}
-	int one = 1;
-	if (vnet && setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)) < 0) {
-		perror("PACKET_VNET_HDR");
-		return 1;
-	}
 	int rb = 64 << 20;
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rb, sizeof(rb));
 	struct sockaddr_ll sll = {.sll_family = AF_PACKET,
@@ -171,14 +179,11 @@ int main(int argc, char **argv)
 			struct tpacket2_hdr *h =
 			    (struct tpacket2_hdr *)(ring + (size_t)rf * treq.tp_frame_size);
 			if (!(__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) {
-				int k = poll(&pfd, 1, t_first ? idle_ms : 60000);
-				if (k == 0)
+				if (!idle_wait(&pfd, t_first, idle_ms))
 					break;
 				continue;
 			}
-			if (!t_first)
-				t_first = now_s();
-			t_last = now_s();
+			stamp(&t_first, &t_last);
 			handle((uint8_t *)h + h->tp_mac, h->tp_snaplen, h->tp_len, NULL);
 			__atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
 			rf = (rf + 1) % treq.tp_frame_nr;
@@ -197,14 +202,11 @@ int main(int argc, char **argv)
 				perror("recvmsg");
 				return 1;
 			}
-			int pk = poll(&pfd, 1, t_first ? idle_ms : 60000);
-			if (pk == 0)
+			if (!idle_wait(&pfd, t_first, idle_ms))
 				break;
 			continue;
 		}
-		if (!t_first)
-			t_first = now_s();
-		t_last = now_s();
+		stamp(&t_first, &t_last);
 		size_t len = k - (vnet ? sizeof(vh) : 0);
 		handle(buf, len < bufsz ? len : bufsz, len, vnet ? &vh : NULL);
 	}

@@ -205,16 +205,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
-	int fd = socket(AF_PACKET, SOCK_RAW, 0); /* protocol 0: TX only, no RX queueing */
-	if (fd < 0) {
-		perror("socket");
+	int fd = packet_socket(0, use_vnet); /* protocol 0: TX only, no RX queueing */
+	if (fd < 0)
 		return 1;
-	}
 	int one = 1;
-	if (use_vnet && setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)) < 0) {
-		perror("PACKET_VNET_HDR");
-		return 1;
-	}
 	if (qbypass && setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one)) < 0)
 		perror("PACKET_QDISC_BYPASS");
 	int sb = 16 << 20;
