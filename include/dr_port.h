@@ -286,7 +286,10 @@ struct dr_port_config {
 	 *    vfio-pci; EAL must have been started for PCI, see above);
 	 *  - "pair:NAME:0" / "pair:NAME:1": the two ends of an in-process
 	 *    back-to-back link (two rte_rings crossed, net_ring PMD), for
-	 *    tests; NAME is [A-Za-z0-9_-]{1,16}.  See dr_port_open_pair(). */
+	 *    tests; NAME is [A-Za-z0-9_-]{1,16}.  See dr_port_open_pair();
+	 *  - "packet:IF": the kernel interface IF through droce's own packet
+	 *    socket (src/roce/port_pk.c) rather than net_af_packet's, which
+	 *    can send and receive UDP GSO super-frames (gso below). */
 	const char *device;
 	uint32_t ip4;	       /* our IPv4 address, host order */
 	unsigned prefix_len;   /* 1..32 (IPv6: 1..128) */
@@ -311,6 +314,10 @@ struct dr_port_config {
 				* layer, and so past its packet taps (tcpdump
 				* sees only what droce receives); false: through
 				* it, both directions visible */
+	bool gso;	       /* "packet:IF": one QP's runs of equal frames leave
+				* as UDP GSO super-frames, which only a peer on a
+				* "packet:" port takes whole (fi_droce(7),
+				* FI_DROCE_GSO) */
 	bool kernel_filter;    /* net_af_packet: the kernel drops droce's RoCE
 				* frames at its ingress, after its packet taps,
 				* before its IP stack (port_kfilter.c) */
@@ -628,6 +635,14 @@ struct dr_port_stats {
 	uint64_t capture_errors;		 /* frames the pcapng capture lost */
 	uint64_t rx_nd, tx_nd;			 /* ND (NS/NA) frames in and out (IPv6) */
 	uint64_t rx_nd_bad;			 /* refused by dr_nd_parse */
+	/* "packet:IF" ports (UDP GSO): super-frames sent and the frames they
+	 * carried; received and the frames cut from them, and GSO frames
+	 * not droce's (dropped); frames too long
+	 * for a ring slot with no room on the socket's queue (lost) */
+	uint64_t tx_gso_frames, tx_gso_segs;
+	uint64_t rx_gso_frames, rx_gso_segs;
+	uint64_t rx_gso_bad; /* ... GSO frames droce does not send (TCP, VLAN) */
+	uint64_t rx_truncated;
 };
 
 void dr_port_get_stats(const struct dr_port *p, struct dr_port_stats *s);

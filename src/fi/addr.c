@@ -219,19 +219,23 @@ static int pick_iface(enum pick rule, uint32_t want, struct dr_devcfg *cfg)
 	return ret;
 }
 
-/* The kernel interface named by an af_packet or af_xdp spec ("iface=X"),
- * if any. */
+/* The kernel interface named by an af_packet or af_xdp spec ("iface=X")
+ * or a packet: spec, if any. */
 static bool spec_kernel_iface(const char *spec, char *ifname, size_t len)
 {
 	const char *p;
 	size_t n;
 
-	if (strncmp(spec, "net_af_packet", 13) && strncmp(spec, "net_af_xdp", 10))
-		return false;
-	p = strstr(spec, "iface=");
-	if (!p)
-		return false;
-	p += 6;
+	if (!strncmp(spec, "packet:", 7)) {
+		p = spec + 7;
+	} else {
+		if (strncmp(spec, "net_af_packet", 13) && strncmp(spec, "net_af_xdp", 10))
+			return false;
+		p = strstr(spec, "iface=");
+		if (!p)
+			return false;
+		p += 6;
+	}
 	n = strcspn(p, ",");
 	if (!n || n >= len)
 		return false;
@@ -366,10 +370,15 @@ static int kernel_spec(const char *pmd, int mtu, struct dr_devcfg *cfg)
 	bool xdp = false;
 	int fd;
 
-	if (pmd && strcmp(pmd, "af_packet") && strcmp(pmd, "af_xdp") && strcmp(pmd, "auto")) {
-		DR_WARN(FI_LOG_CORE, "FI_DROCE_KERNEL_PMD=%s: must be af_packet, af_xdp or auto\n",
-			pmd);
+	if (pmd && strcmp(pmd, "af_packet") && strcmp(pmd, "af_xdp") && strcmp(pmd, "auto") &&
+	    strcmp(pmd, "packet")) {
+		DR_WARN(FI_LOG_CORE,
+			"FI_DROCE_KERNEL_PMD=%s: must be af_packet, af_xdp, auto or packet\n", pmd);
 		return -FI_ENODATA;
+	}
+	if (pmd && !strcmp(pmd, "packet")) {
+		snprintf(cfg->spec, sizeof(cfg->spec), "packet:%s", cfg->ifname);
+		return 0;
 	}
 	/* a frame larger than a page does not fit an af_xdp umem chunk, and
 	 * a veth refuses native XDP with such an MTU on its peer */

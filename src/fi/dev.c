@@ -640,6 +640,7 @@ static int dev_open(struct dr_fabric *fab, const struct dr_devcfg *cfg, struct d
 	    .eal_args = s->eal_args,
 	    .qdisc_bypass = s->qdisc_bypass != 0,
 	    .kernel_filter = s->kernel_filter != 0,
+	    .gso = s->gso != 0,
 	};
 	struct dr_cm_config cc = { 0 };
 	struct dr_port_err err = { 0 };

@@ -43,6 +43,8 @@ static const struct counter_def port_counters[] = {
 	PORT_C(arp_moved), PORT_C(arp_suspected), PORT_C(capture_errors),
 	PORT_C(tx_backlogged),
 	PORT_C(rx_nd), PORT_C(tx_nd), PORT_C(rx_nd_bad),
+	PORT_C(tx_gso_frames), PORT_C(tx_gso_segs), PORT_C(rx_gso_frames),
+	PORT_C(rx_gso_segs), PORT_C(rx_gso_bad), PORT_C(rx_truncated),
 };
 
 /* the parser's verdicts, by their counter names */

@@ -100,7 +100,13 @@ static const struct dr_param {
 	      "af_xdp (net_af_xdp: faster, but it takes every frame of the interface's queue 0 "
 	      "from the kernel and from tcpdump, serves one process, and carries path MTU 2048 "
 	      "at most) or auto (af_xdp where the kernel and privileges allow it, af_packet "
-	      "otherwise) (default: af_packet)"),
+	      "otherwise), or packet (droce's own packet socket, packet:IF, which can carry "
+	      "UDP GSO super-frames: FI_DROCE_GSO) (default: af_packet)"),
+    PARAM_INT(gso, 0, 0, 1,
+	      "packet:IF ports: 1 sends each QP's runs of equal-size packets as UDP GSO "
+	      "super-frames (up to 64 packets in one skb, cut into the same RoCEv2 frames by "
+	      "whatever cuts them); a peer on a veth receives them whole, so every droce peer "
+	      "must use a packet: port too (default: 0)"),
     PARAM_STR(pcap, "write every frame sent and received to this pcapng file (default: off)"),
     PARAM_INT(retry_cnt, 7, 0, 7, "transport retries before a work request fails (default: 7)"),
     PARAM_INT(rnr_retry, 7, 0, 7,

@@ -366,6 +366,8 @@ static int plug(struct dr_port *p, const char *spec, struct dr_port_err *err)
 		return dr_port_fail(err, -EINVAL, DR_PORT_PARAM_DEVICE, "no DPDK device given");
 	if (!strncmp(spec, "pair:", 5))
 		return plug_pair(p, spec, err);
+	if (!strncmp(spec, "packet:", 7))
+		return dr_pk_plug(p, spec, p->gso, p->pk_mac, err);
 	pci = dr_port_spec_is_pci(spec);
 	if (pci && !rte_eal_has_pci())
 		return dr_port_fail(err, -ENODEV, DR_PORT_PARAM_DEVICE,
@@ -377,7 +379,7 @@ static int plug(struct dr_port *p, const char *spec, struct dr_port_err *err)
 		return dr_port_fail(err, -EINVAL, DR_PORT_PARAM_DEVICE,
 				    "unknown device '%s': expected a DPDK vdev (net_af_packet0,"
 				    "iface=eth0 / net_memif0,... / net_tap0 / net_pcap0,... / "
-				    "net_ring0), a PCI address, or pair:NAME:0|1",
+				    "net_ring0), a PCI address, packet:IFNAME, or pair:NAME:0|1",
 				    spec);
 	/* Look before probing: rte_dev_probe() of a device that is already
 	 * plugged logs an error but returns 0 (22.11, for the sake of
@@ -458,15 +460,12 @@ static void kernel_hold(struct dr_port *p, const char *spec)
 	};
 	struct sockaddr_in6 sin6 = {.sin6_family = AF_INET6, .sin6_port = htons(DR_ROCE_UDP_PORT)};
 	struct ifaddrs *ifa, *i;
-	const char *s = strstr(spec, ",iface=");
 	char iface[64];
 	bool held = false;
 	int fd, one = 1;
 
-	if (strncmp(spec, "net_af_packet", strlen("net_af_packet")) || !s)
+	if (!dr_port_packet_iface(spec, iface, sizeof(iface)))
 		return;
-	s += strlen(",iface=");
-	snprintf(iface, sizeof(iface), "%.*s", (int)strcspn(s, ","), s);
 	if (getifaddrs(&ifa) < 0)
 		return;
 	memcpy(&sin6.sin6_addr, p->ip6, 16);
@@ -769,8 +768,11 @@ static int start_device(struct dr_port *p, unsigned nb_mbufs, struct dr_port_err
 	/* by the driver, whatever the spec called the device */
 	p->max_window =
 	    info.driver_name && !strcmp(info.driver_name, "net_af_xdp") ? DR_XDP_WINDOW : 0;
-	p->lossless = info.driver_name && (!strcmp(info.driver_name, "net_memif") ||
-					   !strcmp(info.driver_name, "net_ring"));
+	p->lossless = !p->pk && info.driver_name && (!strcmp(info.driver_name, "net_memif") ||
+						     !strcmp(info.driver_name, "net_ring"));
+	/* dr_pk_tx: the kernel has copied what it took when it returns */
+	if (p->pk)
+		p->zc_sync = p->zero_copy;
 	if (p->max_window)
 		dr_port_log(DR_PORT_LOG_INFO,
 			    "%s: net_af_xdp: QPs on this port leave at most %u PSNs unacknowledged",
@@ -961,6 +963,7 @@ static void teardown(struct dr_port *p)
 		else
 			removed = true;
 	}
+	dr_pk_free(p);
 	if (p->pair) {
 		pair_release(p);
 	} else {
@@ -1015,6 +1018,7 @@ static int open_locked(const struct dr_port_config *cfg, struct dr_port **out,
 	p->mtu = cfg->mtu ? cfg->mtu : DR_PORT_DEF_MTU;
 	p->qdisc_bypass = cfg->qdisc_bypass;
 	p->kfilter_on = cfg->kernel_filter;
+	p->gso = cfg->gso;
 	p->max_frame = p->mtu + sizeof(struct dr_eth_hdr) + sizeof(struct dr_vlan_hdr);
 	p->arp = cfg->arp;
 	p->timer_lcore = rte_get_main_lcore();
@@ -1043,7 +1047,7 @@ static int open_locked(const struct dr_port_config *cfg, struct dr_port **out,
 	ret = start_device(p, nb_mbufs, err);
 	if (ret < 0)
 		goto out_teardown;
-	set_mac(p, cfg->mac);
+	set_mac(p, cfg->mac ? cfg->mac : p->pk ? p->pk_mac : NULL);
 
 	ret = -ENOMEM;
 	snprintf(name, sizeof(name), "drp%u_loop", p->serial);
@@ -1453,19 +1457,23 @@ static uint64_t tsc_of_ns(uint64_t ns)
 static void link_watch_init(struct dr_port *p, const char *spec)
 {
 	const struct rte_devargs *da = p->dev ? rte_dev_devargs(p->dev) : NULL;
-	const char *s = strstr(spec, ",iface=");
 	size_t len;
 
-	if (strncmp(spec, "net_af_packet", strlen("net_af_packet")) || !s || !da)
+	if (!dr_port_packet_iface(spec, p->link_if, sizeof(p->link_if)) || (!da && !p->pk))
 		return;
-	s += strlen(",iface=");
-	snprintf(p->link_if, sizeof(p->link_if), "%.*s", (int)strcspn(s, ","), s);
+	p->link_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (p->pk) { /* its socket is opened again, not a device */
+		if (p->link_fd < 0)
+			goto fail;
+		p->link_next = 0;
+		return;
+	}
 	/* what the device was created with (framesz included), to create
 	 * it again */
 	len = strlen(da->name) + (da->args ? strlen(da->args) : 0) + 2;
 	p->link_spec = malloc(len);
-	p->link_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (!p->link_spec || p->link_fd < 0) {
+fail:
 		dr_port_log(DR_PORT_LOG_WARN,
 			    "%s: cannot watch the link of %s (%s): frames sent while it is down "
 			    "will leave when it comes back, however old",
@@ -1497,6 +1505,8 @@ static int device_recreate(struct dr_port *p)
 	uint16_t id;
 	int ret;
 
+	if (p->pk)
+		return dr_pk_reopen(p);
 	pthread_mutex_lock(&dr_port_global_lock);
 	if (p->port_id < RTE_MAX_ETHPORTS && port_by_id[p->port_id] == p) {
 		/* net_af_packet handles nothing on EAL's interrupt thread:
@@ -1745,6 +1755,11 @@ static struct rte_mbuf *frame_alloc(struct dr_port *p, size_t len, void **data);
  * a frame it built because a ring is full).  cap[i] is the frame's capture
  * copy or NULL; with hook (n == 1) p->tx_scratch holds the frame for the
  * frame hook.  Returns how many the device took. */
+static inline uint16_t dev_tx(struct dr_port *p, struct rte_mbuf **q, uint16_t n)
+{
+	return p->pk ? dr_pk_tx(p, q, n) : rte_eth_tx_burst(p->port_id, 0, q, n);
+}
+
 static uint16_t tx_burst(struct dr_port *p, struct rte_mbuf **q, struct rte_mbuf **cap, uint16_t n,
 			 bool hook)
 {
@@ -1757,7 +1772,7 @@ static uint16_t tx_burst(struct dr_port *p, struct rte_mbuf **q, struct rte_mbuf
 		len[i] = q[i]->pkt_len;
 	errno = 0;
 	while (sent < n && tries++ < DR_PORT_TX_TRIES)
-		sent += rte_eth_tx_burst(p->port_id, 0, q + sent, n - sent);
+		sent += dev_tx(p, q + sent, n - sent);
 	err = errno;
 	p->stats.tx_bursts++;
 	for (i = 0; i < n; i++) {
@@ -1828,7 +1843,7 @@ static bool tx_backlog_push(struct dr_port *p)
 		for (i = 0; i < n; i++)
 			len[i] = q[i]->pkt_len;
 		errno = 0;
-		sent = rte_eth_tx_burst(p->port_id, 0, q, n);
+		sent = dev_tx(p, q, n);
 		err = errno;
 		p->stats.tx_bursts++;
 		for (i = 0; i < n; i++) {
@@ -2326,7 +2341,9 @@ int dr_port_poll(struct dr_port *p)
 		rx_one(p, pkts[i], true);
 	total = n;
 	/* no device after a failed re-creation (link faults) */
-	n = p->started ? rte_eth_rx_burst(p->port_id, 0, pkts, DR_PORT_BURST) : 0;
+	n = !p->started ? 0
+	    : p->pk	? dr_pk_rx(p, pkts, DR_PORT_BURST)
+			: rte_eth_rx_burst(p->port_id, 0, pkts, DR_PORT_BURST);
 	for (i = 0; i < n; i++)
 		rx_one(p, pkts[i], false);
 	total += n;

@@ -89,12 +89,17 @@ static uint64_t cap_now(const struct dr_capture *c)
 	return mono_ns() + (uint64_t)c->real_off;
 }
 
-/* "iface=" of the device's arguments (net_af_packet, net_xdp), or NULL */
+/* "iface=" of the device's arguments (net_af_packet, net_xdp), a
+ * "packet:" port's interface, or NULL */
 static const char *dev_iface(const struct dr_port *p, char *buf, size_t len)
 {
 	const struct rte_devargs *da = p->dev ? rte_dev_devargs(p->dev) : NULL;
 	const char *s = da && da->args ? strstr(da->args, "iface=") : NULL;
 
+	if (p->pk) {
+		snprintf(buf, len, "%s", dr_pk_ifname(p));
+		return buf;
+	}
 	if (!s || (s != da->args && s[-1] != ','))
 		return NULL;
 	s += strlen("iface=");

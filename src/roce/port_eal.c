@@ -268,6 +268,22 @@ bool dr_port_spec_is_pci(const char *spec)
 	return rte_pci_addr_parse(name, &addr) == 0;
 }
 
+const char *dr_port_packet_iface(const char *spec, char *buf, size_t len)
+{
+	const char *s = NULL;
+
+	if (!strncmp(spec, "packet:", strlen("packet:")))
+		s = spec + strlen("packet:");
+	else if (!strncmp(spec, "net_af_packet", strlen("net_af_packet")))
+		s = strstr(spec, ",iface=");
+	if (s && *s == ',')
+		s += strlen(",iface=");
+	if (!s || !*s)
+		return NULL;
+	snprintf(buf, len, "%.*s", (int)strcspn(s, ","), s);
+	return buf;
+}
+
 /* "0@(a-b,c,...)": lcore 0 on the calling thread's CPU set. */
 static int lcores_arg(char *buf, size_t len)
 {

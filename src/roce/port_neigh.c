@@ -643,15 +643,12 @@ int dr_port6_check_config(const struct dr_port_config *cfg, struct dr_port_err *
 
 void dr_neigh_join_group(struct dr_port *p, const char *spec)
 {
-	const char *s = strstr(spec, ",iface=");
 	struct ipv6_mreq mr;
 	char iface[IF_NAMESIZE];
 	int fd;
 
-	if (strncmp(spec, "net_af_packet", strlen("net_af_packet")) || !s)
+	if (!dr_port_packet_iface(spec, iface, sizeof(iface)))
 		return;
-	s += strlen(",iface=");
-	snprintf(iface, sizeof(iface), "%.*s", (int)strcspn(s, ","), s);
 	memset(&mr, 0, sizeof(mr));
 	dr_ipv6_solicited_node(mr.ipv6mr_multiaddr.s6_addr, p->ip6);
 	mr.ipv6mr_interface = if_nametoindex(iface);

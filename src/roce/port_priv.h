@@ -55,6 +55,10 @@ void dr_port_intr_barrier(void);
 /* True for "[DDDD:]BB:DD.F" (optionally followed by ",args"). */
 bool dr_port_spec_is_pci(const char *spec);
 
+/* The kernel interface a packet-socket spec names: "net_af_packet...,
+ * iface=IF" or "packet:IF"; NULL (buf untouched) for any other spec. */
+const char *dr_port_packet_iface(const char *spec, char *buf, size_t len);
+
 /* ---- timers (port.c) ------------------------------------------------------- */
 
 /* Switch dr_port_now_ns to the TSC (once EAL is up; global lock held). */
@@ -76,6 +80,7 @@ struct dr_pair;
 struct rte_hash;
 struct rte_ring;
 struct dr_capture;
+struct dr_pk;
 
 /* Link-fault counters, logged when the port closes (port.c link_log_stats) */
 struct dr_port_link_stats {
@@ -105,6 +110,9 @@ struct dr_port {
 	bool started;
 	struct dr_pair *pair;
 	unsigned pair_side;
+	struct dr_pk *pk; /* "packet:IF": droce's own packet socket (port_pk.c) */
+	bool gso;	  /* ... sends super-frames (dr_port_config.gso) */
+	uint8_t pk_mac[6]; /* ... its interface's MAC */
 
 	uint8_t mac[6];
 	uint32_t ip;	  /* host order */
@@ -252,5 +260,24 @@ void dr_capture_rx_end(struct dr_port *p);
  * with the verdict, unless it is not RoCEv2 at all (not IP, not UDP, not
  * port 4791: the interface's other traffic). */
 void dr_capture_rx_verdict(struct dr_port *p, enum dr_pkt_verdict v);
+
+/* ---- port_pk.c: droce's own packet socket ("packet:IF") -------------------- */
+
+/* Open the socket on IF (spec "packet:IF") and the idle net_ring ethdev the
+ * rest of the port configures (p->port_id); mac: the interface's.  With
+ * gso, runs of one QP's frames leave as UDP GSO super-frames.  On failure
+ * p->pk may be set: dr_pk_free undoes it. */
+int dr_pk_plug(struct dr_port *p, const char *spec, bool gso, uint8_t mac[6],
+	       struct dr_port_err *err);
+/* After the ethdev is closed. */
+void dr_pk_free(struct dr_port *p);
+const char *dr_pk_ifname(const struct dr_port *p);
+/* A new socket on the interface, found again by name (link faults). */
+int dr_pk_reopen(struct dr_port *p);
+/* rte_eth_rx_burst and rte_eth_tx_burst for such a port.  dr_pk_tx frees
+ * what it sent (the kernel has copied it) and leaves the rest to the
+ * caller; errno: 0, or why the kernel took nothing (ENETDOWN...). */
+uint16_t dr_pk_rx(struct dr_port *p, struct rte_mbuf **pkts, uint16_t n);
+uint16_t dr_pk_tx(struct dr_port *p, struct rte_mbuf **pkts, uint16_t n);
 
 #endif /* DR_PORT_PRIV_H */

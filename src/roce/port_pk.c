@@ -1,0 +1,630 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * port_pk.c - droce's own packet socket on a kernel interface ("packet:IF"):
+ * the zero-config path without DPDK's net_af_packet, so that one QP's
+ * packets can cross the kernel as UDP GSO super-frames.
+ *
+ * The kernel's cost on a veth is per skb, about 3 us each whatever the
+ * skb's size (bench/PROFILE.md section 7): one RoCE packet per skb caps
+ * af_packet far below tcp, which moves 64 KiB per skb.  UDP GSO
+ * (VIRTIO_NET_HDR_GSO_UDP_L4 through PACKET_VNET_HDR) carries N packets
+ * of one size in one skb; wherever it is cut (by a NIC, a bridge port to
+ * a device without the offload, or the kernel in front of rdma_rxe's UDP
+ * socket), each piece gets a copy of the Ethernet/IP/UDP headers with
+ * that piece's IP and UDP lengths and the IP ID of the first plus its
+ * index, DF kept.  So when N consecutive frames of one QP differ only in
+ * those fields, with consecutive IP IDs, their ICRCs (computed for the
+ * headers they had) hold for the pieces, and the super-frame is exactly
+ * those N frames on any wire that cuts it.
+ *
+ * Transmit (dr_pk_tx): one sendmmsg() per burst.  Runs of such frames
+ * become one message (a vnet header, the first frame's headers with the
+ * whole run's lengths, then each frame's UDP payload, gathered from the
+ * mbufs) when the port sends super-frames (dr_port_config.gso); any other
+ * frame is one message of its own.  Nothing goes past the qdisc layer:
+ * the packet taps (tcpdump) see every frame, a super-frame as one frame
+ * (as they see tcp's 64 KiB segments).
+ *
+ * Receive (dr_pk_rx): a TPACKET_V2 ring of frames a little larger than
+ * the MTU, as net_af_packet's, polled without system calls.  A frame too
+ * large for its slot (a super-frame crossing a veth whole) is kept whole
+ * on the socket's queue as well (PACKET_COPY_THRESH) and its slot marked
+ * TP_STATUS_COPY: in ring order it is read from there with its vnet
+ * header and cut at the vnet header's gso_size into the frames it
+ * carries, as the kernel would have cut it.
+ *
+ * The device the rest of the port sees is a net_ring ethdev on two idle
+ * rings (control only: MAC, MTU, statistics); port.c calls dr_pk_rx and
+ * dr_pk_tx where it would call rte_eth_rx_burst and rte_eth_tx_burst.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sendmmsg */
+#endif
+#include <errno.h>
+#include <inttypes.h>
+#include <linux/if_packet.h>
+#include <linux/virtio_net.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <rte_eth_ring.h>
+#include <rte_ethdev.h>
+#include <rte_ring.h>
+
+#include "port_priv.h"
+
+/* Linux 6.2's uapi; Debian 12's headers are older */
+#ifndef VIRTIO_NET_HDR_GSO_UDP_L4
+#define VIRTIO_NET_HDR_GSO_UDP_L4 5
+#endif
+
+#define PK_HDRS	     (sizeof(struct dr_eth_hdr) + sizeof(struct dr_ipv4_hdr) + sizeof(struct dr_udp_hdr))
+#define PK_RX_FRAMES 512     /* ring slots, as net_af_packet's default */
+#define PK_BLOCK     65536u  /* ring block: whole slots, a power of two */
+#define PK_BIG	     65600u  /* a super-frame: 64 KiB of skb and the headers */
+#define PK_RCVBUF    (8u << 20)
+#define PK_MAX_SEGS  64	     /* packets in one super-frame (the kernel takes 128) */
+#define PK_IOV	     (DR_PORT_BURST * 6 + 4)
+
+struct dr_pk {
+	int fd;
+	int ifindex;
+	char ifname[IF_NAMESIZE];
+	struct rte_ring *idle[2]; /* the net_ring ethdev's, never used */
+	uint8_t *ring;		  /* the mapped receive ring */
+	size_t ring_len;
+	unsigned frame_size, nframes, rx_next;
+	bool gso; /* send super-frames */
+	/* a super-frame being cut: big[0..big_len), next piece at big_off */
+	uint8_t *big;
+	size_t big_len, big_off;
+	unsigned big_seg, big_size;
+};
+
+static struct dr_pk *pk_of(const struct dr_port *p)
+{
+	return p->pk;
+}
+
+/* The ICMP-style sum of the 20-byte header, ready to store. */
+static uint16_t ip_sum(const uint8_t *ip)
+{
+	uint32_t s = 0;
+
+	for (unsigned i = 0; i < 20; i += 2)
+		if (i != 10)
+			s += (uint32_t)ip[i] << 8 | ip[i + 1];
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)~s;
+}
+
+static void put16(uint8_t *b, uint16_t v)
+{
+	b[0] = v >> 8;
+	b[1] = v;
+}
+
+static uint16_t get16(const uint8_t *b)
+{
+	return (uint16_t)(b[0] << 8 | b[1]);
+}
+
+/* ---- open / close -------------------------------------------------------------- */
+
+static int pk_socket(struct dr_port *p, struct dr_pk *k, struct dr_port_err *err)
+{
+	struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL)};
+	struct tpacket_req req;
+	int one = 1, v2 = TPACKET_V2, rcvbuf = PK_RCVBUF;
+	unsigned frame = 2048;
+
+	while (frame < p->max_frame + 128)
+		frame *= 2;
+	k->ifindex = if_nametoindex(k->ifname);
+	if (!k->ifindex)
+		return dr_port_fail(err, -ENODEV, DR_PORT_PARAM_DEVICE, "packet:%s: no such interface",
+				    k->ifname);
+	k->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+	if (k->fd < 0)
+		return dr_port_fail(err, -errno, DR_PORT_PARAM_DEVICE,
+				    "packet:%s: cannot open a packet socket: %s%s", k->ifname,
+				    strerror(errno), errno == EPERM ? " (needs CAP_NET_RAW)" : "");
+	/* the vnet header before the ring is set; TPACKET_V3 would not take it */
+	if (setsockopt(k->fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)) < 0 ||
+	    setsockopt(k->fd, SOL_PACKET, PACKET_VERSION, &v2, sizeof(v2)) < 0 ||
+	    setsockopt(k->fd, SOL_PACKET, PACKET_COPY_THRESH, &one, sizeof(one)) < 0)
+		return dr_port_fail(err, -errno, DR_PORT_PARAM_DEVICE,
+				    "packet:%s: the kernel refuses the socket's options: %s",
+				    k->ifname, strerror(errno));
+	/* room for super-frames on the socket's queue; without CAP_NET_ADMIN
+	 * the kernel's rmem_max caps it */
+	if (setsockopt(k->fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) < 0)
+		setsockopt(k->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	req.tp_frame_size = frame;
+	req.tp_block_size = frame > PK_BLOCK ? frame : PK_BLOCK;
+	req.tp_frame_nr = PK_RX_FRAMES;
+	req.tp_block_nr = PK_RX_FRAMES / (req.tp_block_size / frame);
+	if (setsockopt(k->fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)) < 0)
+		return dr_port_fail(err, -errno, DR_PORT_PARAM_DEVICE,
+				    "packet:%s: no receive ring of %u frames of %u bytes: %s",
+				    k->ifname, req.tp_frame_nr, frame, strerror(errno));
+	k->ring_len = (size_t)req.tp_block_size * req.tp_block_nr;
+	k->ring = mmap(NULL, k->ring_len, PROT_READ | PROT_WRITE, MAP_SHARED, k->fd, 0);
+	if (k->ring == MAP_FAILED) {
+		k->ring = NULL;
+		return dr_port_fail(err, -errno, DR_PORT_PARAM_DEVICE,
+				    "packet:%s: cannot map the receive ring: %s", k->ifname,
+				    strerror(errno));
+	}
+	k->frame_size = frame;
+	k->nframes = PK_RX_FRAMES;
+	k->rx_next = 0;
+	sll.sll_ifindex = k->ifindex;
+	if (bind(k->fd, (struct sockaddr *)&sll, sizeof(sll)) < 0)
+		return dr_port_fail(err, -errno, DR_PORT_PARAM_DEVICE,
+				    "packet:%s: cannot bind the packet socket: %s", k->ifname,
+				    strerror(errno));
+	return 0;
+}
+
+static void pk_socket_close(struct dr_pk *k)
+{
+	if (k->ring)
+		munmap(k->ring, k->ring_len);
+	k->ring = NULL;
+	if (k->fd >= 0)
+		close(k->fd);
+	k->fd = -1;
+	k->big_len = k->big_off = 0;
+}
+
+/* The interface's MAC and MTU. */
+static int pk_if_info(struct dr_port *p, struct dr_pk *k, uint8_t mac[6], struct dr_port_err *err)
+{
+	struct ifreq ifr;
+
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", k->ifname);
+	if (ioctl(k->fd, SIOCGIFHWADDR, &ifr) < 0)
+		return dr_port_fail(err, -errno, DR_PORT_PARAM_DEVICE, "packet:%s: no MAC: %s",
+				    k->ifname, strerror(errno));
+	if (ifr.ifr_hwaddr.sa_family != 1 /* ARPHRD_ETHER */)
+		return dr_port_fail(err, -EINVAL, DR_PORT_PARAM_DEVICE,
+				    "packet:%s: not an Ethernet interface", k->ifname);
+	memcpy(mac, ifr.ifr_hwaddr.sa_data, 6);
+	if (ioctl(k->fd, SIOCGIFMTU, &ifr) < 0)
+		return dr_port_fail(err, -errno, DR_PORT_PARAM_DEVICE, "packet:%s: no MTU: %s",
+				    k->ifname, strerror(errno));
+	if ((unsigned)ifr.ifr_mtu < p->mtu)
+		return dr_port_fail(err, -EINVAL, DR_PORT_PARAM_MTU,
+				    "packet:%s: MTU %u is larger than the interface's (%d)",
+				    k->ifname, p->mtu, ifr.ifr_mtu);
+	return 0;
+}
+
+int dr_pk_plug(struct dr_port *p, const char *spec, bool gso, uint8_t mac[6],
+	       struct dr_port_err *err)
+{
+	const char *ifn = spec + strlen("packet:");
+	char name[RTE_ETH_NAME_MAX_LEN], msg[256];
+	struct dr_pk *k;
+	int ret;
+
+	if (!*ifn || strlen(ifn) >= IF_NAMESIZE || strchr(ifn, ','))
+		return dr_port_fail(err, -EINVAL, DR_PORT_PARAM_DEVICE,
+				    "'%s': expected packet:IFNAME, a kernel interface", spec);
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return dr_port_fail(err, -ENOMEM, DR_PORT_PARAM_NONE, "out of memory");
+	k->fd = -1;
+	k->gso = gso;
+	snprintf(k->ifname, sizeof(k->ifname), "%s", ifn);
+	p->pk = k;
+	k->big = malloc(PK_BIG);
+	if (!k->big)
+		return dr_port_fail(err, -ENOMEM, DR_PORT_PARAM_NONE, "out of memory");
+	ret = pk_socket(p, k, err);
+	if (ret < 0)
+		return ret;
+	ret = pk_if_info(p, k, mac, err);
+	if (ret < 0)
+		return ret;
+	for (unsigned i = 0; i < 2; i++) {
+		snprintf(name, sizeof(name), "drpk%u_%u", p->serial, i);
+		k->idle[i] = rte_ring_create(name, 32, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (!k->idle[i])
+			return dr_port_fail(err, -ENOMEM, DR_PORT_PARAM_NONE,
+					    "packet:%s: no ring: %s", k->ifname,
+					    rte_strerror(rte_errno));
+	}
+	snprintf(name, sizeof(name), "drpk%u", p->serial);
+	dr_port_dpdk_err_clear();
+	ret = rte_eth_from_rings(name, &k->idle[0], 1, &k->idle[1], 1, SOCKET_ID_ANY);
+	if (ret < 0)
+		return dr_port_fail(err, -ENODEV, DR_PORT_PARAM_DEVICE,
+				    "packet:%s: cannot create its net_ring port: %s", k->ifname,
+				    *dr_port_dpdk_err(msg, sizeof(msg)) ? msg : rte_strerror(rte_errno));
+	p->port_id = ret;
+	return 0;
+}
+
+void dr_pk_free(struct dr_port *p)
+{
+	struct dr_pk *k = pk_of(p);
+
+	if (!k)
+		return;
+	dr_port_log(DR_PORT_LOG_INFO,
+		    "packet:%s: UDP GSO: %" PRIu64 " super-frames sent carrying %" PRIu64
+		    " packets, %" PRIu64 " received carrying %" PRIu64 " (%s); %" PRIu64
+		    " frames lost for want of room on the socket's queue",
+		    k->ifname, p->stats.tx_gso_frames, p->stats.tx_gso_segs, p->stats.rx_gso_frames,
+		    p->stats.rx_gso_segs, k->gso ? "sending them" : "not sending them",
+		    p->stats.rx_truncated);
+	pk_socket_close(k);
+	for (unsigned i = 0; i < 2; i++)
+		rte_ring_free(k->idle[i]);
+	free(k->big);
+	free(k);
+	p->pk = NULL;
+}
+
+const char *dr_pk_ifname(const struct dr_port *p)
+{
+	return p->pk ? p->pk->ifname : NULL;
+}
+
+int dr_pk_reopen(struct dr_port *p)
+{
+	struct dr_pk *k = pk_of(p);
+	int ret;
+
+	pk_socket_close(k);
+	ret = pk_socket(p, k, NULL);
+	if (ret < 0)
+		pk_socket_close(k);
+	return ret;
+}
+
+/* ---- receive ------------------------------------------------------------------- */
+
+static struct tpacket2_hdr *slot(struct dr_pk *k, unsigned i)
+{
+	return (struct tpacket2_hdr *)(k->ring + (size_t)i * k->frame_size);
+}
+
+static void slot_release(struct dr_pk *k, struct tpacket2_hdr *h)
+{
+	__atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+	k->rx_next = (k->rx_next + 1) % k->nframes;
+}
+
+static struct rte_mbuf *copy_in(struct dr_port *p, const uint8_t *frame, size_t len)
+{
+	struct rte_mbuf *m;
+
+	if (len > p->buf_size) {
+		p->stats.rx_too_long++;
+		return NULL;
+	}
+	m = rte_pktmbuf_alloc(p->pool);
+	if (!m) {
+		p->stats.tx_nombuf++;
+		return NULL;
+	}
+	memcpy(rte_pktmbuf_mtod(m, void *), frame, len);
+	m->data_len = m->pkt_len = len;
+	return m;
+}
+
+/* The next piece of the super-frame in k->big, as the frame it was. */
+static struct rte_mbuf *cut_one(struct dr_port *p, struct dr_pk *k)
+{
+	size_t left = k->big_len - k->big_off;
+	size_t seg = left < k->big_size ? left : k->big_size;
+	struct rte_mbuf *m = rte_pktmbuf_alloc(p->pool);
+	uint8_t *d, *ip;
+
+	if (m && PK_HDRS + seg <= p->buf_size) {
+		d = rte_pktmbuf_mtod(m, uint8_t *);
+		memcpy(d, k->big, PK_HDRS);
+		memcpy(d + PK_HDRS, k->big + k->big_off, seg);
+		ip = d + sizeof(struct dr_eth_hdr);
+		put16(ip + 2, (uint16_t)(28 + seg));
+		put16(ip + 4, (uint16_t)(get16(ip + 4) + k->big_seg));
+		put16(ip + 10, ip_sum(ip));
+		put16(ip + 24, (uint16_t)(8 + seg)); /* UDP length */
+		put16(ip + 26, 0);		     /* no UDP checksum: the ICRC covers it */
+		m->data_len = m->pkt_len = PK_HDRS + seg;
+	} else if (m) {
+		rte_pktmbuf_free(m);
+		m = NULL;
+		p->stats.rx_too_long++;
+	} else {
+		p->stats.tx_nombuf++;
+	}
+	k->big_off += seg;
+	k->big_seg++;
+	p->stats.rx_gso_segs++;
+	if (k->big_off >= k->big_len)
+		k->big_len = k->big_off = 0;
+	return m;
+}
+
+/* The super-frame of n bytes in k->big, with vnet header vh: cut it (the
+ * first piece returned, the others at the next calls). */
+static struct rte_mbuf *cut_start(struct dr_port *p, struct dr_pk *k, size_t n,
+				  const struct virtio_net_hdr *vh)
+{
+	const uint8_t *ip = k->big + sizeof(struct dr_eth_hdr);
+
+	if (vh->gso_type != VIRTIO_NET_HDR_GSO_UDP_L4 || !vh->gso_size || n <= PK_HDRS ||
+	    get16(k->big + 12) != DR_ETH_P_IPV4 || ip[0] != 0x45 || ip[9] != DR_IPPROTO_UDP) {
+		p->stats.rx_gso_bad++; /* not one droce sends (a TCP segment, VLAN) */
+		return NULL;
+	}
+	p->stats.rx_gso_frames++;
+	k->big_len = n;
+	k->big_off = PK_HDRS;
+	k->big_seg = 0;
+	k->big_size = vh->gso_size;
+	return cut_one(p, k);
+}
+
+/* A frame read from the socket's queue (its slot said TP_STATUS_COPY). */
+static struct rte_mbuf *take_copy(struct dr_port *p, struct dr_pk *k)
+{
+	struct virtio_net_hdr vh;
+	struct iovec iov[2] = {{&vh, sizeof(vh)}, {k->big, PK_BIG}};
+	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
+	ssize_t n;
+
+	n = recvmsg(k->fd, &mh, MSG_DONTWAIT);
+	if (n < (ssize_t)sizeof(vh) || (mh.msg_flags & MSG_TRUNC)) {
+		p->stats.rx_truncated++;
+		return NULL;
+	}
+	n -= sizeof(vh);
+	if (vh.gso_type == VIRTIO_NET_HDR_GSO_NONE)
+		return copy_in(p, k->big, n); /* too long for a slot */
+	return cut_start(p, k, n, &vh);
+}
+
+uint16_t dr_pk_rx(struct dr_port *p, struct rte_mbuf **pkts, uint16_t n)
+{
+	struct dr_pk *k = pk_of(p);
+	uint16_t out = 0;
+
+	if (k->fd < 0)
+		return 0;
+	while (out < n) {
+		struct tpacket2_hdr *h;
+		struct rte_mbuf *m;
+		uint32_t st;
+
+		if (k->big_len) {
+			m = cut_one(p, k);
+			if (m)
+				pkts[out++] = m;
+			continue;
+		}
+		h = slot(k, k->rx_next);
+		st = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+		if (!(st & TP_STATUS_USER))
+			break;
+		if (st & TP_STATUS_COPY) {
+			slot_release(k, h);
+			m = take_copy(p, k);
+		} else if (h->tp_snaplen < h->tp_len) {
+			/* too long, and no room on the socket's queue */
+			p->stats.rx_truncated++;
+			slot_release(k, h);
+			continue;
+		} else {
+			const uint8_t *fr = (uint8_t *)h + h->tp_mac;
+			struct virtio_net_hdr vh;
+
+			/* a super-frame small enough for a slot (READ
+			 * requests, ACKs) is cut all the same */
+			memcpy(&vh, fr - sizeof(vh), sizeof(vh));
+			if (vh.gso_type == VIRTIO_NET_HDR_GSO_NONE) {
+				m = copy_in(p, fr, h->tp_snaplen);
+			} else {
+				memcpy(k->big, fr, h->tp_snaplen);
+				m = cut_start(p, k, h->tp_snaplen, &vh);
+			}
+			slot_release(k, h);
+		}
+		if (m)
+			pkts[out++] = m;
+	}
+	return out;
+}
+
+/* ---- transmit ------------------------------------------------------------------ */
+
+/* Bytes of m's frame from off on, as iovecs (m's segments); -1 if more
+ * than room. */
+static int gather(const struct rte_mbuf *m, size_t off, struct iovec *iov, int room)
+{
+	int n = 0;
+
+	for (; m; m = m->next) {
+		if (off >= m->data_len) {
+			off -= m->data_len;
+			continue;
+		}
+		if (n == room)
+			return -1;
+		iov[n].iov_base = rte_pktmbuf_mtod_offset(m, uint8_t *, off);
+		iov[n].iov_len = m->data_len - off;
+		n++;
+		off = 0;
+	}
+	return n;
+}
+
+/* m's UDP payload length if it may lead or join a super-frame (an IPv4
+ * RoCE frame whose first segment holds its headers, no IP options, not a
+ * fragment, no Ethernet padding), else 0. */
+static size_t gso_len(const struct rte_mbuf *m)
+{
+	const uint8_t *d = rte_pktmbuf_mtod(m, const uint8_t *), *ip = d + 14;
+
+	if (m->data_len < PK_HDRS || get16(d + 12) != DR_ETH_P_IPV4 || ip[0] != 0x45 ||
+	    ip[9] != DR_IPPROTO_UDP || (get16(ip + 6) & 0x3fff) ||
+	    get16(ip + 22) != DR_ROCE_UDP_PORT || m->pkt_len != 14u + get16(ip + 2))
+		return 0;
+	return m->pkt_len - PK_HDRS;
+}
+
+/* Whether b may follow a (k frames after it) in a's super-frame: the same
+ * headers but for the lengths, the checksums and the IP ID, which is a's
+ * plus k. */
+static bool gso_follows(const struct rte_mbuf *a, const struct rte_mbuf *b, unsigned k)
+{
+	const uint8_t *x = rte_pktmbuf_mtod(a, const uint8_t *);
+	const uint8_t *y = rte_pktmbuf_mtod(b, const uint8_t *);
+
+	return !memcmp(x, y, 16) && !memcmp(x + 20, y + 20, 4) && !memcmp(x + 26, y + 26, 12) &&
+	       get16(y + 18) == (uint16_t)(get16(x + 18) + k);
+}
+
+struct pk_msg {
+	struct virtio_net_hdr vh;
+	uint8_t hdr[PK_HDRS];
+};
+
+uint16_t dr_pk_tx(struct dr_port *p, struct rte_mbuf **q, uint16_t n)
+{
+	struct dr_pk *k = pk_of(p);
+	struct mmsghdr mm[DR_PORT_BURST];
+	struct pk_msg msg[DR_PORT_BURST];
+	struct iovec iov[PK_IOV];
+	uint16_t frames[DR_PORT_BURST]; /* frames in each message */
+	unsigned nm = 0, ni = 0, i = 0, done = 0, f;
+	int r;
+
+	if (k->fd < 0) {
+		errno = ENODEV;
+		return 0;
+	}
+	while (i < n && nm < DR_PORT_BURST) {
+		struct mmsghdr *h = &mm[nm];
+		struct pk_msg *g = &msg[nm];
+		size_t len = k->gso ? gso_len(q[i]) : 0, total = len;
+		unsigned cnt = 1, first = ni;
+		int got;
+
+		memset(&g->vh, 0, sizeof(g->vh));
+		/* how many frames join q[i]: equal UDP payloads, the last may
+		 * be shorter, all of it one IP packet */
+		if (len && len + 28 <= p->mtu)
+			while (i + cnt < n && cnt < PK_MAX_SEGS && gso_follows(q[i], q[i + cnt], cnt)) {
+				size_t l = gso_len(q[i + cnt]);
+
+				if (!l || l > len || 28 + total + l > 65535)
+					break;
+				total += l;
+				cnt++;
+				if (l < len)
+					break;
+			}
+		if (ni + 2 > PK_IOV)
+			break;
+		iov[ni++] = (struct iovec){&g->vh, sizeof(g->vh)};
+		if (cnt == 1) {
+			got = gather(q[i], 0, iov + ni, PK_IOV - ni);
+			if (got < 0) {
+				ni = first;
+				break;
+			}
+			ni += got;
+		} else {
+			uint8_t *ip = g->hdr + 14;
+			uint32_t s;
+
+			memcpy(g->hdr, rte_pktmbuf_mtod(q[i], void *), PK_HDRS);
+			put16(ip + 2, (uint16_t)(28 + total));
+			put16(ip + 10, ip_sum(ip));
+			put16(ip + 24, (uint16_t)(8 + total));
+			/* CHECKSUM_PARTIAL: the pseudo header's sum, not inverted;
+			 * wherever the frame is cut each piece's is finished */
+			s = get16(ip + 12) + get16(ip + 14) + get16(ip + 16) + get16(ip + 18) +
+			    DR_IPPROTO_UDP + 8 + total;
+			while (s >> 16)
+				s = (s & 0xffff) + (s >> 16);
+			put16(ip + 26, (uint16_t)s);
+			g->vh.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+			g->vh.gso_type = VIRTIO_NET_HDR_GSO_UDP_L4;
+			g->vh.gso_size = (uint16_t)len;
+			g->vh.hdr_len = PK_HDRS;
+			g->vh.csum_start = 34;
+			g->vh.csum_offset = 6;
+			iov[ni++] = (struct iovec){g->hdr, PK_HDRS};
+			for (f = 0; f < cnt; f++) {
+				got = gather(q[i + f], PK_HDRS, iov + ni, PK_IOV - ni);
+				if (got < 0)
+					break;
+				ni += got;
+			}
+			if (f < cnt) {
+				ni = first;
+				break;
+			}
+		}
+		memset(h, 0, sizeof(*h));
+		h->msg_hdr.msg_iov = iov + first;
+		h->msg_hdr.msg_iovlen = ni - first;
+		frames[nm++] = cnt;
+		i += cnt;
+	}
+	r = sendmmsg(k->fd, mm, nm, MSG_DONTWAIT);
+	if (r < 0) {
+		int e = errno;
+
+		/* a kernel before 6.2 takes no UDP GSO from a packet socket:
+		 * one frame per packet from now on */
+		if (e == EINVAL && frames[0] > 1) {
+			k->gso = false;
+			dr_port_log(DR_PORT_LOG_WARN,
+				    "packet:%s: the kernel refuses UDP GSO super-frames (%s): "
+				    "sending one frame per packet",
+				    k->ifname, strerror(e));
+			errno = 0;
+			return 0;
+		}
+		/* a frame the kernel will never take (EMSGSIZE, EINVAL): dropped,
+		 * or it would block every later one */
+		if (e == EMSGSIZE || e == EINVAL) {
+			for (f = 0; f < frames[0]; f++)
+				rte_pktmbuf_free(q[f]);
+			p->stats.tx_dropped += frames[0];
+			dr_port_log(DR_PORT_LOG_WARN, "packet:%s: the kernel refused a frame: %s",
+				    k->ifname, strerror(e));
+			errno = 0;
+			return frames[0];
+		}
+		/* a full socket buffer is no link fault: the rest waits */
+		errno = e == EAGAIN || e == EWOULDBLOCK || e == EINTR ? 0 : e;
+		return 0;
+	}
+	for (int j = 0; j < r; j++) {
+		if (frames[j] > 1) {
+			p->stats.tx_gso_frames++;
+			p->stats.tx_gso_segs += frames[j];
+		}
+		done += frames[j];
+	}
+	for (f = 0; f < done; f++)
+		rte_pktmbuf_free(q[f]);
+	errno = 0; /* a message's error after the first is lost (sendmmsg) */
+	return done;
+}

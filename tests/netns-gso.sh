@@ -1,0 +1,146 @@
+#!/bin/sh
+# shellcheck disable=SC2086 # word splitting of option lists is meant
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# netns-gso.sh - droce's own packet socket (FI_DROCE_KERNEL_PMD=packet,
+# packet:IF) sending UDP GSO super-frames (FI_DROCE_GSO=1) between two
+# namespaces (issue 13, point 3).
+#
+#   netns drgs<pid>a: dga<pid> 10.90.N.1/24 ==veth== dgb<pid> 10.90.N.2/24 :netns drgs<pid>b
+#   (a second veth, 10.91.N.x, carries droce-xfer's TCP control connection)
+#
+# Run 1, a veth that carries super-frames whole: tools/droce-xfer, every
+# operation at 0 B .. 4 MiB, data checked on both sides; tshark on A's end
+# of the veth, droce's own capture (FI_DROCE_PCAP) on A.  Asserts:
+#   - super-frames (frames longer than MTU + 14) in both directions: B's
+#     WRITEs and SENDs, A's READ responses;
+#   - the CM's ConnectRequest, ConnectReply and ReadyToUse in that capture
+#     (a packet: port sends through the qdisc layer: tcpdump sees both
+#     directions);
+#   - droce's capture holds the packets one by one (none longer than MTU +
+#     14) and droce-pcapcheck finds every ICRC valid and no PSN gap, no
+#     sequence NAK, no duplicate (a resend after a timeout is allowed: a
+#     process kept off its CPU by a busy make check makes them, see
+#     tests/lossless.sh);
+#   - each side's log counts super-frames sent and received.
+# Run 2, the kernel cuts them (tx-udp-segmentation off on both veth ends,
+# as a NIC without the offload, or a bridge port, would have it): the
+# capture on the veth holds only frames of at most MTU + 14 bytes, and
+# droce-pcapcheck over that wire capture finds every piece a valid RoCEv2
+# packet (ICRC, PSNs in order, nothing resent); the client's log counts
+# super-frames sent, its server's counts none received whole.
+#
+# Exit: 0 pass, 1 fail, 77 skip (not root, no ip netns / tshark / ethtool),
+# 99 hard error.
+
+set -u
+
+. "$(dirname "$0")/netns-lib.sh"
+built "$XFER" "$PCAPCHECK"
+command -v ethtool >/dev/null 2>&1 || skip "ethtool not found (Debian package ethtool)"
+ns_pair_names drgs dg 10.90
+CA=cga$$ CB=cgb$$ CIPA=10.91.${net##*.}.1 CIPB=10.91.${net##*.}.2
+ns_pair_up netns-gso "$NSA" "$VA" "$IPA" "$NSB" "$VB" "$IPB"
+veth_pair "$NSA" "$CA" "$CIPA" "$NSB" "$CB" "$CIPB"
+BIG=1514 # MTU 1500 + the Ethernet header
+
+# xfer N: one droce-xfer session, server in A (droce's capture $tmp/dN.pcapng),
+# client in B, every droce-xfer option after N; both must pass everything
+xfer() {
+	x_n=$1
+	shift
+	port=$((47760 + x_n))
+	xfer_env="FI_DROCE_KERNEL_PMD=packet FI_DROCE_GSO=1 FI_LOG_LEVEL=info"
+	ip netns exec "$NSA" env $xfer_env FI_DROCE_PCAP="$tmp/d$x_n.pcapng" timeout -k 5 90 \
+		"$XFER" -p droce -P "$port" -a "$IPA" -w 30 -t 20 >"$tmp/r$x_n.srv" 2>&1 &
+	xs_pid=$!
+	listening "$xs_pid" "$NSA" "$port" "$tmp/r$x_n.srv" "the droce-xfer server ($x_n)" || return 1
+	ip netns exec "$NSB" env $xfer_env timeout -k 5 90 "$XFER" -p droce -P "$port" \
+		-s "$CIPA" -t 20 "$@" >"$tmp/r$x_n.cli" 2>&1
+	x_crc=$?
+	wait "$xs_pid"
+	x_src=$?
+	xfer_env=""
+	if [ $x_crc -ne 0 ] || [ $x_src -ne 0 ] ||
+		! grep -q '^droce-xfer: [0-9]* passed, 0 failed, 0 skipped$' "$tmp/r$x_n.cli"; then
+		bad "run $x_n: droce-xfer client exit $x_crc, server exit $x_src"
+		tail -n 20 "$tmp/r$x_n.cli" "$tmp/r$x_n.srv"
+		return 1
+	fi
+	echo "ok: run $x_n: $(grep '^droce-xfer: [0-9]* passed' "$tmp/r$x_n.cli")"
+}
+
+count() { # file filter: frames tshark's display filter selects
+	tshark_r "$1" -Y "$2" -T fields -e frame.number 2>/dev/null | wc -l
+}
+
+# gso LOG: "sent received" super-frames from the port's closing line
+gso() {
+	sed -n 's/.*UDP GSO: \([0-9]*\) super-frames sent carrying [0-9]* packets, \([0-9]*\) received.*/\1 \2/p' "$1" | tail -n 1
+}
+
+expect() { # what got op want
+	if [ "$3" = eq ] && [ "$2" -ne "$4" ] || [ "$3" = ge ] && [ "$2" -lt "$4" ]; then
+		bad "$1: $2 (expected $3 $4)"
+	else
+		echo "ok: $1: $2"
+	fi
+}
+
+wire_fields() { # capture: its RoCE frames as "src dst len opcode attributeid"
+	tshark_r "$1" -Y 'udp.dstport == 4791' -T fields -E separator=/t -E occurrence=f \
+		-e ip.src -e ip.dst -e frame.len -e infiniband.bth.opcode \
+		-e infiniband.mad.attributeid >"$2" 2>/dev/null || hard "tshark cannot read $1"
+}
+
+frames() { # fields src dst min-len [opcode [attr]]: how many
+	awk -F'\t' -v s="$2" -v d="$3" -v l="$4" -v o="${5:-}" -v a="${6:-}" \
+		'$1 == s && $2 == d && $3 >= l && (o == "" || $4 == o) && (a == "" || $5 == a) { n++ }
+		END { print n + 0 }' "$1"
+}
+
+# ---- run 1: super-frames cross the veth whole ------------------------------------
+cap_start "$NSA" "$VA" "$tmp/w1.pcapng" -B 64
+cap_wait "$tmp/w1.pcapng"
+xfer 1 -o all -S 0,1,1024,1025,4096,65536,1048576,4194304 -I 2
+cap_stop
+heur_check "$tmp/w1.pcapng"
+wire_fields "$tmp/w1.pcapng" "$tmp/w1.txt"
+expect "super-frames B->A on the veth (WRITE, SEND)" "$(frames "$tmp/w1.txt" "$IPB" "$IPA" $((BIG + 1)))" ge 1
+expect "super-frames A->B on the veth (READ responses)" "$(frames "$tmp/w1.txt" "$IPA" "$IPB" $((BIG + 1)))" ge 1
+# CM MADs ride UD SEND ONLY (opcode 100) to QP 1
+expect "ConnectRequest B->A" "$(frames "$tmp/w1.txt" "$IPB" "$IPA" 0 100 0x0010)" eq 1
+expect "ConnectReply A->B" "$(frames "$tmp/w1.txt" "$IPA" "$IPB" 0 100 0x0013)" eq 1
+expect "ReadyToUse B->A" "$(frames "$tmp/w1.txt" "$IPB" "$IPA" 0 100 0x0014)" eq 1
+expect "frames longer than $BIG bytes in droce's own capture" \
+	"$(count "$tmp/d1.pcapng" "frame.len > $BIG")" eq 0
+pcapcheck d1 20 --min-roce 1000 --require RC_RDMA_READ_RESPONSE_MIDDLE,RC_RDMA_WRITE_MIDDLE,RC_SEND_MIDDLE \
+	--forbid PSN_GAP,NAK_PSN_SEQ,DUPLICATE "$tmp/d1.pcapng"
+for side in srv cli; do
+	set -- $(gso "$tmp/r1.$side")
+	expect "$side: super-frames sent" "${1:-0}" ge 1
+	expect "$side: super-frames received" "${2:-0}" ge 1
+done
+
+# ---- run 2: the kernel cuts them before the veth ----------------------------------
+ip netns exec "$NSA" ethtool -K "$VA" tx-udp-segmentation off >/dev/null &&
+	ip netns exec "$NSB" ethtool -K "$VB" tx-udp-segmentation off >/dev/null ||
+	hard "ethtool -K tx-udp-segmentation off refused"
+cap_start "$NSA" "$VA" "$tmp/w2.pcapng" -B 64
+cap_wait "$tmp/w2.pcapng"
+xfer 2 -o write,writedata,send,read -S 4096,65536,1048576 -I 3
+cap_stop
+expect "frames longer than $BIG bytes on the veth" "$(count "$tmp/w2.pcapng" "frame.len > $BIG")" eq 0
+pcapcheck w2 20 --min-roce 1000 --require RC_RDMA_READ_RESPONSE_MIDDLE,RC_RDMA_WRITE_MIDDLE,RC_SEND_MIDDLE \
+	--forbid PSN_GAP,NAK_PSN_SEQ,DUPLICATE "$tmp/w2.pcapng"
+no_errors "$tmp/w2.pcapng"
+set -- $(gso "$tmp/r2.cli")
+expect "client: super-frames sent (cut by the kernel)" "${1:-0}" ge 1
+set -- $(gso "$tmp/r2.srv")
+expect "server: super-frames sent (cut by the kernel)" "${1:-0}" ge 1
+expect "server: super-frames received whole" "${2:-0}" eq 0
+keep_on_fail w2.pcapng netns-gso-w2.pcapng
+
+[ "$fail" -eq 0 ] || exit 1
+echo "PASS: netns-gso ($(elapsed) s)"
+exit 0
