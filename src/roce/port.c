@@ -768,8 +768,9 @@ static int start_device(struct dr_port *p, unsigned nb_mbufs, struct dr_port_err
 	/* by the driver, whatever the spec called the device */
 	p->max_window =
 	    info.driver_name && !strcmp(info.driver_name, "net_af_xdp") ? DR_XDP_WINDOW : 0;
-	p->lossless = !p->pk && info.driver_name && (!strcmp(info.driver_name, "net_memif") ||
-						     !strcmp(info.driver_name, "net_ring"));
+	p->lossless =
+	    !p->pk && info.driver_name &&
+	    (!strcmp(info.driver_name, "net_memif") || !strcmp(info.driver_name, "net_ring"));
 	/* dr_pk_tx: the kernel has copied what it took when it returns */
 	if (p->pk)
 		p->zc_sync = p->zero_copy;
@@ -1473,7 +1474,7 @@ static void link_watch_init(struct dr_port *p, const char *spec)
 	len = strlen(da->name) + (da->args ? strlen(da->args) : 0) + 2;
 	p->link_spec = malloc(len);
 	if (!p->link_spec || p->link_fd < 0) {
-fail:
+	fail:
 		dr_port_log(DR_PORT_LOG_WARN,
 			    "%s: cannot watch the link of %s (%s): frames sent while it is down "
 			    "will leave when it comes back, however old",

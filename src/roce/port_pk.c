@@ -65,11 +65,11 @@
 #endif
 
 #define PK_HDRS	     (sizeof(struct dr_eth_hdr) + sizeof(struct dr_ipv4_hdr) + sizeof(struct dr_udp_hdr))
-#define PK_RX_FRAMES 512     /* ring slots, as net_af_packet's default */
-#define PK_BLOCK     65536u  /* ring block: whole slots, a power of two */
-#define PK_BIG	     65600u  /* a super-frame: 64 KiB of skb and the headers */
+#define PK_RX_FRAMES 512    /* ring slots, as net_af_packet's default */
+#define PK_BLOCK     65536u /* ring block: whole slots, a power of two */
+#define PK_BIG	     65600u /* a super-frame: 64 KiB of skb and the headers */
 #define PK_RCVBUF    (8u << 20)
-#define PK_MAX_SEGS  64	     /* packets in one super-frame (the kernel takes 128) */
+#define PK_MAX_SEGS  64 /* packets in one super-frame (the kernel takes 128) */
 #define PK_IOV	     (DR_PORT_BURST * 6 + 4)
 
 struct dr_pk {
@@ -129,8 +129,8 @@ static int pk_socket(struct dr_port *p, struct dr_pk *k, struct dr_port_err *err
 		frame *= 2;
 	k->ifindex = if_nametoindex(k->ifname);
 	if (!k->ifindex)
-		return dr_port_fail(err, -ENODEV, DR_PORT_PARAM_DEVICE, "packet:%s: no such interface",
-				    k->ifname);
+		return dr_port_fail(err, -ENODEV, DR_PORT_PARAM_DEVICE,
+				    "packet:%s: no such interface", k->ifname);
 	k->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
 	if (k->fd < 0)
 		return dr_port_fail(err, -errno, DR_PORT_PARAM_DEVICE,
@@ -238,7 +238,8 @@ int dr_pk_plug(struct dr_port *p, const char *spec, bool gso, uint8_t mac[6],
 		return ret;
 	for (unsigned i = 0; i < 2; i++) {
 		snprintf(name, sizeof(name), "drpk%u_%u", p->serial, i);
-		k->idle[i] = rte_ring_create(name, 32, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		k->idle[i] =
+		    rte_ring_create(name, 32, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
 		if (!k->idle[i])
 			return dr_port_fail(err, -ENOMEM, DR_PORT_PARAM_NONE,
 					    "packet:%s: no ring: %s", k->ifname,
@@ -250,7 +251,8 @@ int dr_pk_plug(struct dr_port *p, const char *spec, bool gso, uint8_t mac[6],
 	if (ret < 0)
 		return dr_port_fail(err, -ENODEV, DR_PORT_PARAM_DEVICE,
 				    "packet:%s: cannot create its net_ring port: %s", k->ifname,
-				    *dr_port_dpdk_err(msg, sizeof(msg)) ? msg : rte_strerror(rte_errno));
+				    *dr_port_dpdk_err(msg, sizeof(msg)) ? msg
+									: rte_strerror(rte_errno));
 	p->port_id = ret;
 	return 0;
 }
@@ -527,7 +529,8 @@ uint16_t dr_pk_tx(struct dr_port *p, struct rte_mbuf **q, uint16_t n)
 		/* how many frames join q[i]: equal UDP payloads, the last may
 		 * be shorter, all of it one IP packet */
 		if (len && len + 28 <= p->mtu)
-			while (i + cnt < n && cnt < PK_MAX_SEGS && gso_follows(q[i], q[i + cnt], cnt)) {
+			while (i + cnt < n && cnt < PK_MAX_SEGS &&
+			       gso_follows(q[i], q[i + cnt], cnt)) {
 				size_t l = gso_len(q[i + cnt]);
 
 				if (!l || l > len || 28 + total + l > 65535)

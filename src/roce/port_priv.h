@@ -110,8 +110,8 @@ struct dr_port {
 	bool started;
 	struct dr_pair *pair;
 	unsigned pair_side;
-	struct dr_pk *pk; /* "packet:IF": droce's own packet socket (port_pk.c) */
-	bool gso;	  /* ... sends super-frames (dr_port_config.gso) */
+	struct dr_pk *pk;  /* "packet:IF": droce's own packet socket (port_pk.c) */
+	bool gso;	   /* ... sends super-frames (dr_port_config.gso) */
 	uint8_t pk_mac[6]; /* ... its interface's MAC */
 
 	uint8_t mac[6];
