@@ -77,6 +77,12 @@ struct dr_cm_conn_param {
 	uint8_t rnr_retry_count;     /* 0..7, 7 = infinite */
 	uint8_t path_mtu;	     /* IB enum: 1 = 256 .. 5 = 4096 (REQ only) */
 	uint8_t ack_timeout;	     /* REQ: local ACK timeout; REP: target ACK delay */
+	/* Enhanced Connection Establishment (IBA 1.4, 12.6.5; the kernel's
+	 * ib_cm since 5.8): a vendor ID in the REQ or REP, and options in the
+	 * MAD's attribute modifier, which a peer that does not know the
+	 * vendor ignores (rdma_rxe answers 0, 0).  0: none. */
+	uint32_t ece_vendor;
+	uint32_t ece_options;
 	const void *private_data;
 	size_t private_len; /* REQ <= 56, REP <= 196, REJ <= 148 */
 };
@@ -95,7 +101,16 @@ struct dr_cm_peer {
 	uint8_t ack_timeout;
 	uint32_t flow_label; /* REQ only */
 	uint64_t ca_guid;
+	uint32_t ece_vendor, ece_options; /* its ECE (0, 0: none) */
 };
+
+/* droce's ECE vendor ID: a locally administered IEEE company ID, which no
+ * vendor is assigned ('d' 'r' behind the local bit, as droce's MACs), and
+ * its options. */
+#define DR_ECE_VENDOR 0x026472
+/* the sender's port takes UDP GSO super-frames whole (a "packet:" port):
+ * the peer may send it some (src/roce/port_pk.c) */
+#define DR_ECE_GSO_RX 0x1u
 
 struct dr_cm_id;
 struct dr_cm_listener;

@@ -380,6 +380,15 @@ unsigned dr_port_max_window(const struct dr_port *p);
  * kernel's PMDs, behind which a full socket ring or queue drops. */
 bool dr_port_lossless(const struct dr_port *p);
 
+/* UDP GSO super-frames ("packet:IF" ports, dr_port_config.gso).  takes:
+ * the port receives them whole (a packet: port; its CM says so to peers,
+ * DR_ECE_GSO_RX).  gso_peer: whether frames to QP qpn at ip4 (host order)
+ * may leave as super-frames -- its port said it takes them; set at each
+ * connection, cleared when it ends.  Only IPv4 peers; 0, -ENOMEM, or
+ * -ENOTSUP on a port that does not send them. */
+bool dr_port_gso_takes(const struct dr_port *p);
+int dr_port_gso_peer(struct dr_port *p, uint32_t ip4, uint32_t qpn, bool on);
+
 /* The largest MTU net_af_xdp carries here: its umem chunks are the port's
  * mbufs, which must fit a page without hugepages (3438 with 4 KiB pages:
  * path MTU 2048).  A port on net_af_xdp lowers a larger MTU to it. */

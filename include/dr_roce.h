@@ -751,6 +751,7 @@ struct dr_cm_path {
 
 struct dr_cm_req {
 	uint32_t local_comm_id;
+	uint32_t vendor_id; /* ECE (IBA 1.4, 12.6.5): the sender's 24-bit vendor */
 	uint64_t service_id;
 	uint64_t local_ca_guid;
 	uint32_t local_qkey;
@@ -779,6 +780,7 @@ struct dr_cm_rep {
 	uint8_t target_ack_delay, failover_accepted, e2e_flow_ctrl;
 	uint8_t rnr_retry_count, srq;
 	uint64_t local_ca_guid;
+	uint32_t vendor_id; /* ECE: bytes 15, 19 and 23, high to low */
 	uint8_t private_data[DR_CM_REP_PRIV_LEN];
 };
 

@@ -3,8 +3,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 #
 # netns-gso.sh - droce's own packet socket (FI_DROCE_KERNEL_PMD=packet,
-# packet:IF) sending UDP GSO super-frames (FI_DROCE_GSO=1) between two
-# namespaces (issue 13, point 3).
+# packet:IF) sending UDP GSO super-frames (FI_DROCE_GSO, on by default)
+# between two namespaces (issue 13, point 3).
 #
 #   netns drgs<pid>a: dga<pid> 10.90.N.1/24 ==veth== dgb<pid> 10.90.N.2/24 :netns drgs<pid>b
 #   (a second veth, 10.91.N.x, carries droce-xfer's TCP control connection)
@@ -23,12 +23,19 @@
 #     process kept off its CPU by a busy make check makes them, see
 #     tests/lossless.sh);
 #   - each side's log counts super-frames sent and received.
+#   - the CM's REQ and REP each carry droce's ECE (IBA 12.6.5): vendor ID
+#     0x026472 (REQ bytes 5-7, REP bytes 15, 19 and 23 of the MAD body) and
+#     the option "takes super-frames whole" (0x1) in the attribute modifier;
 # Run 2, the kernel cuts them (tx-udp-segmentation off on both veth ends,
 # as a NIC without the offload, or a bridge port, would have it): the
 # capture on the veth holds only frames of at most MTU + 14 bytes, and
 # droce-pcapcheck over that wire capture finds every piece a valid RoCEv2
 # packet (ICRC, PSNs in order, nothing resent); the client's log counts
 # super-frames sent, its server's counts none received whole.
+# Run 3, a peer that does not take them: the server on DPDK's net_af_packet
+# (FI_DROCE_KERNEL_PMD=af_packet), whose REP carries no ECE; the client,
+# still packet:, sends it none (its log: 0 sent), and every operation
+# passes.
 #
 # Exit: 0 pass, 1 fail, 77 skip (not root, no ip netns / tshark / ethtool),
 # 99 hard error.
@@ -44,14 +51,16 @@ ns_pair_up netns-gso "$NSA" "$VA" "$IPA" "$NSB" "$VB" "$IPB"
 veth_pair "$NSA" "$CA" "$CIPA" "$NSB" "$CB" "$CIPB"
 BIG=1514 # MTU 1500 + the Ethernet header
 
-# xfer N: one droce-xfer session, server in A (droce's capture $tmp/dN.pcapng),
-# client in B, every droce-xfer option after N; both must pass everything
+# xfer N SERVER-PMD: one droce-xfer session, server in A on that
+# FI_DROCE_KERNEL_PMD (droce's capture $tmp/dN.pcapng), client in B on
+# packet:, every droce-xfer option after it; both must pass everything
 xfer() {
-	x_n=$1
-	shift
+	x_n=$1 x_pmd=$2
+	shift 2
 	port=$((47760 + x_n))
-	xfer_env="FI_DROCE_KERNEL_PMD=packet FI_DROCE_GSO=1 FI_LOG_LEVEL=info"
-	ip netns exec "$NSA" env $xfer_env FI_DROCE_PCAP="$tmp/d$x_n.pcapng" timeout -k 5 90 \
+	xfer_env="FI_DROCE_KERNEL_PMD=packet FI_LOG_LEVEL=info"
+	ip netns exec "$NSA" env $xfer_env FI_DROCE_KERNEL_PMD="$x_pmd" \
+		FI_DROCE_PCAP="$tmp/d$x_n.pcapng" timeout -k 5 90 \
 		"$XFER" -p droce -P "$port" -a "$IPA" -w 30 -t 20 >"$tmp/r$x_n.srv" 2>&1 &
 	xs_pid=$!
 	listening "$xs_pid" "$NSA" "$port" "$tmp/r$x_n.srv" "the droce-xfer server ($x_n)" || return 1
@@ -102,7 +111,7 @@ frames() { # fields src dst min-len [opcode [attr]]: how many
 # ---- run 1: super-frames cross the veth whole ------------------------------------
 cap_start "$NSA" "$VA" "$tmp/w1.pcapng" -B 64
 cap_wait "$tmp/w1.pcapng"
-xfer 1 -o all -S 0,1,1024,1025,4096,65536,1048576,4194304 -I 2
+xfer 1 packet -o all -S 0,1,1024,1025,4096,65536,1048576,4194304 -I 2
 cap_stop
 heur_check "$tmp/w1.pcapng"
 wire_fields "$tmp/w1.pcapng" "$tmp/w1.txt"
@@ -112,6 +121,11 @@ expect "super-frames A->B on the veth (READ responses)" "$(frames "$tmp/w1.txt" 
 expect "ConnectRequest B->A" "$(frames "$tmp/w1.txt" "$IPB" "$IPA" 0 100 0x0010)" eq 1
 expect "ConnectReply A->B" "$(frames "$tmp/w1.txt" "$IPA" "$IPB" 0 100 0x0013)" eq 1
 expect "ReadyToUse B->A" "$(frames "$tmp/w1.txt" "$IPB" "$IPA" 0 100 0x0014)" eq 1
+# the REQ's MAD body starts at byte 86 of its frame (Ethernet 14, IPv4 20,
+# UDP 8, BTH 12, DETH 8, MAD header 24)
+ece="infiniband.mad.attributemodifier == 0x1"
+expect "ECE in the REQ B->A" "$(count "$tmp/w1.pcapng" "ip.src == $IPB && infiniband.mad.attributeid == 0x0010 && $ece && frame[91:3] == 02:64:72")" eq 1
+expect "ECE in the REP A->B" "$(count "$tmp/w1.pcapng" "ip.src == $IPA && infiniband.mad.attributeid == 0x0013 && $ece && frame[101] == 02 && frame[105] == 64 && frame[109] == 72")" eq 1
 expect "frames longer than $BIG bytes in droce's own capture" \
 	"$(count "$tmp/d1.pcapng" "frame.len > $BIG")" eq 0
 pcapcheck d1 20 --min-roce 1000 --require RC_RDMA_READ_RESPONSE_MIDDLE,RC_RDMA_WRITE_MIDDLE,RC_SEND_MIDDLE \
@@ -128,7 +142,7 @@ ip netns exec "$NSA" ethtool -K "$VA" tx-udp-segmentation off >/dev/null &&
 	hard "ethtool -K tx-udp-segmentation off refused"
 cap_start "$NSA" "$VA" "$tmp/w2.pcapng" -B 64
 cap_wait "$tmp/w2.pcapng"
-xfer 2 -o write,writedata,send,read -S 4096,65536,1048576 -I 3
+xfer 2 packet -o write,writedata,send,read -S 4096,65536,1048576 -I 3
 cap_stop
 expect "frames longer than $BIG bytes on the veth" "$(count "$tmp/w2.pcapng" "frame.len > $BIG")" eq 0
 pcapcheck w2 20 --min-roce 1000 --require RC_RDMA_READ_RESPONSE_MIDDLE,RC_RDMA_WRITE_MIDDLE,RC_SEND_MIDDLE \
@@ -140,6 +154,19 @@ set -- $(gso "$tmp/r2.srv")
 expect "server: super-frames sent (cut by the kernel)" "${1:-0}" ge 1
 expect "server: super-frames received whole" "${2:-0}" eq 0
 keep_on_fail w2.pcapng netns-gso-w2.pcapng
+
+# ---- run 3: a server on net_af_packet, which takes none --------------------------
+ip netns exec "$NSA" ethtool -K "$VA" tx-udp-segmentation on >/dev/null &&
+	ip netns exec "$NSB" ethtool -K "$VB" tx-udp-segmentation on >/dev/null ||
+	hard "ethtool -K tx-udp-segmentation on refused"
+cap_start "$NSA" "$VA" "$tmp/w3.pcapng" -B 64
+cap_wait "$tmp/w3.pcapng"
+xfer 3 af_packet -o write,send,read -S 65536,1048576 -I 3
+cap_stop
+expect "frames longer than $BIG bytes on the veth" "$(count "$tmp/w3.pcapng" "frame.len > $BIG")" eq 0
+expect "REP A->B without ECE" "$(count "$tmp/w3.pcapng" "ip.src == $IPA && infiniband.mad.attributeid == 0x0013 && infiniband.mad.attributemodifier == 0 && frame[101] == 00 && frame[105] == 00 && frame[109] == 00")" eq 1
+set -- $(gso "$tmp/r3.cli")
+expect "client: super-frames sent to a net_af_packet peer" "${1:-1}" eq 0
 
 [ "$fail" -eq 0 ] || exit 1
 echo "PASS: netns-gso ($(elapsed) s)"

@@ -326,6 +326,7 @@ static const struct {
 	uint8_t expect[4];
 	unsigned len;
 } req_bits[] = {
+	{ "vendor_id", M(vendor_id), 0xffffff, 4, { 0x00, 0xff, 0xff, 0xff }, 4 },
 	{ "local_qpn", M(local_qpn), 0xffffff, 32, { 0xff, 0xff, 0xff, 0x00 }, 4 },
 	{ "responder_resources", M(responder_resources), 0xff, 35, { 0xff, 0x00 }, 2 },
 	{ "remote_cm_resp_timeout", M(remote_cm_resp_timeout), 0x1f, 43, { 0xf8 }, 1 },

@@ -38,6 +38,7 @@ struct side {
 	uint64_t ev_ns[DR_CM_EV_NUM]; /* when the last of each came */
 	struct dr_cm_id *conn; /* the CONNREQ'd id (passive) */
 	int accept;	       /* on CONNREQ: 1 accept, -1 reject, 0 wait */
+	uint32_t ece_vendor, ece_options; /* ... accepting with this ECE */
 };
 
 static struct side A, B;
@@ -95,9 +96,13 @@ static void on_event(void *ctx, const struct dr_cm_event *ev)
 	if (ev->private_len)
 		memcpy(s->last_priv[ev->type], ev->private_data, ev->private_len);
 	if (ev->type == DR_CM_EV_CONNREQ) {
+		struct dr_cm_conn_param p = rep;
+
+		p.ece_vendor = s->ece_vendor;
+		p.ece_options = s->ece_options;
 		s->conn = ev->id;
 		if (s->accept > 0)
-			ck_assert_int_eq(dr_cm_accept(ev->id, &rep), 0);
+			ck_assert_int_eq(dr_cm_accept(ev->id, &p), 0);
 		else if (s->accept < 0)
 			ck_assert_int_eq(dr_cm_reject(ev->id, "no thanks", 9), 0);
 	}
@@ -253,6 +258,11 @@ START_TEST(test_connect_accept)
 	ck_assert_uint_eq(A.last_peer[DR_CM_EV_ESTABLISHED].ack_timeout, 15);
 	ck_assert(!memcmp(A.last_priv[DR_CM_EV_ESTABLISHED], "accepted", 8));
 	ck_assert_int_eq(id->state, DR_CMS_ESTABLISHED);
+	/* no ECE either way */
+	ck_assert_uint_eq(B.last_peer[DR_CM_EV_CONNREQ].ece_vendor, 0);
+	ck_assert_uint_eq(B.last_peer[DR_CM_EV_CONNREQ].ece_options, 0);
+	ck_assert_uint_eq(A.last_peer[DR_CM_EV_ESTABLISHED].ece_vendor, 0);
+	ck_assert_uint_eq(A.last_peer[DR_CM_EV_ESTABLISHED].ece_options, 0);
 
 	/* passive: ESTABLISHED on the RTU */
 	ck_assert_int_eq(B.nev[DR_CM_EV_ESTABLISHED], 1);
@@ -309,6 +319,56 @@ START_TEST(test_req_wire_format)
 	ck_assert_uint_eq(cma.src_addr[15], 1);
 	ck_assert_uint_eq(cma.dst_addr[15], 2);
 	ck_assert(!memcmp(req.private_data + 36, "hi", 2));
+}
+END_TEST
+
+/* Enhanced Connection Establishment: the REQ's vendor ID in body bytes
+ * 5-7, the REP's in bytes 15, 19 and 23, the options in the MAD's
+ * attribute modifier (the kernel's cm_format_req / cm_format_rep), and
+ * each side's event gives the peer's */
+START_TEST(test_ece)
+{
+	struct dr_cm_conn_param p = {
+		.qpn = 0x11, .start_psn = 1, .responder_resources = 2, .initiator_depth = 4,
+		.retry_count = 7, .rnr_retry_count = 7, .path_mtu = 3, .ack_timeout = 14,
+		.ece_vendor = DR_ECE_VENDOR, .ece_options = DR_ECE_GSO_RX,
+	};
+	struct dr_cm_listener *l;
+	struct dr_cm_id *id;
+	struct dr_mad mad;
+
+	B.accept = 1;
+	B.ece_vendor = 0x123456;
+	B.ece_options = 0x80000001;
+	ck_assert_int_eq(dr_cm_listen(&B.cm, PORT, BACKLOG, NULL, &l), 0);
+	ck_assert_int_eq(dr_cm_connect(&A.cm, IP_B, PORT, 40000, &p, NULL, &id), 0);
+	ck_assert_uint_eq(wire_tail - wire_head, 1);
+	ck_assert_int_eq(dr_mad_parse(wire[0].mad, DR_MAD_LEN, &mad), 0);
+	ck_assert_uint_eq(mad.attr_mod, DR_ECE_GSO_RX);
+	ck_assert_uint_eq(mad.body[4], 0);
+	ck_assert_uint_eq(mad.body[5], 0x02);
+	ck_assert_uint_eq(mad.body[6], 0x64);
+	ck_assert_uint_eq(mad.body[7], 0x72);
+	dr_cm_recv(&B.cm, wire[0].src, wire[0].mad, DR_MAD_LEN);
+	wire_head++;
+	ck_assert_int_eq(B.nev[DR_CM_EV_CONNREQ], 1);
+	ck_assert_uint_eq(B.last_peer[DR_CM_EV_CONNREQ].ece_vendor, DR_ECE_VENDOR);
+	ck_assert_uint_eq(B.last_peer[DR_CM_EV_CONNREQ].ece_options, DR_ECE_GSO_RX);
+	/* B's REP */
+	ck_assert_uint_eq(wire_tail - wire_head, 1);
+	ck_assert_int_eq(dr_mad_parse(wire[1].mad, DR_MAD_LEN, &mad), 0);
+	ck_assert_int_eq(mad.attr_id, DR_CM_ATTR_REP);
+	ck_assert_uint_eq(mad.attr_mod, 0x80000001);
+	ck_assert_uint_eq(mad.body[15], 0x12);
+	ck_assert_uint_eq(mad.body[19], 0x34);
+	ck_assert_uint_eq(mad.body[23], 0x56);
+	ck_assert_uint_eq(mad.body[12] << 16 | mad.body[13] << 8 | mad.body[14], 0x22); /* QPN intact */
+	run_until(now_ns + 1000000);
+	ck_assert_int_eq(id->state, DR_CMS_ESTABLISHED);
+	ck_assert_uint_eq(A.last_peer[DR_CM_EV_ESTABLISHED].ece_vendor, 0x123456);
+	ck_assert_uint_eq(A.last_peer[DR_CM_EV_ESTABLISHED].ece_options, 0x80000001);
+	ck_assert_uint_eq(A.last_peer[DR_CM_EV_ESTABLISHED].qpn, 0x22);
+	ck_assert_uint_eq(A.last_peer[DR_CM_EV_ESTABLISHED].start_psn, 0x654321);
 }
 END_TEST
 
@@ -1514,6 +1574,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_loop_test(tc, test_connect_accept, 0, 3);
 	tcase_add_test(tc, test_req_wire_format);
+	tcase_add_test(tc, test_ece);
 	tcase_add_test(tc, test_reject_with_data);
 	tcase_add_test(tc, test_no_listener);
 	tcase_add_loop_test(tc, test_lossy_handshake, 0, sizeof(drops) / sizeof(drops[0]));

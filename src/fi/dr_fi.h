@@ -906,6 +906,10 @@ struct dr_ep {
 	union dr_sockaddr src, dst; /* the device's family */
 	bool src_port_claimed; /* src's port came from dr_dev_port_alloc */
 	uint32_t start_psn;
+	/* the peer's port takes UDP GSO super-frames and ours sends them:
+	 * registered with the port (dr_port_gso_peer) until the ep goes */
+	bool gso_peer;
+	uint32_t gso_ip4, gso_qpn;
 	uint64_t tx_op_flags, rx_op_flags;
 	/* set at open from fi_info: */
 	bool rx_cq_data;  /* FI_RX_CQ_DATA mode: WRITE_IMM consumes app receives */

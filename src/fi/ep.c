@@ -67,6 +67,8 @@ void dr_ep_free(struct dr_ep *ep)
 	}
 	if (ep->src_port_claimed)
 		dr_dev_port_free(dev, dr_sa_port(&ep->src));
+	if (ep->gso_peer)
+		dr_port_gso_peer(dev->port, ep->gso_ip4, ep->gso_qpn, false);
 	snprintf(who, sizeof(who), "qp 0x%06x", dr_qp_num(ep->qp));
 	dr_rx_drops_log(who, dr_qp_stats(ep->qp)->rx_drop);
 	dr_ep_flush_ack(ep);

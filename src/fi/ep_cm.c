@@ -75,10 +75,20 @@ static int qp_go_rts(struct dr_ep *ep, const struct dr_cm_peer *peer, uint32_t f
 	a.retry_cnt = retry_cnt;
 	a.rnr_retry = peer->rnr_retry_count;
 	a.max_rd_atomic = peer->responder_resources < DR_ORD ? peer->responder_resources : DR_ORD;
-	return dr_qp_modify(ep->qp, &a,
-			    DR_QP_ATTR_STATE | DR_QP_ATTR_SQ_PSN | DR_QP_ATTR_TIMEOUT |
-				DR_QP_ATTR_RETRY_CNT | DR_QP_ATTR_RNR_RETRY |
-				DR_QP_ATTR_MAX_RD_ATOMIC);
+	ret = dr_qp_modify(ep->qp, &a,
+			   DR_QP_ATTR_STATE | DR_QP_ATTR_SQ_PSN | DR_QP_ATTR_TIMEOUT |
+			       DR_QP_ATTR_RETRY_CNT | DR_QP_ATTR_RNR_RETRY |
+			       DR_QP_ATTR_MAX_RD_ATOMIC);
+	/* super-frames to a peer whose port said it takes them (its REQ or
+	 * REP's ECE), if ours sends them (FI_DROCE_GSO) */
+	if (!ret && !a.path.ipv6 && peer->ece_vendor == DR_ECE_VENDOR &&
+	    (peer->ece_options & DR_ECE_GSO_RX) &&
+	    dr_port_gso_peer(ep->dev->port, peer->ip4, peer->qpn, true) == 0) {
+		ep->gso_peer = true;
+		ep->gso_ip4 = peer->ip4;
+		ep->gso_qpn = peer->qpn;
+	}
+	return ret;
 }
 
 static void qp_to_error(struct dr_ep *ep)
@@ -280,6 +290,11 @@ static void conn_param_init(const struct dr_ep *ep, struct dr_cm_conn_param *cp,
 	cp->rnr_retry_count = (uint8_t)dr_settings_get()->rnr_retry;
 	cp->private_data = priv;
 	cp->private_len = 1 + paramlen;
+	/* a packet: port takes super-frames whole: say so (ECE) */
+	if (dr_port_gso_takes(ep->dev->port)) {
+		cp->ece_vendor = DR_ECE_VENDOR;
+		cp->ece_options = DR_ECE_GSO_RX;
+	}
 }
 
 /* An ephemeral source port, unique among the processes on the interface

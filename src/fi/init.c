@@ -102,11 +102,11 @@ static const struct dr_param {
 	      "at most) or auto (af_xdp where the kernel and privileges allow it, af_packet "
 	      "otherwise), or packet (droce's own packet socket, packet:IF, which can carry "
 	      "UDP GSO super-frames: FI_DROCE_GSO) (default: af_packet)"),
-    PARAM_INT(gso, 0, 0, 1,
+    PARAM_INT(gso, 1, 0, 1,
 	      "packet:IF ports: 1 sends each QP's runs of equal-size packets as UDP GSO "
 	      "super-frames (up to 64 packets in one skb, cut into the same RoCEv2 frames by "
-	      "whatever cuts them); a peer on a veth receives them whole, so every droce peer "
-	      "must use a packet: port too (default: 0)"),
+	      "whatever cuts them) to peers whose port takes them whole, as their CM says "
+	      "(ECE); 0 sends one frame per packet (default: 1)"),
     PARAM_STR(pcap, "write every frame sent and received to this pcapng file (default: off)"),
     PARAM_INT(retry_cnt, 7, 0, 7, "transport retries before a work request fails (default: 7)"),
     PARAM_INT(rnr_retry, 7, 0, 7,

@@ -600,7 +600,9 @@ static int send_req(struct dr_cm_id *id, const struct dr_cm_conn_param *p)
 	if (p->private_len)
 		memcpy(req.private_data + DR_CMA_HDR_LEN, p->private_data, p->private_len);
 
+	req.vendor_id = p->ece_vendor & 0xffffff;
 	dr_mad_init_cm(&mad, DR_CM_ATTR_REQ, id->tid);
+	mad.attr_mod = req.vendor_id ? p->ece_options : 0;
 	dr_cm_req_pack(&req, mad.body);
 	return send_kept(id, &mad, true);
 }
@@ -1022,7 +1024,9 @@ int dr_cm_accept(struct dr_cm_id *id, const struct dr_cm_conn_param *p)
 	rep.rnr_retry_count = p->rnr_retry_count;
 	rep.local_ca_guid = cm->cfg.ca_guid;
 	copy_priv(rep.private_data, sizeof(rep.private_data), p->private_data, p->private_len);
+	rep.vendor_id = p->ece_vendor & 0xffffff;
 	dr_mad_init_cm(&mad, DR_CM_ATTR_REP, id->tid);
+	mad.attr_mod = rep.vendor_id ? p->ece_options : 0;
 	dr_cm_rep_pack(&rep, mad.body);
 	set_state(id, DR_CMS_REP_SENT);
 	send_kept(id, &mad, true);
@@ -1225,6 +1229,8 @@ static void recv_req(struct dr_cm *cm, const uint8_t *ip, const struct dr_mad *m
 	id->local_port = port;
 	id->remote_port = cma.src_port;
 	fill_peer_from_req(id, &req, &cma);
+	id->peer.ece_vendor = req.vendor_id;
+	id->peer.ece_options = req.vendor_id ? mad->attr_mod : 0;
 	set_state(id, DR_CMS_REQ_RCVD);
 	set_deadline(id, cm->ops->now_ns(cm->ctx) + req_wait_ns(cm, &req));
 	emit(id, DR_CM_EV_CONNREQ, 0, req.private_data + DR_CMA_HDR_LEN, DR_CMA_USER_DATA_LEN,
@@ -1298,6 +1304,8 @@ static void recv_rep(struct dr_cm *cm, const uint8_t *ip, const struct dr_mad *m
 	pe->path_mtu = id->local.path_mtu;
 	pe->ack_timeout = rep.target_ack_delay;
 	pe->ca_guid = rep.local_ca_guid;
+	pe->ece_vendor = rep.vendor_id;
+	pe->ece_options = rep.vendor_id ? mad->attr_mod : 0;
 	/* cma.c cma_rep_recv: the QP goes RTR/RTS (in the event) before RTU */
 	set_state(id, DR_CMS_ESTABLISHED);
 	emit(id, DR_CM_EV_ESTABLISHED, 0, rep.private_data, DR_CM_REP_PRIV_LEN, NULL);

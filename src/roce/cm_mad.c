@@ -41,6 +41,7 @@ static void put_bits(uint8_t *b, unsigned byte, unsigned bit, unsigned width, ui
  * byte strings.  Offsets are from the start of the CM body (MAD byte 24). */
 #define REQ_FIELDS(X, B)                                   \
 	X(local_comm_id, 0, 0, 32)                         \
+	X(vendor_id, 5, 0, 24)                             \
 	X(service_id, 8, 0, 64)                            \
 	X(local_ca_guid, 16, 0, 64)                        \
 	X(local_qkey, 28, 0, 32)                           \
@@ -190,7 +191,22 @@ void dr_cm_req_pack(const struct dr_cm_req *m, uint8_t *body)
 		name##_pack_fields(m, body);                                   \
 	}
 
-DEFINE_PLAIN(rep)
+/* The REP's ECE vendor ID is three bytes in the low ends of the words
+ * that hold the local QPN, EECN and starting PSN. */
+void dr_cm_rep_unpack(const uint8_t *body, struct dr_cm_rep *m)
+{
+	rep_unpack_fields(body, m);
+	m->vendor_id = (uint32_t)body[15] << 16 | (uint32_t)body[19] << 8 | body[23];
+}
+
+void dr_cm_rep_pack(const struct dr_cm_rep *m, uint8_t *body)
+{
+	rep_pack_fields(m, body);
+	body[15] = (uint8_t)(m->vendor_id >> 16);
+	body[19] = (uint8_t)(m->vendor_id >> 8);
+	body[23] = (uint8_t)m->vendor_id;
+}
+
 DEFINE_PLAIN(rtu)
 DEFINE_PLAIN(rej)
 DEFINE_PLAIN(dreq)

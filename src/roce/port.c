@@ -1225,6 +1225,11 @@ bool dr_port_lossless(const struct dr_port *p)
 	return p->lossless;
 }
 
+bool dr_port_gso_takes(const struct dr_port *p)
+{
+	return p->pk != NULL;
+}
+
 void dr_port_get_stats(const struct dr_port *p, struct dr_port_stats *s)
 {
 	*s = p->stats;

@@ -20,10 +20,12 @@
  * Transmit (dr_pk_tx): one sendmmsg() per burst.  Runs of such frames
  * become one message (a vnet header, the first frame's headers with the
  * whole run's lengths, then each frame's UDP payload, gathered from the
- * mbufs) when the port sends super-frames (dr_port_config.gso); any other
- * frame is one message of its own.  Nothing goes past the qdisc layer:
- * the packet taps (tcpdump) see every frame, a super-frame as one frame
- * (as they see tcp's 64 KiB segments).
+ * mbufs) when the port sends super-frames (dr_port_config.gso) and the
+ * destination QP's port takes them whole: its CM said so (ECE,
+ * DR_ECE_GSO_RX; dr_port_gso_peer); any other frame is one message of its
+ * own.  Through the qdisc layer unless dr_port_config.qdisc_bypass: the
+ * packet taps (tcpdump) see every frame, a super-frame as one frame (as
+ * they see tcp's 64 KiB segments).
  *
  * Receive (dr_pk_rx): a TPACKET_V2 ring of frames a little larger than
  * the MTU, as net_af_packet's, polled without system calls.  A frame too
@@ -81,6 +83,12 @@ struct dr_pk {
 	size_t ring_len;
 	unsigned frame_size, nframes, rx_next;
 	bool gso; /* send super-frames */
+	/* peers (IPv4 << 24 | QPN, + 1) whose ports take them: an array
+	 * scanned once per run of frames, the last answer kept */
+	uint64_t *peers;
+	unsigned npeers, cap_peers;
+	uint64_t last_key;
+	bool last_ok;
 	/* a super-frame being cut: big[0..big_len), next piece at big_off */
 	uint8_t *big;
 	size_t big_len, big_off;
@@ -143,6 +151,12 @@ static int pk_socket(struct dr_port *p, struct dr_pk *k, struct dr_port_err *err
 		return dr_port_fail(err, -errno, DR_PORT_PARAM_DEVICE,
 				    "packet:%s: the kernel refuses the socket's options: %s",
 				    k->ifname, strerror(errno));
+	/* FI_DROCE_QDISC_BYPASS: past the qdisc layer and the packet taps */
+	if (p->qdisc_bypass &&
+	    setsockopt(k->fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one)) < 0)
+		return dr_port_fail(err, -errno, DR_PORT_PARAM_DEVICE,
+				    "packet:%s: no PACKET_QDISC_BYPASS: %s", k->ifname,
+				    strerror(errno));
 	/* room for super-frames on the socket's queue; without CAP_NET_ADMIN
 	 * the kernel's rmem_max caps it */
 	if (setsockopt(k->fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) < 0)
@@ -274,6 +288,7 @@ void dr_pk_free(struct dr_port *p)
 	for (unsigned i = 0; i < 2; i++)
 		rte_ring_free(k->idle[i]);
 	free(k->big);
+	free(k->peers);
 	free(k);
 	p->pk = NULL;
 }
@@ -293,6 +308,58 @@ int dr_pk_reopen(struct dr_port *p)
 	if (ret < 0)
 		pk_socket_close(k);
 	return ret;
+}
+
+/* ---- peers that take super-frames ---------------------------------------------- */
+
+static uint64_t peer_key(uint32_t ip4, uint32_t qpn)
+{
+	return ((uint64_t)ip4 << 24 | (qpn & 0xffffff)) + 1;
+}
+
+int dr_port_gso_peer(struct dr_port *p, uint32_t ip4, uint32_t qpn, bool on)
+{
+	struct dr_pk *k = pk_of(p);
+	uint64_t key = peer_key(ip4, qpn);
+	unsigned i;
+
+	if (!k || !k->gso)
+		return on ? -ENOTSUP : 0;
+	k->last_key = 0;
+	for (i = 0; i < k->npeers && k->peers[i] != key; i++)
+		;
+	if (!on) {
+		if (i < k->npeers)
+			k->peers[i] = k->peers[--k->npeers];
+		return 0;
+	}
+	if (i < k->npeers)
+		return 0;
+	if (k->npeers == k->cap_peers) {
+		unsigned cap = k->cap_peers ? 2 * k->cap_peers : 16;
+		uint64_t *n = realloc(k->peers, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		k->peers = n;
+		k->cap_peers = cap;
+	}
+	k->peers[k->npeers++] = key;
+	return 0;
+}
+
+static bool peer_takes(struct dr_pk *k, uint32_t ip4, uint32_t qpn)
+{
+	uint64_t key = peer_key(ip4, qpn);
+	unsigned i;
+
+	if (key == k->last_key)
+		return k->last_ok;
+	for (i = 0; i < k->npeers && k->peers[i] != key; i++)
+		;
+	k->last_key = key;
+	k->last_ok = i < k->npeers;
+	return k->last_ok;
 }
 
 /* ---- receive ------------------------------------------------------------------- */
@@ -480,7 +547,7 @@ static size_t gso_len(const struct rte_mbuf *m)
 {
 	const uint8_t *d = rte_pktmbuf_mtod(m, const uint8_t *), *ip = d + 14;
 
-	if (m->data_len < PK_HDRS || get16(d + 12) != DR_ETH_P_IPV4 || ip[0] != 0x45 ||
+	if (m->data_len < PK_HDRS + sizeof(struct dr_bth) || get16(d + 12) != DR_ETH_P_IPV4 || ip[0] != 0x45 ||
 	    ip[9] != DR_IPPROTO_UDP || (get16(ip + 6) & 0x3fff) ||
 	    get16(ip + 22) != DR_ROCE_UDP_PORT || m->pkt_len != 14u + get16(ip + 2))
 		return 0;
@@ -496,6 +563,7 @@ static bool gso_follows(const struct rte_mbuf *a, const struct rte_mbuf *b, unsi
 	const uint8_t *y = rte_pktmbuf_mtod(b, const uint8_t *);
 
 	return !memcmp(x, y, 16) && !memcmp(x + 20, y + 20, 4) && !memcmp(x + 26, y + 26, 12) &&
+	       !memcmp(x + PK_HDRS + 5, y + PK_HDRS + 5, 3) && /* BTH: destination QP */
 	       get16(y + 18) == (uint16_t)(get16(x + 18) + k);
 }
 
@@ -521,11 +589,19 @@ uint16_t dr_pk_tx(struct dr_port *p, struct rte_mbuf **q, uint16_t n)
 	while (i < n && nm < DR_PORT_BURST) {
 		struct mmsghdr *h = &mm[nm];
 		struct pk_msg *g = &msg[nm];
-		size_t len = k->gso ? gso_len(q[i]) : 0, total = len;
+		size_t len = k->gso && k->npeers ? gso_len(q[i]) : 0, total;
 		unsigned cnt = 1, first = ni;
 		int got;
 
 		memset(&g->vh, 0, sizeof(g->vh));
+		if (len) {
+			const uint8_t *d = rte_pktmbuf_mtod(q[i], const uint8_t *);
+
+			if (!peer_takes(k, (uint32_t)get16(d + 30) << 16 | get16(d + 32),
+					(uint32_t)d[PK_HDRS + 5] << 16 | get16(d + PK_HDRS + 6)))
+				len = 0;
+		}
+		total = len;
 		/* how many frames join q[i]: equal UDP payloads, the last may
 		 * be shorter, all of it one IP packet */
 		if (len && len + 28 <= p->mtu)
