@@ -329,9 +329,16 @@ END_TEST
 START_TEST(test_ece)
 {
 	struct dr_cm_conn_param p = {
-		.qpn = 0x11, .start_psn = 1, .responder_resources = 2, .initiator_depth = 4,
-		.retry_count = 7, .rnr_retry_count = 7, .path_mtu = 3, .ack_timeout = 14,
-		.ece_vendor = DR_ECE_VENDOR, .ece_options = DR_ECE_GSO_RX,
+	    .qpn = 0x11,
+	    .start_psn = 1,
+	    .responder_resources = 2,
+	    .initiator_depth = 4,
+	    .retry_count = 7,
+	    .rnr_retry_count = 7,
+	    .path_mtu = 3,
+	    .ack_timeout = 14,
+	    .ece_vendor = DR_ECE_VENDOR,
+	    .ece_options = DR_ECE_GSO_RX,
 	};
 	struct dr_cm_listener *l;
 	struct dr_cm_id *id;
@@ -362,7 +369,8 @@ START_TEST(test_ece)
 	ck_assert_uint_eq(mad.body[15], 0x12);
 	ck_assert_uint_eq(mad.body[19], 0x34);
 	ck_assert_uint_eq(mad.body[23], 0x56);
-	ck_assert_uint_eq(mad.body[12] << 16 | mad.body[13] << 8 | mad.body[14], 0x22); /* QPN intact */
+	ck_assert_uint_eq(mad.body[12] << 16 | mad.body[13] << 8 | mad.body[14],
+			  0x22); /* QPN intact */
 	run_until(now_ns + 1000000);
 	ck_assert_int_eq(id->state, DR_CMS_ESTABLISHED);
 	ck_assert_uint_eq(A.last_peer[DR_CM_EV_ESTABLISHED].ece_vendor, 0x123456);

@@ -39,30 +39,30 @@ static void put_bits(uint8_t *b, unsigned byte, unsigned bit, unsigned width, ui
 
 /* X(member, byte, bit, width) for scalar fields, B(member, byte, len) for
  * byte strings.  Offsets are from the start of the CM body (MAD byte 24). */
-#define REQ_FIELDS(X, B)                                   \
-	X(local_comm_id, 0, 0, 32)                         \
-	X(vendor_id, 5, 0, 24)                             \
-	X(service_id, 8, 0, 64)                            \
-	X(local_ca_guid, 16, 0, 64)                        \
-	X(local_qkey, 28, 0, 32)                           \
-	X(local_qpn, 32, 0, 24)                            \
-	X(responder_resources, 35, 0, 8)                   \
-	X(local_eecn, 36, 0, 24)                           \
-	X(initiator_depth, 39, 0, 8)                       \
-	X(remote_eecn, 40, 0, 24)                          \
-	X(remote_cm_resp_timeout, 43, 0, 5)                \
-	X(transport_type, 43, 5, 2)                        \
-	X(e2e_flow_ctrl, 43, 7, 1)                         \
-	X(starting_psn, 44, 0, 24)                         \
-	X(local_cm_resp_timeout, 47, 0, 5)                 \
-	X(retry_count, 47, 5, 3)                           \
-	X(pkey, 48, 0, 16)                                 \
-	X(path_mtu, 50, 0, 4)                              \
-	X(rdc_exists, 50, 4, 1)                            \
-	X(rnr_retry_count, 50, 5, 3)                       \
-	X(max_cm_retries, 51, 0, 4)                        \
-	X(srq, 51, 4, 1)                                   \
-	X(ext_transport, 51, 5, 3)                         \
+#define REQ_FIELDS(X, B)                                                                           \
+	X(local_comm_id, 0, 0, 32)                                                                 \
+	X(vendor_id, 5, 0, 24)                                                                     \
+	X(service_id, 8, 0, 64)                                                                    \
+	X(local_ca_guid, 16, 0, 64)                                                                \
+	X(local_qkey, 28, 0, 32)                                                                   \
+	X(local_qpn, 32, 0, 24)                                                                    \
+	X(responder_resources, 35, 0, 8)                                                           \
+	X(local_eecn, 36, 0, 24)                                                                   \
+	X(initiator_depth, 39, 0, 8)                                                               \
+	X(remote_eecn, 40, 0, 24)                                                                  \
+	X(remote_cm_resp_timeout, 43, 0, 5)                                                        \
+	X(transport_type, 43, 5, 2)                                                                \
+	X(e2e_flow_ctrl, 43, 7, 1)                                                                 \
+	X(starting_psn, 44, 0, 24)                                                                 \
+	X(local_cm_resp_timeout, 47, 0, 5)                                                         \
+	X(retry_count, 47, 5, 3)                                                                   \
+	X(pkey, 48, 0, 16)                                                                         \
+	X(path_mtu, 50, 0, 4)                                                                      \
+	X(rdc_exists, 50, 4, 1)                                                                    \
+	X(rnr_retry_count, 50, 5, 3)                                                               \
+	X(max_cm_retries, 51, 0, 4)                                                                \
+	X(srq, 51, 4, 1)                                                                           \
+	X(ext_transport, 51, 5, 3)                                                                 \
 	B(private_data, 140, DR_CM_REQ_PRIV_LEN)
 
 /* one path record, relative to its start (52 primary, 96 alternate) */

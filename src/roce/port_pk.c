@@ -547,8 +547,8 @@ static size_t gso_len(const struct rte_mbuf *m)
 {
 	const uint8_t *d = rte_pktmbuf_mtod(m, const uint8_t *), *ip = d + 14;
 
-	if (m->data_len < PK_HDRS + sizeof(struct dr_bth) || get16(d + 12) != DR_ETH_P_IPV4 || ip[0] != 0x45 ||
-	    ip[9] != DR_IPPROTO_UDP || (get16(ip + 6) & 0x3fff) ||
+	if (m->data_len < PK_HDRS + sizeof(struct dr_bth) || get16(d + 12) != DR_ETH_P_IPV4 ||
+	    ip[0] != 0x45 || ip[9] != DR_IPPROTO_UDP || (get16(ip + 6) & 0x3fff) ||
 	    get16(ip + 22) != DR_ROCE_UDP_PORT || m->pkt_len != 14u + get16(ip + 2))
 		return 0;
 	return m->pkt_len - PK_HDRS;
