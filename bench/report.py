@@ -30,12 +30,15 @@ RNR = ("rnr_naks", "rnr_held")
 # transport pairs: (droce label, tcp label, title)
 PAIRS = [("memif", "lo", "same host: droce/net_memif vs tcp/loopback"),
          ("memifzc", "lo", "same host: droce/net_memif zero-copy client vs tcp/loopback"),
-         ("veth", "veth", "veth between namespaces: droce/net_af_packet vs tcp"),
+         ("veth", "veth", "veth between namespaces: droce's zero-config path (packet socket, "
+          "UDP GSO) vs tcp"),
+         ("vethafp", "veth", "veth between namespaces: droce/net_af_packet vs tcp"),
          ("vethxdp", "veth", "veth between namespaces: droce/net_af_xdp vs tcp"),
          ("veth9k", "veth9k", "veth at MTU 9000: droce/net_af_packet (path MTU 4096) vs tcp")]
 # column headings: (provider, transport label)
 COL_NAME = {("droce", "memif"): "droce memif", ("droce", "memifzc"): "droce memif zero-copy",
             ("droce", "veth"): "droce veth", ("tcp", "lo"): "tcp loopback",
+            ("droce", "vethafp"): "droce af_packet veth",
             ("tcp", "veth"): "tcp veth", ("droce", "vethxdp"): "droce af_xdp veth",
             ("droce", "veth9k"): "droce veth 9000", ("tcp", "veth9k"): "tcp veth 9000"}
 
@@ -56,9 +59,10 @@ TARGETS = [
 # half round trip is a time: droce at >= k x tcp's speed is a ratio <= 1/k.
 TARGETS += [
     (name % pmd, key, (lab,) + dk, (tlab,) + dk, op, bound, unit)
-    for lab, tlab, pmd, mtu9k in (("veth", "veth", "veth af_packet", False),
+    for lab, tlab, pmd, mtu9k in (("veth", "veth", "veth zero-config (packet, GSO)", False),
+                                  ("vethafp", "veth", "veth net_af_packet", False),
                                   ("vethxdp", "veth", "veth af_xdp", False),
-                                  ("veth9k", "veth9k", "veth MTU 9000 af_packet", True))
+                                  ("veth9k", "veth9k", "veth MTU 9000 zero-config", True))
     for name, key, dk, op, bound, unit in (
         ("8 B half-RTT latency (send/recv) — %s", "klat", ("lat_send", 8, 1), "<=", 0.5, "us"),
         ("1 MiB ping-pong (send/recv) — %s", "kpp", ("lat_send", 1 << 20, 1), "<=",
@@ -281,7 +285,8 @@ def print_quick(data, machine, failures):
 
 SERIES = [("droce", "memif", "droce net\\_memif", 1), ("tcp", "lo", "tcp loopback", 2),
           ("droce", "memifzc", "droce net\\_memif zero-copy", 5),
-          ("droce", "veth", "droce af\\_packet/veth", 3), ("tcp", "veth", "tcp veth", 4)]
+          ("droce", "veth", "droce packet/veth (GSO)", 3), ("tcp", "veth", "tcp veth", 4),
+          ("droce", "vethafp", "droce net\\_af\\_packet/veth", 6)]
 
 
 XTICS = ("set xtics (" + ", ".join('"%s" %d' % (n, v) for n, v in (
@@ -654,9 +659,12 @@ def results_md(data, machine, failures, drops, outdir, pngs, profile, pingpong=N
              "out of the shared ring) and *memif zero-copy* (the benchmark client is memif's "
              "zero-copy client, `zero-copy=yes` with EAL `--single-file-segments`: its frames "
              "are built in, and received into, the shared memory, so only the server's PMD "
-             "copies); **veth** — droce over "
-             "`net_af_packet` against tcp, both on one veth pair between two network "
-             "namespaces (10.79.0.1/2, MTU 1500, default offloads). **Loss** — a second veth "
+             "copies); **veth** — droce's zero-config path (no FI_DROCE_* set: its own "
+             "packet socket, `packet:IF`, sending UDP GSO super-frames to a peer that takes "
+             "them) and, as *af_packet*, DPDK's `net_af_packet` (one frame per packet), "
+             "against tcp, all on one veth pair between two network "
+             "namespaces (10.79.0.1/2, MTU 1500, default offloads). **Loss** — droce on "
+             "`net_af_packet`, on a second veth "
              "path through a bridge in a third namespace (10.79.0.3 ↔ bridge ↔ 10.79.0.4, "
              "segmentation offloads off so a drop is one MTU-sized frame for tcp too), "
              "frames dropped at random on the bridge ports (`%s`). The loss cannot be applied "

@@ -11,14 +11,17 @@
 #
 # Transports: droce over net_memif between two processes (same host) against
 # tcp on loopback, in memif's copy mode and with the client in memif's
-# zero-copy mode (memifzc); droce over net_af_packet against tcp on one veth pair
+# zero-copy mode (memifzc); droce's zero-config path (veth: no FI_DROCE_DEVICE,
+# so droce's own packet socket with UDP GSO super-frames, FI_DROCE_KERNEL_PMD)
+# and DPDK's net_af_packet (vethafp) against tcp on one veth pair
 # between two network namespaces this script creates (10.79.0.1/24 and
 # 10.79.0.2/24, removed on exit).  Kernel PMDs (issue 13): droce over
 # net_af_xdp (vethxdp) on a second veth pair between the same namespaces
 # (10.79.2.1/2; its control channel on the first pair, since the XDP program
 # takes every frame of its interface from the kernel), compared with tcp on
-# the first; and droce over net_af_packet against tcp on a third pair at MTU
-# 9000 (veth9k, 10.79.3.1/2: path MTU 4096).  Loss: on a second veth path through a
+# the first; and droce's zero-config path against tcp on a third pair at MTU
+# 9000 (veth9k, 10.79.3.1/2: path MTU 4096).  Loss (net_af_packet, one frame
+# per packet): on a second veth path through a
 # bridge namespace (10.79.0.3 <-> 10.79.0.4), netem or, without sch_netem,
 # an nftables random drop on the bridge ports.
 # Runs are rounds: in each round every configuration runs once, droce and
@@ -255,7 +258,7 @@ port=$((40000 + $$ % 10000))
 
 # one measurement session: a server and a client process pair
 #   session RUN CONFIG PROVIDER LABEL TESTARGS...
-# CONFIG: memif | memifzc | lo | veth | vethxdp | veth9k | lossy
+# CONFIG: memif | memifzc | lo | veth | vethafp | vethxdp | veth9k | lossy
 session() {
 	local run=$1 config=$2 prov=$3 label=$4; shift 4
 	local oob srvenv=() clienv=() srvns=() clins=() fabric sock='' rc=0 spid
@@ -275,6 +278,12 @@ session() {
 	lo)
 		srvenv=() clienv=() oob=127.0.0.1:$port fabric=127.0.0.1 ;;
 	veth)
+		# the zero-config path: no FI_DROCE_* at all (droce's packet
+		# socket on the interface holding the address)
+		srvns=(ip netns exec "$nsA") clins=(ip netns exec "$nsB")
+		srvenv=() clienv=()
+		oob=$ipA:$port fabric=$ipA ;;
+	vethafp)
 		srvns=(ip netns exec "$nsA") clins=(ip netns exec "$nsB")
 		# FI_DROCE_ADDR only spells out the interface's own address and
 		# prefix, which droce takes from it anyway (PROFILE.md 5.11)
@@ -288,8 +297,7 @@ session() {
 		oob=$ipA:$port fabric=$ipE ;;
 	veth9k)
 		srvns=(ip netns exec "$nsA") clins=(ip netns exec "$nsB")
-		srvenv=(FI_DROCE_DEVICE="net_af_packet0,iface=$vG" FI_DROCE_ADDR="$ipG/24")
-		clienv=(FI_DROCE_DEVICE="net_af_packet0,iface=$vH" FI_DROCE_ADDR="$ipH/24")
+		srvenv=() clienv=()
 		oob=$ipG:$port fabric=$ipG ;;
 	lossy)
 		srvns=(ip netns exec "$nsC") clins=(ip netns exec "$nsD")
@@ -397,6 +405,7 @@ for r in $(seq "$runs"); do
 		for g in "${groups[@]}"; do
 			for p in $order; do
 				session "$r" veth "$p" veth $g
+				[ $p = tcp ] || session "$r" vethafp droce vethafp $g
 				[ $p = tcp ] || session "$r" vethxdp droce vethxdp $g
 			done
 			for p in $order; do session "$r" veth9k "$p" veth9k $g; done

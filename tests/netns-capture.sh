@@ -8,8 +8,11 @@
 #   netns drcp<pid>a: dca<pid> 10.78.N.1/24 ==veth== dcb<pid> 10.78.N.2/24 :netns drcp<pid>b
 #
 # One tshark, on A's end only, no capture filter.  fi_pingpong -p droce -e msg
-# (default configuration: net_af_packet on the namespace's interface), server
-# in A, client in B, 4 KiB messages (path MTU 1024: SEND FIRST/MIDDLE/LAST).
+# (default configuration: droce's packet socket on the namespace's
+# interface, but FI_DROCE_GSO=0: a UDP GSO super-frame crosses a veth whole
+# and a capture shows it as one frame, its first packet decoded, which
+# tests/netns-gso.sh checks), server in A, client in B, 4 KiB messages
+# (path MTU 1024: SEND FIRST/MIDDLE/LAST).
 #
 # Run 1 (defaults, FI_DROCE_QDISC_BYPASS unset = 0): droce sends through the
 # qdisc layer, so the kernel's packet taps see A's own transmissions.  Asserts,
@@ -31,6 +34,8 @@ set -u
 . "$(dirname "$0")/netns-lib.sh"
 ns_pair_names drcp dc 10.78
 ITERS=50
+FI_DROCE_GSO=0
+export FI_DROCE_GSO
 ns_pair_up netns-capture "$NSA" "$VA" "$IPA" "$NSB" "$VB" "$IPB"
 
 # run N BYPASS_A: one fi_pingpong session captured on A's end; fields to

@@ -250,7 +250,7 @@ for per in $PER_HOST; do
 			h=$((r % NHOSTS + 1))
 			if ! [ -f "$f" ] ||
 				! grep -q '^libfabric:[0-9]*:[0-9]*::core:core:fi_fabric_():[0-9]*<info> Opened fabric: droce$' "$f" ||
-				! grep -q "^libfabric:[0-9]*:[0-9]*::droce:domain:port_log():[0-9]*<info> net_af_packet_$IF: port [0-9]*, MAC [0-9a-f:]*, IPv4 $net.$h/24," "$f" ||
+				! grep -q "^libfabric:[0-9]*:[0-9]*::droce:domain:port_log():[0-9]*<info> packet_$IF: port [0-9]*, MAC [0-9a-f:]*, IPv4 $net.$h/24," "$f" ||
 				! grep -q "mtl:ofi:provider: $IF\$" "$f"; then
 				bad="$bad $r"
 			fi

@@ -31,7 +31,10 @@
 # kernel hands over TCP segments of up to 64 KiB, which the forwarder's
 # packet sockets cannot send on a 1500-byte link; every such segment of a
 # control channel (fi_pingpong's, droce-xfer's) was lost and stalled the
-# channel for a retransmit timeout, 1-7 s each.
+# channel for a retransmit timeout, 1-7 s each.  UDP segmentation is off
+# too: droce's UDP GSO super-frames (FI_DROCE_GSO) are then cut by the
+# kernel before the veth, so the link loses packets one by one, as a
+# network does behind a NIC that cuts them.
 #
 # Asserts:
 #  1. fi_pingpong -p droce -e msg -c (data verification) exits 0 on both sides
@@ -106,9 +109,11 @@ for l in "$NSA $VA" "$NSB $VB" "$NSM $MA" "$NSM $MB"; do
 	set -- $l
 	ip -n "$1" link set "$2" mtu 1500 up
 	# no frame larger than the MTU (see the header): the ends' TSO/GSO
-	# would build them, the middle's GRO would merge them
-	ip netns exec "$1" ethtool -K "$2" tso off gso off gro off ||
-		hard "ethtool -K $2 tso off gso off gro off"
+	# would build them, the middle's GRO would merge them; droce's UDP
+	# GSO super-frames (FI_DROCE_GSO) are cut by the kernel before the
+	# veth, as before a NIC without the offload
+	ip netns exec "$1" ethtool -K "$2" tso off gso off gro off tx-udp-segmentation off ||
+		hard "ethtool -K $2 tso off gso off gro off tx-udp-segmentation off"
 done
 ip -n "$NSA" addr add "$IPA/24" dev "$VA"
 ip -n "$NSB" addr add "$IPB/24" dev "$VB"

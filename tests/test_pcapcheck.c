@@ -350,6 +350,95 @@ START_TEST(test_conditions)
 }
 END_TEST
 
+/* A UDP GSO super-frame (docs/protocol.md A.10): five SEND MIDDLE packets
+ * of 1024 bytes and a shorter SEND LAST, consecutive PSNs and IP IDs,
+ * behind the first one's headers with the run's lengths, as a capture on a
+ * veth between two packet: ports holds it.  Cut into its six packets, all
+ * good, in PSN order; the same frame with one byte of its fourth packet
+ * flipped is one bad frame, and counts no packet. */
+static void write_gso(const char *path, bool corrupt)
+{
+	static uint8_t payload[1024];
+	struct dr_pcapng_wopts o = {.nanoseconds = true, .appname = "test_pcapcheck"};
+	struct dr_pcapng_epb e = {.ts = T0_NS, .flags = OUT};
+	struct dr_pcapng_writer *w;
+	static uint8_t sf[42 + 6 * 1100];
+	size_t sf_len = 0;
+	FILE *f;
+
+	for (unsigned i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)i;
+	for (unsigned i = 0; i < 6; i++) {
+		struct dr_pkt_desc d;
+		uint8_t buf[1200];
+		int len;
+
+		dr_pkt_desc_init(&d);
+		d.src_ip4 = IP_A;
+		d.dst_ip4 = IP_B;
+		d.src_mac[5] = 0x0a;
+		d.dst_mac[5] = 0x0b;
+		d.sport = 0xc000 | QP_A;
+		d.dqpn = QP_B;
+		d.ip_id = (uint16_t)(0xfffe + i); /* wraps, as the kernel's does */
+		d.opcode = i < 5 ? DR_OP_SEND_MIDDLE : DR_OP_SEND_LAST;
+		d.psn = 200 + i;
+		d.ackreq = i == 5;
+		d.payload = payload;
+		d.payload_len = i < 5 ? 1024 : 100;
+		len = dr_pkt_build(&d, buf, sizeof(buf));
+		ck_assert_int_gt(len, 42);
+		if (!i) {
+			memcpy(sf, buf, 42);
+			sf_len = 42;
+		}
+		memcpy(sf + sf_len, buf + 42, (size_t)len - 42);
+		sf_len += (size_t)len - 42;
+	}
+	sf[16] = (uint8_t)((sf_len - 14) >> 8); /* IPv4 total length */
+	sf[17] = (uint8_t)(sf_len - 14);
+	sf[38] = (uint8_t)((sf_len - 34) >> 8); /* UDP length */
+	sf[39] = (uint8_t)(sf_len - 34);
+	if (corrupt)
+		sf[42 + 3 * 1040 + 500] ^= 1;
+	f = fopen(path, "wb");
+	ck_assert_ptr_nonnull(f);
+	w = dr_pcapng_writer_open_opts(f, &o);
+	ck_assert_ptr_nonnull(w);
+	ck_assert_int_eq(dr_pcapng_write_epb(w, &e, sf, (uint32_t)sf_len), 0);
+	ck_assert_int_eq(dr_pcapng_writer_close(w), 0);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+START_TEST(test_gso)
+{
+	char out[4096], good[sizeof(cap)];
+
+	memcpy(good, cap, sizeof(cap));
+	snprintf(cap, sizeof(cap), "%s/gso.pcapng", dir);
+	write_gso(cap, false);
+	ck_assert_int_eq(run("", out, sizeof(out)), 0);
+	ck_assert_msg(strstr(after_name(out), "frames: 1  RoCEv2 (UDP/4791): 6 (ok 6, bad 0)  ARP: 0  "
+						"other: 0\n"
+						"UDP GSO super-frames: 1 carrying 6 RoCEv2 packets "
+						"(counted above and below one by one)\n") ==
+			  after_name(out),
+		      "%s", out);
+	ck_assert_int_eq(run("-q --require UDP_GSO_FRAMES:1,UDP_GSO_PACKETS:6,RC_SEND_MIDDLE:5,"
+			     "RC_SEND_LAST:1 --forbid PSN_GAP,PSN_LATE,RETRANSMIT,DUPLICATE",
+			     out, sizeof(out)),
+			 0);
+	ck_assert_str_eq(out, "");
+	write_gso(cap, true);
+	ck_assert_int_eq(run("-q", out, sizeof(out)), 1);
+	ck_assert_int_eq(run("", out, sizeof(out)), 1);
+	ck_assert_msg(strstr(out, "RoCEv2 (UDP/4791): 1 (ok 0, bad 1)"), "%s", out);
+	ck_assert_msg(!strstr(out, "UDP GSO super-frames"), "%s", out);
+	unlink(cap);
+	memcpy(cap, good, sizeof(cap));
+}
+END_TEST
+
 /* A malformed option: the reader's message, exit 2 */
 START_TEST(test_bad_option)
 {
@@ -396,6 +485,7 @@ static Suite *pcapcheck_suite(void)
 	tcase_add_test(tc, test_notes);
 	tcase_add_test(tc, test_conditions);
 	tcase_add_test(tc, test_bad_option);
+	tcase_add_test(tc, test_gso);
 	suite_add_tcase(s, tc);
 	return s;
 }

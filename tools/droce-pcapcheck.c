@@ -11,6 +11,12 @@
  *          its dr_pkt_parse() verdict must be DR_PKT_OK, ICRC included.  A
  *          frame the capture cut short (caplen < wire length) is bad too: it
  *          cannot be checked.
+ *          A UDP GSO super-frame (docs/protocol.md A.10: N packets of one
+ *          size, the last maybe shorter, behind one Ethernet/IPv4/UDP
+ *          header, as a capture on a veth between two droce packet: ports
+ *          sees it) is cut as the kernel would cut it, and each packet
+ *          checked and counted as a frame of its own would be (counted
+ *          apart too: UDP_GSO_FRAMES, UDP_GSO_PACKETS).
  *   ARP    ethertype 0x0806
  *   other  everything else (TCP, ICMP, IPv6 ND, ...); an ICMP destination
  *          unreachable that quotes a UDP/4791 datagram is counted apart
@@ -56,8 +62,10 @@
  *                       NAK or RNR NAK), RNR_NAK, NAK_PSN_SEQ, NAK_INV_REQ,
  *                       NAK_REM_ACCESS, NAK_REM_OP, NAK_INV_RD_REQ), ARP,
  *                       RETRANSMIT, DUPLICATE, PSN_GAP, PSN_LATE, RSP_RESENT,
- *                       ICMP_PORT_UNREACH, ROCE, and from the comments
- *                       UNEXPLAINED (retransmissions droce sent, or of
+ *                       ICMP_PORT_UNREACH, ROCE, UDP_GSO_FRAMES,
+ *                       UDP_GSO_PACKETS (super-frames cut, the packets they
+ *                       carried), and from the comments UNEXPLAINED
+ *                       (retransmissions droce sent, or of
  *                       unknown direction, without a cause),
  *                       DROPPED (frames marked dropped), ANNOTATED (frames
  *                       with a comment)
@@ -110,6 +118,7 @@ static struct {
 	uint64_t ev[EV_NUM];
 	uint64_t rc_requests; /* RC request packets followed */
 	uint64_t flows;
+	uint64_t gso_frames, gso_packets; /* UDP GSO super-frames, the packets cut from them */
 } tot;
 
 static const struct {
@@ -227,6 +236,10 @@ static bool counter_get(const char *name, uint64_t *v)
 		*v = tot.icmp_unreach_roce;
 	else if (!strcasecmp(name, "ROCE"))
 		*v = tot.roce;
+	else if (!strcasecmp(name, "UDP_GSO_FRAMES"))
+		*v = tot.gso_frames;
+	else if (!strcasecmp(name, "UDP_GSO_PACKETS"))
+		*v = tot.gso_packets;
 	else if (!strcasecmp(name, "UNEXPLAINED"))
 		*v = notes.unexplained;
 	else if (!strcasecmp(name, "DROPPED"))
@@ -625,6 +638,95 @@ static void count_good(const struct dr_pkt *p, uint64_t num, size_t cause, bool 
 	psn_track(p, num, cause, inbound);
 }
 
+/* ---- UDP GSO super-frames ---------------------------------------------------- */
+
+#define GSO_HDRS 42u	/* Ethernet 14, IPv4 20 (no options), UDP 8 */
+#define GSO_MAX_PKT 4200u /* the largest packet droce sends: path MTU 4096 */
+
+static uint16_t rd16(const uint8_t *b)
+{
+	return (uint16_t)(b[0] << 8 | b[1]);
+}
+
+static void wr16(uint8_t *b, unsigned v)
+{
+	b[0] = (uint8_t)(v >> 8);
+	b[1] = (uint8_t)v;
+}
+
+/* Piece i (size len, at off of the UDP payload) of super-frame f, as the
+ * kernel cuts it: f's headers with its lengths, the ID plus i, a fresh IP
+ * checksum, no UDP checksum.  Returns its parse verdict into p (the frame
+ * in buf, which must hold GSO_HDRS + GSO_MAX_PKT). */
+static enum dr_pkt_verdict gso_piece(const uint8_t *f, size_t off, size_t len, unsigned i,
+				     uint8_t *buf, struct dr_pkt *p)
+{
+	uint8_t *ip = buf + 14;
+	uint32_t s = 0;
+
+	memcpy(buf, f, GSO_HDRS);
+	memcpy(buf + GSO_HDRS, f + GSO_HDRS + off, len);
+	wr16(ip + 2, 28 + len);
+	wr16(ip + 4, rd16(ip + 4) + i);
+	wr16(ip + 10, 0);
+	for (unsigned k = 0; k < 20; k += 2)
+		s += rd16(ip + k);
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	wr16(ip + 10, ~s & 0xffff);
+	wr16(ip + 24, 8 + len);
+	wr16(ip + 26, 0);
+	return dr_pkt_parse(buf, GSO_HDRS + len, 0, p);
+}
+
+/* The frame, if it is a super-frame: true once every packet in it has been
+ * counted; false (nothing counted) when no packet size cuts it into valid
+ * packets.  The size is found by the first packet's ICRC: the sizes that
+ * cut the last super-frames first, then every multiple of 4. */
+static bool gso_cut(const struct dr_pcapng_pkt *cp, size_t cause, bool inbound)
+{
+	static uint8_t buf[GSO_HDRS + GSO_MAX_PKT];
+	static size_t recent[4];
+	const uint8_t *f = cp->data, *ip = f + 14;
+	size_t total, len = 0, tries[4 + GSO_MAX_PKT / 4], nt = 0, n, off;
+	struct dr_pkt p;
+
+	if (cp->caplen != cp->origlen || cp->caplen <= GSO_HDRS || rd16(f + 12) != 0x0800 ||
+	    ip[0] != 0x45 || ip[9] != 17 || (rd16(ip + 6) & 0x3fff) ||
+	    rd16(ip + 22) != DR_ROCE_UDP_PORT || cp->caplen != 14u + rd16(ip + 2))
+		return false;
+	total = cp->caplen - GSO_HDRS;
+	for (unsigned i = 0; i < 4; i++)
+		if (recent[i])
+			tries[nt++] = recent[i];
+	for (size_t l = 20; l <= GSO_MAX_PKT; l += 4)
+		tries[nt++] = l;
+	for (size_t t = 0; t < nt && !len; t++)
+		if (tries[t] < total && gso_piece(f, 0, tries[t], 0, buf, &p) == DR_PKT_OK)
+			len = tries[t];
+	if (!len)
+		return false;
+	if (recent[0] != len) {
+		memmove(recent + 1, recent, sizeof(recent) - sizeof(recent[0]));
+		recent[0] = len;
+	}
+	/* every piece must be a packet: else the whole frame is bad */
+	for (off = 0, n = 0; off < total; off += len, n++)
+		if (gso_piece(f, off, total - off < len ? total - off : len, (unsigned)n, buf, &p) !=
+		    DR_PKT_OK)
+			return false;
+	tot.gso_frames++;
+	for (off = 0, n = 0; off < total; off += len, n++) {
+		gso_piece(f, off, total - off < len ? total - off : len, (unsigned)n, buf, &p);
+		tot.roce++;
+		tot.roce_ok++;
+		tot.verdict[DR_PKT_OK]++;
+		tot.gso_packets++;
+		count_good(&p, cp->number, cause, inbound);
+	}
+	return true;
+}
+
 /* s[0..len) with its control characters written as \t, \n, \r or \xNN,
  * so a comment from any writer stays on its line and in its column. */
 static char *escape(const char *s, size_t len)
@@ -884,8 +986,11 @@ static int check_file(const char *path)
 		case K_ROCE:
 			break;
 		}
-		tot.roce++;
 		v = dr_pkt_parse(cp.data, cp.caplen, 0, &p);
+		if (v != DR_PKT_OK &&
+		    gso_cut(&cp, cause, (cp.flags & 3) == DR_PCAPNG_FLAG_INBOUND))
+			continue;
+		tot.roce++;
 		if (cp.caplen < cp.origlen)
 			v = V_TRUNCATED;
 		tot.verdict[v]++;
@@ -982,6 +1087,10 @@ static void report(void)
 		       ", non-IP %" PRIu64 ", non-Ethernet %" PRIu64 "\n",
 		       tot.other_tcp, tot.other_udp, tot.other_icmp, tot.icmp_unreach_roce,
 		       tot.other_ipv6, tot.other_nonip, tot.other_nonether);
+	if (tot.gso_frames)
+		printf("UDP GSO super-frames: %" PRIu64 " carrying %" PRIu64 " RoCEv2 packets (counted "
+		       "above and below one by one)\n",
+		       tot.gso_frames, tot.gso_packets);
 	if (!tot.roce) {
 		printf("no RoCE frames\n");
 		report_notes();

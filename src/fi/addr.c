@@ -357,7 +357,9 @@ static bool same_addr(const struct dr_devcfg *cfg, const struct dr_ipaddr *a)
 
 /*
  * The device on a kernel interface when FI_DROCE_DEVICE is not set
- * (FI_DROCE_KERNEL_PMD).  net_af_packet by default: the kernel keeps the
+ * (FI_DROCE_KERNEL_PMD).  A packet socket by default, droce's own
+ * (packet:IF, src/roce/port_pk.c), as DPDK's net_af_packet ("af_packet")
+ * but able to send and receive UDP GSO super-frames: the kernel keeps the
  * interface (its ARP, its TCP), tcpdump sees both directions, and any
  * number of droce processes share it.  net_af_xdp is faster per frame but
  * its XDP program hands every frame of the queue it binds to droce alone:
@@ -376,7 +378,7 @@ static int kernel_spec(const char *pmd, int mtu, struct dr_devcfg *cfg)
 			"FI_DROCE_KERNEL_PMD=%s: must be af_packet, af_xdp, auto or packet\n", pmd);
 		return -FI_ENODATA;
 	}
-	if (pmd && !strcmp(pmd, "packet")) {
+	if (!pmd || !strcmp(pmd, "packet")) {
 		snprintf(cfg->spec, sizeof(cfg->spec), "packet:%s", cfg->ifname);
 		return 0;
 	}

@@ -71,8 +71,8 @@ static const struct dr_param {
 #f, DR_PARAM_INT, offsetof(struct dr_settings, f), def, min, max, help             \
 	}
     PARAM_STR(device, "DPDK device spec: a vdev such as net_memif0,role=server,socket=/tmp/s "
-		      "or net_af_packet0,iface=eth0, or a PCI address (default: "
-		      "net_af_packet on the interface holding the local address)"),
+		      "or net_af_packet0,iface=eth0, a PCI address, or packet:IF (default: "
+		      "FI_DROCE_KERNEL_PMD on the interface holding the local address)"),
     PARAM_STR(addr, "IPv4 or IPv6 address/prefix of the port, e.g. 192.0.2.1/24 or "
 		    "2001:db8::1/64 (default: the interface's own address with "
 		    "net_af_packet; required otherwise)"),
@@ -100,8 +100,8 @@ static const struct dr_param {
 	      "af_xdp (net_af_xdp: faster, but it takes every frame of the interface's queue 0 "
 	      "from the kernel and from tcpdump, serves one process, and carries path MTU 2048 "
 	      "at most) or auto (af_xdp where the kernel and privileges allow it, af_packet "
-	      "otherwise), or packet (droce's own packet socket, packet:IF, which can carry "
-	      "UDP GSO super-frames: FI_DROCE_GSO) (default: af_packet)"),
+	      "otherwise), or packet (droce's own packet socket, packet:IF, as af_packet but "
+	      "carrying UDP GSO super-frames: FI_DROCE_GSO) (default: packet)"),
     PARAM_INT(gso, 1, 0, 1,
 	      "packet:IF ports: 1 sends each QP's runs of equal-size packets as UDP GSO "
 	      "super-frames (up to 64 packets in one skb, cut into the same RoCEv2 frames by "

@@ -1029,6 +1029,8 @@ static int open_locked(const struct dr_port_config *cfg, struct dr_port **out,
 	if (ret < 0)
 		goto out_teardown;
 	rte_eth_dev_get_name_by_port(p->port_id, p->name);
+	if (p->pk) /* not its idle net_ring ethdev's name */
+		snprintf(p->name, sizeof(p->name), "packet_%s", dr_pk_ifname(p));
 	port_by_id[p->port_id] = p;
 	{
 		struct rte_eth_dev_info info;
@@ -1227,7 +1229,7 @@ bool dr_port_lossless(const struct dr_port *p)
 
 bool dr_port_gso_takes(const struct dr_port *p)
 {
-	return p->pk != NULL;
+	return dr_pk_takes(p);
 }
 
 void dr_port_get_stats(const struct dr_port *p, struct dr_port_stats *s)

@@ -71,7 +71,13 @@
 #define PK_BLOCK     65536u /* ring block: whole slots, a power of two */
 #define PK_BIG	     65600u /* a super-frame: 64 KiB of skb and the headers */
 #define PK_RCVBUF    (8u << 20)
+/* A port takes super-frames whole only with room for a few windows of them
+ * on its socket's queue: else a burst would overflow it (rx_truncated) */
+#define PK_RCVBUF_MIN (2u << 20)
 #define PK_MAX_SEGS  64 /* packets in one super-frame (the kernel takes 128) */
+/* Only data packets: runs of ACKs, CNPs or READ requests gain little, and
+ * a capture reads better without them merged */
+#define PK_GSO_MIN 256
 #define PK_IOV	     (DR_PORT_BURST * 6 + 4)
 
 struct dr_pk {
@@ -82,7 +88,8 @@ struct dr_pk {
 	uint8_t *ring;		  /* the mapped receive ring */
 	size_t ring_len;
 	unsigned frame_size, nframes, rx_next;
-	bool gso; /* send super-frames */
+	bool gso;   /* send super-frames */
+	bool takes; /* receive them whole: the socket's queue holds enough */
 	/* peers (IPv4 << 24 | QPN, + 1) whose ports take them: an array
 	 * scanned once per run of frames, the last answer kept */
 	uint64_t *peers;
@@ -158,9 +165,19 @@ static int pk_socket(struct dr_port *p, struct dr_pk *k, struct dr_port_err *err
 				    "packet:%s: no PACKET_QDISC_BYPASS: %s", k->ifname,
 				    strerror(errno));
 	/* room for super-frames on the socket's queue; without CAP_NET_ADMIN
-	 * the kernel's rmem_max caps it */
+	 * the kernel's rmem_max caps it (and the kernel reports twice what it
+	 * was given) */
 	if (setsockopt(k->fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) < 0)
 		setsockopt(k->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	if (getsockopt(k->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, &(socklen_t){sizeof(rcvbuf)}) < 0)
+		rcvbuf = 0;
+	k->takes = (unsigned)rcvbuf >= PK_RCVBUF_MIN;
+	if (!k->takes)
+		dr_port_log(DR_PORT_LOG_INFO,
+			    "packet:%s: a receive buffer of %d bytes only (net.core.rmem_max; "
+			    "SO_RCVBUFFORCE needs CAP_NET_ADMIN): peers are not told to send "
+			    "UDP GSO super-frames",
+			    k->ifname, rcvbuf);
 	req.tp_frame_size = frame;
 	req.tp_block_size = frame > PK_BLOCK ? frame : PK_BLOCK;
 	req.tp_frame_nr = PK_RX_FRAMES;
@@ -291,6 +308,11 @@ void dr_pk_free(struct dr_port *p)
 	free(k->peers);
 	free(k);
 	p->pk = NULL;
+}
+
+bool dr_pk_takes(const struct dr_port *p)
+{
+	return p->pk && p->pk->takes;
 }
 
 const char *dr_pk_ifname(const struct dr_port *p)
@@ -590,6 +612,9 @@ uint16_t dr_pk_tx(struct dr_port *p, struct rte_mbuf **q, uint16_t n)
 		struct mmsghdr *h = &mm[nm];
 		struct pk_msg *g = &msg[nm];
 		size_t len = k->gso && k->npeers ? gso_len(q[i]) : 0, total;
+
+		if (len < PK_GSO_MIN)
+			len = 0;
 		unsigned cnt = 1, first = ni;
 		int got;
 

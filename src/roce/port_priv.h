@@ -272,6 +272,8 @@ int dr_pk_plug(struct dr_port *p, const char *spec, bool gso, uint8_t mac[6],
 /* After the ethdev is closed. */
 void dr_pk_free(struct dr_port *p);
 const char *dr_pk_ifname(const struct dr_port *p);
+/* Its socket's queue holds enough super-frames to say it takes them. */
+bool dr_pk_takes(const struct dr_port *p);
 /* A new socket on the interface, found again by name (link faults). */
 int dr_pk_reopen(struct dr_port *p);
 /* rte_eth_rx_burst and rte_eth_tx_burst for such a port.  dr_pk_tx frees
