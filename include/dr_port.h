@@ -382,8 +382,8 @@ bool dr_port_lossless(const struct dr_port *p);
 
 /* UDP GSO super-frames ("packet:IF" ports, dr_port_config.gso).  takes:
  * the port receives them whole (a packet: port whose socket's queue could
- * be made large enough; its CM says so to peers, DR_ECE_GSO_RX).  gso_peer: whether frames to QP qpn at ip4 (host order)
- * may leave as super-frames -- its port said it takes them; set at each
+ * be made large enough; its CM says so to peers, DR_ECE_GSO_RX).  gso_peer: whether frames to QP
+ * qpn at ip4 (host order) may leave as super-frames -- its port said it takes them; set at each
  * connection, cleared when it ends.  Only IPv4 peers; 0, -ENOMEM, or
  * -ENOTSUP on a port that does not send them. */
 bool dr_port_gso_takes(const struct dr_port *p);

@@ -418,11 +418,11 @@ START_TEST(test_gso)
 	snprintf(cap, sizeof(cap), "%s/gso.pcapng", dir);
 	write_gso(cap, false);
 	ck_assert_int_eq(run("", out, sizeof(out)), 0);
-	ck_assert_msg(strstr(after_name(out), "frames: 1  RoCEv2 (UDP/4791): 6 (ok 6, bad 0)  ARP: 0  "
-						"other: 0\n"
-						"UDP GSO super-frames: 1 carrying 6 RoCEv2 packets "
-						"(counted above and below one by one)\n") ==
-			  after_name(out),
+	ck_assert_msg(strstr(after_name(out),
+			     "frames: 1  RoCEv2 (UDP/4791): 6 (ok 6, bad 0)  ARP: 0  "
+			     "other: 0\n"
+			     "UDP GSO super-frames: 1 carrying 6 RoCEv2 packets "
+			     "(counted above and below one by one)\n") == after_name(out),
 		      "%s", out);
 	ck_assert_int_eq(run("-q --require UDP_GSO_FRAMES:1,UDP_GSO_PACKETS:6,RC_SEND_MIDDLE:5,"
 			     "RC_SEND_LAST:1 --forbid PSN_GAP,PSN_LATE,RETRANSMIT,DUPLICATE",

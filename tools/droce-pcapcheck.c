@@ -640,7 +640,7 @@ static void count_good(const struct dr_pkt *p, uint64_t num, size_t cause, bool 
 
 /* ---- UDP GSO super-frames ---------------------------------------------------- */
 
-#define GSO_HDRS 42u	/* Ethernet 14, IPv4 20 (no options), UDP 8 */
+#define GSO_HDRS    42u	  /* Ethernet 14, IPv4 20 (no options), UDP 8 */
 #define GSO_MAX_PKT 4200u /* the largest packet droce sends: path MTU 4096 */
 
 static uint16_t rd16(const uint8_t *b)
@@ -712,8 +712,8 @@ static bool gso_cut(const struct dr_pcapng_pkt *cp, size_t cause, bool inbound)
 	}
 	/* every piece must be a packet: else the whole frame is bad */
 	for (off = 0, n = 0; off < total; off += len, n++)
-		if (gso_piece(f, off, total - off < len ? total - off : len, (unsigned)n, buf, &p) !=
-		    DR_PKT_OK)
+		if (gso_piece(f, off, total - off < len ? total - off : len, (unsigned)n, buf,
+			      &p) != DR_PKT_OK)
 			return false;
 	tot.gso_frames++;
 	for (off = 0, n = 0; off < total; off += len, n++) {
@@ -987,8 +987,7 @@ static int check_file(const char *path)
 			break;
 		}
 		v = dr_pkt_parse(cp.data, cp.caplen, 0, &p);
-		if (v != DR_PKT_OK &&
-		    gso_cut(&cp, cause, (cp.flags & 3) == DR_PCAPNG_FLAG_INBOUND))
+		if (v != DR_PKT_OK && gso_cut(&cp, cause, (cp.flags & 3) == DR_PCAPNG_FLAG_INBOUND))
 			continue;
 		tot.roce++;
 		if (cp.caplen < cp.origlen)
@@ -1088,7 +1087,8 @@ static void report(void)
 		       tot.other_tcp, tot.other_udp, tot.other_icmp, tot.icmp_unreach_roce,
 		       tot.other_ipv6, tot.other_nonip, tot.other_nonether);
 	if (tot.gso_frames)
-		printf("UDP GSO super-frames: %" PRIu64 " carrying %" PRIu64 " RoCEv2 packets (counted "
+		printf("UDP GSO super-frames: %" PRIu64 " carrying %" PRIu64
+		       " RoCEv2 packets (counted "
 		       "above and below one by one)\n",
 		       tot.gso_frames, tot.gso_packets);
 	if (!tot.roce) {

@@ -77,7 +77,7 @@
 #define PK_MAX_SEGS  64 /* packets in one super-frame (the kernel takes 128) */
 /* Only data packets: runs of ACKs, CNPs or READ requests gain little, and
  * a capture reads better without them merged */
-#define PK_GSO_MIN 256
+#define PK_GSO_MIN   256
 #define PK_IOV	     (DR_PORT_BURST * 6 + 4)
 
 struct dr_pk {
