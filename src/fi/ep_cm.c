@@ -433,6 +433,12 @@ static int ep_accept(struct fid_ep *fep, const void *param, size_t paramlen)
 	cp.initiator_depth =
 	    peer->responder_resources < DR_ORD ? peer->responder_resources : DR_ORD;
 	cp.ack_timeout = DR_ACK_DELAY;
+	/* ECE answers what was asked (IBA 12.6.5): a REP to a REQ without
+	 * droce's vendor ID carries none -- librdmacm's active side fails a
+	 * connection whose REP names a vendor its REQ did not (rdma_rxe:
+	 * CONNECT_ERROR, then REJ 28) */
+	if (peer->ece_vendor != DR_ECE_VENDOR)
+		cp.ece_vendor = cp.ece_options = 0;
 	ep->cm_id = ep->connreq->id;
 	dr_cm_set_ctx(ep->cm_id, ep);
 	ret = dr_cm_accept(ep->cm_id, &cp);
