@@ -4,8 +4,10 @@
 #
 # lossless.sh - on a path that loses nothing, droce resends nothing and
 # drops nothing (issue 13, point 2), on DPDK net_memif (shared memory) and,
-# when root, on a veth pair between two network namespaces (net_af_packet,
-# the zero-config path).  On each path:
+# when root, on a veth pair between two network namespaces, through DPDK's
+# net_af_packet and through droce's own packet socket (packet:, the
+# zero-config path, whose UDP GSO super-frames cross the veth whole).  On
+# each path:
 #
 #  1. tools/droce-xfer runs every operation (send, send with data, write,
 #     write with data, read, atomics, CM private data) at 0 B .. 64 MiB,
@@ -152,8 +154,12 @@ if [ "$(id -u)" -eq 0 ] && ip netns list >/dev/null 2>&1; then
 	veth_pair "$NSA" dla$$ 10.82.0.1 "$NSB" dlb$$ 10.82.0.2
 	path veth "ip netns exec $NSA" "ip netns exec $NSB" "net_af_packet0,iface=dla$$" \
 		"net_af_packet0,iface=dlb$$" 10.82.0.1 10.82.0.2 10.82.0.1
+	# the zero-config path: droce's packet socket, UDP GSO super-frames
+	# whole across the veth (droce's own capture holds their packets)
+	path packet "ip netns exec $NSA" "ip netns exec $NSB" "packet:dla$$" "packet:dlb$$" \
+		10.82.0.1 10.82.0.2 10.82.0.1
 else
-	echo "note: not root: the veth path (net_af_packet) was not run"
+	echo "note: not root: the veth paths (net_af_packet, packet:) were not run"
 fi
 
 [ $fail -eq 0 ] || exit 1

@@ -37,7 +37,8 @@
 # still packet:, sends it none (its log: 0 sent), and every operation
 # passes.
 #
-# Exit: 0 pass, 1 fail, 77 skip (not root, no ip netns / tshark / ethtool),
+# Exit: 0 pass, 1 fail, 77 skip (not root, no ip netns / tshark / ethtool, a
+# kernel before 6.2 that takes no UDP GSO from a packet socket),
 # 99 hard error.
 
 set -u
@@ -70,6 +71,11 @@ xfer() {
 	wait "$xs_pid"
 	x_src=$?
 	xfer_env=""
+	# a kernel before 6.2 takes no UDP GSO from a packet socket: droce
+	# says so and sends one frame per packet (fi_droce(7))
+	if grep -q "refuses UDP GSO super-frames" "$tmp/r$x_n.srv" "$tmp/r$x_n.cli"; then
+		skip "this kernel ($(uname -r)) takes no UDP GSO from a packet socket"
+	fi
 	if [ $x_crc -ne 0 ] || [ $x_src -ne 0 ] ||
 		! grep -q '^droce-xfer: [0-9]* passed, 0 failed, 0 skipped$' "$tmp/r$x_n.cli"; then
 		bad "run $x_n: droce-xfer client exit $x_crc, server exit $x_src"

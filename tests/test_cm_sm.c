@@ -188,12 +188,15 @@ static void run_until(uint64_t limit_ns)
 	} while (advance(limit_ns, (struct side *const[]){&A, &B}, 2));
 }
 
-static struct dr_cm_id *connect_ab(const void *priv, size_t len)
+/* A connects to B's listener, its REQ with this ECE (0, 0: none) */
+static struct dr_cm_id *connect_ab_ece(const void *priv, size_t len, uint32_t ece_vendor,
+				       uint32_t ece_options)
 {
 	struct dr_cm_conn_param p = {
 		.qpn = 0x11, .start_psn = 0xfffffe, .responder_resources = 2,
 		.initiator_depth = 4, .retry_count = 7, .rnr_retry_count = 7,
 		.path_mtu = 3, .ack_timeout = 14, .private_data = priv, .private_len = len,
+		.ece_vendor = ece_vendor, .ece_options = ece_options,
 	};
 	struct dr_cm_listener *l;
 	struct dr_cm_id *id;
@@ -202,6 +205,11 @@ static struct dr_cm_id *connect_ab(const void *priv, size_t len)
 	ck_assert_int_eq(dr_cm_connect(&A.cm, IP_B, PORT, 40000, &p, (void *)0x5678, &id), 0);
 	ck_assert_int_eq(id->state, DR_CMS_REQ_SENT);
 	return id;
+}
+
+static struct dr_cm_id *connect_ab(const void *priv, size_t len)
+{
+	return connect_ab_ece(priv, len, 0, 0);
 }
 
 /* A connects to B, which accepts; run until established */
@@ -328,27 +336,13 @@ END_TEST
  * each side's event gives the peer's */
 START_TEST(test_ece)
 {
-	struct dr_cm_conn_param p = {
-	    .qpn = 0x11,
-	    .start_psn = 1,
-	    .responder_resources = 2,
-	    .initiator_depth = 4,
-	    .retry_count = 7,
-	    .rnr_retry_count = 7,
-	    .path_mtu = 3,
-	    .ack_timeout = 14,
-	    .ece_vendor = DR_ECE_VENDOR,
-	    .ece_options = DR_ECE_GSO_RX,
-	};
-	struct dr_cm_listener *l;
 	struct dr_cm_id *id;
 	struct dr_mad mad;
 
 	B.accept = 1;
 	B.ece_vendor = 0x123456;
 	B.ece_options = 0x80000001;
-	ck_assert_int_eq(dr_cm_listen(&B.cm, PORT, BACKLOG, NULL, &l), 0);
-	ck_assert_int_eq(dr_cm_connect(&A.cm, IP_B, PORT, 40000, &p, NULL, &id), 0);
+	id = connect_ab_ece(NULL, 0, DR_ECE_VENDOR, DR_ECE_GSO_RX);
 	ck_assert_uint_eq(wire_tail - wire_head, 1);
 	ck_assert_int_eq(dr_mad_parse(wire[0].mad, DR_MAD_LEN, &mad), 0);
 	ck_assert_uint_eq(mad.attr_mod, DR_ECE_GSO_RX);

@@ -75,9 +75,6 @@
  * on its socket's queue: else a burst would overflow it (rx_truncated) */
 #define PK_RCVBUF_MIN (2u << 20)
 #define PK_MAX_SEGS  64 /* packets in one super-frame (the kernel takes 128) */
-/* Only data packets: runs of ACKs, CNPs or READ requests gain little, and
- * a capture reads better without them merged */
-#define PK_GSO_MIN   256
 #define PK_IOV	     (DR_PORT_BURST * 6 + 4)
 
 struct dr_pk {
@@ -564,14 +561,20 @@ static int gather(const struct rte_mbuf *m, size_t off, struct iovec *iov, int r
 
 /* m's UDP payload length if it may lead or join a super-frame (an IPv4
  * RoCE frame whose first segment holds its headers, no IP options, not a
- * fragment, no Ethernet padding), else 0. */
+ * fragment, no Ethernet padding; an RC request or READ response: not an
+ * ACK, an atomic ACK or a CNP, which stay frames of their own in a
+ * capture, nor a MAD), else 0. */
 static size_t gso_len(const struct rte_mbuf *m)
 {
 	const uint8_t *d = rte_pktmbuf_mtod(m, const uint8_t *), *ip = d + 14;
+	uint8_t op;
 
 	if (m->data_len < PK_HDRS + sizeof(struct dr_bth) || get16(d + 12) != DR_ETH_P_IPV4 ||
 	    ip[0] != 0x45 || ip[9] != DR_IPPROTO_UDP || (get16(ip + 6) & 0x3fff) ||
 	    get16(ip + 22) != DR_ROCE_UDP_PORT || m->pkt_len != 14u + get16(ip + 2))
+		return 0;
+	op = d[PK_HDRS];
+	if ((op & 0xe0) != 0 /* not RC */ || op == DR_OP_ACK || op == DR_OP_ATOMIC_ACK)
 		return 0;
 	return m->pkt_len - PK_HDRS;
 }
@@ -613,8 +616,6 @@ uint16_t dr_pk_tx(struct dr_port *p, struct rte_mbuf **q, uint16_t n)
 		struct pk_msg *g = &msg[nm];
 		size_t len = k->gso && k->npeers ? gso_len(q[i]) : 0, total;
 
-		if (len < PK_GSO_MIN)
-			len = 0;
 		unsigned cnt = 1, first = ni;
 		int got;
 
