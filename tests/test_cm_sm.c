@@ -193,10 +193,18 @@ static struct dr_cm_id *connect_ab_ece(const void *priv, size_t len, uint32_t ec
 				       uint32_t ece_options)
 {
 	struct dr_cm_conn_param p = {
-		.qpn = 0x11, .start_psn = 0xfffffe, .responder_resources = 2,
-		.initiator_depth = 4, .retry_count = 7, .rnr_retry_count = 7,
-		.path_mtu = 3, .ack_timeout = 14, .private_data = priv, .private_len = len,
-		.ece_vendor = ece_vendor, .ece_options = ece_options,
+	    .qpn = 0x11,
+	    .start_psn = 0xfffffe,
+	    .responder_resources = 2,
+	    .initiator_depth = 4,
+	    .retry_count = 7,
+	    .rnr_retry_count = 7,
+	    .path_mtu = 3,
+	    .ack_timeout = 14,
+	    .private_data = priv,
+	    .private_len = len,
+	    .ece_vendor = ece_vendor,
+	    .ece_options = ece_options,
 	};
 	struct dr_cm_listener *l;
 	struct dr_cm_id *id;

@@ -74,7 +74,7 @@
 /* A port takes super-frames whole only with room for a few windows of them
  * on its socket's queue: else a burst would overflow it (rx_truncated) */
 #define PK_RCVBUF_MIN (2u << 20)
-#define PK_MAX_SEGS  64 /* packets in one super-frame (the kernel takes 128) */
+#define PK_MAX_SEGS   64 /* packets in one super-frame (the kernel takes 128) */
 #define PK_IOV	     (DR_PORT_BURST * 6 + 4)
 
 struct dr_pk {
