@@ -72,7 +72,9 @@ forbid=PSN_GAP,NAK_PSN_SEQ,DUPLICATE
 # path NAME SRV_PREFIX CLI_PREFIX SRV_DEV CLI_DEV SRV_ADDR CLI_ADDR OOB_HOST
 path() {
 	name=$1 sp=$2 cp=$3 sdev=$4 cdev=$5 saddr=$6 caddr=$7 oob=$8
-	port=$((48000 + $$ % 900))
+	# the memif path's control port is in the host's namespace: below
+	# the ephemeral range, apart from memif-xfer.sh and notes-memif.sh
+	port=$((23000 + $$ % 900))
 	pcap=$work/$name.pcapng
 
 	echo "== $name: droce-xfer, every operation, $sizes"

@@ -47,7 +47,8 @@ fail=0
 xfer() {
 	n=$1
 	shift
-	port=$((48000 + ($$ + 7 * n) % 1000))
+	# below the ephemeral range, apart from memif-xfer.sh and lossless.sh
+	port=$((24000 + ($$ + 7 * n) % 1000))
 	rm -f "$work/memif.sock"
 	FI_DROCE_DEVICE="net_memif0,role=server,socket=$work/memif.sock" \
 		FI_DROCE_ADDR=192.0.2.1/24 FI_DROCE_PCAP="$work/s$n.pcapng" \
