@@ -1755,7 +1755,6 @@ bool dr_port_link_up(const struct dr_port *p)
 }
 
 static void tx_backlog_add(struct dr_port *p, struct rte_mbuf *m);
-static struct rte_mbuf *frame_alloc(struct dr_port *p, size_t len, void **data);
 
 /* Hand q[0..n) to the device in one burst (a full ring is tried
  * DR_PORT_TX_TRIES times; what still does not fit waits in the backlog,
@@ -1807,7 +1806,7 @@ static void tx_backlog_add(struct dr_port *p, struct rte_mbuf *m)
 		const void *src;
 		void *data;
 
-		c = frame_alloc(p, m->pkt_len, &data);
+		c = dr_port_frame_alloc(p, m->pkt_len, &data);
 		src = c ? rte_pktmbuf_read(m, 0, m->pkt_len, data) : NULL;
 		if (src && src != data)
 			memcpy(data, src, m->pkt_len);
@@ -2087,7 +2086,7 @@ static int send_mbuf(struct dr_port *p, struct rte_mbuf *m)
 	return dr_neigh_output(p, nexthop, m);
 }
 
-static struct rte_mbuf *frame_alloc(struct dr_port *p, size_t len, void **data)
+struct rte_mbuf *dr_port_frame_alloc(struct dr_port *p, size_t len, void **data)
 {
 	struct rte_mbuf *m = rte_pktmbuf_alloc(p->pool);
 
@@ -2112,7 +2111,7 @@ int dr_port_send(struct dr_port *p, const void *frame, size_t len)
 		return -EMSGSIZE;
 	if (len < sizeof(struct dr_eth_hdr))
 		return -EINVAL;
-	m = frame_alloc(p, len, &data);
+	m = dr_port_frame_alloc(p, len, &data);
 	if (!m)
 		return -ENOBUFS;
 	memcpy(data, frame, len);
@@ -2126,7 +2125,7 @@ int dr_port_send_raw(struct dr_port *p, const void *frame, size_t len)
 
 	if (len > p->max_frame)
 		return -EMSGSIZE;
-	m = frame_alloc(p, len, &data);
+	m = dr_port_frame_alloc(p, len, &data);
 	if (!m)
 		return -ENOBUFS;
 	memcpy(data, frame, len);
@@ -2141,7 +2140,7 @@ void *dr_port_buf_alloc(struct dr_port *p, size_t len, struct dr_port_buf **out)
 	*out = NULL;
 	if (len > p->max_frame || len < sizeof(struct dr_eth_hdr))
 		return NULL;
-	m = frame_alloc(p, len, &data);
+	m = dr_port_frame_alloc(p, len, &data);
 	if (!m)
 		return NULL;
 	*out = (struct dr_port_buf *)m;
@@ -2180,7 +2179,7 @@ int dr_port_send_zc(struct dr_port *p, const void *hdr, size_t hdr_len, const vo
 		return len > p->max_frame ? -EMSGSIZE : -EINVAL;
 	}
 	if (!p->zero_copy || !payload_len) {
-		h = frame_alloc(p, len, (void **)&data);
+		h = dr_port_frame_alloc(p, len, (void **)&data);
 		if (h) {
 			memcpy(data, hdr, hdr_len);
 			memcpy(data + hdr_len, payload, payload_len);
@@ -2190,7 +2189,7 @@ int dr_port_send_zc(struct dr_port *p, const void *hdr, size_t hdr_len, const vo
 		return h ? send_mbuf(p, h) : -ENOBUFS;
 	}
 
-	h = frame_alloc(p, hdr_len, (void **)&data);
+	h = dr_port_frame_alloc(p, hdr_len, (void **)&data);
 	x = rte_pktmbuf_alloc(p->ext_pool);
 	/* always a third segment: it also takes the padding to 60 bytes */
 	t = rte_pktmbuf_alloc(p->ext_pool);

@@ -397,18 +397,15 @@ static void slot_release(struct dr_pk *k, struct tpacket2_hdr *h)
 static struct rte_mbuf *copy_in(struct dr_port *p, const uint8_t *frame, size_t len)
 {
 	struct rte_mbuf *m;
+	void *d;
 
 	if (len > p->buf_size) {
 		p->stats.rx_too_long++;
 		return NULL;
 	}
-	m = rte_pktmbuf_alloc(p->pool);
-	if (!m) {
-		p->stats.tx_nombuf++;
-		return NULL;
-	}
-	memcpy(rte_pktmbuf_mtod(m, void *), frame, len);
-	m->data_len = m->pkt_len = len;
+	m = dr_port_frame_alloc(p, len, &d);
+	if (m)
+		memcpy(d, frame, len);
 	return m;
 }
 
@@ -417,11 +414,14 @@ static struct rte_mbuf *cut_one(struct dr_port *p, struct dr_pk *k)
 {
 	size_t left = k->big_len - k->big_off;
 	size_t seg = left < k->big_size ? left : k->big_size;
-	struct rte_mbuf *m = rte_pktmbuf_alloc(p->pool);
+	struct rte_mbuf *m = NULL;
 	uint8_t *d, *ip;
 
-	if (m && PK_HDRS + seg <= p->buf_size) {
-		d = rte_pktmbuf_mtod(m, uint8_t *);
+	if (PK_HDRS + seg > p->buf_size)
+		p->stats.rx_too_long++;
+	else
+		m = dr_port_frame_alloc(p, PK_HDRS + seg, (void **)&d);
+	if (m) {
 		memcpy(d, k->big, PK_HDRS);
 		memcpy(d + PK_HDRS, k->big + k->big_off, seg);
 		ip = d + sizeof(struct dr_eth_hdr);
@@ -430,13 +430,6 @@ static struct rte_mbuf *cut_one(struct dr_port *p, struct dr_pk *k)
 		put16(ip + 10, ip_sum(ip));
 		put16(ip + 24, (uint16_t)(8 + seg)); /* UDP length */
 		put16(ip + 26, 0);		     /* no UDP checksum: the ICRC covers it */
-		m->data_len = m->pkt_len = PK_HDRS + seg;
-	} else if (m) {
-		rte_pktmbuf_free(m);
-		m = NULL;
-		p->stats.rx_too_long++;
-	} else {
-		p->stats.tx_nombuf++;
 	}
 	k->big_off += seg;
 	k->big_seg++;
@@ -453,7 +446,10 @@ static struct rte_mbuf *cut_start(struct dr_port *p, struct dr_pk *k, size_t n,
 {
 	const uint8_t *ip = k->big + sizeof(struct dr_eth_hdr);
 
-	if (vh->gso_type != VIRTIO_NET_HDR_GSO_UDP_L4 || !vh->gso_size || n <= PK_HDRS ||
+	/* no RoCE packet is shorter than a BTH and an ICRC: a smaller
+	 * gso_size (hostile or not ours) would cut thousands of pieces */
+	if (vh->gso_type != VIRTIO_NET_HDR_GSO_UDP_L4 || vh->gso_size < sizeof(struct dr_bth) + 4 ||
+	    n <= PK_HDRS ||
 	    get16(k->big + 12) != DR_ETH_P_IPV4 || ip[0] != 0x45 || ip[9] != DR_IPPROTO_UDP) {
 		p->stats.rx_gso_bad++; /* not one droce sends (a TCP segment, VLAN) */
 		return NULL;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * port_priv.h - what the port files (port.c, port_eal.c, port_neigh.c,
- * port_capture.c) share.  Only these files include DPDK headers.
+ * port_capture.c, port_kfilter.c, port_telemetry.c, port_pk.c) share.
+ * Only these files include DPDK headers.
  */
 #ifndef DR_PORT_PRIV_H
 #define DR_PORT_PRIV_H
@@ -260,6 +261,10 @@ void dr_capture_rx_end(struct dr_port *p);
  * with the verdict, unless it is not RoCEv2 at all (not IP, not UDP, not
  * port 4791: the interface's other traffic). */
 void dr_capture_rx_verdict(struct dr_port *p, enum dr_pkt_verdict v);
+
+/* A pool mbuf holding len bytes at *data (port.c): NULL if the pool is
+ * empty (counted in tx_nombuf) or len is more than a buffer holds. */
+struct rte_mbuf *dr_port_frame_alloc(struct dr_port *p, size_t len, void **data);
 
 /* ---- port_pk.c: droce's own packet socket ("packet:IF") -------------------- */
 
