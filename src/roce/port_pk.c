@@ -449,8 +449,8 @@ static struct rte_mbuf *cut_start(struct dr_port *p, struct dr_pk *k, size_t n,
 	/* no RoCE packet is shorter than a BTH and an ICRC: a smaller
 	 * gso_size (hostile or not ours) would cut thousands of pieces */
 	if (vh->gso_type != VIRTIO_NET_HDR_GSO_UDP_L4 || vh->gso_size < sizeof(struct dr_bth) + 4 ||
-	    n <= PK_HDRS ||
-	    get16(k->big + 12) != DR_ETH_P_IPV4 || ip[0] != 0x45 || ip[9] != DR_IPPROTO_UDP) {
+	    n <= PK_HDRS || get16(k->big + 12) != DR_ETH_P_IPV4 || ip[0] != 0x45 ||
+	    ip[9] != DR_IPPROTO_UDP) {
 		p->stats.rx_gso_bad++; /* not one droce sends (a TCP segment, VLAN) */
 		return NULL;
 	}
