@@ -531,13 +531,13 @@ LIMITS = {
     "glat": "one sendmmsg() per burst on the sender, in which the veth's softirq also "
             "delivers the frame to the peer's ring (read without a system call); no super-frame "
             "at 8 bytes; PROFILE.md, kernel PMDs.",
-    "gpp": "super-frames of 32 packets, 33 KiB at MTU 1500, where tcp's skbs are 64 KiB: the "
-           "ACK clock of the 64-packet window keeps runs at 32 (a 64-frame batch did not "
-           "change it); at MTU 9000 the 64 KiB bound of an IP packet stops a run at 15 packets "
-           "of 4 KiB; the receiver copies each packet out of the super-frame it cuts, then "
-           "into place; PROFILE.md, \"UDP GSO on the zero-config path\".",
-    "gbw": "as for the 1 MiB ping-pong: 33 KiB super-frames against tcp's 64 KiB, and a copy "
-           "more on the receiver (the cut).",
+    "gpp": "the sender's work per packet (building it, its ICRC, two mbufs) on top of the "
+           "kernel's copy into the skb, where tcp has only the copy; super-frames of 51 "
+           "packets on average (message starts and ends cut runs; 62 at most at MTU 1500, 15 "
+           "at MTU 9000); the receiver places each packet with a copy of its own after the "
+           "kernel's; PROFILE.md, \"UDP GSO on the zero-config path\".",
+    "gbw": "as for the 1 MiB ping-pong: the sender's CPU (perf: half of it in the kernel, a "
+           "quarter of that the copy into the skb; the rest building packets).",
     "loss": "go-back-N resends what was in flight after each loss, and a lost tail packet, "
             "NAK or ACK costs one adaptive timeout (PROFILE.md §0, §4).",
 }

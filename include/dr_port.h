@@ -388,6 +388,10 @@ bool dr_port_lossless(const struct dr_port *p);
  * -ENOTSUP on a port that does not send them. */
 bool dr_port_gso_takes(const struct dr_port *p);
 int dr_port_gso_peer(struct dr_port *p, uint32_t ip4, uint32_t qpn, bool on);
+/* How many full packets of path MTU pmtu (the middle of a message: BTH,
+ * payload, ICRC) one super-frame carries: bounded by the 64 KiB of an IP
+ * packet (62 at 1024, 15 at 4096) and by 64.  0 on a port that sends none. */
+unsigned dr_port_gso_run(const struct dr_port *p, uint32_t pmtu);
 
 /* The largest MTU net_af_xdp carries here: its umem chunks are the port's
  * mbufs, which must fit a page without hugepages (3438 with 4 KiB pages:

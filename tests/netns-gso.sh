@@ -13,7 +13,8 @@
 # operation at 0 B .. 4 MiB, data checked on both sides; tshark on A's end
 # of the veth, droce's own capture (FI_DROCE_PCAP) on A.  Asserts:
 #   - super-frames (frames longer than MTU + 14) in both directions: B's
-#     WRITEs and SENDs, A's READ responses;
+#     WRITEs and SENDs, A's READ responses; among B's, runs of 62 WRITE
+#     packets, a whole IP packet's worth (B asks for an ACK every 62);
 #   - the CM's ConnectRequest, ConnectReply and ReadyToUse in that capture
 #     (a packet: port sends through the qdisc layer: tcpdump sees both
 #     directions);
@@ -123,6 +124,11 @@ heur_check "$tmp/w1.pcapng"
 wire_fields "$tmp/w1.pcapng" "$tmp/w1.txt"
 expect "super-frames B->A on the veth (WRITE, SEND)" "$(frames "$tmp/w1.txt" "$IPB" "$IPA" $((BIG + 1)))" ge 1
 expect "super-frames A->B on the veth (READ responses)" "$(frames "$tmp/w1.txt" "$IPA" "$IPB" $((BIG + 1)))" ge 1
+# whole runs: 62 WRITE packets of 1024 B (BTH, payload, ICRC: 1040 B of
+# UDP payload each) fill the 64 KiB of one IP packet; B's QP asks for an
+# ACK every 62 packets, so an ACK releases one super-frame, not 62 + 2
+expect "super-frames B->A of 62 packets" "$(awk -F'\t' -v s="$IPB" -v d="$IPA" \
+	'$1 == s && $2 == d && $3 == 42 + 62 * 1040 && $4 == 7 { n++ } END { print n + 0 }' "$tmp/w1.txt")" ge 1
 # CM MADs ride UD SEND ONLY (opcode 100) to QP 1
 expect "ConnectRequest B->A" "$(frames "$tmp/w1.txt" "$IPB" "$IPA" 0 100 0x0010)" eq 1
 expect "ConnectReply A->B" "$(frames "$tmp/w1.txt" "$IPA" "$IPB" 0 100 0x0013)" eq 1

@@ -372,6 +372,9 @@ pcapcheck() { # name lines droce-pcapcheck-argument...
 	fi
 	bad "droce-pcapcheck ($pc_n):"
 	head -n "$pc_l" "$tmp/$pc_n.txt"
+	# why it failed (--require / --forbid / --min-roce) comes last
+	echo "..."
+	tail -n 12 "$tmp/$pc_n.txt"
 	return 1
 }
 

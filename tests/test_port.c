@@ -1626,7 +1626,7 @@ END_TEST
 /* The sequence numbers of the RoCE frames b receives, in arrival order:
  * each frame's payload starts with its number (big endian), its PSN is the
  * same number. */
-#define SEQ_MAX	    64
+#define SEQ_MAX	    80
 #define SEQ_PAYLOAD 40
 
 struct seq_sink {
@@ -1781,8 +1781,13 @@ START_TEST(test_batch_send)
 }
 END_TEST
 
-/* 40 frames in one batch: the 33rd finds the queue (32) full and sends the
- * first 32 in one burst; the other 8 leave at the end in a second one. */
+/* The port's transmit batch (DR_PORT_TXQ, src/roce/port_priv.h): a QP's
+ * 64 packets between two AckReqs. */
+#define TXQ 64
+
+/* TXQ + 8 frames in one batch: the one after TXQ finds the queue full and
+ * sends the first TXQ in one burst; the other 8 leave at the end in a
+ * second one. */
 START_TEST(test_batch_full)
 {
 	struct dr_port *a, *b;
@@ -1793,21 +1798,21 @@ START_TEST(test_batch_full)
 	batch_pair(&a, &b, &ss);
 	dr_port_get_stats(a, &s0);
 	dr_port_batch_begin(a);
-	for (i = 0; i < 32; i++)
+	for (i = 0; i < TXQ; i++)
 		send_seq(a, b, i);
 	expect_tx(a, &s0, 0, 0);
 	expect_nothing(b, &ss, 0);
-	send_seq(a, b, 32);
-	expect_tx(a, &s0, 1, 32);
-	expect_seqs(b, &ss, 32); /* the 33rd waits */
-	for (i = 33; i < 40; i++)
+	send_seq(a, b, TXQ);
+	expect_tx(a, &s0, 1, TXQ);
+	expect_seqs(b, &ss, TXQ); /* the one after waits */
+	for (i = TXQ + 1; i < TXQ + 8; i++)
 		send_seq(a, b, i);
-	expect_tx(a, &s0, 1, 32);
-	expect_nothing(b, &ss, 32);
+	expect_tx(a, &s0, 1, TXQ);
+	expect_nothing(b, &ss, TXQ);
 	dr_port_batch_end(a);
-	expect_tx(a, &s0, 2, 40);
+	expect_tx(a, &s0, 2, TXQ + 8);
 	expect_tx_kept(a, &s0);
-	expect_seqs(b, &ss, 40);
+	expect_seqs(b, &ss, TXQ + 8);
 	close_pair(a, b);
 }
 END_TEST

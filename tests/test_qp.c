@@ -4439,6 +4439,60 @@ START_TEST(test_max_window_bounds)
 }
 END_TEST
 
+/* dr_qp_set_ack_pkts (what src/fi asks for on a packet: port that sends a
+ * QP's runs as UDP GSO super-frames, 62 packets of 1024 B each): a WRITE
+ * of 200 packets carries AckReq exactly on every 62nd and on its last, B
+ * answers each, the data lands; out-of-range values are refused, 0 gives
+ * back the default of 64. */
+START_TEST(test_ack_pkts)
+{
+	struct pair_cfg c = pair_defaults();
+	struct wire_rec *r = calloc(1, sizeof(*r));
+	uint32_t len = 200 * 1024;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	static const unsigned ackreq_at[] = {61, 123, 185, 199};
+	unsigned i, k = 0, acks = 0;
+	struct pair p;
+
+	ck_assert_ptr_nonnull(r);
+	rec_pair_up(&p, &c, r, 10000);
+	ck_assert_uint_eq(p.qp[0]->ack_pkts, DR_QP_ACK_PKTS_MAX);
+	ck_assert_int_eq(dr_qp_set_ack_pkts(p.qp[0], DR_QP_ACK_PKTS_MAX + 1), -EINVAL);
+	ck_assert_int_eq(dr_qp_set_ack_pkts(p.qp[0], 0), 0);
+	ck_assert_uint_eq(p.qp[0]->ack_pkts, DR_QP_ACK_PKTS_MAX);
+	ck_assert_int_eq(dr_qp_set_ack_pkts(p.qp[0], 62), 0);
+	fill(src, len, 77);
+	post_write_to_b(&p, src, dst, len, DR_WR_SIGNALED);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.end[0].nwc, 1);
+	expect_wc(&p.sim.end[0].wc[0], 1, DR_WC_SUCCESS);
+	ck_assert(memcmp(src, dst, len) == 0);
+	ck_assert_uint_eq(r->overflow, 0);
+	ck_assert_uint_eq(r->n[0], 200);
+	for (i = 0; i < r->n[0]; i++) {
+		ck_assert_uint_eq(r->f[0][i].psn, dr_psn_add(c.psn_a, (int32_t)i));
+		if (!r->f[0][i].ackreq)
+			continue;
+		ck_assert_msg(k < sizeof(ackreq_at) / sizeof(ackreq_at[0]), "extra AckReq at +%u", i);
+		ck_assert_msg(i == ackreq_at[k], "AckReq %u at +%u, expected +%u", k, i,
+			      ackreq_at[k]);
+		k++;
+	}
+	ck_assert_uint_eq(k, sizeof(ackreq_at) / sizeof(ackreq_at[0]));
+	for (i = 0; i < r->n[1]; i++) {
+		ck_assert_int_eq(r->f[1][i].op, DR_OP_ACK);
+		ck_assert_uint_eq(r->f[1][i].syn, DR_AETH_ACK_UNLIMITED);
+		acks++;
+	}
+	ck_assert_uint_eq(acks, sizeof(ackreq_at) / sizeof(ackreq_at[0]));
+	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 0);
+	pair_down(&p);
+	free(src);
+	free(dst);
+	free(r);
+}
+END_TEST
+
 /* ---- READ depth (IRD/ORD, docs/protocol.md B.8) ------------------------------------------ */
 
 /* RD_DEPTH_N one-packet READs (1 KiB at path MTU 1024) posted at once, over
@@ -5657,6 +5711,7 @@ static Suite *qp_suite(void)
 	tcase_add_test(tc, test_cwnd_loss);
 	tcase_add_loop_test(tc, test_max_window, 0, (int)(sizeof(mw_tab) / sizeof(mw_tab[0])));
 	tcase_add_test(tc, test_max_window_bounds);
+	tcase_add_test(tc, test_ack_pkts);
 	tcase_add_loop_test(tc, test_read_depth, 0, (int)(sizeof(rdd_tab) / sizeof(rdd_tab[0])));
 	tcase_add_loop_test(tc, test_ring_overrun, 0, (int)(4 * RO_NDEPTH));
 	suite_add_tcase(s, tc);

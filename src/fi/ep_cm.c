@@ -84,9 +84,15 @@ static int qp_go_rts(struct dr_ep *ep, const struct dr_cm_peer *peer, uint32_t f
 	if (!ret && !a.path.ipv6 && peer->ece_vendor == DR_ECE_VENDOR &&
 	    (peer->ece_options & DR_ECE_GSO_RX) &&
 	    dr_port_gso_peer(ep->dev->port, peer->ip4, peer->qpn, true) == 0) {
+		unsigned run = dr_port_gso_run(ep->dev->port, a.path_mtu);
+
 		ep->gso_peer = true;
 		ep->gso_ip4 = peer->ip4;
 		ep->gso_qpn = peer->qpn;
+		/* each ACK releases whole super-frames: 62 packets at 1024
+		 * (64 would leave as 62 and 2), 60 at 4096 */
+		if (run)
+			dr_qp_set_ack_pkts(ep->qp, run * (DR_QP_ACK_PKTS_MAX / run));
 	}
 	return ret;
 }

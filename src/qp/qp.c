@@ -643,6 +643,7 @@ struct dr_qp *dr_qp_create(const struct dr_qp_init_attr *ia)
 	qp->port_drops = ia->port_drops;
 	qp->flags = ia->flags;
 	qp->max_window = ia->max_window ? ia->max_window : DR_QP_MAX_UNACKED_PSNS;
+	qp->ack_pkts = DR_QP_MAX_PKT_PER_ACK;
 	qp->rto_floor_init_ns = ia->flags & DR_QP_ADAPTIVE_RTO ? ia->rto_floor_ns : 0;
 	qp->state = DR_QPS_RESET;
 	qp->deadline_ns = UINT64_MAX;
@@ -813,6 +814,14 @@ static void dr_qp_to_rts(struct dr_qp *qp)
 	qp->comp.retry_left = qp->attr.retry_cnt;
 	qp->comp.rnr_left = qp->attr.rnr_retry;
 	dr_cc_init(qp);
+}
+
+int dr_qp_set_ack_pkts(struct dr_qp *qp, uint32_t n)
+{
+	if (n > DR_QP_MAX_PKT_PER_ACK)
+		return -EINVAL;
+	qp->ack_pkts = n ? n : DR_QP_MAX_PKT_PER_ACK;
+	return 0;
 }
 
 int dr_qp_modify(struct dr_qp *qp, const struct dr_qp_attr *attr, unsigned mask)

@@ -18,7 +18,7 @@
 #ifndef DR_QP_MAX_UNACKED_PSNS
 #define DR_QP_MAX_UNACKED_PSNS 128
 #endif
-#define DR_QP_MAX_PKT_PER_ACK 64
+#define DR_QP_MAX_PKT_PER_ACK DR_QP_ACK_PKTS_MAX
 /* Go-back-N resends what is in flight after a loss, so the window in
  * flight shrinks on loss: halved on each retry (not below DR_QP_MIN_CWND),
  * one PSN more per ACK that makes progress, up to DR_QP_MAX_UNACKED_PSNS
@@ -195,6 +195,7 @@ struct dr_qp {
 	enum dr_qp_state state;
 	unsigned flags;	     /* enum dr_qp_flags */
 	uint32_t max_window; /* PSNs: DR_QP_MAX_UNACKED_PSNS or the init_attr's */
+	uint32_t ack_pkts;   /* AckReq at least every this many (dr_qp_set_ack_pkts) */
 	uint64_t rto_floor_init_ns; /* the init_attr's first floor (DR_QP_ADAPTIVE_RTO) */
 	struct dr_qp_attr attr;
 	const struct dr_qp_ops *ops;

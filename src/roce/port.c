@@ -1770,7 +1770,7 @@ static inline uint16_t dev_tx(struct dr_port *p, struct rte_mbuf **q, uint16_t n
 static uint16_t tx_burst(struct dr_port *p, struct rte_mbuf **q, struct rte_mbuf **cap, uint16_t n,
 			 bool hook)
 {
-	uint32_t len[DR_PORT_BURST];
+	uint32_t len[DR_PORT_TXQ];
 	uint16_t sent = 0, i;
 	unsigned tries = 0;
 	int err;
@@ -1832,14 +1832,14 @@ static void tx_backlog_add(struct dr_port *p, struct rte_mbuf *m)
 static bool tx_backlog_push(struct dr_port *p)
 {
 	while (p->txb_len) {
-		struct rte_mbuf *q[DR_PORT_BURST], *cap[DR_PORT_BURST];
-		uint32_t len[DR_PORT_BURST];
+		struct rte_mbuf *q[DR_PORT_TXQ], *cap[DR_PORT_TXQ];
+		uint32_t len[DR_PORT_TXQ];
 		uint16_t n, sent, i;
 		bool hook = false;
 		int err;
 
 		/* the frame hook sees one frame at a time, as it leaves */
-		for (n = 0; n < p->txb_len && n < (p->frame_fn ? 1 : DR_PORT_BURST); n++)
+		for (n = 0; n < p->txb_len && n < (p->frame_fn ? 1 : DR_PORT_TXQ); n++)
 			q[n] = p->txb[(p->txb_head + n) % DR_PORT_TXB];
 		if (p->frame_fn)
 			cap[0] = tx_trace(p, q[0], &hook);
@@ -1873,7 +1873,7 @@ static bool tx_backlog_push(struct dr_port *p)
  * waited for the link; while it is down they wait too. */
 static void tx_flush(struct dr_port *p)
 {
-	struct rte_mbuf *q[DR_PORT_BURST], *cap[DR_PORT_BURST];
+	struct rte_mbuf *q[DR_PORT_TXQ], *cap[DR_PORT_TXQ];
 	uint16_t n = p->txq_len, i;
 
 	link_poll(p);
@@ -1910,7 +1910,7 @@ int dr_port_xmit(struct dr_port *p, struct rte_mbuf *m)
 
 	/* the frame hook sees every frame as it leaves: no batching then */
 	if (p->batch && !p->frame_fn) {
-		if (p->txq_len == DR_PORT_BURST)
+		if (p->txq_len == DR_PORT_TXQ)
 			tx_flush(p);
 		p->txq[p->txq_len++] = m;
 		return 0;

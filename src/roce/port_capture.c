@@ -42,7 +42,9 @@
 #include "port_priv.h"
 #include "../../tools/pcapng.h"
 
-#define DR_CAPTURE_MBUFS 63
+/* a copy of each frame of a transmit burst (DR_PORT_TXQ) waits for the
+ * burst to leave, and one received frame's; a power of two less one */
+#define DR_CAPTURE_MBUFS (2 * DR_PORT_TXQ - 1)
 #define DR_CAP_NOTE	 512 /* comment bytes of one record, NUL included */
 #define DR_CAP_KEY	 64  /* bytes after the MAC addresses that name a frame to send */
 #define DR_CAP_TX_NOTES	 16  /* notes waiting for their frame to leave */

@@ -31,9 +31,10 @@
  * the MTU, as net_af_packet's, polled without system calls.  A frame too
  * large for its slot (a super-frame crossing a veth whole) is kept whole
  * on the socket's queue as well (PACKET_COPY_THRESH) and its slot marked
- * TP_STATUS_COPY: in ring order it is read from there with its vnet
- * header and cut at the vnet header's gso_size into the frames it
- * carries, as the kernel would have cut it.
+ * TP_STATUS_COPY: in ring order it is read from there, scattered at the
+ * vnet header's gso_size into one pool buffer per frame it carries, and
+ * each gets the headers the kernel would have given it had it cut the
+ * super-frame.
  *
  * The device the rest of the port sees is a net_ring ethdev on two idle
  * rings (control only: MAC, MTU, statistics); port.c calls dr_pk_rx and
@@ -69,13 +70,13 @@
 #define PK_HDRS	     (sizeof(struct dr_eth_hdr) + sizeof(struct dr_ipv4_hdr) + sizeof(struct dr_udp_hdr))
 #define PK_RX_FRAMES 512    /* ring slots, as net_af_packet's default */
 #define PK_BLOCK     65536u /* ring block: whole slots, a power of two */
-#define PK_BIG	     65600u /* a super-frame: 64 KiB of skb and the headers */
 #define PK_RCVBUF    (8u << 20)
 /* A port takes super-frames whole only with room for a few windows of them
  * on its socket's queue: else a burst would overflow it (rx_truncated) */
 #define PK_RCVBUF_MIN (2u << 20)
 #define PK_MAX_SEGS   64 /* packets in one super-frame (the kernel takes 128) */
-#define PK_IOV	     (DR_PORT_BURST * 6 + 4)
+#define PK_CUT_MAX    128 /* pieces of a received one: the kernel's UDP_MAX_SEGMENTS */
+#define PK_IOV	     (DR_PORT_TXQ * 6 + 4)
 
 struct dr_pk {
 	int fd;
@@ -93,10 +94,9 @@ struct dr_pk {
 	unsigned npeers, cap_peers;
 	uint64_t last_key;
 	bool last_ok;
-	/* a super-frame being cut: big[0..big_len), next piece at big_off */
-	uint8_t *big;
-	size_t big_len, big_off;
-	unsigned big_seg, big_size;
+	/* the pieces of a super-frame not handed out yet: cut[cut_next..cut_len) */
+	struct rte_mbuf *cut[PK_CUT_MAX];
+	unsigned cut_next, cut_len;
 };
 
 static struct dr_pk *pk_of(const struct dr_port *p)
@@ -210,7 +210,6 @@ static void pk_socket_close(struct dr_pk *k)
 	if (k->fd >= 0)
 		close(k->fd);
 	k->fd = -1;
-	k->big_len = k->big_off = 0;
 }
 
 /* The interface's MAC and MTU. */
@@ -255,9 +254,6 @@ int dr_pk_plug(struct dr_port *p, const char *spec, bool gso, uint8_t mac[6],
 	k->gso = gso;
 	snprintf(k->ifname, sizeof(k->ifname), "%s", ifn);
 	p->pk = k;
-	k->big = malloc(PK_BIG);
-	if (!k->big)
-		return dr_port_fail(err, -ENOMEM, DR_PORT_PARAM_NONE, "out of memory");
 	ret = pk_socket(p, k, err);
 	if (ret < 0)
 		return ret;
@@ -301,7 +297,8 @@ void dr_pk_free(struct dr_port *p)
 	pk_socket_close(k);
 	for (unsigned i = 0; i < 2; i++)
 		rte_ring_free(k->idle[i]);
-	free(k->big);
+	while (k->cut_next < k->cut_len)
+		rte_pktmbuf_free(k->cut[k->cut_next++]);
 	free(k->peers);
 	free(k);
 	p->pk = NULL;
@@ -367,6 +364,17 @@ int dr_port_gso_peer(struct dr_port *p, uint32_t ip4, uint32_t qpn, bool on)
 	return 0;
 }
 
+unsigned dr_port_gso_run(const struct dr_port *p, uint32_t pmtu)
+{
+	const struct dr_pk *k = pk_of(p);
+	unsigned run;
+
+	if (!k || !k->gso || !pmtu)
+		return 0;
+	run = (65535u - 28u) / (pmtu + sizeof(struct dr_bth) + 4u);
+	return run < PK_MAX_SEGS ? run : PK_MAX_SEGS;
+}
+
 static bool peer_takes(struct dr_pk *k, uint32_t ip4, uint32_t qpn)
 {
 	uint64_t key = peer_key(ip4, qpn);
@@ -394,6 +402,7 @@ static void slot_release(struct dr_pk *k, struct tpacket2_hdr *h)
 	k->rx_next = (k->rx_next + 1) % k->nframes;
 }
 
+/* A frame of len bytes from a slot, copied into a pool buffer. */
 static struct rte_mbuf *copy_in(struct dr_port *p, const uint8_t *frame, size_t len)
 {
 	struct rte_mbuf *m;
@@ -409,76 +418,144 @@ static struct rte_mbuf *copy_in(struct dr_port *p, const uint8_t *frame, size_t 
 	return m;
 }
 
-/* The next piece of the super-frame in k->big, as the frame it was. */
-static struct rte_mbuf *cut_one(struct dr_port *p, struct dr_pk *k)
+/* Whether a super-frame of len bytes, vnet header vh, headers hdr (at
+ * least PK_HDRS of them), is one droce cuts: UDP GSO over IPv4 without
+ * options, a gso_size no smaller than a BTH and an ICRC (a hostile one
+ * would cut thousands of pieces) and that fits a pool buffer, at most
+ * PK_CUT_MAX pieces.  Else counted (a TCP segment, a VLAN: not one droce
+ * sends) and false. */
+static bool cut_ok(struct dr_port *p, const struct virtio_net_hdr *vh, const uint8_t *hdr,
+		   size_t len)
 {
-	size_t left = k->big_len - k->big_off;
-	size_t seg = left < k->big_size ? left : k->big_size;
-	struct rte_mbuf *m = NULL;
-	uint8_t *d, *ip;
+	const uint8_t *ip = hdr + sizeof(struct dr_eth_hdr);
 
-	if (PK_HDRS + seg > p->buf_size)
-		p->stats.rx_too_long++;
-	else
-		m = dr_port_frame_alloc(p, PK_HDRS + seg, (void **)&d);
-	if (m) {
-		memcpy(d, k->big, PK_HDRS);
-		memcpy(d + PK_HDRS, k->big + k->big_off, seg);
-		ip = d + sizeof(struct dr_eth_hdr);
+	if (vh->gso_type != VIRTIO_NET_HDR_GSO_UDP_L4 || vh->gso_size < sizeof(struct dr_bth) + 4 ||
+	    PK_HDRS + vh->gso_size > p->buf_size || len <= PK_HDRS ||
+	    (len - PK_HDRS + vh->gso_size - 1) / vh->gso_size > PK_CUT_MAX ||
+	    get16(hdr + 12) != DR_ETH_P_IPV4 || ip[0] != 0x45 || ip[9] != DR_IPPROTO_UDP) {
+		p->stats.rx_gso_bad++;
+		return false;
+	}
+	return true;
+}
+
+/* Pool buffers for the pieces of a super-frame of len bytes cut at size
+ * (cut_ok): each with room for the headers and its share of the payload,
+ * in k->cut.  Returns how many, 0 if the pool ran out. */
+static unsigned cut_alloc(struct dr_port *p, struct dr_pk *k, size_t len, unsigned size)
+{
+	size_t pay = len - PK_HDRS;
+	unsigned n = (unsigned)((pay + size - 1) / size), i;
+	void *d;
+
+	for (i = 0; i < n; i++) {
+		size_t seg = i + 1 < n ? size : pay - (size_t)i * size;
+
+		k->cut[i] = dr_port_frame_alloc(p, PK_HDRS + seg, &d);
+		if (!k->cut[i]) {
+			while (i--)
+				rte_pktmbuf_free(k->cut[i]);
+			return 0;
+		}
+	}
+	return n;
+}
+
+/* The n pieces in k->cut hold their payloads after PK_HDRS: the
+ * super-frame's headers hdr go in front of each, with that piece's IP and
+ * UDP lengths and IP ID (the first's plus its index), as the kernel cuts
+ * it; they are handed out from the next dr_pk_rx on. */
+static void cut_finish(struct dr_port *p, struct dr_pk *k, const uint8_t *hdr, unsigned n)
+{
+	uint16_t id = get16(hdr + sizeof(struct dr_eth_hdr) + 4);
+
+	for (unsigned i = 0; i < n; i++) {
+		uint8_t *d = rte_pktmbuf_mtod(k->cut[i], uint8_t *);
+		uint8_t *ip = d + sizeof(struct dr_eth_hdr);
+		size_t seg = k->cut[i]->data_len - PK_HDRS;
+
+		memcpy(d, hdr, PK_HDRS);
 		put16(ip + 2, (uint16_t)(28 + seg));
-		put16(ip + 4, (uint16_t)(get16(ip + 4) + k->big_seg));
+		put16(ip + 4, (uint16_t)(id + i));
 		put16(ip + 10, ip_sum(ip));
 		put16(ip + 24, (uint16_t)(8 + seg)); /* UDP length */
 		put16(ip + 26, 0);		     /* no UDP checksum: the ICRC covers it */
 	}
-	k->big_off += seg;
-	k->big_seg++;
-	p->stats.rx_gso_segs++;
-	if (k->big_off >= k->big_len)
-		k->big_len = k->big_off = 0;
-	return m;
-}
-
-/* The super-frame of n bytes in k->big, with vnet header vh: cut it (the
- * first piece returned, the others at the next calls). */
-static struct rte_mbuf *cut_start(struct dr_port *p, struct dr_pk *k, size_t n,
-				  const struct virtio_net_hdr *vh)
-{
-	const uint8_t *ip = k->big + sizeof(struct dr_eth_hdr);
-
-	/* no RoCE packet is shorter than a BTH and an ICRC: a smaller
-	 * gso_size (hostile or not ours) would cut thousands of pieces */
-	if (vh->gso_type != VIRTIO_NET_HDR_GSO_UDP_L4 || vh->gso_size < sizeof(struct dr_bth) + 4 ||
-	    n <= PK_HDRS || get16(k->big + 12) != DR_ETH_P_IPV4 || ip[0] != 0x45 ||
-	    ip[9] != DR_IPPROTO_UDP) {
-		p->stats.rx_gso_bad++; /* not one droce sends (a TCP segment, VLAN) */
-		return NULL;
-	}
+	k->cut_next = 0;
+	k->cut_len = n;
 	p->stats.rx_gso_frames++;
-	k->big_len = n;
-	k->big_off = PK_HDRS;
-	k->big_seg = 0;
-	k->big_size = vh->gso_size;
-	return cut_one(p, k);
+	p->stats.rx_gso_segs += n;
 }
 
-/* A frame read from the socket's queue (its slot said TP_STATUS_COPY). */
-static struct rte_mbuf *take_copy(struct dr_port *p, struct dr_pk *k)
+/* A super-frame small enough for its slot (READ requests): cut from there. */
+static void cut_slot(struct dr_port *p, struct dr_pk *k, const struct virtio_net_hdr *vh,
+		     const uint8_t *fr, size_t len)
 {
-	struct virtio_net_hdr vh;
-	struct iovec iov[2] = {{&vh, sizeof(vh)}, {k->big, PK_BIG}};
-	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
-	ssize_t n;
+	size_t off = PK_HDRS;
+	unsigned n;
 
-	n = recvmsg(k->fd, &mh, MSG_DONTWAIT);
-	if (n < (ssize_t)sizeof(vh) || (mh.msg_flags & MSG_TRUNC)) {
+	if (!cut_ok(p, vh, fr, len))
+		return;
+	n = cut_alloc(p, k, len, vh->gso_size);
+	for (unsigned i = 0; i < n; i++) {
+		size_t seg = k->cut[i]->data_len - PK_HDRS;
+
+		memcpy(rte_pktmbuf_mtod_offset(k->cut[i], uint8_t *, PK_HDRS), fr + off, seg);
+		off += seg;
+	}
+	if (n)
+		cut_finish(p, k, fr, n);
+}
+
+/* The frame whose slot said TP_STATUS_COPY, read from the socket's queue
+ * (in ring order): vh, hdr and len are the slot's vnet header, the first
+ * PK_HDRS bytes it holds and the frame's length.  A super-frame is read
+ * straight into the pieces it is cut into, one pool buffer each (scattered
+ * by recvmsg at gso_size: no copy but the kernel's); a frame merely too
+ * long for a slot into one pool buffer.  What droce would not take is
+ * read to nothing (counted).  Returns the frame, or NULL with the pieces
+ * in k->cut. */
+static struct rte_mbuf *take_copy(struct dr_port *p, struct dr_pk *k,
+				  const struct virtio_net_hdr *vh, const uint8_t *hdr, size_t len)
+{
+	struct virtio_net_hdr got;
+	uint8_t head[PK_HDRS];
+	struct iovec iov[PK_CUT_MAX + 2] = {{&got, sizeof(got)}};
+	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 1};
+	struct rte_mbuf *m = NULL;
+	unsigned n = 0, i;
+	ssize_t r;
+	void *d;
+
+	if (vh->gso_type == VIRTIO_NET_HDR_GSO_NONE) {
+		if (len > p->buf_size)
+			p->stats.rx_too_long++;
+		else if ((m = dr_port_frame_alloc(p, len, &d)) != NULL)
+			iov[mh.msg_iovlen++] = (struct iovec){d, len};
+	} else if (cut_ok(p, vh, hdr, len) && (n = cut_alloc(p, k, len, vh->gso_size)) != 0) {
+		iov[mh.msg_iovlen++] = (struct iovec){head, PK_HDRS};
+		for (i = 0; i < n; i++)
+			iov[mh.msg_iovlen++] = (struct iovec){
+			    rte_pktmbuf_mtod_offset(k->cut[i], uint8_t *, PK_HDRS),
+			    k->cut[i]->data_len - PK_HDRS};
+	}
+	/* with nothing to read into, the frame leaves the queue all the same */
+	r = recvmsg(k->fd, &mh, MSG_DONTWAIT);
+	if (mh.msg_iovlen == 1)
+		return NULL;
+	if (r != (ssize_t)(sizeof(got) + len) || (mh.msg_flags & MSG_TRUNC) ||
+	    got.gso_type != vh->gso_type || got.gso_size != vh->gso_size) {
+		/* not the frame its slot announced: never seen, but nothing
+		 * half-read goes on */
 		p->stats.rx_truncated++;
+		rte_pktmbuf_free(m);
+		for (i = 0; i < n; i++)
+			rte_pktmbuf_free(k->cut[i]);
 		return NULL;
 	}
-	n -= sizeof(vh);
-	if (vh.gso_type == VIRTIO_NET_HDR_GSO_NONE)
-		return copy_in(p, k->big, n); /* too long for a slot */
-	return cut_start(p, k, n, &vh);
+	if (n)
+		cut_finish(p, k, head, n);
+	return m;
 }
 
 uint16_t dr_pk_rx(struct dr_port *p, struct rte_mbuf **pkts, uint16_t n)
@@ -490,40 +567,38 @@ uint16_t dr_pk_rx(struct dr_port *p, struct rte_mbuf **pkts, uint16_t n)
 		return 0;
 	while (out < n) {
 		struct tpacket2_hdr *h;
-		struct rte_mbuf *m;
+		struct rte_mbuf *m = NULL;
+		struct virtio_net_hdr vh;
+		const uint8_t *fr;
 		uint32_t st;
 
-		if (k->big_len) {
-			m = cut_one(p, k);
-			if (m)
-				pkts[out++] = m;
+		if (k->cut_next < k->cut_len) {
+			pkts[out++] = k->cut[k->cut_next++];
 			continue;
 		}
 		h = slot(k, k->rx_next);
 		st = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
 		if (!(st & TP_STATUS_USER))
 			break;
+		fr = (uint8_t *)h + h->tp_mac;
+		memcpy(&vh, fr - sizeof(vh), sizeof(vh));
 		if (st & TP_STATUS_COPY) {
+			uint8_t hdr[PK_HDRS] = {0};
+			size_t len = h->tp_len;
+
+			memcpy(hdr, fr, h->tp_snaplen < PK_HDRS ? h->tp_snaplen : PK_HDRS);
 			slot_release(k, h);
-			m = take_copy(p, k);
+			m = take_copy(p, k, &vh, hdr, len);
 		} else if (h->tp_snaplen < h->tp_len) {
 			/* too long, and no room on the socket's queue */
 			p->stats.rx_truncated++;
 			slot_release(k, h);
-			continue;
 		} else {
-			const uint8_t *fr = (uint8_t *)h + h->tp_mac;
-			struct virtio_net_hdr vh;
-
-			/* a super-frame small enough for a slot (READ
-			 * requests, ACKs) is cut all the same */
-			memcpy(&vh, fr - sizeof(vh), sizeof(vh));
-			if (vh.gso_type == VIRTIO_NET_HDR_GSO_NONE) {
+			/* a super-frame small enough for a slot is cut all the same */
+			if (vh.gso_type == VIRTIO_NET_HDR_GSO_NONE)
 				m = copy_in(p, fr, h->tp_snaplen);
-			} else {
-				memcpy(k->big, fr, h->tp_snaplen);
-				m = cut_start(p, k, h->tp_snaplen, &vh);
-			}
+			else
+				cut_slot(p, k, &vh, fr, h->tp_snaplen);
 			slot_release(k, h);
 		}
 		if (m)
@@ -596,10 +671,10 @@ struct pk_msg {
 uint16_t dr_pk_tx(struct dr_port *p, struct rte_mbuf **q, uint16_t n)
 {
 	struct dr_pk *k = pk_of(p);
-	struct mmsghdr mm[DR_PORT_BURST];
-	struct pk_msg msg[DR_PORT_BURST];
+	struct mmsghdr mm[DR_PORT_TXQ];
+	struct pk_msg msg[DR_PORT_TXQ];
 	struct iovec iov[PK_IOV];
-	uint16_t frames[DR_PORT_BURST]; /* frames in each message */
+	uint16_t frames[DR_PORT_TXQ]; /* frames in each message */
 	unsigned nm = 0, ni = 0, i = 0, done = 0, f;
 	int r;
 
@@ -607,7 +682,7 @@ uint16_t dr_pk_tx(struct dr_port *p, struct rte_mbuf **q, uint16_t n)
 		errno = ENODEV;
 		return 0;
 	}
-	while (i < n && nm < DR_PORT_BURST) {
+	while (i < n && nm < DR_PORT_TXQ) {
 		struct mmsghdr *h = &mm[nm];
 		struct pk_msg *g = &msg[nm];
 		size_t len = k->gso && k->npeers ? gso_len(q[i]) : 0, total;

@@ -15,7 +15,11 @@
 
 #include "dr_port.h"
 
-#define DR_PORT_BURST 32
+#define DR_PORT_BURST 32 /* frames a receive poll takes */
+/* Frames a batch collects before they leave in one burst: a whole run of
+ * a QP's 64 packets between two AckReqs, which a packet: port sends as one
+ * UDP GSO super-frame (at 32, every run was cut in two) */
+#define DR_PORT_TXQ 64
 #define DR_PORT_TXB   256 /* transmit backlog: frames a full ring did not take */
 /* Frames held while the link is down; the oldest is dropped beyond this. */
 #define DR_PORT_HELD_MAX 256
@@ -179,7 +183,7 @@ struct dr_port {
 	 * leave in one rte_eth_tx_burst (one sendto() on af_packet) */
 	unsigned batch;
 	uint16_t txq_len;
-	struct rte_mbuf *txq[DR_PORT_BURST];
+	struct rte_mbuf *txq[DR_PORT_TXQ];
 	/* frames the device's ring did not take, oldest first: they leave
 	 * before any later frame, at the next flush (tx_backlog_push) */
 	uint16_t txb_head, txb_len;
