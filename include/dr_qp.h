@@ -500,10 +500,9 @@ void dr_qp_destroy(struct dr_qp *qp);
  * Returns 0 or -EINVAL.  To ERROR flushes every outstanding WR. */
 int dr_qp_modify(struct dr_qp *qp, const struct dr_qp_attr *attr, unsigned mask);
 /* The most packets the requester sends between two AckReqs (B.2):
- * 1..DR_QP_ACK_PKTS_MAX, 0 for the default (that maximum).  Every AckReq'd packet answered releases that
- * many more: a port that sends a QP's runs of packets as one frame (UDP
- * GSO super-frames) asks for a multiple of its run, so that one ACK
- * releases whole frames.  Returns 0 or -EINVAL. */
+ * 1..DR_QP_ACK_PKTS_MAX, 0 for the default (that maximum).  Every AckReq'd packet answered releases
+ * that many more: a port that sends a QP's runs of packets as one frame (UDP GSO super-frames) asks
+ * for a multiple of its run, so that one ACK releases whole frames.  Returns 0 or -EINVAL. */
 #define DR_QP_ACK_PKTS_MAX 64
 int dr_qp_set_ack_pkts(struct dr_qp *qp, uint32_t n);
 /* Returns 0, -EINVAL (bad WR or wrong state), -ENOMEM (queue full), or

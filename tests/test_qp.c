@@ -4473,7 +4473,8 @@ START_TEST(test_ack_pkts)
 		ck_assert_uint_eq(r->f[0][i].psn, dr_psn_add(c.psn_a, (int32_t)i));
 		if (!r->f[0][i].ackreq)
 			continue;
-		ck_assert_msg(k < sizeof(ackreq_at) / sizeof(ackreq_at[0]), "extra AckReq at +%u", i);
+		ck_assert_msg(k < sizeof(ackreq_at) / sizeof(ackreq_at[0]), "extra AckReq at +%u",
+			      i);
 		ck_assert_msg(i == ackreq_at[k], "AckReq %u at +%u, expected +%u", k, i,
 			      ackreq_at[k]);
 		k++;

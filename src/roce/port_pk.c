@@ -76,7 +76,7 @@
 #define PK_RCVBUF_MIN (2u << 20)
 #define PK_MAX_SEGS   64 /* packets in one super-frame (the kernel takes 128) */
 #define PK_CUT_MAX    128 /* pieces of a received one: the kernel's UDP_MAX_SEGMENTS */
-#define PK_IOV	     (DR_PORT_TXQ * 6 + 4)
+#define PK_IOV	      (DR_PORT_TXQ * 6 + 4)
 
 struct dr_pk {
 	int fd;
@@ -535,9 +535,9 @@ static struct rte_mbuf *take_copy(struct dr_port *p, struct dr_pk *k,
 	} else if (cut_ok(p, vh, hdr, len) && (n = cut_alloc(p, k, len, vh->gso_size)) != 0) {
 		iov[mh.msg_iovlen++] = (struct iovec){head, PK_HDRS};
 		for (i = 0; i < n; i++)
-			iov[mh.msg_iovlen++] = (struct iovec){
-			    rte_pktmbuf_mtod_offset(k->cut[i], uint8_t *, PK_HDRS),
-			    k->cut[i]->data_len - PK_HDRS};
+			iov[mh.msg_iovlen++] =
+			    (struct iovec){rte_pktmbuf_mtod_offset(k->cut[i], uint8_t *, PK_HDRS),
+					   k->cut[i]->data_len - PK_HDRS};
 	}
 	/* with nothing to read into, the frame leaves the queue all the same */
 	r = recvmsg(k->fd, &mh, MSG_DONTWAIT);

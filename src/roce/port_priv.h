@@ -19,7 +19,7 @@
 /* Frames a batch collects before they leave in one burst: a whole run of
  * a QP's 64 packets between two AckReqs, which a packet: port sends as one
  * UDP GSO super-frame (at 32, every run was cut in two) */
-#define DR_PORT_TXQ 64
+#define DR_PORT_TXQ   64
 #define DR_PORT_TXB   256 /* transmit backlog: frames a full ring did not take */
 /* Frames held while the link is down; the oldest is dropped beyond this. */
 #define DR_PORT_HELD_MAX 256
