@@ -38,6 +38,12 @@
 # still packet:, sends it none (its log: 0 sent), and every operation
 # passes.
 #
+# Run 4, hostile super-frames (tests/gso-inject) at a packet: server before
+# its client connects: one cut at gso_size 8, below a BTH and an ICRC, is
+# refused whole (rx_gso_bad, the server's closing line says 1); one of 10
+# pieces of noise is cut into 10 frames of 1,042 bytes, each in droce's
+# capture marked dropped; the transfers after them pass.
+#
 # Exit: 0 pass, 1 fail, 77 skip (not root, no ip netns / tshark / ethtool, a
 # kernel before 6.2 that takes no UDP GSO from a packet socket),
 # 99 hard error.
@@ -45,7 +51,8 @@
 set -u
 
 . "$(dirname "$0")/netns-lib.sh"
-built "$XFER" "$PCAPCHECK"
+INJECT=$top_builddir/tests/gso-inject
+built "$XFER" "$PCAPCHECK" "$INJECT"
 command -v ethtool >/dev/null 2>&1 || skip "ethtool not found (Debian package ethtool)"
 ns_pair_names drgs dg 10.90
 CA=cga$$ CB=cgb$$ CIPA=10.91.${net##*.}.1 CIPB=10.91.${net##*.}.2
@@ -66,6 +73,14 @@ xfer() {
 		"$XFER" -p droce -P "$port" -a "$IPA" -w 30 -t 20 >"$tmp/r$x_n.srv" 2>&1 &
 	xs_pid=$!
 	listening "$xs_pid" "$NSA" "$port" "$tmp/r$x_n.srv" "the droce-xfer server ($x_n)" || return 1
+	# run 4: hostile super-frames to the server's port before the client
+	if [ "$x_n" = 4 ]; then
+		ip netns exec "$NSB" "$INJECT" "$VB" "$IPB" "$IPA" \
+			"$(ip netns exec "$NSA" cat "/sys/class/net/$VA/address")" >"$tmp/inject.log" 2>&1
+		x_inj=$?
+		[ $x_inj -eq 77 ] && skip "$(cat "$tmp/inject.log")"
+		[ $x_inj -eq 0 ] || { bad "gso-inject: $(cat "$tmp/inject.log")"; return 1; }
+	fi
 	ip netns exec "$NSB" env $xfer_env timeout -k 5 90 "$XFER" -p droce -P "$port" \
 		-s "$CIPA" -t 20 "$@" >"$tmp/r$x_n.cli" 2>&1
 	x_crc=$?
@@ -90,9 +105,9 @@ count() { # file filter: frames tshark's display filter selects
 	tshark_r "$1" -Y "$2" -T fields -e frame.number 2>/dev/null | wc -l
 }
 
-# gso LOG: "sent received" super-frames from the port's closing line
+# gso LOG: "sent received refused" super-frames from the port's closing line
 gso() {
-	sed -n 's/.*UDP GSO: \([0-9]*\) super-frames sent carrying [0-9]* packets, \([0-9]*\) received.*/\1 \2/p' "$1" | tail -n 1
+	sed -n 's/.*UDP GSO: \([0-9]*\) super-frames sent carrying [0-9]* packets, \([0-9]*\) received.*; \([0-9]*\) refused.*/\1 \2 \3/p' "$1" | tail -n 1
 }
 
 expect() { # what got op want
@@ -179,6 +194,19 @@ expect "frames longer than $BIG bytes on the veth" "$(count "$tmp/w3.pcapng" "fr
 expect "REP A->B without ECE" "$(count "$tmp/w3.pcapng" "ip.src == $IPA && infiniband.mad.attributeid == 0x0013 && infiniband.mad.attributemodifier == 0 && frame[101] == 00 && frame[105] == 00 && frame[109] == 00")" eq 1
 set -- $(gso "$tmp/r3.cli")
 expect "client: super-frames sent to a net_af_packet peer" "${1:-1}" eq 0
+
+# ---- run 4: hostile super-frames -------------------------------------------------
+# tests/gso-inject, from B's end, before the client connects: one cut at
+# gso_size 8 (below a BTH and an ICRC), refused whole; one of 10 pieces of
+# noise, cut into 10 frames of 1,042 bytes that the parser drops
+xfer 4 packet -o write,read -S 4096,1048576 -I 2
+set -- $(gso "$tmp/r4.srv")
+expect "server: hostile super-frames refused (gso_size 8)" "${3:-0}" eq 1
+expect "server: super-frames received whole (noise, then B's)" "${2:-0}" ge 2
+expect "noise pieces in the server's capture" \
+	"$(count "$tmp/d4.pcapng" "ip.src == $IPB && udp.srcport == 49154 && frame.len == 1042")" eq 10
+expect "of them, marked dropped by droce" \
+	"$(count "$tmp/d4.pcapng" "udp.srcport == 49154 && frame.len == 1042 && frame.comment contains \"dropped\"")" eq 10
 
 [ "$fail" -eq 0 ] || exit 1
 echo "PASS: netns-gso ($(elapsed) s)"

@@ -290,10 +290,11 @@ void dr_pk_free(struct dr_port *p)
 	dr_port_log(DR_PORT_LOG_INFO,
 		    "packet:%s: UDP GSO: %" PRIu64 " super-frames sent carrying %" PRIu64
 		    " packets, %" PRIu64 " received carrying %" PRIu64 " (%s); %" PRIu64
+		    " refused (rx_gso_bad); %" PRIu64
 		    " frames lost for want of room on the socket's queue",
 		    k->ifname, p->stats.tx_gso_frames, p->stats.tx_gso_segs, p->stats.rx_gso_frames,
 		    p->stats.rx_gso_segs, k->gso ? "sending them" : "not sending them",
-		    p->stats.rx_truncated);
+		    p->stats.rx_gso_bad, p->stats.rx_truncated);
 	pk_socket_close(k);
 	for (unsigned i = 0; i < 2; i++)
 		rte_ring_free(k->idle[i]);

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * gso-inject - hostile UDP GSO super-frames for tests/netns-gso.sh: sends,
+ * from a packet socket with the virtio-net header on IFACE, to UDP port
+ * 4791 of DST-IP at DST-MAC (from IFACE's own MAC and SRC-IP):
+ *
+ *   tiny   one super-frame of 800 bytes of UDP payload cut at gso_size 8,
+ *          below a BTH and an ICRC: a packet: port must refuse it whole
+ *          (rx_gso_bad), not cut it into 100 pieces;
+ *   junk   one super-frame of 10 pieces of 1,000 bytes of noise from UDP
+ *          port 49154 (no RoCE packet: bad BTHs, no valid ICRC): cut into
+ *          10 frames of 1,042 bytes, each dropped by the parser.
+ *
+ * usage: gso-inject IFACE SRC-IP DST-IP DST-MAC
+ * Exit 0 when the kernel took both frames, 1 otherwise (with why), 77 when
+ * it takes no UDP GSO from a packet socket (before Linux 6.2).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/if_packet.h>
+#include <linux/virtio_net.h>
+#include <net/if.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#ifndef VIRTIO_NET_HDR_GSO_UDP_L4
+#define VIRTIO_NET_HDR_GSO_UDP_L4 5
+#endif
+
+#define HDRS 42 /* Ethernet, IPv4, UDP */
+
+static void put16(uint8_t *b, unsigned v)
+{
+	b[0] = (uint8_t)(v >> 8);
+	b[1] = (uint8_t)v;
+}
+
+static unsigned ip_sum(const uint8_t *ip)
+{
+	uint32_t s = 0;
+
+	for (unsigned i = 0; i < 20; i += 2)
+		s += (uint32_t)ip[i] << 8 | ip[i + 1];
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return ~s & 0xffff;
+}
+
+/* One super-frame: payload bytes of noise cut at gso_size.  0 or -errno. */
+static int send_super(int fd, const uint8_t src_mac[6], const uint8_t dst_mac[6], uint32_t sip,
+		      uint32_t dip, unsigned gso_size, unsigned payload, unsigned seed)
+{
+	static uint8_t body[65536];
+	uint8_t h[HDRS] = {0};
+	uint8_t *ip = h + 14, *udp = h + 34;
+	struct virtio_net_hdr vh = {0};
+	struct iovec iov[3] = {{&vh, sizeof(vh)}, {h, HDRS}, {body, payload}};
+	uint32_t s;
+
+	memcpy(h, dst_mac, 6);
+	memcpy(h + 6, src_mac, 6);
+	put16(h + 12, 0x0800);
+	ip[0] = 0x45;
+	put16(ip + 2, 28 + payload);
+	put16(ip + 4, seed);
+	put16(ip + 6, 0x4000); /* DF */
+	ip[8] = 64;
+	ip[9] = 17;
+	memcpy(ip + 12, &sip, 4);
+	memcpy(ip + 16, &dip, 4);
+	put16(ip + 10, ip_sum(ip));
+	put16(udp, 0xc000 + seed);
+	put16(udp + 2, 4791);
+	put16(udp + 4, 8 + payload);
+	/* CHECKSUM_PARTIAL: the pseudo header's sum */
+	s = (ntohl(sip) >> 16) + (ntohl(sip) & 0xffff) + (ntohl(dip) >> 16) + (ntohl(dip) & 0xffff) +
+	    17 + 8 + payload;
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	put16(udp + 6, s);
+	srand(seed);
+	for (unsigned i = 0; i < payload; i++)
+		body[i] = (uint8_t)rand();
+	vh.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+	vh.gso_type = VIRTIO_NET_HDR_GSO_UDP_L4;
+	vh.gso_size = (uint16_t)gso_size;
+	vh.hdr_len = HDRS;
+	vh.csum_start = 34;
+	vh.csum_offset = 6;
+	if (writev(fd, iov, 3) < 0)
+		return -errno;
+	return 0;
+}
+
+static int parse_mac(const char *s, uint8_t mac[6])
+{
+	unsigned v[6];
+
+	if (sscanf(s, "%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6)
+		return -1;
+	for (int i = 0; i < 6; i++)
+		mac[i] = (uint8_t)v[i];
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_protocol = htons(0x0800)};
+	uint8_t src_mac[6], dst_mac[6];
+	struct in_addr sip, dip;
+	struct ifreq ifr;
+	int fd, one = 1, r;
+
+	if (argc != 5 || inet_pton(AF_INET, argv[2], &sip) != 1 ||
+	    inet_pton(AF_INET, argv[3], &dip) != 1 || parse_mac(argv[4], dst_mac)) {
+		fprintf(stderr, "usage: gso-inject IFACE SRC-IP DST-IP DST-MAC\n");
+		return 1;
+	}
+	fd = socket(AF_PACKET, SOCK_RAW, 0);
+	if (fd < 0) {
+		perror("gso-inject: socket(AF_PACKET)");
+		return 1;
+	}
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", argv[1]);
+	sll.sll_ifindex = (int)if_nametoindex(argv[1]);
+	if (!sll.sll_ifindex || ioctl(fd, SIOCGIFHWADDR, &ifr) < 0 ||
+	    setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
+		perror("gso-inject: interface");
+		return 1;
+	}
+	memcpy(src_mac, ifr.ifr_hwaddr.sa_data, 6);
+	r = send_super(fd, src_mac, dst_mac, sip.s_addr, dip.s_addr, 8, 800, 1);
+	if (r == -EINVAL) {
+		fprintf(stderr, "gso-inject: the kernel takes no UDP GSO from a packet socket\n");
+		return 77;
+	}
+	if (!r)
+		r = send_super(fd, src_mac, dst_mac, sip.s_addr, dip.s_addr, 1000, 10 * 1000, 2);
+	if (r) {
+		fprintf(stderr, "gso-inject: %s\n", strerror(-r));
+		return 1;
+	}
+	close(fd);
+	printf("gso-inject: 2 super-frames sent on %s\n", argv[1]);
+	return 0;
+}
