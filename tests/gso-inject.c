@@ -79,8 +79,8 @@ static int send_super(int fd, const uint8_t src_mac[6], const uint8_t dst_mac[6]
 	put16(udp + 2, 4791);
 	put16(udp + 4, 8 + payload);
 	/* CHECKSUM_PARTIAL: the pseudo header's sum */
-	s = (ntohl(sip) >> 16) + (ntohl(sip) & 0xffff) + (ntohl(dip) >> 16) + (ntohl(dip) & 0xffff) +
-	    17 + 8 + payload;
+	s = (ntohl(sip) >> 16) + (ntohl(sip) & 0xffff) + (ntohl(dip) >> 16) +
+	    (ntohl(dip) & 0xffff) + 17 + 8 + payload;
 	while (s >> 16)
 		s = (s & 0xffff) + (s >> 16);
 	put16(udp + 6, s);
