@@ -419,6 +419,11 @@ static inline unsigned dr_port_pmtu_of(unsigned mtu)
  * close it. */
 typedef void (*dr_port_rx_fn)(void *ctx, const void *frame, size_t len, const struct dr_pkt *pkt);
 void dr_port_set_rx(struct dr_port *p, dr_port_rx_fn fn, void *ctx);
+/* During the rx callback: how long ago the kernel received the frame (a
+ * "packet:IF" port reads the time its receive ring stamps), in ns; 0 when
+ * the port does not know (other devices, frames from the host-local wire).
+ * A frame can wait in the ring while the process does not poll. */
+uint64_t dr_port_rx_age_ns(const struct dr_port *p);
 
 /* Where the payload of a READ response goes, asked before its ICRC is
  * known (dr_port_set_place): at most max segments into dst, their lengths

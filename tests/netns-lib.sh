@@ -437,11 +437,12 @@ XFER_LOG="env FI_LOG_LEVEL=info FI_LOG_PROV=droce"
 
 mp_server() { # ns i: started and listening, its PID in mp_pid
 	# shellcheck disable=SC2086 # $XFER_LOG: a command and assignments
-	if [ "$2" = 1 ]; then
+	if [ "$2" = 1 ] || [ "$2" = 6 ]; then
 		# no timeout wrapper: its PID is droce-xfer's own (ip netns exec
-		# execs it), the PID a kill names
-		ip netns exec "$1" $XFER_LOG "$XFER" -p droce -P $((CPORT + 1)) -w 60 -t 10 \
-			>"$tmp/s1.log" 2>&1 &
+		# execs it), the PID a kill names (timeout(1) would also resume a
+		# child that SIGSTOP stopped)
+		ip netns exec "$1" $XFER_LOG "$XFER" -p droce -P $((CPORT + $2)) -w 60 -t 10 \
+			>"$tmp/s$2.log" 2>&1 &
 	else
 		ip netns exec "$1" timeout -k 5 90 $XFER_LOG "$XFER" -p droce -P $((CPORT + $2)) \
 			-w 60 -t 10 >"$tmp/s$2.log" 2>&1 &

@@ -211,6 +211,14 @@ static enum dr_cm_whose cm_whose(void *ctx, enum dr_cm_key key, uint32_t v)
 	if (key != DR_CM_KEY_NONE &&
 	    dr_reg_foreign(dev->reg, key == DR_CM_KEY_PORT ? DR_REG_PORT : DR_REG_COMM_ID, v))
 		return DR_CM_WHOSE_OTHER;
+	/* A MAD that waited in our ring longer than a release's grace may
+	 * have had an owner that answered it and has died since (kill -9
+	 * lets go of everything at once): too old to answer for nobody.  If
+	 * nobody did, its sender's CM resends it, and the copy is young. */
+	if (dev->cm_rx && dr_port_rx_age_ns(dev->port) > DR_REG_GRACE_NS) {
+		dev->cm_stale++;
+		return DR_CM_WHOSE_NOBODY;
+	}
 	return dr_reg_responder(dev->reg) ? DR_CM_WHOSE_MINE : DR_CM_WHOSE_NOBODY;
 }
 
@@ -542,6 +550,13 @@ static void dev_log_drops(struct dr_dev *dev)
 	if (dev->rx_foreign)
 		DR_INFO(FI_LOG_DOMAIN, "%s left %llu frames to the other processes' QPs\n", who,
 			(unsigned long long)dev->rx_foreign);
+	if (dev->cm_stale)
+		DR_INFO(FI_LOG_DOMAIN,
+			"%s left %llu CM MADs for nobody unanswered: they waited in the "
+			"receive ring longer than %llu ms (their owner may have answered "
+			"them and died since)\n",
+			who, (unsigned long long)dev->cm_stale,
+			(unsigned long long)(DR_REG_GRACE_NS / 1000000));
 	if (dev->local) {
 		struct dr_local_stats ls;
 

@@ -531,6 +531,7 @@ struct dr_dev {
 	struct dr_local *local;
 	uint8_t port_mine[65536 / 8]; /* rdma_cm ports this device claimed */
 	uint64_t rx_foreign;	      /* frames for other processes' QPs (under lock) */
+	uint64_t cm_stale; /* MADs for nobody left unanswered: too old (cm_whose) */
 	struct dr_foreign_qpn {	      /* recent answers of dr_reg_foreign(QPN) */
 		uint32_t qpn;
 		uint64_t until_ns;
@@ -664,8 +665,9 @@ void dr_reg_close(struct dr_reg *r);
 /* 0, or -EBUSY: another process holds it.  Claiming what this registry
  * holds already succeeds: callers check their own tables first. */
 int dr_reg_claim(struct dr_reg *r, enum dr_reg_kind kind, uint32_t v);
-/* Released REG_GRACE_NS (200 ms) later, in dr_reg_tick (registry.c says
- * why); claiming it again meanwhile keeps it. */
+/* Released DR_REG_GRACE_NS later, in dr_reg_tick (registry.c says why);
+ * claiming it again meanwhile keeps it. */
+#define DR_REG_GRACE_NS 200000000ull
 void dr_reg_release(struct dr_reg *r, enum dr_reg_kind kind, uint32_t v);
 void dr_reg_tick(struct dr_reg *r);
 /* Another process holds it. */

@@ -42,10 +42,17 @@
  * owns.  Every process tries to take its byte when it opens the registry
  * (the first one gets it) and again whenever it meets such a MAD; while
  * the holder lives nobody else gets it, and when it dies the first process
- * that meets such a MAD takes over.  The only race left: the responder
- * answers a MAD and exits before a slower process has read the same frame
- * from its socket; that one then takes the role and answers the frame a
- * second time (harmless: the peer drops the second answer as a duplicate).
+ * that meets such a MAD takes over.  A process that reads a MAD for
+ * nobody after it waited in its receive ring longer than REG_GRACE_NS
+ * (the kernel stamps each frame; "packet:IF" ports) leaves it unanswered
+ * (src/fi/dev.c cm_whose): its owner, or the responder, may have answered
+ * it and died since -- kill -9 lets go of everything at once, without the
+ * grace below -- and the sender's CM resends a MAD nobody answered, a copy
+ * young enough to answer.  (CI's tests/netns-multiproc.sh once saw a REQ
+ * answered by a REP and by a REJ "invalid service ID", under load, around
+ * the kill -9 of a listener: this race is the explanation that fits.)  The
+ * race left is on ports without receive times (net_af_packet): a second
+ * answer, which the peer drops as a duplicate.
  *
  * Releases take effect REG_GRACE_NS late (dr_reg_tick), and a closing
  * process that held anything waits that long before its claims go: every
@@ -105,7 +112,7 @@
 #define REG_OFF_COMM_ID	  (1ull << 32)
 
 /* How long a claim outlives its release (the header comment says why). */
-#define REG_GRACE_NS 200000000ull
+#define REG_GRACE_NS DR_REG_GRACE_NS
 #define REG_LATER    256
 
 struct dr_reg {

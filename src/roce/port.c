@@ -1227,6 +1227,18 @@ bool dr_port_lossless(const struct dr_port *p)
 	return p->lossless;
 }
 
+uint64_t dr_port_rx_age_ns(const struct dr_port *p)
+{
+	struct timespec ts;
+	uint64_t now;
+
+	if (!p->rx_kernel_ns)
+		return 0;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return now > p->rx_kernel_ns ? now - p->rx_kernel_ns : 0;
+}
+
 bool dr_port_gso_takes(const struct dr_port *p)
 {
 	return dr_pk_takes(p);
@@ -2312,7 +2324,9 @@ static void rx_frame(struct dr_port *p, struct rte_mbuf *m, bool looped)
 		p->stats.rx_placed += pkt.payload_placed;
 	}
 	p->stats.rx_roce++;
+	p->rx_kernel_ns = looped ? 0 : dr_pk_rx_time(p, m);
 	p->rx_fn(p->rx_ctx, data, len, &pkt);
+	p->rx_kernel_ns = 0;
 	rte_pktmbuf_free(m);
 	return;
 bad:

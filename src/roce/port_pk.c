@@ -57,6 +57,7 @@
 #include <unistd.h>
 
 #include <rte_eth_ring.h>
+#include <rte_mbuf_dyn.h>
 #include <rte_ethdev.h>
 #include <rte_ring.h>
 
@@ -97,6 +98,10 @@ struct dr_pk {
 	/* the pieces of a super-frame not handed out yet: cut[cut_next..cut_len) */
 	struct rte_mbuf *cut[PK_CUT_MAX];
 	unsigned cut_next, cut_len;
+	/* each received frame carries its slot's kernel time (CLOCK_REALTIME
+	 * ns) in DPDK's rx timestamp field, flagged ts_flag (dr_pk_rx_time) */
+	int ts_off;
+	uint64_t ts_flag;
 };
 
 static struct dr_pk *pk_of(const struct dr_port *p)
@@ -254,6 +259,9 @@ int dr_pk_plug(struct dr_port *p, const char *spec, bool gso, uint8_t mac[6],
 	k->gso = gso;
 	snprintf(k->ifname, sizeof(k->ifname), "%s", ifn);
 	p->pk = k;
+	/* without the field (DPDK refused it) frames carry no time */
+	if (rte_mbuf_dyn_rx_timestamp_register(&k->ts_off, &k->ts_flag) < 0)
+		k->ts_flag = 0;
 	ret = pk_socket(p, k, err);
 	if (ret < 0)
 		return ret;
@@ -395,6 +403,24 @@ static bool peer_takes(struct dr_pk *k, uint32_t ip4, uint32_t qpn)
 static struct tpacket2_hdr *slot(struct dr_pk *k, unsigned i)
 {
 	return (struct tpacket2_hdr *)(k->ring + (size_t)i * k->frame_size);
+}
+
+/* m was received at ns (the kernel's time, its slot's). */
+static void stamp(const struct dr_pk *k, struct rte_mbuf *m, uint64_t ns)
+{
+	if (!k->ts_flag)
+		return;
+	*RTE_MBUF_DYNFIELD(m, k->ts_off, rte_mbuf_timestamp_t *) = ns;
+	m->ol_flags |= k->ts_flag;
+}
+
+uint64_t dr_pk_rx_time(const struct dr_port *p, const struct rte_mbuf *m)
+{
+	const struct dr_pk *k = pk_of(p);
+
+	if (!k || !k->ts_flag || !(m->ol_flags & k->ts_flag))
+		return 0;
+	return *RTE_MBUF_DYNFIELD(m, k->ts_off, const rte_mbuf_timestamp_t *);
 }
 
 static void slot_release(struct dr_pk *k, struct tpacket2_hdr *h)
@@ -572,6 +598,7 @@ uint16_t dr_pk_rx(struct dr_port *p, struct rte_mbuf **pkts, uint16_t n)
 		struct virtio_net_hdr vh;
 		const uint8_t *fr;
 		uint32_t st;
+		uint64_t ns;
 
 		if (k->cut_next < k->cut_len) {
 			pkts[out++] = k->cut[k->cut_next++];
@@ -581,6 +608,7 @@ uint16_t dr_pk_rx(struct dr_port *p, struct rte_mbuf **pkts, uint16_t n)
 		st = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
 		if (!(st & TP_STATUS_USER))
 			break;
+		ns = (uint64_t)h->tp_sec * 1000000000u + h->tp_nsec;
 		fr = (uint8_t *)h + h->tp_mac;
 		memcpy(&vh, fr - sizeof(vh), sizeof(vh));
 		if (st & TP_STATUS_COPY) {
@@ -602,8 +630,12 @@ uint16_t dr_pk_rx(struct dr_port *p, struct rte_mbuf **pkts, uint16_t n)
 				cut_slot(p, k, &vh, fr, h->tp_snaplen);
 			slot_release(k, h);
 		}
-		if (m)
+		if (m) {
+			stamp(k, m, ns);
 			pkts[out++] = m;
+		}
+		for (unsigned i = k->cut_next; i < k->cut_len; i++)
+			stamp(k, k->cut[i], ns);
 	}
 	return out;
 }

@@ -116,6 +116,9 @@ struct dr_port {
 	struct dr_pair *pair;
 	unsigned pair_side;
 	struct dr_pk *pk;  /* "packet:IF": droce's own packet socket (port_pk.c) */
+	/* the frame in the rx callback: when the kernel received it
+	 * (CLOCK_REALTIME ns; dr_port_rx_age_ns), 0 if unknown */
+	uint64_t rx_kernel_ns;
 	bool gso;	   /* ... sends super-frames (dr_port_config.gso) */
 	uint8_t pk_mac[6]; /* ... its interface's MAC */
 
@@ -289,6 +292,9 @@ int dr_pk_reopen(struct dr_port *p);
  * what it sent (the kernel has copied it) and leaves the rest to the
  * caller; errno: 0, or why the kernel took nothing (ENETDOWN...). */
 uint16_t dr_pk_rx(struct dr_port *p, struct rte_mbuf **pkts, uint16_t n);
+/* When the kernel received m, a frame dr_pk_rx returned (CLOCK_REALTIME
+ * ns); 0 for any other frame. */
+uint64_t dr_pk_rx_time(const struct dr_port *p, const struct rte_mbuf *m);
 uint16_t dr_pk_tx(struct dr_port *p, struct rte_mbuf **pkts, uint16_t n);
 
 #endif /* DR_PORT_PRIV_H */
