@@ -531,7 +531,7 @@ struct dr_dev {
 	struct dr_local *local;
 	uint8_t port_mine[65536 / 8]; /* rdma_cm ports this device claimed */
 	uint64_t rx_foreign;	      /* frames for other processes' QPs (under lock) */
-	uint64_t cm_stale; /* MADs for nobody left unanswered: too old (cm_whose) */
+	uint64_t cm_stale;	      /* MADs for nobody left unanswered: too old (cm_whose) */
 	struct dr_foreign_qpn {	      /* recent answers of dr_reg_foreign(QPN) */
 		uint32_t qpn;
 		uint64_t until_ns;
