@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * mp-connect ADDR PORT [SECONDS]: one fi_connect over droce to ADDR:PORT,
- * for tests/netns-multiproc.sh, which points it at a port nobody listens
- * on.  Prints what the EQ said and exits with
+ * mp-connect ADDR PORT [SECONDS [MARK]]: one fi_connect over droce to
+ * ADDR:PORT, for tests/netns-multiproc.sh, which points it at a port nobody
+ * listens on.  With MARK, creates that file once fi_connect has returned
+ * (the REQ is on its way).  Prints what the EQ said and exits with
  *   0  the connection was refused (FI_ECONNREFUSED: the peer's CM sent a
  *      REJ), the REJ reason printed when the provider gives it;
  *   1  anything else: connected, another error, or nothing within
@@ -47,7 +48,7 @@ int main(int argc, char **argv)
 	int ret, rc = 1;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: mp-connect ADDR PORT [SECONDS]\n");
+		fprintf(stderr, "usage: mp-connect ADDR PORT [SECONDS [MARK]]\n");
 		return 2;
 	}
 	hints = fi_allocinfo();
@@ -72,6 +73,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mp-connect: setup: %s\n", fi_strerror(-ret));
 		rc = 2;
 		goto out;
+	}
+	if (argc > 4) {
+		FILE *f = fopen(argv[4], "w");
+
+		if (f)
+			fclose(f);
 	}
 	end = now_s() + secs;
 	for (;;) {

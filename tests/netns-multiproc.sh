@@ -157,9 +157,19 @@ mp_server "$NSA" 6
 s6_pid=$mp_pid
 kill -STOP "$s6_pid"
 stale=$((s1_port ^ 0x1000))
-ip netns exec "$NSB" timeout -k 5 30 "$CONNECT" "$IPA" $stale 15 >"$tmp/conn$stale.log" 2>&1 &
+ip netns exec "$NSB" timeout -k 5 30 "$CONNECT" "$IPA" $stale 15 "$tmp/req-sent" \
+	>"$tmp/conn$stale.log" 2>&1 &
 cs_pid=$!
-sleep 1 # the scenario: a process off its CPU for longer than the grace
+# its REQ is on its way once fi_connect returned (mp-connect's start-up
+# takes seconds on a loaded host); then the scenario: a process off its
+# CPU for longer than the grace
+w=0
+while [ ! -e "$tmp/req-sent" ] && [ $w -lt 300 ] && kill -0 $cs_pid 2>/dev/null; do
+	sleep 0.1
+	w=$((w + 1))
+done
+[ -e "$tmp/req-sent" ] || bad "mp-connect never got its REQ out ($((w / 10)) s)"
+sleep 1
 kill -CONT "$s6_pid"
 if wait $cs_pid; then
 	echo "connect to $IPA port $stale (server 6 stopped 1 s): $(cat "$tmp/conn$stale.log")"
