@@ -58,6 +58,12 @@ elapsed() { echo $(($(date +%s) - t0)); }
 setup_ns() { # ns
 	ip netns add "$1" || skip "cannot create network namespace $1 (no CAP_SYS_ADMIN?)"
 	ip -n "$1" link set lo up
+	# Connections take their local ports above every port the tests name
+	# (fi_pingpong's and droce-xfer's control ports, all below 50000): a
+	# client's connection, still closing on a lossy link, held a port the
+	# next fi_pingpong server of its namespace was to bind (EADDRINUSE)
+	ip netns exec "$1" sysctl -qw net.ipv4.ip_local_port_range="50000 60999" ||
+		hard "cannot set the local port range of namespace $1"
 	# no IPv6 router solicitations or ND in the capture
 	ip netns exec "$1" sh -c 'for f in /proc/sys/net/ipv6/conf/all/disable_ipv6 \
 		/proc/sys/net/ipv6/conf/default/disable_ipv6; do
