@@ -5544,8 +5544,10 @@ START_TEST(test_cc_measure_rtt)
 	uint64_t meas, srtt, avg, run_ns = 65000000;
 	struct pair p;
 
-	c.timeout = 14; /* 67.1 ms, above the 10 ms round trip */
-	c.qp_flags[0] = DR_QP_ADAPTIVE_RTO; /* times the round trips, as src/fi's QPs do */
+	/* a timeout of 67.1 ms, above the 10 ms round trip; A times the
+	 * round trips, as src/fi's QPs do */
+	c.timeout = 14;
+	c.qp_flags[0] = DR_QP_ADAPTIVE_RTO;
 	cc_pair_up_cfg(&p, c, true, 10000000000ull);
 	p.sim.cfg.latency_ns = 5000000;
 	ccr->bytes0_from = 0;
