@@ -124,34 +124,26 @@ static void dr_cc_advance(struct dr_qp *qp, uint64_t now)
 	dr_cc_publish(qp);
 }
 
-/* The sending rate the QP has shown: the bytes sent from one sample to the
- * send that comes at least a period later, over that time (a gap of
- * idleness, more than 8 periods, is not a sample).  The period is
- * DR_CC_MEASURE_NS or two smoothed round trips if longer: a QP held by its
- * window sends a burst a round trip and then waits for the ACK, so a
- * shorter sample sees the burst at the link's rate, or only the wait (over
- * a 64 KiB queue at 40 Mb/s, 13 ms: the cut started from a burst's 3 Gb/s
- * and left the QP 300 times above its share, bench/PROFILE.md); sampled
- * from burst to burst, two round trips hold at most one burst too many.
- * The last sample, not an average: the first window of a transfer leaves
- * faster than the path takes it (on a 10 Gb/s link, 14.7 Gb/s over its
- * first 115 us, then 10.1), and the reference must be the rate now. */
+/* The sending rate the QP has shown: bytes sent over the last period of at
+ * least DR_CC_MEASURE_NS (a gap of idleness is not a sample).  The last
+ * sample, not an average: the first window of a transfer leaves faster
+ * than the path takes it (on a 10 Gb/s link, 14.7 Gb/s over its first
+ * 115 us, then 10.1), and the reference must be the rate now. */
 static void dr_cc_measure(struct dr_qp *qp, uint64_t now, uint32_t bytes)
 {
 	struct dr_cc *c = &qp->cc;
-	uint64_t dt = now - c->meas_ns, per = DR_CC_MEASURE_NS;
+	uint64_t dt = now - c->meas_ns;
 
-	if (per < 2 * qp->comp.srtt_ns)
-		per = 2 * qp->comp.srtt_ns;
-	if (dt < per) {
-		c->meas_bytes += bytes;
+	c->meas_bytes += bytes;
+	if (dt < DR_CC_MEASURE_NS)
 		return;
+	if (dt <= 8 * DR_CC_MEASURE_NS) {
+		uint64_t s = c->meas_bytes * 8000 / dt;
+
+		c->meas_mbps = (uint32_t)s;
 	}
-	if (dt <= 8 * per)
-		c->meas_mbps = (uint32_t)(c->meas_bytes * 8000 / dt);
-	/* this send opens the next sample */
 	c->meas_ns = now;
-	c->meas_bytes = bytes;
+	c->meas_bytes = 0;
 }
 
 /*
