@@ -434,6 +434,20 @@ int main(void)
 	const char *fork = getenv("CK_FORK"), *only = getenv("CK_RUN_CASE");
 	Suite *s = suite_create("telemetry");
 	TCase *tc = tcase_create("telemetry");
+	char rt[] = "/tmp/droce-tel-XXXXXX", rt_dpdk[sizeof(rt) + 8];
+	int ret;
+
+	/* EAL's runtime directories under one of this runner's own: in the
+	 * shared /var/run/dpdk, a droce process of another test starting
+	 * meanwhile (make -j) swept the stale sibling planted below before
+	 * the test looked at it (CI: its connect gave ENOENT, not
+	 * ECONNREFUSED) */
+	if (!mkdtemp(rt)) {
+		perror("test_telemetry: mkdtemp");
+		return 99;
+	}
+	setenv("RUNTIME_DIRECTORY", rt, 1);
+	snprintf(rt_dpdk, sizeof(rt_dpdk), "%s/dpdk", rt);
 
 	fx_env(PAIR);
 	tcase_set_timeout(tc, 120);
@@ -449,5 +463,9 @@ int main(void)
 		tcase_add_test(tc, test_sweep_keeps_live_removes_stale);
 		suite_add_tcase(s, tc);
 	}
-	return fx_run(s);
+	ret = fx_run(s);
+	/* each process's droce-PID directory went with it (port_eal.c) */
+	rmdir(rt_dpdk);
+	rmdir(rt);
+	return ret;
 }
