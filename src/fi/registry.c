@@ -43,7 +43,7 @@
  * (the first one gets it) and again whenever it meets such a MAD; while
  * the holder lives nobody else gets it, and when it dies the first process
  * that meets such a MAD takes over.  A process that reads a MAD for
- * nobody after it waited in its receive ring longer than REG_GRACE_NS
+ * nobody after it waited in its receive ring longer than DR_REG_GRACE_NS
  * (the kernel stamps each frame; "packet:IF" ports) leaves it unanswered
  * (src/fi/dev.c cm_whose): its owner, or the responder, may have answered
  * it and died since -- kill -9 lets go of everything at once, without the
@@ -54,7 +54,7 @@
  * race left is on ports without receive times (net_af_packet): a second
  * answer, which the peer drops as a duplicate.
  *
- * Releases take effect REG_GRACE_NS late (dr_reg_tick), and a closing
+ * Releases take effect DR_REG_GRACE_NS late (dr_reg_tick), and a closing
  * process that held anything waits that long before its claims go: every
  * process reads the same frames from its own socket, some milliseconds
  * behind the others when it has not polled for a while, and a MAD its
@@ -111,8 +111,6 @@
 #define REG_OFF_SLOT	  (REG_OFF_USERS + 1)
 #define REG_OFF_COMM_ID	  (1ull << 32)
 
-/* How long a claim outlives its release (the header comment says why). */
-#define REG_GRACE_NS DR_REG_GRACE_NS
 #define REG_LATER    256
 
 struct dr_reg {
@@ -285,7 +283,7 @@ int dr_reg_open(const char *ifname, struct dr_reg **out)
 	return 0;
 }
 
-/* Let go of what was released REG_GRACE_NS ago (all of it: now = ~0). */
+/* Let go of what was released DR_REG_GRACE_NS ago (all of it: now = ~0). */
 static void reg_release_due(struct dr_reg *r, uint64_t now)
 {
 	unsigned n = 0;
@@ -314,8 +312,8 @@ void dr_reg_close(struct dr_reg *r)
 	now = dr_port_now_ns();
 	if (r->nlater)
 		until = r->later[r->nlater - 1].due_ns;
-	if (r->responder && until < now + REG_GRACE_NS)
-		until = now + REG_GRACE_NS;
+	if (r->responder && until < now + DR_REG_GRACE_NS)
+		until = now + DR_REG_GRACE_NS;
 	if (until > now) {
 		struct timespec ts = {(time_t)((until - now) / 1000000000u),
 				      (long)((until - now) % 1000000000u)};
@@ -361,7 +359,7 @@ void dr_reg_release(struct dr_reg *r, enum dr_reg_kind kind, uint32_t v)
 	if (r->nlater == REG_LATER) /* full: the oldest goes now */
 		reg_release_due(r, r->later[0].due_ns);
 	r->later[r->nlater].off = reg_off(kind, v);
-	r->later[r->nlater++].due_ns = dr_port_now_ns() + REG_GRACE_NS;
+	r->later[r->nlater++].due_ns = dr_port_now_ns() + DR_REG_GRACE_NS;
 }
 
 bool dr_reg_foreign(struct dr_reg *r, enum dr_reg_kind kind, uint32_t v)
