@@ -5182,15 +5182,15 @@ static struct dr_qp_ops cc_ops;
 
 /* A pair with DR_QP_CC on both sides (cc_on), recording into a fresh
  * ccr, notes included. */
-static void cc_pair_up(struct pair *p, bool cc_on, uint64_t rate_bps)
+static void cc_pair_up_cfg(struct pair *p, struct pair_cfg c, bool cc_on, uint64_t rate_bps)
 {
-	struct pair_cfg c = pair_defaults();
 	unsigned i;
 
 	ccr = calloc(1, sizeof(*ccr));
 	ck_assert_ptr_nonnull(ccr);
 	ccr->bytes0_from = UINT64_MAX;
-	c.qp_flags[0] = c.qp_flags[1] = cc_on ? DR_QP_CC : 0;
+	for (i = 0; i < 2; i++)
+		c.qp_flags[i] |= cc_on ? DR_QP_CC : 0;
 	c.sim = (struct dr_sim_cfg){
 	    .rate_bps = rate_bps, .latency_ns = 2000, .fault = cc_fault, .fault_arg = ccr};
 	pair_up(p, &c);
@@ -5199,6 +5199,11 @@ static void cc_pair_up(struct pair *p, bool cc_on, uint64_t rate_bps)
 	cc_ops.note = cc_note;
 	for (i = 0; i < 2; i++)
 		p->qp[i]->ops = &cc_ops;
+}
+
+static void cc_pair_up(struct pair *p, bool cc_on, uint64_t rate_bps)
+{
+	cc_pair_up_cfg(p, pair_defaults(), cc_on, rate_bps);
 }
 
 static void cc_pair_down(struct pair *p)
@@ -5525,6 +5530,64 @@ START_TEST(test_cc_pacing)
 }
 END_TEST
 
+/* A paced QP asks for ACKs by time.  Over a link with a 10 ms round trip,
+ * A's rate cut to the 10 Mb/s floor, a 256 KiB WRITE: one 1 KiB packet
+ * per 0.87 ms (the rate rises first after 5 periods of a round trip), so
+ * the packet that asks by count (the 62nd, half the window) would leave
+ * 53 ms after the first, past A's 33.5 ms timer, which would fire again
+ * and again.  By time, a packet at least every half round trip (5 ms)
+ * asks: 5 packets at most between two that ask, and A's timer never
+ * fires. */
+START_TEST(test_cc_ackreq_paced)
+{
+	static uint8_t src[256 << 10], dst[256 << 10];
+	struct pair_cfg c = pair_defaults();
+	struct dr_mr *mr;
+	struct pair p;
+	unsigned i, asks = 0, since = 0, most = 0;
+
+	c.timeout = 13; /* 33.5 ms */
+	c.qp_flags[0] = DR_QP_ADAPTIVE_RTO;
+	c.rto_floor_ns[0] = dr_qp_timeout_ns(13);
+	cc_pair_up_cfg(&p, c, true, 10000000000ull);
+	p.sim.cfg.latency_ns = 5000000;
+	mr = reg(&p, 1, dst, sizeof(dst), DR_ACCESS_REMOTE_WRITE);
+	fill(src, sizeof(src), 13);
+	/* a round trip timed, then a cut (from DR_CC_MAX_MBPS: no sample
+	 * yet), the rate then put at the floor from the test's side */
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_WRITE, src, 8, 0, (uintptr_t)dst, mr->key,
+				   DR_WR_SIGNALED),
+			 0);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_ge(p.qp[0]->comp.srtt_ns, 10000000);
+	cc_inject_cnp(&p);
+	p.qp[0]->cc.rate_mbps = p.qp[0]->cc.target_mbps = DR_CC_MIN_MBPS;
+	p.qp[0]->cc.tokens = 0;
+	ccr->n[0] = 0;
+	ck_assert_int_eq(post_send(&p, 0, 2, DR_WR_WRITE, src, sizeof(src), 0, (uintptr_t)dst,
+				   mr->key, DR_WR_SIGNALED),
+			 0);
+	ck_assert(pair_run(&p));
+	ck_assert(!memcmp(src, dst, sizeof(dst)));
+	/* A's first 64 frames, 56 ms at 10 Mb/s: the AckReq bit (BTH byte 8,
+	 * bit 7) */
+	ck_assert_uint_eq(ccr->n[0], CC_FRAMES);
+	for (i = 0; i < CC_FRAMES; i++) {
+		if (ccr->f[0][i][42 + 8] & 0x80) {
+			asks++;
+			since = 0;
+		} else if (++since > most) {
+			most = since;
+		}
+	}
+	ck_assert_uint_ge(asks, CC_FRAMES / 6);
+	ck_assert_uint_le(most, 5);
+	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 0);
+	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 0);
+	cc_pair_down(&p);
+}
+END_TEST
+
 /* Go-back-N is a congestion signal for the window, not the rate: one lost
  * packet of a WRITE draws a sequence NAK, a resend and a halved window,
  * with or without DR_QP_CC; the rate stays unlimited (no CNP came, and
@@ -5724,6 +5787,7 @@ static Suite *qp_suite(void)
 	tcase_add_test(tc, test_cc_srtt_periods);
 	tcase_add_loop_test(tc, test_cc_ect, 0, 2);
 	tcase_add_test(tc, test_cc_pacing);
+	tcase_add_test(tc, test_cc_ackreq_paced);
 	tcase_add_loop_test(tc, test_cc_gbn_window, 0, 2);
 	tcase_add_test(tc, test_cc_gbn_hold);
 	tcase_add_test(tc, test_cc_gbn_queue);

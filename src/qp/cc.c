@@ -193,6 +193,32 @@ static uint32_t dr_cc_cut(struct dr_qp *qp, uint64_t now)
 	return old;
 }
 
+/*
+ * AckReq (B.2) for a paced QP: at least twice a smoothed round trip (and
+ * at most every DR_CC_ACKREQ_MIN_NS), as a QP held by its window asks
+ * every half window.  A requester asks for an ACK on a message's last
+ * packet and every DR_QP_MAX_PKT_PER_ACK packets or half window; paced to
+ * a few Mb/s, the packet that asks leaves after the retransmit timer has
+ * fired (62 packets at 10 Mb/s: 50 ms), and timeouts without progress can
+ * run a QP into its retry limit (netns-mpi did, with cuts from rates
+ * sampled over round trips, bench/PROFILE.md section 8).  asked: the
+ * packet asks anyway.  Returns whether it asks.
+ */
+bool dr_cc_ackreq(struct dr_qp *qp, bool asked)
+{
+	struct dr_cc *c = &qp->cc;
+	uint64_t now;
+
+	if (!c->limited)
+		return asked;
+	now = dr_qp_now(qp);
+	if (!asked && (now - c->ackreq_ns < qp->comp.srtt_ns / 2 ||
+	    now - c->ackreq_ns < DR_CC_ACKREQ_MIN_NS))
+		return false;
+	c->ackreq_ns = now;
+	return true;
+}
+
 void dr_cc_mark(const struct dr_qp *qp, struct dr_pkt_desc *d)
 {
 	/* ECT(0), as RoCEv2 RNICs mark data (DCQCN); ECT(1) is L4S's */

@@ -64,6 +64,9 @@ _Static_assert(DR_QP_RD_DEPTH <= 255 && DR_QP_RD_DEPTH >= DR_QP_MAX_UNACKED_PSNS
 #define DR_CC_MIN_MBPS	 10u
 #define DR_CC_MAX_MBPS	 100000u
 #define DR_CC_MEASURE_NS 100000u
+/* A paced QP asks for an ACK at least every half smoothed round trip, at
+ * most this often (cc.c dr_cc_ackreq). */
+#define DR_CC_ACKREQ_MIN_NS 50000u
 /* A go-back-N cuts the rate only above this much standing queue (cc.c
  * dr_cc_loss). */
 #define DR_CC_LOSS_QUEUE_NS 250000u
@@ -186,6 +189,7 @@ struct dr_cc {
 	uint64_t pace_ns; /* DR_REQ_WAIT_RATE until then; 0: no wait */
 	uint64_t meas_ns, meas_bytes;
 	uint32_t meas_mbps; /* measured sending rate */
+	uint64_t ackreq_ns; /* the last AckReq while limited (dr_cc_ackreq) */
 	bool cnp_any;	    /* the notification point's last CNP, at cnp_ns */
 	uint64_t cnp_ns;
 };
@@ -403,6 +407,7 @@ void dr_comp_rtt_start(struct dr_qp *qp, uint32_t psn);
 /* cc.c */
 void dr_cc_init(struct dr_qp *qp);
 /* ECT(0) on a data packet's IP header, when DR_QP_CC */
+bool dr_cc_ackreq(struct dr_qp *qp, bool asked);
 void dr_cc_mark(const struct dr_qp *qp, struct dr_pkt_desc *d);
 /* May the requester send a packet now?  If not, the pacer's deadline is
  * set (DR_REQ_WAIT_RATE); dr_cc_paced() resumes it. */
