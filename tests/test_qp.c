@@ -5555,9 +5555,9 @@ START_TEST(test_cc_ackreq_paced)
 	fill(src, sizeof(src), 13);
 	/* a round trip timed, then a cut (from DR_CC_MAX_MBPS: no sample
 	 * yet), the rate then put at the floor from the test's side */
-	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_WRITE, src, 8, 0, (uintptr_t)dst, mr->key,
-				   DR_WR_SIGNALED),
-			 0);
+	ck_assert_int_eq(
+	    post_send(&p, 0, 1, DR_WR_WRITE, src, 8, 0, (uintptr_t)dst, mr->key, DR_WR_SIGNALED),
+	    0);
 	ck_assert(pair_run(&p));
 	ck_assert_uint_ge(p.qp[0]->comp.srtt_ns, 10000000);
 	cc_inject_cnp(&p);

@@ -212,8 +212,8 @@ bool dr_cc_ackreq(struct dr_qp *qp, bool asked)
 	if (!c->limited)
 		return asked;
 	now = dr_qp_now(qp);
-	if (!asked && (now - c->ackreq_ns < qp->comp.srtt_ns / 2 ||
-	    now - c->ackreq_ns < DR_CC_ACKREQ_MIN_NS))
+	if (!asked &&
+	    (now - c->ackreq_ns < qp->comp.srtt_ns / 2 || now - c->ackreq_ns < DR_CC_ACKREQ_MIN_NS))
 		return false;
 	c->ackreq_ns = now;
 	return true;
