@@ -30,7 +30,8 @@
 #    QP counted CE and sent CNPs, every client QP received CNPs and cut
 #    its rate; the first CNPs, captured on the bridge, have every field
 #    RoCEv2 annex A17.9.3 gives them, as tshark decodes them;
-#  - on: fewer packets resent, in total, than off, with the most QPs (4);
+#  - on: with the most QPs (4), at least 3/4 of the goodput off (resends
+#    are compared and printed; see below why not asserted);
 #  - and, with congestion control on, droce-xfer moves 1 MiB WRITEs and
 #    READs through the same bottleneck on as many QPs at once, every byte
 #    checked.
@@ -235,19 +236,24 @@ for n in $QPS; do
 	on=$(awk -v n="$n" '$1 == n && $2 == 1 { s += $5 } END { print s + 0 }' "$tmp/rows")
 	echo "$n QPs: $on packets resent with congestion control, $off without"
 done
-# Fewer resent with congestion control, where the most QPs share the
-# bottleneck.  Not asserted for fewer QPs: two QPs oversubscribe the 40
-# Mbit/s only a little on a loaded 2-core host, and in 1 round of 3
-# (bench/cc-rows.txt) congestion control resent more (798 vs 703) while the
-# sums of the 3 rounds were 1501 vs 3317; with 4 QPs every round had
-# fewer (1844/3453, 1153/3789, 2060/6300).
+# With the most QPs: congestion control must not cost the goodput (at
+# least 3/4 of it without; the round-trip reference rates of stop 27 kept
+# 0.43-0.83 of it, bench/PROFILE.md section 8).  Resends are compared and
+# printed, not asserted: this test once asserted fewer resends with 4
+# QPs, which held on the host it was written on (1844/3453, 1153/3789,
+# 2060/6300 in 3 rounds), but on the hosts of stops 26-28 the difference
+# is 5-15 % against a spread of one 2 s round as large: one round of 4
+# QPs resent 0.86-0.95 as many in 6 runs here, 1.12 in one CI run, 1.06
+# in stop 26's (most of them in the first round trips, when every QP
+# starts at once, before any CNP).  bench/cc.sh measures it over rounds
+# (RESULTS.md, "Congestion control through a bottleneck").
 n=$(echo $QPS | awk '{ print $NF }')
-off=$(awk -v n="$n" '$1 == n && $2 == 0 { s += $5 } END { print s + 0 }' "$tmp/rows")
-on=$(awk -v n="$n" '$1 == n && $2 == 1 { s += $5 } END { print s + 0 }' "$tmp/rows")
-if [ "$on" -lt "$off" ]; then
-	echo "ok: $n QPs: $on packets resent with congestion control, fewer than $off without"
+off=$(awk -v n="$n" '$1 == n && $2 == 0 { s += $4 } END { print s + 0 }' "$tmp/rows")
+on=$(awk -v n="$n" '$1 == n && $2 == 1 { s += $4 } END { print s + 0 }' "$tmp/rows")
+if awk -v a="$on" -v b="$off" 'BEGIN { exit !(b > 0 && a >= 0.75 * b) }'; then
+	echo "ok: $n QPs: $on MB/s with congestion control, at least 3/4 of $off without"
 else
-	bad "$n QPs: $on packets resent with congestion control, not fewer than $off without"
+	bad "$n QPs: $on MB/s with congestion control, less than 3/4 of $off without"
 fi
 
 # every byte through the congested path, congestion control on
