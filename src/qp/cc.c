@@ -207,13 +207,14 @@ static uint32_t dr_cc_cut(struct dr_qp *qp, uint64_t now)
 bool dr_cc_ackreq(struct dr_qp *qp, bool asked)
 {
 	struct dr_cc *c = &qp->cc;
-	uint64_t now;
+	uint64_t now, gap = qp->comp.srtt_ns / 2;
 
 	if (!c->limited)
 		return asked;
 	now = dr_qp_now(qp);
-	if (!asked &&
-	    (now - c->ackreq_ns < qp->comp.srtt_ns / 2 || now - c->ackreq_ns < DR_CC_ACKREQ_MIN_NS))
+	if (gap < DR_CC_ACKREQ_MIN_NS)
+		gap = DR_CC_ACKREQ_MIN_NS;
+	if (!asked && now - c->ackreq_ns < gap)
 		return false;
 	c->ackreq_ns = now;
 	return true;

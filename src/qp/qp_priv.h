@@ -407,8 +407,10 @@ void dr_comp_rtt_start(struct dr_qp *qp, uint32_t psn);
 /* cc.c */
 void dr_cc_init(struct dr_qp *qp);
 /* ECT(0) on a data packet's IP header, when DR_QP_CC */
-bool dr_cc_ackreq(struct dr_qp *qp, bool asked);
 void dr_cc_mark(const struct dr_qp *qp, struct dr_pkt_desc *d);
+/* Does this request packet ask for an ACK (asked: B.2's own rules say so)?
+ * A paced QP also asks by time. */
+bool dr_cc_ackreq(struct dr_qp *qp, bool asked);
 /* May the requester send a packet now?  If not, the pacer's deadline is
  * set (DR_REQ_WAIT_RATE); dr_cc_paced() resumes it. */
 bool dr_cc_may_send(struct dr_qp *qp);
