@@ -221,6 +221,12 @@ __attribute__((target(VP_TARGET))) static uint32_t crc_vpclmul_raw(uint32_t c, c
 	r = _mm_ternarylogic_epi64(_mm512_castsi512_si128(x0), _mm512_extracti32x4_epi32(x0, 1),
 				   _mm512_extracti32x4_epi32(x0, 2), 0x96);
 	r = _mm_xor_si128(r, _mm512_extracti32x4_epi32(x0, 3));
+	/* Upper halves clean before any other code runs (GCC put no
+	 * VZEROUPPER before the tail call into slice-by-8): left dirty, every
+	 * legacy-SSE instruction after it, in droce, DPDK or libc, merges
+	 * them, and a zero-config veth moved a third less on an Intel Xeon
+	 * (bench/PROFILE.md section 7; test_wire's test_crc_upper_clean) */
+	_mm256_zeroupper();
 	return crc_pclmul_tail(r, p, len);
 }
 
@@ -292,6 +298,7 @@ crc_vpclmul_copy_raw(uint32_t c, const uint8_t *blk, uint8_t *q, const uint8_t *
 	r = _mm_ternarylogic_epi64(_mm512_castsi512_si128(x0), _mm512_extracti32x4_epi32(x0, 1),
 				   _mm512_extracti32x4_epi32(x0, 2), 0x96);
 	r = _mm_xor_si128(r, _mm512_extracti32x4_epi32(x0, 3));
+	_mm256_zeroupper(); /* as in crc_vpclmul_raw */
 	memcpy(q, p, len);
 	return crc_pclmul_tail(r, p, len);
 }
