@@ -539,6 +539,12 @@ void dr_port_batch_end(struct dr_port *p);
 void dr_port_batch_hold(struct dr_port *p);
 void dr_port_flush(struct dr_port *p);
 bool dr_port_tx_pending(const struct dr_port *p);
+/* Whether a transmit burst costs a system call (a kernel interface: the
+ * packet socket, net_af_packet, net_af_xdp, net_tap, net_pcap), so that
+ * frames are worth gathering into one burst even at the price of building
+ * them all first; false on memif, ring and NICs, where a burst is a store
+ * into shared memory or a doorbell. */
+bool dr_port_tx_syscall(const struct dr_port *p);
 
 /* The same for a frame in three pieces, as dr_pkt_build_split() makes them:
  * hdr (copied), payload (attached as an external mbuf buffer, not copied),

@@ -1433,6 +1433,8 @@ START_TEST(test_roce_zero_copy)
 	ck_assert_uint_eq(dr_port_max_window(a), 0);
 	/* a full ring holds the sender back: nothing lost (DR_QP_LOSSLESS) */
 	ck_assert(dr_port_lossless(a) && dr_port_lossless(b));
+	/* a burst into a ring is no system call: posts leave alone (dev_poll) */
+	ck_assert(!dr_port_tx_syscall(a) && !dr_port_tx_syscall(b));
 	ck_assert_int_eq(resolve_wait(a, b, IP_B, mac), 0);
 	check_zc(a, b, 4096);
 	check_zc(a, b, 1001); /* PadCnt 3 */
@@ -2093,6 +2095,7 @@ START_TEST(test_memif)
 		ck_assert_str_eq(dr_port_name(a), "net_memif0");
 		ck_assert_uint_eq(dr_port_max_window(a), 0);
 		ck_assert(dr_port_lossless(a) && dr_port_lossless(b));
+		ck_assert(!dr_port_tx_syscall(a) && !dr_port_tx_syscall(b));
 		ck_assert_int_eq(resolve_wait(a, b, IP_B, mac), 0);
 		dr_port_mac(b, mb);
 		ck_assert_mem_eq(mac, mb, 6);

@@ -887,10 +887,12 @@ static void dev_local_rx(void *ctx, const void *frame, size_t len)
 
 /*
  * One poll, its frames sent in one burst.  What posts queued (ep.c) leaves
- * first, with the ACKs held since the last poll behind it in the same
- * burst (one system call on a kernel port, not two: an 8 B ping-pong over
- * a veth 1.91 -> 1.80 us a half round trip, bench/PROFILE.md section 7),
- * before this poll's input.  Acknowledgements are coalesced (DR_QP_DEFER_ACK): one
+ * first, before this poll's input.  Where a burst is a system call
+ * (dr_port_tx_syscall) the ACKs held since the last poll go behind it in
+ * the same burst: one call, not two (an 8 B ping-pong over a veth 1.91 ->
+ * 1.80 us a half round trip); elsewhere it leaves alone, ahead of building
+ * them (over memif building them first cost the answer 1.70 -> 2.17 us a
+ * half round trip; bench/PROFILE.md section 7).  Acknowledgements are coalesced (DR_QP_DEFER_ACK): one
  * per QP per poll at most.  When the poll delivered completions to an
  * application that polls (app), the ACKs wait for its next poll, so that
  * neither this burst nor its answer to what just arrived queues behind
@@ -902,7 +904,7 @@ static void dev_local_rx(void *ctx, const void *frame, size_t len)
 static int dev_poll(struct dr_dev *dev, bool app)
 {
 	uint64_t done;
-	bool posted;
+	bool posted, together;
 	int ret;
 
 	/* the progress thread (!app) only try-locks: a holder is an
@@ -917,9 +919,14 @@ static int dev_poll(struct dr_dev *dev, bool app)
 		return 0;
 	}
 	posted = dr_port_tx_pending(dev->port);
+	/* what posts queued (ep.c) leaves first: alone where a burst is cheap,
+	 * with the ACKs behind it where it is a system call */
+	together = posted && dr_port_tx_syscall(dev->port);
+	if (posted && !together)
+		dr_port_flush(dev->port);
 	dr_port_batch_begin(dev->port);
 	dr_dev_flush_acks(dev);
-	if (posted) /* what posts queued (ep.c) leaves first, the ACKs behind it */
+	if (together)
 		dr_port_flush(dev->port);
 	done = dev->completions;
 	ret = dr_port_poll(dev->port);

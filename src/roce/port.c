@@ -779,6 +779,10 @@ static int start_device(struct dr_port *p, unsigned nb_mbufs, struct dr_port_err
 	/* dr_pk_tx: the kernel has copied what it took when it returns */
 	if (p->pk)
 		p->zc_sync = p->zero_copy;
+	p->tx_syscall = p->pk || (info.driver_name && (!strcmp(info.driver_name, "net_af_packet") ||
+						      !strcmp(info.driver_name, "net_af_xdp") ||
+						      !strcmp(info.driver_name, "net_tap") ||
+						      !strcmp(info.driver_name, "net_pcap")));
 	if (p->max_window)
 		dr_port_log(DR_PORT_LOG_INFO,
 			    "%s: net_af_xdp: QPs on this port leave at most %u PSNs unacknowledged",
@@ -1971,6 +1975,11 @@ void dr_port_flush(struct dr_port *p)
 bool dr_port_tx_pending(const struct dr_port *p)
 {
 	return p->txq_len != 0 || p->txb_len != 0;
+}
+
+bool dr_port_tx_syscall(const struct dr_port *p)
+{
+	return p->tx_syscall;
 }
 
 static void rx_one(struct dr_port *p, struct rte_mbuf *m, bool looped);

@@ -145,6 +145,7 @@ struct dr_port {
 	unsigned xdp_room;	      /* net_af_xdp: the data room that fits a umem page */
 	unsigned max_window;	      /* dr_port_max_window: PSNs, 0: no limit */
 	bool lossless;		      /* dr_port_lossless */
+	bool tx_syscall;	      /* dr_port_tx_syscall */
 	uint8_t *rx_scratch;	      /* buf_size bytes: linearised received frames */
 	uint8_t *tx_scratch;	      /* the same for the frame hook on sends */
 
