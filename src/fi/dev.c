@@ -892,14 +892,14 @@ static void dev_local_rx(void *ctx, const void *frame, size_t len)
  * the same burst: one call, not two (an 8 B ping-pong over a veth 1.91 ->
  * 1.80 us a half round trip); elsewhere it leaves alone, ahead of building
  * them (over memif building them first cost the answer 1.70 -> 2.17 us a
- * half round trip; bench/PROFILE.md section 7).  Acknowledgements are coalesced (DR_QP_DEFER_ACK): one
- * per QP per poll at most.  When the poll delivered completions to an
- * application that polls (app), the ACKs wait for its next poll, so that
- * neither this burst nor its answer to what just arrived queues behind
- * them; otherwise, and always for the progress thread, they leave with
- * this poll.  The progress thread polls when ACKs have waited one of its
- * naps (DR_DEV_CTRL_NAP_US), within the ACK delay droce announces in the
- * CM (DR_ACK_DELAY).
+ * half round trip; bench/PROFILE.md section 7).  Acknowledgements are
+ * coalesced (DR_QP_DEFER_ACK): one per QP per poll at most.  When the poll
+ * delivered completions to an application that polls (app), the ACKs wait
+ * for its next poll, so that neither this burst nor its answer to what
+ * just arrived queues behind them; otherwise, and always for the progress
+ * thread, they leave with this poll.  The progress thread polls when ACKs
+ * have waited one of its naps (DR_DEV_CTRL_NAP_US), within the ACK delay
+ * droce announces in the CM (DR_ACK_DELAY).
  */
 static int dev_poll(struct dr_dev *dev, bool app)
 {

@@ -780,9 +780,9 @@ static int start_device(struct dr_port *p, unsigned nb_mbufs, struct dr_port_err
 	if (p->pk)
 		p->zc_sync = p->zero_copy;
 	p->tx_syscall = p->pk || (info.driver_name && (!strcmp(info.driver_name, "net_af_packet") ||
-						      !strcmp(info.driver_name, "net_af_xdp") ||
-						      !strcmp(info.driver_name, "net_tap") ||
-						      !strcmp(info.driver_name, "net_pcap")));
+						       !strcmp(info.driver_name, "net_af_xdp") ||
+						       !strcmp(info.driver_name, "net_tap") ||
+						       !strcmp(info.driver_name, "net_pcap")));
 	if (p->max_window)
 		dr_port_log(DR_PORT_LOG_INFO,
 			    "%s: net_af_xdp: QPs on this port leave at most %u PSNs unacknowledged",
