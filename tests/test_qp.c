@@ -3538,6 +3538,31 @@ START_TEST(test_rto_floor_start)
 }
 END_TEST
 
+/* A (c->qp_flags[0]) and B (DR_QP_DEFER_ACK) 10 us apart, the QP's
+ * timeout 2^14, A's first sends that l names dropped; src filled, dst
+ * registered at B and zeroed; the warm-up WRITE of 8 bytes done and timed
+ * (the adaptive timeout 131072 ns). */
+static struct dr_mr *loss_pair_up(struct pair *p, struct pair_cfg *c, struct pu_loss *l,
+				  uint8_t *src, uint8_t *dst, size_t len, uint32_t seed)
+{
+	struct dr_mr *mr;
+
+	c->qp_flags[1] = DR_QP_DEFER_ACK;
+	c->timeout = 14;
+	c->sim = (struct dr_sim_cfg){
+	    .latency_ns = 10000, .flush_bursts = true, .fault = pu_loss_fault, .fault_arg = l};
+	pair_up(p, c);
+	fill(src, len, seed);
+	memset(dst, 0, len);
+	mr = reg(p, 1, dst, len, DR_ACCESS_REMOTE_WRITE);
+	ck_assert_int_eq(
+	    post_send(p, 0, 50, DR_WR_WRITE, src, 8, 0, (uintptr_t)dst, mr->key, DR_WR_SIGNALED),
+	    0);
+	ck_assert(pair_run(p));
+	ck_assert_uint_eq(p->qp[0]->comp.rto_base_ns, 131072);
+	return mr;
+}
+
 /* DR_QP_LOSSLESS is a presumption: the first loss ends it.  A (with
  * DR_QP_ADAPTIVE_RTO) sends a 10-packet WRITE after the warm-up, whose
  * first sends of some packets are lost: (0) the fourth, which B's
@@ -3559,19 +3584,7 @@ START_TEST(test_lossless_loss_seen)
 	struct pair p;
 
 	c.qp_flags[0] = DR_QP_ADAPTIVE_RTO | DR_QP_LOSSLESS | DR_QP_DEFER_ACK;
-	c.qp_flags[1] = DR_QP_DEFER_ACK;
-	c.timeout = 14;
-	c.sim = (struct dr_sim_cfg){
-	    .latency_ns = 10000, .flush_bursts = true, .fault = pu_loss_fault, .fault_arg = &l};
-	pair_up(&p, &c);
-	fill(src, sizeof(src), 37 + _i);
-	memset(dst, 0, sizeof(dst));
-	mr = reg(&p, 1, dst, sizeof(dst), DR_ACCESS_REMOTE_WRITE);
-	ck_assert_int_eq(
-	    post_send(&p, 0, 50, DR_WR_WRITE, src, 10, 0, (uintptr_t)dst, mr->key, DR_WR_SIGNALED),
-	    0);
-	ck_assert(pair_run(&p));
-	ck_assert_uint_eq(p.qp[0]->comp.rto_base_ns, 131072);
+	mr = loss_pair_up(&p, &c, &l, src, dst, sizeof(dst), 37 + _i);
 	l.from = dr_psn_add(c.psn_a, _i == 0 ? 4 : 6);
 	l.to = dr_psn_add(c.psn_a, _i == 0 ? 5 : 11);
 	l.armed = true;
@@ -3603,6 +3616,65 @@ START_TEST(test_lossless_loss_seen)
 	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), t0 + p.qp[0]->comp.rto_base_ns);
 	ck_assert_uint_lt(p.qp[0]->comp.rto_base_ns, qpt);
 	ck_assert(pair_run(&p));
+	pair_down(&p);
+}
+END_TEST
+
+/* A timeout whose resend is answered once is a loss (comp.c
+ * dr_comp_timeout_lost): a tail loss lowers the floor as a NAKed loss
+ * does, and ends a lossless port's presumption.  A and B 10 us apart, A
+ * with DR_QP_ADAPTIVE_RTO and (0) a first floor of 10 ms, the provider's
+ * on a kernel port, or (1) DR_QP_LOSSLESS, the QP's timeout 2^14.  Four
+ * one-packet WRITEs after the warm-up each lose their first send, with
+ * nothing behind it to draw a NAK (every loss of a ping-pong): each waits
+ * its timeout, is resent and answered once.  The next timeout judges the
+ * last: (0) the deadlines are 10, 10, 5, 2.5 ms after the posts, the floor
+ * 10 ms >> k after the k-th WRITE; (1) 67 ms twice, then the adaptive
+ * timeout.  Nothing is spurious, every WRITE lands byte-exact. */
+START_TEST(test_timeout_loss_floor)
+{
+	struct pair_cfg c = pair_defaults();
+	struct pu_loss l = {0};
+	static uint8_t src[64], dst[64];
+	const uint64_t floor = 10000000, qpt = dr_qp_timeout_ns(14);
+	struct dr_mr *mr;
+	struct pair p;
+
+	c.qp_flags[0] = DR_QP_ADAPTIVE_RTO | DR_QP_DEFER_ACK | (_i ? DR_QP_LOSSLESS : 0);
+	c.rto_floor_ns[0] = _i ? 0 : floor;
+	mr = loss_pair_up(&p, &c, &l, src, dst, sizeof(dst), 41 + _i);
+	for (unsigned k = 0; k < 4; k++) {
+		uint64_t t0 = p.sim.now_ns, want;
+		uint8_t *d = dst + 8 + 8 * k;
+
+		l.from = p.qp[0]->comp.psn;
+		l.to = dr_psn_add(l.from, 1);
+		l.armed = true;
+		ck_assert_int_eq(post_send(&p, 0, 1 + k, DR_WR_WRITE, src + 8 + 8 * k, 8, 0,
+					   (uintptr_t)d, mr->key, DR_WR_SIGNALED),
+				 0);
+		l.armed = false;
+		ck_assert_uint_eq(l.dropped, k + 1);
+		if (_i)
+			want = k < 2 ? qpt : 131072;
+		else
+			want = floor >> (k ? k - 1 : 0);
+		ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[0]), t0 + want);
+		ck_assert(pair_run(&p));
+		ck_assert_uint_eq(p.sim.end[0].nwc, 2 + k);
+		expect_wc(&p.sim.end[0].wc[1 + k], 1 + k, DR_WC_SUCCESS);
+		ck_assert_mem_eq(d, src + 8 + 8 * k, 8);
+		ck_assert_uint_eq(p.qp[0]->stats.timeouts, k + 1);
+		ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, k + 1);
+		ck_assert_uint_eq(p.qp[0]->stats.timeout_losses, k);
+		ck_assert_uint_eq(p.qp[0]->stats.spurious_timeouts, 0);
+		ck_assert_uint_eq(p.qp[1]->stats.rx_dup_reqs, 0);
+		if (_i)
+			ck_assert(!(p.qp[0]->flags & DR_QP_LOSSLESS) == (k >= 1));
+		else
+			ck_assert_uint_eq(p.qp[0]->comp.rto_floor_ns, floor >> k);
+	}
+	ck_assert_mem_eq(dst, src, 40);
 	pair_down(&p);
 }
 END_TEST
@@ -5763,6 +5835,7 @@ static Suite *qp_suite(void)
 	tcase_add_loop_test(tc, test_probe_tail_loss, 0, PU_KINDS);
 	tcase_add_test(tc, test_probe_hold_error);
 	tcase_add_loop_test(tc, test_lossless_loss_seen, 0, 2);
+	tcase_add_loop_test(tc, test_timeout_loss_floor, 0, 2);
 	tcase_add_test(tc, test_spurious_floor_loss);
 	tcase_add_test(tc, test_rto_floor_start);
 	tcase_add_test(tc, test_adaptive_rto_rnr_karn);

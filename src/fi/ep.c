@@ -338,13 +338,18 @@ static const struct fi_ops_ep ep_ops = {
 /* The retransmit timer's first floor on a port that may lose frames
  * (af_packet, af_xdp, a NIC): an answer there waits on two processes'
  * schedulers and the kernel's softirq, whose stalls on a shared host run
- * to milliseconds (bench/hoststall: 15-51 gaps over 0.1 ms and 3-9 over
- * 1 ms in 2 s on 2 cores), while an 8 B round trip measures 7 us and the
- * measured timeout is 131 us.  Started there, every benchmark session's
- * first row over a veth timed out 5-9 times before the floor its late
- * answers set held (bench/PROFILE.md section 8).  Losses bring it down
- * (each halves it), and so do quiet round trips, as for that floor. */
-#define DR_EP_RTO_FLOOR_NS 1000000ull
+ * to milliseconds (bench/hoststall on the 2-core Xeon host: 5-13 gaps
+ * over 1 ms in 10 s, the longest 2-3 ms; 4.5 ms logged over a veth, 20 ms
+ * once with compiles), while an 8 B round trip measures 7 us and the
+ * measured timeout is 131 us.  At 1 ms (stop 24) every 1 s ping-pong over
+ * a lossless veth still timed out once or twice; at 10 ms, the most a
+ * late answer raises it to (comp.c DR_RTO_FLOOR_LATE_MAX_NS), none did
+ * (bench/PROFILE.md section 8).  Losses bring it down: each one the QP
+ * sees halves it, a tail loss too once its resend is answered only once
+ * (comp.c dr_comp_spur_settle), so a lossy path pays the first few
+ * timeouts at 10, 5, 2.5 ... ms; and so do quiet round trips, as for the
+ * floor a late answer sets. */
+#define DR_EP_RTO_FLOOR_NS 10000000ull
 
 /* The endpoint's QP, its retransmit timer and the rings beside its queues
  * (dev->lock held).  0, or -FI_* with none of them left. */

@@ -86,7 +86,8 @@ static const struct counter_def qp_counters[] = {
 	QP_C(tx_seq_naks), QP_C(tx_rnr_naks), QP_C(tx_err_naks),
 	QP_C(rx_seq_naks), QP_C(rx_rnr_naks), QP_C(rx_err_naks),
 	QP_C(rx_dup_reqs), QP_C(rx_dropped), QP_C(timeouts), QP_C(retries),
-	QP_C(rnr_waits), QP_C(atomics_executed), QP_C(spurious_timeouts), QP_C(rx_rsp_ahead),
+	QP_C(rnr_waits), QP_C(atomics_executed), QP_C(spurious_timeouts), QP_C(timeout_losses),
+	QP_C(rx_rsp_ahead),
 	QP_C(ce_seen), QP_C(cnp_sent), QP_C(cnp_received), QP_C(rate_cuts), QP_C(cc_rate_mbps),
 	QP_C(rate_holds), QP_C(probe_undos),
 };

@@ -216,6 +216,8 @@ static void dr_comp_rtt_sample(struct dr_qp *qp)
  * reveals waits for the QP's timeout, once. */
 static void dr_comp_loss_seen(struct dr_qp *qp)
 {
+	/* the last timeout's episode is judged: a loss (one halving) */
+	qp->comp.spur_check = false;
 	if (qp->comp.rto_floor_ns) {
 		qp->comp.rto_floor_ns /= 2;
 		if (qp->comp.rto_floor_ns <= qp->comp.rto_base_ns)
@@ -396,6 +398,11 @@ static void dr_comp_progress(struct dr_qp *qp)
 		}
 		/* past < 0: part of the probe's answers; the rest follow */
 	}
+	/* what the last timeout resent is answered: a second answer shows
+	 * it spurious (dr_comp_check_psn); none by the next timeout, a loss
+	 * (dr_comp_timeout) */
+	if (qp->comp.spur_check && dr_psn_diff(qp->comp.psn, qp->comp.spur_psn) > 0)
+		qp->comp.spur_answered = true;
 	/* the last rewind's episode is over once its point is acknowledged */
 	if (qp->req.undo_ok && dr_psn_diff(qp->comp.psn, qp->req.undo_psn) >= 0)
 		qp->req.undo_ok = false;
@@ -432,6 +439,25 @@ void dr_comp_probe_settle(struct dr_qp *qp)
 	dr_comp_loss_seen(qp);
 	dr_req_run(qp);
 	dr_qp_timer_update(qp);
+}
+
+/*
+ * The last timeout's resend was answered, and never twice, by the time
+ * the next timeout fires: the last timeout was a loss (what it resent, or
+ * the answer to that, had been lost), not a stall of the peer or of this
+ * process.  It counts as one (dr_comp_loss_seen): the floor halves and a
+ * lossless port's presumption ends.  Before, only a loss that something
+ * behind it revealed (a sequence NAK, a READ response past a gap, a probe
+ * with nothing past its answer) did, and a loss with nothing behind it --
+ * every loss of a ping-pong -- lowered no floor: each cost the first floor
+ * until 10 s of quiet round trips had halved it.  Judged at the next
+ * timeout, not a round trip after the answer: an answer delayed on its
+ * way back comes after the resend's (test_spurious_timeout_probe).
+ */
+static void dr_comp_timeout_lost(struct dr_qp *qp)
+{
+	qp->stats.timeout_losses++;
+	dr_comp_loss_seen(qp);
 }
 
 enum dr_ack_result {
@@ -798,6 +824,10 @@ void dr_comp_timeout(struct dr_qp *qp)
 	}
 	qp->stats.timeouts++;
 	early = qp->comp.rto_armed_ns < dr_qp_timeout_ns(qp->attr.timeout);
+	/* the last one's resend was answered, never twice */
+	if (qp->comp.spur_check && qp->comp.spur_answered)
+		dr_comp_timeout_lost(qp);
+	qp->comp.spur_answered = false;
 	/* what it resends from here on, answered twice, shows it spurious */
 	if (!qp->comp.backoff)
 		qp->comp.spur_since_ns = armed_at;

@@ -806,6 +806,7 @@ static void dr_qp_to_rts(struct dr_qp *qp)
 	qp->req.undo_ok = false;
 	qp->req.state = DR_REQ_IDLE;
 	qp->comp.spur_check = false;
+	qp->comp.spur_answered = false;
 	qp->comp.rto_floor_ns = qp->rto_floor_init_ns; /* dr_qp_init_attr.rto_floor_ns */
 	qp->comp.floor_samples = 0;
 	qp->comp.floor_ns = dr_qp_now(qp);

@@ -282,6 +282,9 @@ struct dr_qp {
 		 * been armed: a duplicate answer this long after it shows how
 		 * late an answer may come (dr_comp_spurious) */
 		uint64_t spur_since_ns;
+		/* and it was answered: without a second answer by the next
+		 * timeout it was a loss (dr_comp_timeout) */
+		bool spur_answered;
 		uint64_t rto_floor_ns;
 		uint32_t floor_samples;
 		uint64_t floor_ns;
