@@ -500,8 +500,8 @@ LIMITS = {
            "memif (the ring update takes ≈ 300 ns to reach the other core) plus ≈ 450 ns of "
            "droce (post and build, parse, ICRC, responder, CQ; ≈ 7,300 instructions per "
            "round trip on the client, no single hot spot, PROFILE.md §0). With the client "
-           "in memif's zero-copy mode one copy a direction goes and the bound holds (the "
-           "zero-copy row).",
+           "in memif's zero-copy mode one copy a direction goes (the zero-copy row: about "
+           "0.1 us less).",
     "rate": "≈ 1,000–1,500 instructions per 8-byte message and side remain (parse, build, "
             "ICRC, the memif PMD, the CQ); in zero-copy mode each locked instruction after a "
             "send also waits for the cache lines the peer just read (PROFILE.md §0).",
