@@ -236,11 +236,17 @@ listening() { # pid ns port output what
 cap_start() { # ns iface file tshark-args...
 	cs_ns=$1 cs_if=$2 cs_f=$3
 	shift 3
+	rm -f "$cs_f" # cap_wait waits for tshark's
 	ip netns exec "$cs_ns" timeout -k 5 $((budget + 60)) "$TSHARK" -q -n -i "$cs_if" "$@" \
 		-w "$cs_f" >"$cs_f.log" 2>&1 &
 	cap_pids="$cap_pids $!"
 }
 
+# dumpcap prints "Capturing on" before it opens the interface; it writes
+# the file's header once the interface is open with its filter, and syncs
+# it out then.  A header is the sign: a capture of netns-ipv6 (make
+# distcheck, loaded host) missed the first 0.24 s of its interface's
+# frames, 0.3 s after the message.
 cap_wait() { # file...: each capture started by cap_start is capturing
 	cw_logs=""
 	for cw_f in "$@"; do
@@ -248,7 +254,17 @@ cap_wait() { # file...: each capture started by cap_start is capturing
 	done
 	# shellcheck disable=SC2086 # the log names
 	wait_all_lines 'Capturing on' 100 tshark $cw_logs
-	sleep 0.3
+	cw_i=0
+	for cw_f in "$@"; do
+		until [ -s "$cw_f" ]; do
+			cw_i=$((cw_i + 1))
+			if [ $cw_i -gt 100 ]; then
+				cat $cw_logs
+				hard "tshark wrote no header to $cw_f"
+			fi
+			sleep 0.1
+		done
+	done
 }
 
 # Every capture of cap_pids flushed and ended (after 0.5 s for the last
