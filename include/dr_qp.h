@@ -479,7 +479,7 @@ struct dr_qp_stats {
 	uint64_t timeout_losses;    /* answered once, a round trip passed: a loss */
 	uint64_t rx_rsp_ahead;	    /* READ responses past a missing one (one was lost) */
 	uint64_t probe_undos;	 /* a timeout's probe answered past it: resumed, nothing resent */
-	uint64_t cwnd_cuts;	 /* window halvings after a loss */
+	uint64_t cwnd_cuts;	 /* window halvings after a loss or a CNP */
 	/* DR_QP_CC: CE-marked packets received, CNPs sent for them (rate
 	 * limited), CNPs received, rate cuts (CNPs), and the
 	 * rate the requester is paced to now (Mb/s; 0: not limited) */

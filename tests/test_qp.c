@@ -5379,7 +5379,8 @@ START_TEST(test_cc_cnp_sent)
 	ck_assert_uint_eq(p.qp[0]->stats.cnp_received, 1);
 	ck_assert_uint_eq(p.qp[0]->stats.rate_cuts, 1);
 	ck_assert_uint_eq(ccr->nnote[0], 1);
-	ck_assert_str_eq(ccr->note[0][0], "CNP received: rate 100000 -> 50000 Mb/s");
+	ck_assert_str_eq(ccr->note[0][0],
+			 "CNP received: rate 100000 -> 50000 Mb/s, window 128 -> 64");
 	ck_assert(!memcmp(ccr->note_frame[0][0], ccr->f[1][0], ccr->len[1][0]));
 
 	/* the gap is over: the next CE draws a CNP again; ECT(0) does not */
@@ -5450,7 +5451,8 @@ START_TEST(test_cc_cut_recover)
 	cc_inject_cnp(&p);
 	ck_assert_uint_eq(p.qp[0]->stats.cnp_received, 2);
 	ck_assert_uint_eq(p.qp[0]->stats.rate_cuts, 1);
-	ck_assert_str_eq(ccr->note[0][1], "CNP received: rate 50000 -> 50000 Mb/s");
+	ck_assert_str_eq(ccr->note[0][1],
+			 "CNP received: rate 50000 -> 50000 Mb/s, window 64 -> 64");
 	/* one alpha period later: alpha 1024 - 64, the cut is smaller */
 	p.sim.now_ns = t0 + DR_CC_ALPHA_NS;
 	cc_inject_cnp(&p);
@@ -5460,7 +5462,8 @@ START_TEST(test_cc_cut_recover)
 	rc = cc_model_cut(rt, alpha);
 	ck_assert_uint_eq(rc, 26563);
 	ck_assert_uint_eq(p.qp[0]->stats.cc_rate_mbps, rc);
-	ck_assert_str_eq(ccr->note[0][2], "CNP received: rate 50000 -> 26563 Mb/s");
+	ck_assert_str_eq(ccr->note[0][2],
+			 "CNP received: rate 50000 -> 26563 Mb/s, window 64 -> 32");
 	ck_assert(pair_run(&p));
 
 	/* recovery, period by period from the second cut */
@@ -5489,7 +5492,8 @@ START_TEST(test_cc_cut_recover)
 	ck_assert_uint_eq(p.qp[0]->cc.meas_mbps, 4);
 	cc_inject_cnp(&p);
 	ck_assert_uint_eq(p.qp[0]->stats.cc_rate_mbps, DR_CC_MIN_MBPS);
-	ck_assert_str_eq(ccr->note[0][3], "CNP received: rate 4 -> 10 Mb/s");
+	/* the window grew back one a progressing ACK: 32 + 44 */
+	ck_assert_str_eq(ccr->note[0][3], "CNP received: rate 4 -> 10 Mb/s, window 76 -> 38");
 	cc_pair_down(&p);
 }
 END_TEST
@@ -5656,6 +5660,74 @@ START_TEST(test_cc_ackreq_paced)
 	ck_assert_uint_le(most, 5);
 	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 0);
 	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 0);
+	cc_pair_down(&p);
+}
+END_TEST
+
+/* A CNP that cuts the rate halves the PSN window (cc.c dr_cc_cnp_input):
+ * 128 -> 64 -> 32 -> 16 -> 8 -> 4, one cut a DR_CC_CUT_GAP_NS (srtt 0),
+ * never below DR_CC_MIN_CWND; a CNP inside the gap cuts nothing.  Then a
+ * 64 KiB WRITE loses its fifth frame: the sequence NAK halves the window,
+ * but not up to the loss floor of 16 (DR_QP_MIN_CWND): the resend leaves
+ * with the window CNPs left it plus the NAK's progress. */
+static struct dr_qp *ccw_qp;
+static uint32_t ccw_resend_cwnd;
+
+static enum dr_sim_action ccw_fault(void *arg, unsigned dir, uint64_t n, const struct dr_pkt *pkt)
+{
+	static uint32_t lost_psn;
+
+	cc_fault(arg, dir, n, pkt);
+	if (dir != 0)
+		return DR_SIM_PASS;
+	if (n == 5) {
+		lost_psn = pkt->psn;
+		return DR_SIM_DROP;
+	}
+	if (n > 5 && pkt->psn == lost_psn && !ccw_resend_cwnd)
+		ccw_resend_cwnd = ccw_qp->req.cwnd;
+	return DR_SIM_PASS;
+}
+
+START_TEST(test_cc_cnp_window)
+{
+	static uint8_t src[64 << 10], dst[64 << 10];
+	const uint64_t t0 = 1000000;
+	struct pair p;
+	unsigned k;
+
+	cc_pair_up(&p, true, 0);
+	ck_assert_uint_eq(p.qp[0]->req.cwnd, DR_QP_MAX_UNACKED_PSNS);
+	for (k = 0; k < 6; k++) {
+		uint32_t want = DR_QP_MAX_UNACKED_PSNS >> (k + 1);
+
+		p.sim.now_ns = t0 + k * DR_CC_CUT_GAP_NS;
+		cc_inject_cnp(&p);
+		ck_assert_uint_eq(p.qp[0]->stats.rate_cuts, k + 1);
+		ck_assert_uint_eq(p.qp[0]->req.cwnd, want > DR_CC_MIN_CWND ? want : DR_CC_MIN_CWND);
+	}
+	ck_assert_uint_eq(p.qp[0]->stats.cwnd_cuts, 5);
+	ck_assert_str_eq(ccr->note[0][4], "CNP received: rate 6250 -> 3125 Mb/s, window 8 -> 4");
+	ck_assert_str_eq(ccr->note[0][5], "CNP received: rate 3125 -> 1563 Mb/s, window 4 -> 4");
+	/* inside the gap: no cut at all */
+	p.sim.now_ns += DR_CC_CUT_GAP_NS - 1;
+	cc_inject_cnp(&p);
+	ck_assert_uint_eq(p.qp[0]->stats.rate_cuts, 6);
+	ck_assert_uint_eq(p.qp[0]->stats.cwnd_cuts, 5);
+	ck_assert_uint_eq(p.qp[0]->req.cwnd, DR_CC_MIN_CWND);
+
+	ccw_qp = p.qp[0];
+	ccw_resend_cwnd = 0;
+	p.sim.cfg.fault = ccw_fault;
+	p.sim.now_ns += DR_CC_CUT_GAP_NS;
+	fill(src, sizeof(src), 11);
+	post_write_to_b(&p, src, dst, sizeof(src), DR_WR_SIGNALED);
+	ck_assert(pair_run(&p));
+	ck_assert(!memcmp(src, dst, sizeof(dst)));
+	ck_assert_uint_eq(p.qp[0]->stats.rx_seq_naks, 1);
+	ck_assert_uint_eq(p.qp[0]->stats.cwnd_cuts, 6);
+	ck_assert_uint_gt(ccw_resend_cwnd, 0);
+	ck_assert_uint_lt(ccw_resend_cwnd, DR_QP_MIN_CWND);
 	cc_pair_down(&p);
 }
 END_TEST
@@ -5861,6 +5933,7 @@ static Suite *qp_suite(void)
 	tcase_add_loop_test(tc, test_cc_ect, 0, 2);
 	tcase_add_test(tc, test_cc_pacing);
 	tcase_add_test(tc, test_cc_ackreq_paced);
+	tcase_add_test(tc, test_cc_cnp_window);
 	tcase_add_loop_test(tc, test_cc_gbn_window, 0, 2);
 	tcase_add_test(tc, test_cc_gbn_hold);
 	tcase_add_test(tc, test_cc_gbn_queue);

@@ -300,17 +300,33 @@ void dr_cc_ce(struct dr_qp *qp, const struct dr_pkt *pkt)
 	dr_qp_send_frame(qp, &d);
 }
 
-/* The reaction point (A17.9.4): the peer saw CE on what this QP sent. */
+/*
+ * The reaction point (A17.9.4): the peer saw CE on what this QP sent.  The
+ * rate is cut (dr_cc_cut), and with it the PSN window halves, not below
+ * DR_CC_MIN_CWND, growing back one PSN per ACK that makes progress (B.1).
+ * The rate alone did not slow a QP whose window was its limit: a window
+ * of 128 packets leaves in a burst of about 100 us, the rate measured
+ * over it is the host's (Gb/s), and halving that paces nothing, while
+ * four such windows overflow a 64 KiB switch queue at once
+ * (bench/PROFILE.md section 8, "Stop 30").  The window is what a queue
+ * holds: halved at each episode's CNP it holds less.
+ */
 void dr_cc_cnp_input(struct dr_qp *qp, const struct dr_pkt *pkt)
 {
-	uint32_t old;
+	uint64_t cuts = qp->stats.rate_cuts;
+	uint32_t old, w = qp->req.cwnd;
 
 	qp->stats.cnp_received++;
 	if (!qp->cc.on)
 		return;
 	old = dr_cc_cut(qp, dr_qp_now(qp));
-	dr_qp_note(qp, pkt->frame, pkt->frame_len, "CNP received: rate %u -> %u Mb/s", old,
-		   qp->cc.rate_mbps);
+	if (qp->stats.rate_cuts != cuts && w > DR_CC_MIN_CWND) {
+		qp->req.cwnd = w / 2 > DR_CC_MIN_CWND ? w / 2 : DR_CC_MIN_CWND;
+		qp->stats.cwnd_cuts++;
+	}
+	dr_qp_note(qp, pkt->frame, pkt->frame_len,
+		   "CNP received: rate %u -> %u Mb/s, window %u -> %u", old, qp->cc.rate_mbps, w,
+		   qp->req.cwnd);
 }
 
 /*

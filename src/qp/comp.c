@@ -278,9 +278,13 @@ static void dr_comp_spurious(struct dr_qp *qp)
 /* A loss: go-back-N will resend what is in flight; halve the window. */
 static void dr_comp_cwnd_cut(struct dr_qp *qp)
 {
-	qp->req.cwnd /= 2;
-	if (qp->req.cwnd < DR_QP_MIN_CWND)
-		qp->req.cwnd = DR_QP_MIN_CWND;
+	uint32_t w = qp->req.cwnd / 2;
+
+	if (w < DR_QP_MIN_CWND)
+		w = DR_QP_MIN_CWND;
+	/* never up: CNPs may have taken it below the floor (cc.c) */
+	if (w < qp->req.cwnd)
+		qp->req.cwnd = w;
 	qp->stats.cwnd_cuts++;
 }
 

@@ -70,6 +70,9 @@ _Static_assert(DR_QP_RD_DEPTH <= 255 && DR_QP_RD_DEPTH >= DR_QP_MAX_UNACKED_PSNS
 /* A go-back-N cuts the rate only above this much standing queue (cc.c
  * dr_cc_loss). */
 #define DR_CC_LOSS_QUEUE_NS 250000u
+/* A CNP that cuts the rate halves the PSN window too, not below this
+ * (cc.c dr_cc_cnp_input); a loss then never raises it to DR_QP_MIN_CWND. */
+#define DR_CC_MIN_CWND 4u
 /* The pacer's bucket: this much sending time at the current rate, and at
  * least two frames, may leave back to back.  The deadline that refills it
  * is run by the caller's timers (src/fi: 20 us granularity), so a bucket
