@@ -476,7 +476,7 @@ struct dr_qp_stats {
 	uint64_t acks_coalesced; /* ACKs asked for that a later one covered */
 	uint64_t rtt_samples, early_timeouts; /* DR_QP_ADAPTIVE_RTO */
 	uint64_t spurious_timeouts; /* a timeout's resend answered twice: nothing was lost */
-	uint64_t timeout_losses;    /* answered once, a round trip passed: a loss */
+	uint64_t timeout_losses;    /* answered once, not twice by the next timeout: a loss */
 	uint64_t rx_rsp_ahead;	    /* READ responses past a missing one (one was lost) */
 	uint64_t probe_undos;	 /* a timeout's probe answered past it: resumed, nothing resent */
 	uint64_t cwnd_cuts;	 /* window halvings after a loss or a CNP */

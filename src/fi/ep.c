@@ -345,10 +345,10 @@ static const struct fi_ops_ep ep_ops = {
  * a lossless veth still timed out once or twice; at 10 ms, the most a
  * late answer raises it to (comp.c DR_RTO_FLOOR_LATE_MAX_NS), none did
  * (bench/PROFILE.md section 8).  Losses bring it down: each one the QP
- * sees halves it, a tail loss too once its resend is answered only once
- * (comp.c dr_comp_spur_settle), so a lossy path pays the first few
- * timeouts at 10, 5, 2.5 ... ms; and so do quiet round trips, as for the
- * floor a late answer sets. */
+ * sees halves it, a tail loss too once its resend has been answered only
+ * once by the next timeout (comp.c dr_comp_timeout_lost), so a lossy path
+ * pays its first timeouts at 10, 10, 5, 2.5 ... ms; and so do quiet round
+ * trips, as for the floor a late answer sets. */
 #define DR_EP_RTO_FLOOR_NS 10000000ull
 
 /* The endpoint's QP, its retransmit timer and the rings beside its queues
