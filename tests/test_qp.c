@@ -5380,7 +5380,7 @@ START_TEST(test_cc_cnp_sent)
 	ck_assert_uint_eq(p.qp[0]->stats.rate_cuts, 1);
 	ck_assert_uint_eq(ccr->nnote[0], 1);
 	ck_assert_str_eq(ccr->note[0][0],
-			 "CNP received: rate 100000 -> 50000 Mb/s, window 128 -> 64");
+			 "CNP received: rate 100000 -> 50000 Mb/s, window 16 -> 8");
 	ck_assert(!memcmp(ccr->note_frame[0][0], ccr->f[1][0], ccr->len[1][0]));
 
 	/* the gap is over: the next CE draws a CNP again; ECT(0) does not */
@@ -5451,8 +5451,7 @@ START_TEST(test_cc_cut_recover)
 	cc_inject_cnp(&p);
 	ck_assert_uint_eq(p.qp[0]->stats.cnp_received, 2);
 	ck_assert_uint_eq(p.qp[0]->stats.rate_cuts, 1);
-	ck_assert_str_eq(ccr->note[0][1],
-			 "CNP received: rate 50000 -> 50000 Mb/s, window 64 -> 64");
+	ck_assert_str_eq(ccr->note[0][1], "CNP received: rate 50000 -> 50000 Mb/s, window 8 -> 8");
 	/* one alpha period later: alpha 1024 - 64, the cut is smaller */
 	p.sim.now_ns = t0 + DR_CC_ALPHA_NS;
 	cc_inject_cnp(&p);
@@ -5462,8 +5461,7 @@ START_TEST(test_cc_cut_recover)
 	rc = cc_model_cut(rt, alpha);
 	ck_assert_uint_eq(rc, 26563);
 	ck_assert_uint_eq(p.qp[0]->stats.cc_rate_mbps, rc);
-	ck_assert_str_eq(ccr->note[0][2],
-			 "CNP received: rate 50000 -> 26563 Mb/s, window 64 -> 32");
+	ck_assert_str_eq(ccr->note[0][2], "CNP received: rate 50000 -> 26563 Mb/s, window 8 -> 4");
 	ck_assert(pair_run(&p));
 
 	/* recovery, period by period from the second cut */
@@ -5492,8 +5490,8 @@ START_TEST(test_cc_cut_recover)
 	ck_assert_uint_eq(p.qp[0]->cc.meas_mbps, 4);
 	cc_inject_cnp(&p);
 	ck_assert_uint_eq(p.qp[0]->stats.cc_rate_mbps, DR_CC_MIN_MBPS);
-	/* the window grew back one a progressing ACK: 32 + 44 */
-	ck_assert_str_eq(ccr->note[0][3], "CNP received: rate 4 -> 10 Mb/s, window 76 -> 38");
+	/* the window grew back one a progressing ACK: 4 + 44 */
+	ck_assert_str_eq(ccr->note[0][3], "CNP received: rate 4 -> 10 Mb/s, window 48 -> 24");
 	cc_pair_down(&p);
 }
 END_TEST
@@ -5639,6 +5637,9 @@ START_TEST(test_cc_ackreq_paced)
 	cc_inject_cnp(&p);
 	p.qp[0]->cc.rate_mbps = p.qp[0]->cc.target_mbps = DR_CC_MIN_MBPS;
 	p.qp[0]->cc.tokens = 0;
+	/* paced, not held by its window (halved by the CNP, grown from
+	 * DR_CC_INIT_CWND): the asks by count come every half window */
+	p.qp[0]->req.cwnd = p.qp[0]->max_window;
 	ccr->n[0] = 0;
 	ck_assert_int_eq(post_send(&p, 0, 2, DR_WR_WRITE, src, sizeof(src), 0, (uintptr_t)dst,
 				   mr->key, DR_WR_SIGNALED),
@@ -5664,9 +5665,10 @@ START_TEST(test_cc_ackreq_paced)
 }
 END_TEST
 
-/* A CNP that cuts the rate halves the PSN window (cc.c dr_cc_cnp_input):
- * 128 -> 64 -> 32 -> 16 -> 8 -> 4, one cut a DR_CC_CUT_GAP_NS (srtt 0),
- * never below DR_CC_MIN_CWND; a CNP inside the gap cuts nothing.  Then a
+/* A QP with congestion control starts with a window of DR_CC_INIT_CWND
+ * (16), not max_window.  A CNP that cuts the rate halves the PSN window
+ * (cc.c dr_cc_cnp_input): 16 -> 8 -> 4, one cut a DR_CC_CUT_GAP_NS (srtt
+ * 0), never below DR_CC_MIN_CWND; a CNP inside the gap cuts nothing.  Then a
  * 64 KiB WRITE loses its fifth frame: the sequence NAK halves the window,
  * but not up to the loss floor of 16 (DR_QP_MIN_CWND): the resend leaves
  * with the window CNPs left it plus the NAK's progress. */
@@ -5697,23 +5699,25 @@ START_TEST(test_cc_cnp_window)
 	unsigned k;
 
 	cc_pair_up(&p, true, 0);
-	ck_assert_uint_eq(p.qp[0]->req.cwnd, DR_QP_MAX_UNACKED_PSNS);
+	ck_assert_uint_eq(p.qp[0]->req.cwnd, DR_CC_INIT_CWND);
+	ck_assert_uint_eq(p.qp[0]->max_window, DR_QP_MAX_UNACKED_PSNS);
 	for (k = 0; k < 6; k++) {
-		uint32_t want = DR_QP_MAX_UNACKED_PSNS >> (k + 1);
+		uint32_t want = DR_CC_INIT_CWND >> (k + 1);
 
 		p.sim.now_ns = t0 + k * DR_CC_CUT_GAP_NS;
 		cc_inject_cnp(&p);
 		ck_assert_uint_eq(p.qp[0]->stats.rate_cuts, k + 1);
 		ck_assert_uint_eq(p.qp[0]->req.cwnd, want > DR_CC_MIN_CWND ? want : DR_CC_MIN_CWND);
 	}
-	ck_assert_uint_eq(p.qp[0]->stats.cwnd_cuts, 5);
-	ck_assert_str_eq(ccr->note[0][4], "CNP received: rate 6250 -> 3125 Mb/s, window 8 -> 4");
+	ck_assert_uint_eq(p.qp[0]->stats.cwnd_cuts, 2);
+	ck_assert_str_eq(ccr->note[0][1], "CNP received: rate 50000 -> 25000 Mb/s, window 8 -> 4");
+	ck_assert_str_eq(ccr->note[0][4], "CNP received: rate 6250 -> 3125 Mb/s, window 4 -> 4");
 	ck_assert_str_eq(ccr->note[0][5], "CNP received: rate 3125 -> 1563 Mb/s, window 4 -> 4");
 	/* inside the gap: no cut at all */
 	p.sim.now_ns += DR_CC_CUT_GAP_NS - 1;
 	cc_inject_cnp(&p);
 	ck_assert_uint_eq(p.qp[0]->stats.rate_cuts, 6);
-	ck_assert_uint_eq(p.qp[0]->stats.cwnd_cuts, 5);
+	ck_assert_uint_eq(p.qp[0]->stats.cwnd_cuts, 2);
 	ck_assert_uint_eq(p.qp[0]->req.cwnd, DR_CC_MIN_CWND);
 
 	ccw_qp = p.qp[0];
@@ -5725,7 +5729,7 @@ START_TEST(test_cc_cnp_window)
 	ck_assert(pair_run(&p));
 	ck_assert(!memcmp(src, dst, sizeof(dst)));
 	ck_assert_uint_eq(p.qp[0]->stats.rx_seq_naks, 1);
-	ck_assert_uint_eq(p.qp[0]->stats.cwnd_cuts, 6);
+	ck_assert_uint_eq(p.qp[0]->stats.cwnd_cuts, 3);
 	ck_assert_uint_gt(ccw_resend_cwnd, 0);
 	ck_assert_uint_lt(ccw_resend_cwnd, DR_QP_MIN_CWND);
 	cc_pair_down(&p);

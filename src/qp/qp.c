@@ -800,7 +800,9 @@ static void dr_qp_to_rts(struct dr_qp *qp)
 	qp->req.psn = qp->attr.sq_psn;
 	qp->req.wqe = qp->sq.tail;
 	qp->req.noack_pkts = 0;
-	qp->req.cwnd = qp->max_window;
+	/* DR_QP_CC: the window grows from DR_CC_INIT_CWND (qp_priv.h) */
+	qp->req.cwnd = qp->flags & DR_QP_CC && DR_CC_INIT_CWND < qp->max_window ? DR_CC_INIT_CWND
+										: qp->max_window;
 	qp->req.probe = false;
 	qp->req.probe_wait = false;
 	qp->req.undo_ok = false;

@@ -73,6 +73,14 @@ _Static_assert(DR_QP_RD_DEPTH <= 255 && DR_QP_RD_DEPTH >= DR_QP_MAX_UNACKED_PSNS
 /* A CNP that cuts the rate halves the PSN window too, not below this
  * (cc.c dr_cc_cnp_input); a loss then never raises it to DR_QP_MIN_CWND. */
 #define DR_CC_MIN_CWND 4u
+/* The window a QP with congestion control starts with, growing one PSN per
+ * ACK that makes progress up to max_window, as TCP's slow start.  Started
+ * at max_window (128), every QP through a bottleneck put its whole window
+ * into the queue at once, before any CNP could come back: through
+ * netns-cc's 40 Mbit/s tbf (64 KiB queue) 4 QPs resent 59 % of what they
+ * resent without congestion control, 30-37 % starting at 16
+ * (bench/PROFILE.md section 8, "Stop 30"). */
+#define DR_CC_INIT_CWND DR_QP_MIN_CWND
 /* The pacer's bucket: this much sending time at the current rate, and at
  * least two frames, may leave back to back.  The deadline that refills it
  * is run by the caller's timers (src/fi: 20 us granularity), so a bucket
