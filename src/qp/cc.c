@@ -157,20 +157,21 @@ static void dr_cc_measure(struct dr_qp *qp, uint64_t now, uint32_t bytes)
  * it does not reach (the rate recovered past what the host or the
  * application makes), that is the measured rate: a hardware RNIC's line
  * rate has no equivalent here, and halving a rate the QP never reaches
- * would not slow it.  Returns the rate before, in Mb/s.
+ * would not slow it.  Sets *old to the rate before, in Mb/s; returns
+ * whether it cut (not within an episode's gap).
  */
-static uint32_t dr_cc_cut(struct dr_qp *qp, uint64_t now)
+static bool dr_cc_cut(struct dr_qp *qp, uint64_t now, uint32_t *old)
 {
 	struct dr_cc *c = &qp->cc;
-	uint32_t base, old;
+	uint32_t base;
 
 	dr_cc_advance(qp, now);
 	base = c->limited ? c->rate_mbps : DR_CC_MAX_MBPS;
 	if (c->meas_mbps && base > c->meas_mbps + c->meas_mbps / 4)
 		base = c->meas_mbps;
-	old = c->limited ? c->rate_mbps : base;
+	*old = c->limited ? c->rate_mbps : base;
 	if (c->cut_any && now - c->cut_ns < dr_cc_period(qp, DR_CC_CUT_GAP_NS))
-		return old;
+		return false;
 	c->cut_any = true;
 	c->cut_ns = now;
 	c->target_mbps = base;
@@ -190,7 +191,7 @@ static uint32_t dr_cc_cut(struct dr_qp *qp, uint64_t now)
 	}
 	qp->stats.rate_cuts++;
 	dr_cc_publish(qp);
-	return old;
+	return true;
 }
 
 /*
@@ -313,14 +314,12 @@ void dr_cc_ce(struct dr_qp *qp, const struct dr_pkt *pkt)
  */
 void dr_cc_cnp_input(struct dr_qp *qp, const struct dr_pkt *pkt)
 {
-	uint64_t cuts = qp->stats.rate_cuts;
 	uint32_t old, w = qp->req.cwnd;
 
 	qp->stats.cnp_received++;
 	if (!qp->cc.on)
 		return;
-	old = dr_cc_cut(qp, dr_qp_now(qp));
-	if (qp->stats.rate_cuts != cuts && w > DR_CC_MIN_CWND) {
+	if (dr_cc_cut(qp, dr_qp_now(qp), &old) && w > DR_CC_MIN_CWND) {
 		qp->req.cwnd = w / 2 > DR_CC_MIN_CWND ? w / 2 : DR_CC_MIN_CWND;
 		qp->stats.cwnd_cuts++;
 	}
@@ -353,7 +352,9 @@ void dr_cc_loss(struct dr_qp *qp)
 		return;
 	now = dr_qp_now(qp);
 	if (min && qp->comp.srtt_ns > 2 * min + DR_CC_LOSS_QUEUE_NS) {
-		dr_cc_cut(qp, now);
+		uint32_t old;
+
+		dr_cc_cut(qp, now, &old);
 		return;
 	}
 	if (!c->limited)
