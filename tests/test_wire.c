@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <check.h>
 
@@ -166,22 +168,16 @@ static size_t l3_off(const uint8_t *f)
  * rest of the IP datagram up to the ICRC.  The datagram's end is taken from
  * the IP length field.
  */
-static uint32_t icrc_ref(const uint8_t *f)
+/* The same over headers ip[0..hl) (IPv4 or IPv6 by the version nibble),
+ * a payload and a pad given apart. */
+static uint32_t icrc_ref_parts(const uint8_t *ip, size_t hl, const uint8_t *payload, size_t len,
+			       const uint8_t *pad, size_t pad_len)
 {
-	static const uint8_t lrh[8] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
-	const uint8_t *ip = f + l3_off(f);
+	static const uint8_t lrh[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 	uint8_t m[IP6_LEN + UDP_LEN + BTH_LEN];
-	size_t iplen, n, end;
+	size_t iplen = (ip[0] >> 4) == 4 ? IP4_LEN : IP6_LEN, n = iplen + UDP_LEN + BTH_LEN;
 	uint32_t c;
 
-	if ((ip[0] >> 4) == 4) {
-		iplen = IP4_LEN;
-		end = get16(ip + 2);
-	} else {
-		iplen = IP6_LEN;
-		end = IP6_LEN + get16(ip + 4);
-	}
-	n = iplen + UDP_LEN + BTH_LEN;
 	memcpy(m, ip, n);
 	if (iplen == IP4_LEN) {
 		m[1] = 0xff;			  /* TOS */
@@ -196,7 +192,17 @@ static uint32_t icrc_ref(const uint8_t *f)
 	m[iplen + UDP_LEN + 4] = 0xff;		  /* FECN, BECN, resv6a */
 	c = crc_ref(0, lrh, sizeof(lrh));
 	c = crc_ref(c, m, n);
-	return crc_ref(c, ip + n, end - n - ICRC_LEN);
+	c = crc_ref(c, ip + n, hl - n);
+	c = crc_ref(c, payload, len);
+	return crc_ref(c, pad, pad_len);
+}
+
+static uint32_t icrc_ref(const uint8_t *f)
+{
+	const uint8_t *ip = f + l3_off(f);
+	size_t end = (ip[0] >> 4) == 4 ? get16(ip + 2) : IP6_LEN + get16(ip + 4);
+
+	return icrc_ref_parts(ip, end - ICRC_LEN, NULL, 0, NULL, 0);
 }
 
 /* ---- the opcode table, written out as the spec ------------------------------ */
@@ -757,11 +763,11 @@ START_TEST(test_crc_upper_clean)
 }
 END_TEST
 
-/* dr_icrc_frame_copy: the ICRC dr_icrc_frame gives and the payload
- * byte-exact in dst, for IPv4 and IPv6 header blocks of every length its
- * one-pass route takes (up to 56 bytes) and the next ones, payloads around
- * its 192-byte minimum and the 64/256-byte steps, with and without a pad,
- * each implementation; nothing written outside dst. */
+/* dr_icrc_frame and dr_icrc_frame_copy: the reference's ICRC, and the
+ * payload byte-exact in dst, for IPv4 and IPv6 header blocks of every
+ * length their one-pass route takes (up to 56 bytes) and the next ones,
+ * payloads around its 192-byte minimum and the 64/256-byte steps, with
+ * and without a pad, each implementation; nothing written outside dst. */
 START_TEST(test_icrc_frame_copy)
 {
 	static uint8_t l3[64 + 4096 + 8], dst[4096 + 128];
@@ -780,9 +786,11 @@ START_TEST(test_icrc_frame_copy)
 				rng_fill(l3, sizeof(l3));
 				/* IPv6 where the headers hold it (60 and 64) */
 				l3[0] = hl >= 60 && (pad || i % 2) ? 0x60 : 0x45;
+				want = icrc_ref_parts(l3, hl, l3 + hl, len, l3 + hl + len, pad);
 				ck_assert_int_eq(
-				    dr_icrc_frame(l3, hl, l3 + hl, len, l3 + hl + len, pad, &want),
+				    dr_icrc_frame(l3, hl, l3 + hl, len, l3 + hl + len, pad, &got),
 				    0);
+				ck_assert_msg(got == want, "hdr %zu len %zu pad %zu", hl, len, pad);
 				memset(dst, 0xa5, sizeof(dst));
 				ck_assert_int_eq(dr_icrc_frame_copy(l3, hl, l3 + hl, len,
 								    l3 + hl + len, pad, dst + 64,
@@ -798,6 +806,37 @@ START_TEST(test_icrc_frame_copy)
 			}
 		}
 	}
+}
+END_TEST
+
+/* The one-pass route loads the 64 bytes that end where the headers end,
+ * under a mask: headers at the start of a page after an inaccessible one
+ * must not fault, and give the reference's ICRC, each implementation. */
+START_TEST(test_icrc_frame_guard)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	uint8_t *map, *l3;
+	static uint8_t dst[2048];
+
+	if (!crc_use(_i))
+		return;
+	map = mmap(NULL, 3 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert(map != MAP_FAILED);
+	ck_assert_int_eq(mprotect(map, pg, PROT_NONE), 0);
+	l3 = map + pg;
+	rng_seed(8);
+	rng_fill(l3, 2 * pg);
+	l3[0] = 0x45;
+	for (size_t hl = 40; hl <= 56; hl += 4) {
+		uint32_t want = icrc_ref_parts(l3, hl, l3 + hl, 1024, NULL, 0), got;
+
+		ck_assert_int_eq(dr_icrc_frame(l3, hl, l3 + hl, 1024, NULL, 0, &got), 0);
+		ck_assert_msg(got == want, "%s hdr %zu", crc_impls[_i], hl);
+		ck_assert_int_eq(dr_icrc_frame_copy(l3, hl, l3 + hl, 1024, NULL, 0, dst, &got), 0);
+		ck_assert_msg(got == want, "%s copy hdr %zu", crc_impls[_i], hl);
+		ck_assert(!memcmp(dst, l3 + hl, 1024));
+	}
+	munmap(map, 3 * pg);
 }
 END_TEST
 
@@ -2736,6 +2775,7 @@ static Suite *wire_suite(void)
 	tcase_add_loop_test(tc, test_crc_continuation, 0, ARRAY_SIZE(crc_impls));
 	tcase_add_loop_test(tc, test_crc_copy, 0, ARRAY_SIZE(crc_impls));
 	tcase_add_loop_test(tc, test_icrc_frame_copy, 0, ARRAY_SIZE(crc_impls));
+	tcase_add_loop_test(tc, test_icrc_frame_guard, 0, ARRAY_SIZE(crc_impls));
 	tcase_add_test(tc, test_crc_upper_clean);
 
 	tc = wire_tcase(s, "icrc", 0, false);

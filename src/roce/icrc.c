@@ -184,28 +184,56 @@ __attribute__((target(VP_TARGET))) static inline __m512i fold512(__m512i x, __m5
 					 _mm512_clmulepi64_epi128(x, k, 0x11), d, 0x96);
 }
 
-__attribute__((target(VP_TARGET))) static uint32_t crc_vpclmul_raw(uint32_t c, const uint8_t *p,
-								 size_t len)
+/*
+ * The folding itself.  x0 stands for the 64 bytes before p (their CRC from
+ * zero is the register's); len >= 192.  With copy, every 64-byte block
+ * loaded is stored to *q as well as folded, so data read once is both
+ * checked and placed (dr_crc32_copy, dr_icrc_frame_copy).  Returns the
+ * 128-bit remainder for crc_pclmul_tail, *pp, *qq and *lenp advanced past
+ * what was folded (fewer than 64 bytes are left).  Inlined into each
+ * caller, copy a constant: no test in the loop.
+ */
+__attribute__((target(VP_TARGET), always_inline)) static inline __m128i
+vp_fold(__m512i x0, const uint8_t **pp, uint8_t **qq, size_t *lenp, bool copy)
 {
 	const __m512i k2048 = _mm512_broadcast_i32x4(_mm_set_epi64x(K2048_LO, K2048_HI));
 	const __m512i k512 = _mm512_broadcast_i32x4(_mm_set_epi64x(K2, K1));
 	/* lane i of the last register is folded 384 - 128 i bits; lane 3 is
 	 * added as it is (its constant 0 makes its product 0) */
 	const __m512i klanes = _mm512_set_epi64(0, 0, K4, K3, K256_LO, K256_HI, K384_LO, K384_HI);
-	__m512i x0, x1, x2, x3;
+	const uint8_t *p = *pp;
+	uint8_t *q = copy ? *qq : NULL;
+	size_t len = *lenp;
+	__m512i x1, x2, x3, d0, d1, d2, d3;
 	__m128i r;
 
-	x0 = _mm512_xor_si512(_mm512_loadu_si512(p), _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)c)));
-	x1 = _mm512_loadu_si512(p + 64);
-	x2 = _mm512_loadu_si512(p + 128);
-	x3 = _mm512_loadu_si512(p + 192);
-	p += 256;
-	len -= 256;
+	x1 = _mm512_loadu_si512(p);
+	x2 = _mm512_loadu_si512(p + 64);
+	x3 = _mm512_loadu_si512(p + 128);
+	if (copy) {
+		_mm512_storeu_si512(q, x1);
+		_mm512_storeu_si512(q + 64, x2);
+		_mm512_storeu_si512(q + 128, x3);
+		q += 192;
+	}
+	p += 192;
+	len -= 192;
 	while (len >= 256) {
-		x0 = fold512(x0, k2048, _mm512_loadu_si512(p));
-		x1 = fold512(x1, k2048, _mm512_loadu_si512(p + 64));
-		x2 = fold512(x2, k2048, _mm512_loadu_si512(p + 128));
-		x3 = fold512(x3, k2048, _mm512_loadu_si512(p + 192));
+		d0 = _mm512_loadu_si512(p);
+		d1 = _mm512_loadu_si512(p + 64);
+		d2 = _mm512_loadu_si512(p + 128);
+		d3 = _mm512_loadu_si512(p + 192);
+		if (copy) {
+			_mm512_storeu_si512(q, d0);
+			_mm512_storeu_si512(q + 64, d1);
+			_mm512_storeu_si512(q + 128, d2);
+			_mm512_storeu_si512(q + 192, d3);
+			q += 256;
+		}
+		x0 = fold512(x0, k2048, d0);
+		x1 = fold512(x1, k2048, d1);
+		x2 = fold512(x2, k2048, d2);
+		x3 = fold512(x3, k2048, d3);
 		p += 256;
 		len -= 256;
 	}
@@ -213,7 +241,12 @@ __attribute__((target(VP_TARGET))) static uint32_t crc_vpclmul_raw(uint32_t c, c
 	x2 = fold512(x1, k512, x2);
 	x3 = fold512(x2, k512, x3);
 	while (len >= 64) {
-		x3 = fold512(x3, k512, _mm512_loadu_si512(p));
+		d0 = _mm512_loadu_si512(p);
+		if (copy) {
+			_mm512_storeu_si512(q, d0);
+			q += 64;
+		}
+		x3 = fold512(x3, k512, d0);
 		p += 64;
 		len -= 64;
 	}
@@ -221,6 +254,30 @@ __attribute__((target(VP_TARGET))) static uint32_t crc_vpclmul_raw(uint32_t c, c
 	r = _mm_ternarylogic_epi64(_mm512_castsi512_si128(x0), _mm512_extracti32x4_epi32(x0, 1),
 				   _mm512_extracti32x4_epi32(x0, 2), 0x96);
 	r = _mm_xor_si128(r, _mm512_extracti32x4_epi32(x0, 3));
+	*pp = p;
+	if (copy)
+		*qq = q;
+	*lenp = len;
+	return r;
+}
+
+/* The first 64 bytes of p, the register c added in. */
+__attribute__((target(VP_TARGET))) static inline __m512i vp_first(uint32_t c, const uint8_t *p)
+{
+	return _mm512_xor_si512(_mm512_loadu_si512(p),
+				_mm512_zextsi128_si512(_mm_cvtsi32_si128((int)c)));
+}
+
+/* len >= 256 */
+__attribute__((target(VP_TARGET))) static uint32_t crc_vpclmul_raw(uint32_t c, const uint8_t *p,
+								   size_t len)
+{
+	__m512i x0 = vp_first(c, p);
+	__m128i r;
+
+	p += 64;
+	len -= 64;
+	r = vp_fold(x0, &p, NULL, &len, false);
 	/* Upper halves clean before any other code runs (GCC put no
 	 * VZEROUPPER before the tail call into slice-by-8): left dirty, every
 	 * legacy-SSE instruction after it, in droce, DPDK or libc, merges
@@ -230,76 +287,78 @@ __attribute__((target(VP_TARGET))) static uint32_t crc_vpclmul_raw(uint32_t c, c
 	return crc_pclmul_tail(r, p, len);
 }
 
-/*
- * crc_vpclmul_raw that also copies: every 64-byte block it loads is stored
- * to dst as well as folded, so data read once is both checked and placed
- * (dr_crc32_copy).  Same folding, same constants; len >= 256.  With blk,
- * the stream starts with those 64 bytes (not copied) and the register
- * must be 0: dr_icrc_frame_copy puts the frame's masked headers there, so
- * that headers and payload take one pass; len >= 192 then.
- */
+/* crc_vpclmul_raw that also copies p to q; len >= 256. */
 __attribute__((target(VP_TARGET))) static uint32_t
-crc_vpclmul_copy_raw(uint32_t c, const uint8_t *blk, uint8_t *q, const uint8_t *p, size_t len)
+crc_vpclmul_copy_raw(uint32_t c, uint8_t *q, const uint8_t *p, size_t len)
 {
-	const __m512i k2048 = _mm512_broadcast_i32x4(_mm_set_epi64x(K2048_LO, K2048_HI));
-	const __m512i k512 = _mm512_broadcast_i32x4(_mm_set_epi64x(K2, K1));
-	const __m512i klanes = _mm512_set_epi64(0, 0, K4, K3, K256_LO, K256_HI, K384_LO, K384_HI);
-	__m512i x0, x1, x2, x3, d0, d1, d2, d3;
+	__m512i x0 = vp_first(c, p);
 	__m128i r;
 
-	if (blk) {
-		x0 = _mm512_loadu_si512(blk);
-	} else {
-		d0 = _mm512_loadu_si512(p);
-		_mm512_storeu_si512(q, d0);
-		x0 = _mm512_xor_si512(d0, _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)c)));
-		p += 64;
-		q += 64;
-		len -= 64;
-	}
-	x1 = _mm512_loadu_si512(p);
-	x2 = _mm512_loadu_si512(p + 64);
-	x3 = _mm512_loadu_si512(p + 128);
-	_mm512_storeu_si512(q, x1);
-	_mm512_storeu_si512(q + 64, x2);
-	_mm512_storeu_si512(q + 128, x3);
-	p += 192;
-	q += 192;
-	len -= 192;
-	while (len >= 256) {
-		d0 = _mm512_loadu_si512(p);
-		d1 = _mm512_loadu_si512(p + 64);
-		d2 = _mm512_loadu_si512(p + 128);
-		d3 = _mm512_loadu_si512(p + 192);
-		_mm512_storeu_si512(q, d0);
-		_mm512_storeu_si512(q + 64, d1);
-		_mm512_storeu_si512(q + 128, d2);
-		_mm512_storeu_si512(q + 192, d3);
-		x0 = fold512(x0, k2048, d0);
-		x1 = fold512(x1, k2048, d1);
-		x2 = fold512(x2, k2048, d2);
-		x3 = fold512(x3, k2048, d3);
-		p += 256;
-		q += 256;
-		len -= 256;
-	}
-	x1 = fold512(x0, k512, x1);
-	x2 = fold512(x1, k512, x2);
-	x3 = fold512(x2, k512, x3);
-	while (len >= 64) {
-		d0 = _mm512_loadu_si512(p);
-		_mm512_storeu_si512(q, d0);
-		x3 = fold512(x3, k512, d0);
-		p += 64;
-		q += 64;
-		len -= 64;
-	}
-	x0 = fold512(x3, klanes, _mm512_maskz_mov_epi64(0xc0, x3));
-	r = _mm_ternarylogic_epi64(_mm512_castsi512_si128(x0), _mm512_extracti32x4_epi32(x0, 1),
-				   _mm512_extracti32x4_epi32(x0, 2), 0x96);
-	r = _mm_xor_si128(r, _mm512_extracti32x4_epi32(x0, 3));
+	_mm512_storeu_si512(q, _mm512_loadu_si512(p));
+	p += 64;
+	q += 64;
+	len -= 64;
+	r = vp_fold(x0, &p, &q, &len, true);
 	_mm256_zeroupper(); /* as in crc_vpclmul_raw */
 	memcpy(q, p, len);
+	return crc_pclmul_tail(r, p, len);
+}
+
+/*
+ * An IPv4 frame's ICRC over its headers and payload in one pass of the
+ * folding, with a copy of the payload to q if q (dr_icrc_frame,
+ * dr_icrc_frame_copy).  The stream it folds starts with one 64-byte block
+ * holding the 8 bytes of 0xFF and the masked headers, then the payload:
+ * a CRC register of 0 is not moved by leading zero bytes, and 0xFF..FF
+ * XORed into the first four of the 0xFF bytes (the register's usual
+ * start) leaves 00 00 00 00 FF FF FF FF; so zeros, those 8 bytes and the
+ * headers fill the block, which then stays where it is in the folding,
+ * the payload's loads and stores as aligned as it is.
+ *
+ * The block is built in a register, not in memory: the headers' last
+ * hdr_len bytes loaded under a mask (the bytes before l3 are not read),
+ * the ones ORed in from icrc_ones4 at the headers' offset.  Built in
+ * memory, with narrow stores for the masks, its wide loads could not be
+ * forwarded from those stores and waited for them to reach the cache:
+ * on the receiver of a zero-config veth that wait was 7 % of its CPU
+ * (bench/PROFILE.md section 7, stop 31).  hdr_len <= 56, the masked
+ * headers an IPv4 frame's (icrc_masked_len), len >= 192; the register
+ * returned is raw (not inverted).
+ */
+static const uint8_t icrc_ones4[128] = {
+    /* the last 4 of the 8 0xFF bytes */
+    [60] = 0xff,
+    [61] = 0xff,
+    [62] = 0xff,
+    [63] = 0xff,
+    /* IPv4 TOS, TTL, header checksum */
+    [64 + 1] = 0xff,
+    [64 + 8] = 0xff,
+    [64 + 10] = 0xff,
+    [64 + 11] = 0xff,
+    /* UDP checksum, BTH byte 4 */
+    [64 + 26] = 0xff,
+    [64 + 27] = 0xff,
+    [64 + 32] = 0xff,
+};
+
+__attribute__((target(VP_TARGET))) static uint32_t
+icrc_vpclmul4(const uint8_t *l3, size_t hdr_len, uint8_t *q, const uint8_t *p, size_t len)
+{
+	size_t s = 64 - hdr_len;
+	__m512i blk =
+	    _mm512_or_si512(_mm512_maskz_loadu_epi8(~0ull << s, (const void *)((uintptr_t)l3 - s)),
+			    _mm512_loadu_si512(icrc_ones4 + 64 - s));
+	__m128i r;
+
+	if (q) {
+		r = vp_fold(blk, &p, &q, &len, true);
+		_mm256_zeroupper();
+		memcpy(q, p, len);
+	} else {
+		r = vp_fold(blk, &p, NULL, &len, false);
+		_mm256_zeroupper();
+	}
 	return crc_pclmul_tail(r, p, len);
 }
 
@@ -341,7 +400,7 @@ uint32_t dr_crc32_copy(uint32_t crc, void *dst, const void *src, size_t len)
 {
 #if defined(__x86_64__)
 	if (use_vpclmul && len >= DR_CRC_VPCLMUL_MIN)
-		return ~crc_vpclmul_copy_raw(~crc, NULL, dst, src, len);
+		return ~crc_vpclmul_copy_raw(~crc, dst, src, len);
 #endif
 	/* below 256 bytes, or without AVX-512: two passes, the second over
 	 * what the first left in the cache */
@@ -461,6 +520,15 @@ int dr_icrc_frame(const void *l3, size_t hdr_len, const void *payload, size_t pa
 	size_t iplen;
 
 	if (hdr_len + payload_len + pad_len > sizeof(m)) {
+#if defined(__x86_64__)
+		/* one pass, as dr_icrc_frame_copy's without the copy */
+		if (use_vpclmul && hdr_len <= 56 && payload_len >= 192 &&
+		    icrc_masked_len(l3, hdr_len, &iplen)) {
+			*icrc = dr_icrc_update(
+			    ~icrc_vpclmul4(l3, hdr_len, NULL, payload, payload_len), pad, pad_len);
+			return 0;
+		}
+#endif
 		if (dr_icrc_start(l3, hdr_len, icrc))
 			return -1;
 		*icrc = dr_icrc_update(*icrc, payload, payload_len);
@@ -486,24 +554,11 @@ int dr_icrc_frame_copy(const void *l3, size_t hdr_len, const void *payload, size
 	size_t iplen;
 
 #if defined(__x86_64__)
-	/* One pass: the stream the CRC folds is 64 bytes holding the 8 bytes
-	 * of 0xFF and the masked headers, then the payload.  A CRC register
-	 * of 0 is not moved by leading zero bytes, and 0xFF..FF XORed into
-	 * the first four of the 0xFF bytes (the register's usual start)
-	 * leaves 00 00 00 00 FF FF FF FF: so zeros, those 8 bytes and the
-	 * headers fill the block in front of the payload, which then stays
-	 * where it is in the folding, its stores as aligned as dst. */
+	/* one pass over headers and payload, the payload placed on the way */
 	if (use_vpclmul && hdr_len <= 56 && payload_len >= 192 &&
 	    icrc_masked_len(l3, hdr_len, &iplen)) {
-		uint8_t blk[64] = {0};
-		size_t at = 56 - hdr_len; /* where the 8 bytes go */
-		uint32_t st;
-
-		memset(blk + at + 4, 0xff, 4);
-		memcpy(blk + at + 8, l3, 56 - at);
-		icrc_mask(blk + at + 8, iplen);
-		st = ~crc_vpclmul_copy_raw(0, blk, dst, payload, payload_len);
-		*icrc = dr_icrc_update(st, pad, pad_len);
+		*icrc = dr_icrc_update(~icrc_vpclmul4(l3, hdr_len, dst, payload, payload_len), pad,
+				       pad_len);
 		return 0;
 	}
 #endif
