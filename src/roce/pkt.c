@@ -206,11 +206,14 @@ static uint8_t *write_hdrs(const struct dr_pkt_desc *d, uint8_t *buf)
 	return l3;
 }
 
-int dr_pkt_build_split(const struct dr_pkt_desc *d, void *hdr, size_t cap, uint8_t trailer[7],
-		       unsigned *trailer_len)
+/* dr_pkt_build_split, the payload also copied to copy_to if not NULL (in
+ * the same pass as its ICRC). */
+static int build_split(const struct dr_pkt_desc *d, void *hdr, size_t cap, uint8_t trailer[7],
+		       unsigned *trailer_len, void *copy_to)
 {
 	int hl = dr_pkt_hdr_len(d);
 	unsigned pad = pad_of(d->payload_len);
+	size_t l3_len;
 	uint32_t icrc;
 	uint8_t *l3;
 
@@ -219,13 +222,23 @@ int dr_pkt_build_split(const struct dr_pkt_desc *d, void *hdr, size_t cap, uint8
 	if ((size_t)hl > cap)
 		return -ENOSPC;
 	l3 = write_hdrs(d, hdr);
+	l3_len = (size_t)hl - (size_t)(l3 - (uint8_t *)hdr);
 	memcpy(trailer, d->pad, pad);
 	/* cannot fail: write_hdrs wrote a whole IP/UDP/BTH */
-	(void)dr_icrc_frame(l3, (size_t)hl - (size_t)(l3 - (uint8_t *)hdr), d->payload,
-			    d->payload_len, trailer, pad, &icrc);
+	if (copy_to && d->payload_len)
+		(void)dr_icrc_frame_copy(l3, l3_len, d->payload, d->payload_len, trailer, pad,
+					 copy_to, &icrc);
+	else
+		(void)dr_icrc_frame(l3, l3_len, d->payload, d->payload_len, trailer, pad, &icrc);
 	dr_icrc_put(trailer + pad, icrc);
 	*trailer_len = pad + DR_ICRC_LEN;
 	return hl;
+}
+
+int dr_pkt_build_split(const struct dr_pkt_desc *d, void *hdr, size_t cap, uint8_t trailer[7],
+		       unsigned *trailer_len)
+{
+	return build_split(d, hdr, cap, trailer, trailer_len, NULL);
 }
 
 int dr_pkt_build(const struct dr_pkt_desc *d, void *buf, size_t cap)
@@ -242,13 +255,16 @@ int dr_pkt_build(const struct dr_pkt_desc *d, void *buf, size_t cap)
 	/* headers on the stack, then copied in whole: the IP checksum and
 	 * the ICRC read back what was written, and buf may be a device
 	 * buffer whose lines are still on their way (a shared ring the peer
-	 * has just read, in another core's cache) - reads of it would wait */
-	hl = dr_pkt_build_split(d, hdr, sizeof(hdr), trailer, &tl);
+	 * has just read, in another core's cache) - reads of it would wait.
+	 * The payload is written once, as its ICRC is computed; buf is not
+	 * read. */
+	hl = dr_pkt_hdr_len(d);
+	if (hl < 0)
+		return hl;
+	hl = build_split(d, hdr, sizeof(hdr), trailer, &tl, (uint8_t *)buf + hl);
 	if (hl < 0)
 		return hl;
 	memcpy(buf, hdr, (size_t)hl);
-	if (d->payload_len)
-		memcpy((uint8_t *)buf + hl, d->payload, d->payload_len);
 	memcpy((uint8_t *)buf + hl + d->payload_len, trailer, tl);
 	return fl;
 }
