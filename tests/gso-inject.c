@@ -10,9 +10,17 @@
  *   junk   one super-frame of 10 pieces of 1,000 bytes of noise from UDP
  *          port 49154 (no RoCE packet: bad BTHs, no valid ICRC): cut into
  *          10 frames of 1,042 bytes, each dropped by the parser.
+ *   roce   one super-frame of 4 RDMA WRITE MIDDLE packets of 1,024 bytes
+ *          from UDP port 49155 to QPN 0xabcde (which nobody holds), built
+ *          with their ICRCs as droce builds them, one payload byte of the
+ *          third flipped afterwards: the port checks each ICRC as it cuts
+ *          the super-frame (port_pk.c cut_fill), so the third must be
+ *          dropped as a bad ICRC and the other three reach the device,
+ *          which drops them for their unknown QPN.  Cut, each is a frame
+ *          of 1,082 bytes.
  *
  * usage: gso-inject IFACE SRC-IP DST-IP DST-MAC
- * Exit 0 when the kernel took both frames, 1 otherwise (with why), 77 when
+ * Exit 0 when the kernel took all three frames, 1 otherwise (with why), 77 when
  * it takes no UDP GSO from a packet socket (before Linux 6.2).
  */
 #include <arpa/inet.h>
@@ -28,6 +36,8 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
+
+#include "dr_roce.h"
 
 #ifndef VIRTIO_NET_HDR_GSO_UDP_L4
 #define VIRTIO_NET_HDR_GSO_UDP_L4 5
@@ -98,6 +108,60 @@ static int send_super(int fd, const uint8_t src_mac[6], const uint8_t dst_mac[6]
 	return 0;
 }
 
+/* The "roce" super-frame (above): 0 or -errno. */
+static int send_roce(int fd, const uint8_t src_mac[6], const uint8_t dst_mac[6], uint32_t sip,
+		     uint32_t dip)
+{
+	enum { N = 4, PAY = 1024 };
+	static uint8_t payload[PAY], frame[N][HDRS + 12 + PAY + 4], body[N * (12 + PAY + 4)];
+	struct virtio_net_hdr vh = {0};
+	struct iovec iov[3] = {{&vh, sizeof(vh)}, {frame[0], HDRS}, {body, sizeof(body)}};
+	uint8_t *ip = frame[0] + 14, *udp = frame[0] + 34;
+	size_t seg = 12 + PAY + 4;
+	struct dr_pkt_desc d;
+	uint32_t s;
+
+	for (unsigned i = 0; i < PAY; i++)
+		payload[i] = (uint8_t)(i * 7 + 3);
+	for (unsigned i = 0; i < N; i++) {
+		dr_pkt_desc_init(&d);
+		memcpy(d.dst_mac, dst_mac, 6);
+		memcpy(d.src_mac, src_mac, 6);
+		d.src_ip4 = ntohl(sip);
+		d.dst_ip4 = ntohl(dip);
+		d.ip_id = (uint16_t)(0x3000 + i); /* as the kernel numbers the pieces */
+		d.sport = 49155;
+		d.opcode = DR_OP_WRITE_MIDDLE;
+		d.dqpn = 0xabcde;
+		d.psn = 100 + i;
+		d.payload = payload;
+		d.payload_len = PAY;
+		if (dr_pkt_build(&d, frame[i], sizeof(frame[i])) != (int)sizeof(frame[i]))
+			return -EINVAL;
+		memcpy(body + i * seg, frame[i] + HDRS, seg);
+	}
+	body[2 * seg + 12 + 100] ^= 0x01; /* the third's payload, after its ICRC */
+	/* the first frame's headers with the whole run's lengths */
+	put16(ip + 2, 28 + sizeof(body));
+	put16(ip + 10, 0);
+	put16(ip + 10, ip_sum(ip));
+	put16(udp + 4, 8 + sizeof(body));
+	s = (ntohl(sip) >> 16) + (ntohl(sip) & 0xffff) + (ntohl(dip) >> 16) +
+	    (ntohl(dip) & 0xffff) + 17 + 8 + sizeof(body);
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	put16(udp + 6, s);
+	vh.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+	vh.gso_type = VIRTIO_NET_HDR_GSO_UDP_L4;
+	vh.gso_size = (uint16_t)seg;
+	vh.hdr_len = HDRS;
+	vh.csum_start = 34;
+	vh.csum_offset = 6;
+	if (writev(fd, iov, 3) < 0)
+		return -errno;
+	return 0;
+}
+
 static int parse_mac(const char *s, uint8_t mac[6])
 {
 	unsigned v[6];
@@ -144,11 +208,13 @@ int main(int argc, char **argv)
 	}
 	if (!r)
 		r = send_super(fd, src_mac, dst_mac, sip.s_addr, dip.s_addr, 1000, 10 * 1000, 2);
+	if (!r)
+		r = send_roce(fd, src_mac, dst_mac, sip.s_addr, dip.s_addr);
 	if (r) {
 		fprintf(stderr, "gso-inject: %s\n", strerror(-r));
 		return 1;
 	}
 	close(fd);
-	printf("gso-inject: 2 super-frames sent on %s\n", argv[1]);
+	printf("gso-inject: 3 super-frames sent on %s\n", argv[1]);
 	return 0;
 }

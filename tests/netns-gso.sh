@@ -198,15 +198,24 @@ expect "client: super-frames sent to a net_af_packet peer" "${1:-1}" eq 0
 # ---- run 4: hostile super-frames -------------------------------------------------
 # tests/gso-inject, from B's end, before the client connects: one cut at
 # gso_size 8 (below a BTH and an ICRC), refused whole; one of 10 pieces of
-# noise, cut into 10 frames of 1,042 bytes that the parser drops
+# noise, cut into 10 frames of 1,042 bytes that the parser drops; one of 4
+# RoCE packets, one with a bad ICRC
 xfer 4 packet -o write,read -S 4096,1048576 -I 2
 set -- $(gso "$tmp/r4.srv")
 expect "server: hostile super-frames refused (gso_size 8)" "${3:-0}" eq 1
-expect "server: super-frames received whole (noise, then B's)" "${2:-0}" ge 2
+expect "server: super-frames received whole (noise, RoCE, then B's)" "${2:-0}" ge 3
 expect "noise pieces in the server's capture" \
 	"$(count "$tmp/d4.pcapng" "ip.src == $IPB && udp.srcport == 49154 && frame.len == 1042")" eq 10
 expect "of them, marked dropped by droce" \
 	"$(count "$tmp/d4.pcapng" "udp.srcport == 49154 && frame.len == 1042 && frame.comment contains \"dropped\"")" eq 10
+# RoCE packets whose ICRCs the port checks as it cuts them: the third's
+# payload was changed after its ICRC, the others reach the device
+expect "RoCE pieces in the server's capture" \
+	"$(count "$tmp/d4.pcapng" "ip.src == $IPB && udp.srcport == 49155 && frame.len == 1082")" eq 4
+expect "of them, the changed one dropped for its ICRC" \
+	"$(count "$tmp/d4.pcapng" "udp.srcport == 49155 && ip.id == 0x3002 && frame.comment contains \"dropped: bad ICRC\"")" eq 1
+expect "of them, the others dropped for their QPN, not their ICRC" \
+	"$(count "$tmp/d4.pcapng" "udp.srcport == 49155 && ip.id != 0x3002 && frame.comment contains \"unknown_qpn\" && !(frame.comment contains \"ICRC\")")" eq 3
 
 [ "$fail" -eq 0 ] || exit 1
 echo "PASS: netns-gso ($(elapsed) s)"

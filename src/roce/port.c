@@ -2314,7 +2314,10 @@ static void rx_frame(struct dr_port *p, struct rte_mbuf *m, bool looped)
 		goto drop;
 	}
 	/* a place function needs the rx callback that accepts the frame */
-	v = dr_pkt_parse(data, len, p->place_fn && p->rx_fn ? DR_PARSE_DEFER_READ : 0, &pkt);
+	v = dr_pkt_parse(data, len,
+			 (p->place_fn && p->rx_fn ? DR_PARSE_DEFER_READ : 0) |
+			     (p->pk && !looped && dr_pk_icrc_ok(p, m) ? DR_PARSE_NO_ICRC : 0),
+			 &pkt);
 	if (v != DR_PKT_OK)
 		goto bad;
 	if (p->ipv6 ? !pkt.ip6 || memcmp(pkt.ip6->daddr, p->ip6, 16)

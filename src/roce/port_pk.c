@@ -31,10 +31,10 @@
  * the MTU, as net_af_packet's, polled without system calls.  A frame too
  * large for its slot (a super-frame crossing a veth whole) is kept whole
  * on the socket's queue as well (PACKET_COPY_THRESH) and its slot marked
- * TP_STATUS_COPY: in ring order it is read from there, scattered at the
- * vnet header's gso_size into one pool buffer per frame it carries, and
- * each gets the headers the kernel would have given it had it cut the
- * super-frame.
+ * TP_STATUS_COPY: in ring order it is read from there whole and cut at the
+ * vnet header's gso_size into one pool buffer per frame it carries, each
+ * packet's ICRC checked as it is copied (cut_fill), and each gets the
+ * headers the kernel would have given it had it cut the super-frame.
  *
  * The device the rest of the port sees is a net_ring ethdev on two idle
  * rings (control only: MAC, MTU, statistics); port.c calls dr_pk_rx and
@@ -78,6 +78,7 @@
 #define PK_MAX_SEGS   64 /* packets in one super-frame (the kernel takes 128) */
 #define PK_CUT_MAX    128 /* pieces of a received one: the kernel's UDP_MAX_SEGMENTS */
 #define PK_IOV	      (DR_PORT_TXQ * 6 + 4)
+#define PK_RSTAGE     65536u /* a super-frame's UDP payload (an IP packet's most) */
 
 struct dr_pk {
 	int fd;
@@ -102,6 +103,9 @@ struct dr_pk {
 	 * ns) in DPDK's rx timestamp field, flagged ts_flag (dr_pk_rx_time) */
 	int ts_off;
 	uint64_t ts_flag;
+	/* a piece whose ICRC was checked as it was cut (dr_pk_icrc_ok) */
+	uint64_t icrc_flag;
+	uint8_t *rstage; /* a super-frame read whole, PK_RSTAGE bytes */
 };
 
 static struct dr_pk *pk_of(const struct dr_port *p)
@@ -262,6 +266,11 @@ int dr_pk_plug(struct dr_port *p, const char *spec, bool gso, uint8_t mac[6],
 	/* without the field (DPDK refused it) frames carry no time */
 	if (rte_mbuf_dyn_rx_timestamp_register(&k->ts_off, &k->ts_flag) < 0)
 		k->ts_flag = 0;
+	/* without them super-frames are read into their pieces and each
+	 * piece's ICRC is checked by the parser */
+	k->rstage = malloc(PK_RSTAGE);
+	ret = rte_mbuf_dynflag_register(&(const struct rte_mbuf_dynflag){.name = "droce_icrc_ok"});
+	k->icrc_flag = ret >= 0 ? 1ull << ret : 0;
 	ret = pk_socket(p, k, err);
 	if (ret < 0)
 		return ret;
@@ -309,6 +318,7 @@ void dr_pk_free(struct dr_port *p)
 	while (k->cut_next < k->cut_len)
 		rte_pktmbuf_free(k->cut[k->cut_next++]);
 	free(k->peers);
+	free(k->rstage);
 	free(k);
 	p->pk = NULL;
 }
@@ -423,6 +433,13 @@ uint64_t dr_pk_rx_time(const struct dr_port *p, const struct rte_mbuf *m)
 	return *RTE_MBUF_DYNFIELD(m, k->ts_off, const rte_mbuf_timestamp_t *);
 }
 
+bool dr_pk_icrc_ok(const struct dr_port *p, const struct rte_mbuf *m)
+{
+	const struct dr_pk *k = pk_of(p);
+
+	return k && (m->ol_flags & k->icrc_flag);
+}
+
 static void slot_release(struct dr_pk *k, struct tpacket2_hdr *h)
 {
 	__atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
@@ -534,12 +551,50 @@ static void cut_slot(struct dr_port *p, struct dr_pk *k, const struct virtio_net
 		cut_finish(p, k, fr, n);
 }
 
+/* The pieces in k->cut (cut_finish) take their packets from src, the
+ * super-frame's UDP payload read whole: one copy by the kernel into one
+ * buffer, where it copied into each piece's buffer at a third of the
+ * speed (bench/PROFILE.md section 7, "Stop 31").  Each packet's ICRC is
+ * checked as it is copied, read once, and a piece whose ICRC holds is
+ * flagged so that the parser does not check it again (dr_pk_icrc_ok); a
+ * READ response is copied alone, its ICRC left for the pass that places
+ * its payload (DR_PARSE_DEFER_READ), and so is anything too short for
+ * the one-pass check. */
+static void cut_fill(struct dr_pk *k, const uint8_t *src)
+{
+	const size_t bth = sizeof(struct dr_bth);
+
+	for (unsigned i = 0; i < k->cut_len; i++) {
+		struct rte_mbuf *m = k->cut[i];
+		uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
+		size_t seg = m->data_len - PK_HDRS;
+		uint8_t op = src[0];
+		uint32_t icrc;
+
+		if (k->icrc_flag && seg >= bth + DR_ICRC_LEN + DR_ICRC_DEFER_MIN &&
+		    (op < DR_OP_READ_RSP_FIRST || op > DR_OP_READ_RSP_ONLY)) {
+			memcpy(d + PK_HDRS, src, bth);
+			if (!dr_icrc_frame_copy(d + sizeof(struct dr_eth_hdr),
+						PK_HDRS - sizeof(struct dr_eth_hdr) + bth,
+						src + bth, seg - bth - DR_ICRC_LEN, NULL, 0,
+						d + PK_HDRS + bth, &icrc) &&
+			    icrc == dr_icrc_get(src + seg - DR_ICRC_LEN))
+				m->ol_flags |= k->icrc_flag;
+			memcpy(d + PK_HDRS + seg - DR_ICRC_LEN, src + seg - DR_ICRC_LEN,
+			       DR_ICRC_LEN);
+		} else {
+			memcpy(d + PK_HDRS, src, seg);
+		}
+		src += seg;
+	}
+}
+
 /* The frame whose slot said TP_STATUS_COPY, read from the socket's queue
  * (in ring order): vh, hdr and len are the slot's vnet header, the first
  * PK_HDRS bytes it holds and the frame's length.  A super-frame is read
- * straight into the pieces it is cut into, one pool buffer each (scattered
- * by recvmsg at gso_size: no copy but the kernel's); a frame merely too
- * long for a slot into one pool buffer.  What droce would not take is
+ * into k->rstage and cut from there into one pool buffer a piece
+ * (cut_fill; without k->rstage, scattered straight into them by recvmsg);
+ * a frame merely too long for a slot into one pool buffer.  What droce would not take is
  * read to nothing (counted).  Returns the frame, or NULL with the pieces
  * in k->cut. */
 static struct rte_mbuf *take_copy(struct dr_port *p, struct dr_pk *k,
@@ -561,10 +616,13 @@ static struct rte_mbuf *take_copy(struct dr_port *p, struct dr_pk *k,
 			iov[mh.msg_iovlen++] = (struct iovec){d, len};
 	} else if (cut_ok(p, vh, hdr, len) && (n = cut_alloc(p, k, len, vh->gso_size)) != 0) {
 		iov[mh.msg_iovlen++] = (struct iovec){head, PK_HDRS};
-		for (i = 0; i < n; i++)
-			iov[mh.msg_iovlen++] =
-			    (struct iovec){rte_pktmbuf_mtod_offset(k->cut[i], uint8_t *, PK_HDRS),
-					   k->cut[i]->data_len - PK_HDRS};
+		if (k->rstage && len - PK_HDRS <= PK_RSTAGE)
+			iov[mh.msg_iovlen++] = (struct iovec){k->rstage, len - PK_HDRS};
+		else
+			for (i = 0; i < n; i++)
+				iov[mh.msg_iovlen++] = (struct iovec){
+				    rte_pktmbuf_mtod_offset(k->cut[i], uint8_t *, PK_HDRS),
+				    k->cut[i]->data_len - PK_HDRS};
 	}
 	/* with nothing to read into, the frame leaves the queue all the same */
 	r = recvmsg(k->fd, &mh, MSG_DONTWAIT);
@@ -580,8 +638,11 @@ static struct rte_mbuf *take_copy(struct dr_port *p, struct dr_pk *k,
 			rte_pktmbuf_free(k->cut[i]);
 		return NULL;
 	}
-	if (n)
+	if (n) {
 		cut_finish(p, k, head, n);
+		if (iov[2].iov_base == k->rstage)
+			cut_fill(k, k->rstage);
+	}
 	return m;
 }
 

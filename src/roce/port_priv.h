@@ -296,6 +296,9 @@ uint16_t dr_pk_rx(struct dr_port *p, struct rte_mbuf **pkts, uint16_t n);
 /* When the kernel received m, a frame dr_pk_rx returned (CLOCK_REALTIME
  * ns); 0 for any other frame. */
 uint64_t dr_pk_rx_time(const struct dr_port *p, const struct rte_mbuf *m);
+/* Whether m's ICRC was checked when its super-frame was cut (the parser
+ * need not check it again). */
+bool dr_pk_icrc_ok(const struct dr_port *p, const struct rte_mbuf *m);
 uint16_t dr_pk_tx(struct dr_port *p, struct rte_mbuf **pkts, uint16_t n);
 
 #endif /* DR_PORT_PRIV_H */
