@@ -321,7 +321,7 @@ crc_vpclmul_copy_raw(uint32_t c, uint8_t *q, const uint8_t *p, size_t len)
  * memory, with narrow stores for the masks, its wide loads could not be
  * forwarded from those stores and waited for them to reach the cache:
  * on the receiver of a zero-config veth that wait was 7 % of its CPU
- * (bench/PROFILE.md section 7, stop 31).  hdr_len <= 56, the masked
+ * (bench/PROFILE.md section 7, "Stop 31").  hdr_len <= 56, the masked
  * headers an IPv4 frame's (icrc_masked_len), len >= 192; the register
  * returned is raw (not inverted).
  */
