@@ -828,13 +828,17 @@ START_TEST(test_icrc_frame_guard)
 	rng_fill(l3, 2 * pg);
 	l3[0] = 0x45;
 	for (size_t hl = 40; hl <= 56; hl += 4) {
-		uint32_t want = icrc_ref_parts(l3, hl, l3 + hl, 1024, NULL, 0), got;
+		for (size_t len = 0; len <= 1024; len += len < 8 ? 8 : 1016) {
+			uint32_t want = icrc_ref_parts(l3, hl, l3 + hl, len, NULL, 0), got;
 
-		ck_assert_int_eq(dr_icrc_frame(l3, hl, l3 + hl, 1024, NULL, 0, &got), 0);
-		ck_assert_msg(got == want, "%s hdr %zu", crc_impls[_i], hl);
-		ck_assert_int_eq(dr_icrc_frame_copy(l3, hl, l3 + hl, 1024, NULL, 0, dst, &got), 0);
-		ck_assert_msg(got == want, "%s copy hdr %zu", crc_impls[_i], hl);
-		ck_assert(!memcmp(dst, l3 + hl, 1024));
+			ck_assert_int_eq(dr_icrc_frame(l3, hl, l3 + hl, len, NULL, 0, &got), 0);
+			ck_assert_msg(got == want, "%s hdr %zu len %zu", crc_impls[_i], hl, len);
+			ck_assert_int_eq(
+			    dr_icrc_frame_copy(l3, hl, l3 + hl, len, NULL, 0, dst, &got), 0);
+			ck_assert_msg(got == want, "%s copy hdr %zu len %zu", crc_impls[_i], hl,
+				      len);
+			ck_assert(!memcmp(dst, l3 + hl, len));
+		}
 	}
 	munmap(map, 3 * pg);
 }
