@@ -62,41 +62,26 @@ static unsigned ip_sum(const uint8_t *ip)
 	return ~s & 0xffff;
 }
 
-/* One super-frame: payload bytes of noise cut at gso_size.  0 or -errno. */
-static int send_super(int fd, const uint8_t src_mac[6], const uint8_t dst_mac[6], uint32_t sip,
-		      uint32_t dip, unsigned gso_size, unsigned payload, unsigned seed)
+/* Headers h (Ethernet, IPv4, UDP) given the lengths of a payload of len
+ * bytes, then sent with body as one super-frame cut at gso_size
+ * (CHECKSUM_PARTIAL: the UDP checksum field holds the pseudo header's
+ * sum).  0 or -errno. */
+static int send_gso(int fd, uint8_t h[HDRS], const uint8_t *body, size_t len, unsigned gso_size)
 {
-	static uint8_t body[65536];
-	uint8_t h[HDRS] = {0};
 	uint8_t *ip = h + 14, *udp = h + 34;
 	struct virtio_net_hdr vh = {0};
-	struct iovec iov[3] = {{&vh, sizeof(vh)}, {h, HDRS}, {body, payload}};
-	uint32_t s;
+	struct iovec iov[3] = {{&vh, sizeof(vh)}, {h, HDRS}, {(void *)body, len}};
+	uint32_t s = 17 + 8 + (uint32_t)len;
 
-	memcpy(h, dst_mac, 6);
-	memcpy(h + 6, src_mac, 6);
-	put16(h + 12, 0x0800);
-	ip[0] = 0x45;
-	put16(ip + 2, 28 + payload);
-	put16(ip + 4, seed);
-	put16(ip + 6, 0x4000); /* DF */
-	ip[8] = 64;
-	ip[9] = 17;
-	memcpy(ip + 12, &sip, 4);
-	memcpy(ip + 16, &dip, 4);
+	put16(ip + 2, 28 + (unsigned)len);
+	put16(ip + 10, 0);
 	put16(ip + 10, ip_sum(ip));
-	put16(udp, 0xc000 + seed);
-	put16(udp + 2, 4791);
-	put16(udp + 4, 8 + payload);
-	/* CHECKSUM_PARTIAL: the pseudo header's sum */
-	s = (ntohl(sip) >> 16) + (ntohl(sip) & 0xffff) + (ntohl(dip) >> 16) +
-	    (ntohl(dip) & 0xffff) + 17 + 8 + payload;
+	put16(udp + 4, 8 + (unsigned)len);
+	for (unsigned i = 12; i < 20; i += 2)
+		s += (uint32_t)ip[i] << 8 | ip[i + 1];
 	while (s >> 16)
 		s = (s & 0xffff) + (s >> 16);
 	put16(udp + 6, s);
-	srand(seed);
-	for (unsigned i = 0; i < payload; i++)
-		body[i] = (uint8_t)rand();
 	vh.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
 	vh.gso_type = VIRTIO_NET_HDR_GSO_UDP_L4;
 	vh.gso_size = (uint16_t)gso_size;
@@ -108,18 +93,40 @@ static int send_super(int fd, const uint8_t src_mac[6], const uint8_t dst_mac[6]
 	return 0;
 }
 
+/* One super-frame: payload bytes of noise cut at gso_size.  0 or -errno. */
+static int send_super(int fd, const uint8_t src_mac[6], const uint8_t dst_mac[6], uint32_t sip,
+		      uint32_t dip, unsigned gso_size, unsigned payload, unsigned seed)
+{
+	static uint8_t body[65536];
+	uint8_t h[HDRS] = {0};
+	uint8_t *ip = h + 14, *udp = h + 34;
+
+	memcpy(h, dst_mac, 6);
+	memcpy(h + 6, src_mac, 6);
+	put16(h + 12, 0x0800);
+	ip[0] = 0x45;
+	put16(ip + 4, seed);
+	put16(ip + 6, 0x4000); /* DF */
+	ip[8] = 64;
+	ip[9] = 17;
+	memcpy(ip + 12, &sip, 4);
+	memcpy(ip + 16, &dip, 4);
+	put16(udp, 0xc000 + seed);
+	put16(udp + 2, 4791);
+	srand(seed);
+	for (unsigned i = 0; i < payload; i++)
+		body[i] = (uint8_t)rand();
+	return send_gso(fd, h, body, payload, gso_size);
+}
+
 /* The "roce" super-frame (above): 0 or -errno. */
 static int send_roce(int fd, const uint8_t src_mac[6], const uint8_t dst_mac[6], uint32_t sip,
 		     uint32_t dip)
 {
 	enum { N = 4, PAY = 1024 };
 	static uint8_t payload[PAY], frame[N][HDRS + 12 + PAY + 4], body[N * (12 + PAY + 4)];
-	struct virtio_net_hdr vh = {0};
-	struct iovec iov[3] = {{&vh, sizeof(vh)}, {frame[0], HDRS}, {body, sizeof(body)}};
-	uint8_t *ip = frame[0] + 14, *udp = frame[0] + 34;
 	size_t seg = 12 + PAY + 4;
 	struct dr_pkt_desc d;
-	uint32_t s;
 
 	for (unsigned i = 0; i < PAY; i++)
 		payload[i] = (uint8_t)(i * 7 + 3);
@@ -142,24 +149,7 @@ static int send_roce(int fd, const uint8_t src_mac[6], const uint8_t dst_mac[6],
 	}
 	body[2 * seg + 12 + 100] ^= 0x01; /* the third's payload, after its ICRC */
 	/* the first frame's headers with the whole run's lengths */
-	put16(ip + 2, 28 + sizeof(body));
-	put16(ip + 10, 0);
-	put16(ip + 10, ip_sum(ip));
-	put16(udp + 4, 8 + sizeof(body));
-	s = (ntohl(sip) >> 16) + (ntohl(sip) & 0xffff) + (ntohl(dip) >> 16) +
-	    (ntohl(dip) & 0xffff) + 17 + 8 + sizeof(body);
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	put16(udp + 6, s);
-	vh.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
-	vh.gso_type = VIRTIO_NET_HDR_GSO_UDP_L4;
-	vh.gso_size = (uint16_t)seg;
-	vh.hdr_len = HDRS;
-	vh.csum_start = 34;
-	vh.csum_offset = 6;
-	if (writev(fd, iov, 3) < 0)
-		return -errno;
-	return 0;
+	return send_gso(fd, frame[0], body, sizeof(body), (unsigned)seg);
 }
 
 static int parse_mac(const char *s, uint8_t mac[6])
