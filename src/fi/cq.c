@@ -164,8 +164,12 @@ int dr_cq_push(struct dr_cq *cq, const struct dr_cq_ent *e)
 		return -FI_ENOMEM;
 	}
 	*cq_at(cq, cq->count) = *e;
-	/* released: a lockless reader that sees the count sees the entry */
-	if (__atomic_fetch_add(&cq->count, 1, __ATOMIC_RELEASE) == 0)
+	/* released: a lockless reader that sees the count sees the entry.  A
+	 * store, not an atomic add: every writer of count holds cq->lock, and
+	 * a locked add here waited for the store buffer to drain (the frame
+	 * just built, this entry), most of the cost of a completion */
+	__atomic_store_n(&cq->count, cq->count + 1, __ATOMIC_RELEASE);
+	if (cq->count == 1)
 		dr_wait_signal(&cq->wait);
 	dr_spin_unlock(&cq->lock);
 	return 0;

@@ -199,7 +199,10 @@ struct dr_cc {
 	uint64_t tok_ns;
 	uint64_t pace_ns; /* DR_REQ_WAIT_RATE until then; 0: no wait */
 	uint64_t meas_ns, meas_bytes;
-	uint32_t meas_mbps; /* measured sending rate */
+	uint32_t meas_pkts;  /* packets in the period so far */
+	uint32_t meas_every; /* read the clock every this many packets (>= 1) */
+	uint32_t meas_left;  /* packets before the next read */
+	uint32_t meas_mbps;  /* measured sending rate */
 	uint64_t ackreq_ns; /* the last AckReq while limited (dr_cc_ackreq) */
 	bool cnp_any;	    /* the notification point's last CNP, at cnp_ns */
 	uint64_t cnp_ns;
