@@ -337,6 +337,18 @@ scenario_end() {
 			echo "    guest rxe counters / kernel messages (non-zero):"
 			sed 's/^/      /' "$S_DIR/guest-counters.txt" | head -20
 		fi
+		# a failed step: the path's own state, for a guest that stopped
+		# sending (once, stop 31: no RoCE, TCP or ARP from it for 130 s)
+		if [ $S_FAIL != 0 ]; then
+			{
+				g_run 20 "cat /proc/net/dev; cd /sys/class/net/eth0 && grep -H . queues/tx-*/tx_timeout carrier operstate statistics/tx_* statistics/rx_dropped statistics/rx_errors; dmesg | grep -iE 'virtio|eth0|watchdog|timed out' | grep -v 'speed is unknown' | tail -10"
+				echo "host: qemu pid $IX_QEMU_PID, state $(awk '/^State/ {print $2}' /proc/$IX_QEMU_PID/status 2>/dev/null), wchan $(cat /proc/$IX_QEMU_PID/wchan 2>/dev/null)"
+				ix_nsx ip -s link show tap1
+				ix_nsx tc -s qdisc show dev tap1
+			} >"$S_DIR/guest-net.txt" 2>&1
+			echo "    the guest's network path (guest-net.txt):"
+			sed 's/^/      /' "$S_DIR/guest-net.txt" | head -60
+		fi
 	fi
 	ix_guest_stop
 	ix_cap_stop
