@@ -313,6 +313,10 @@ struct dr_qp_ops {
 	void (*xmit_split)(void *ctx, struct dr_qp *qp, const void *hdr, size_t hdr_len,
 			   const void *payload, size_t payload_len, const void *trailer,
 			   size_t trailer_len);
+	/* Optional: dr_req_run sent packets, and unacked of the QP's PSNs are
+	 * now sent and not acknowledged (the transmit batch may let what it
+	 * holds leave before the receiver runs dry) */
+	void (*sent)(void *ctx, struct dr_qp *qp, uint32_t unacked);
 	uint64_t (*now_ns)(void *ctx);
 	void (*timer_set)(void *ctx, struct dr_qp *qp, uint64_t deadline_ns);
 	void (*complete)(void *ctx, struct dr_qp *qp, const struct dr_wc *wc);

@@ -1854,6 +1854,45 @@ START_TEST(test_batch_nested)
 }
 END_TEST
 
+/* dr_port_tx_early: what the batch holds leaves once it is at least half
+ * of what the requester has unacknowledged (the receiver would otherwise
+ * run dry), else it waits; an empty batch sends nothing. */
+START_TEST(test_batch_early)
+{
+	struct dr_port *a, *b;
+	struct dr_port_stats s0;
+	struct seq_sink ss;
+	unsigned i;
+
+	batch_pair(&a, &b, &ss);
+	dr_port_get_stats(a, &s0);
+	dr_port_batch_begin(a);
+	dr_port_tx_early(a, 0);
+	expect_tx(a, &s0, 0, 0);
+	for (i = 0; i < 3; i++)
+		send_seq(a, b, i);
+	dr_port_tx_early(a, 7); /* 3 held, 4 at the receiver: they wait */
+	expect_tx(a, &s0, 0, 0);
+	expect_nothing(b, &ss, 0);
+	dr_port_tx_early(a, 6); /* 3 held, 3 at the receiver: they go */
+	expect_tx(a, &s0, 1, 3);
+	expect_seqs(b, &ss, 3);
+	dr_port_tx_early(a, 1);
+	expect_tx(a, &s0, 1, 3);
+	send_seq(a, b, 3);
+	dr_port_tx_early(a, 3);
+	expect_tx(a, &s0, 1, 3);
+	expect_nothing(b, &ss, 3);
+	dr_port_tx_early(a, 2);
+	expect_tx(a, &s0, 2, 4);
+	dr_port_batch_end(a);
+	expect_tx(a, &s0, 2, 4);
+	expect_tx_kept(a, &s0);
+	expect_seqs(b, &ss, 4);
+	close_pair(a, b);
+}
+END_TEST
+
 /* With a frame hook set frames are not batched: inside a batch each send
  * is its own burst, seen by the hook and received by b at once; the end of
  * the batch has nothing left to send. */
@@ -2242,6 +2281,7 @@ int main(void)
 	tcase_add_test(tc, test_batch_send);
 	tcase_add_test(tc, test_batch_full);
 	tcase_add_test(tc, test_batch_nested);
+	tcase_add_test(tc, test_batch_early);
 	tcase_add_test(tc, test_batch_hook);
 	tcase_add_test(tc, test_capture);
 	tcase_add_test(tc, test_reopen);

@@ -657,6 +657,56 @@ START_TEST(test_op_sizes)
 }
 END_TEST
 
+/* The requester tells what it has unacknowledged after each run that sent
+ * something (dr_qp_ops.sent, which the port's transmit batch acts on):
+ * every packet of a WRITE, the PSNs a READ's responses will use, counted
+ * from the first PSN not acknowledged. */
+START_TEST(test_sent_unacked)
+{
+	struct pair_cfg c = pair_defaults();
+	uint8_t *src = malloc(8192), *dst = malloc(8192);
+	struct dr_mr *smr, *dmr;
+	struct pair p;
+
+	c.pmtu = 1024;
+	pair_up(&p, &c);
+	fill(src, 8192, 5);
+	memset(dst, 0, 8192);
+	smr = reg(&p, 0, src, 8192, DR_ACCESS_LOCAL_WRITE);
+	dmr = reg(&p, 1, dst, 8192,
+		  DR_ACCESS_LOCAL_WRITE | DR_ACCESS_REMOTE_WRITE | DR_ACCESS_REMOTE_READ);
+	ck_assert_uint_eq(p.sim.end[0].sent_calls, 0);
+	ck_assert_int_eq(post_send(&p, 0, 7, DR_WR_WRITE, src, 3 * 1024, smr->key, (uintptr_t)dst,
+				   dmr->key, DR_WR_SIGNALED),
+			 0);
+	ck_assert_uint_eq(p.sim.end[0].sent_calls, 1); /* one run, three packets */
+	ck_assert_uint_eq(p.sim.end[0].sent_unacked, 3);
+	ck_assert_int_eq(post_send(&p, 0, 8, DR_WR_READ, src + 4096, 2048, smr->key,
+				   (uintptr_t)dst + 4096, dmr->key, DR_WR_SIGNALED),
+			 0);
+	ck_assert_uint_eq(p.sim.end[0].sent_calls, 2);
+	ck_assert_uint_eq(p.sim.end[0].sent_unacked, 5);
+	ck_assert_int_eq(post_send(&p, 0, 9, DR_WR_WRITE, src + 6144, 100, smr->key,
+				   (uintptr_t)dst + 6144, dmr->key, DR_WR_SIGNALED),
+			 0);
+	ck_assert_uint_eq(p.sim.end[0].sent_unacked, 6);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.end[0].nwc, 3);
+	ck_assert(memcmp(src, dst, 3 * 1024) == 0);
+	ck_assert(memcmp(src + 6144, dst + 6144, 100) == 0);
+	/* all acknowledged: the next packet is the only one out */
+	ck_assert_int_eq(post_send(&p, 0, 10, DR_WR_WRITE, src, 1, smr->key, (uintptr_t)dst,
+				   dmr->key, DR_WR_SIGNALED),
+			 0);
+	ck_assert_uint_eq(p.sim.end[0].sent_unacked, 1);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.end[0].nwc, 4);
+	pair_down(&p);
+	free(src);
+	free(dst);
+}
+END_TEST
+
 /* ---- atomics -------------------------------------------------------------------- */
 
 START_TEST(test_atomics)
@@ -5844,6 +5894,7 @@ static Suite *qp_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_qp_states);
 	tcase_add_loop_test(tc, test_op_sizes, 0, (int)(N_OPS * npm * N_SIZES));
+	tcase_add_test(tc, test_sent_unacked);
 	tcase_add_test(tc, test_atomics);
 	tcase_add_test(tc, test_sgl_inline_fence);
 	tcase_add_test(tc, test_window);

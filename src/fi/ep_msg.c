@@ -106,7 +106,8 @@ ssize_t dr_ep_post_send(struct dr_ep *ep, struct dr_send_wr *wr, const struct dr
 	}
 	/* the request leaves with the next post's or first thing at the next
 	 * poll (dev_poll), ahead of the ACKs held since the last poll: they
-	 * stay off the path of an answer */
+	 * stay off the path of an answer (or at once on memif when the
+	 * receiver would otherwise run dry: dr_port_tx_early) */
 	dr_port_batch_hold(ep->dev->port);
 	dr_dev_unlock(ep->dev);
 	if (ret == -FI_EAGAIN)

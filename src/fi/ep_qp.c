@@ -65,6 +65,13 @@ static void qp_xmit_split(void *ctx, struct dr_qp *qp, const void *hdr, size_t h
 			zc_done, NULL);
 }
 
+static void qp_sent(void *ctx, struct dr_qp *qp, uint32_t unacked)
+{
+	struct dr_ep *ep = ctx;
+
+	dr_port_tx_early(ep->dev->port, unacked);
+}
+
 static uint64_t qp_now(void *ctx)
 {
 	return dr_port_now_ns();
@@ -295,6 +302,7 @@ static const struct dr_qp_ops ep_qp_ops = {
     .xmit = qp_xmit,
     .frame_alloc = qp_frame_alloc,
     .frame_done = qp_frame_done,
+    .sent = qp_sent,
     .now_ns = qp_now,
     .timer_set = qp_timer_set,
     .complete = qp_complete,

@@ -218,8 +218,12 @@ void dr_req_run(struct dr_qp *qp)
 		if (qp->req.psn == end)
 			qp->req.wqe++;
 	}
-	if (sent)
+	if (sent) {
 		dr_comp_arm(qp);
+		if (qp->ops->sent)
+			qp->ops->sent(qp->ctx, qp,
+				      (uint32_t)dr_psn_diff(qp->req.psn, qp->comp.psn));
+	}
 }
 
 /* Go-back-N (B.6): resend from the first unacknowledged PSN.  The WQE

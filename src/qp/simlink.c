@@ -163,6 +163,14 @@ static uint64_t dr_sim_now(void *ctx)
 	return e->sim->now_ns;
 }
 
+static void dr_sim_sent(void *ctx, struct dr_qp *qp, uint32_t unacked)
+{
+	struct dr_sim_end *e = ctx;
+
+	e->sent_calls++;
+	e->sent_unacked = unacked;
+}
+
 static void dr_sim_complete(void *ctx, struct dr_qp *qp, const struct dr_wc *wc)
 {
 	struct dr_sim_end *e = ctx;
@@ -187,6 +195,7 @@ static void dr_sim_log(void *ctx, struct dr_qp *qp, const char *msg)
 
 const struct dr_qp_ops dr_sim_qp_ops = {
     .xmit = dr_sim_xmit,
+    .sent = dr_sim_sent,
     .now_ns = dr_sim_now,
     .timer_set = NULL, /* the run loop polls dr_qp_deadline_ns() */
     .complete = dr_sim_complete,

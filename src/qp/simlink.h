@@ -67,6 +67,9 @@ struct dr_sim_end {
 	uint64_t link_free_ns;
 	uint64_t tx_frames, tx_bytes, dropped, duplicated, delayed;
 	uint64_t placed; /* READ responses taken with cfg.place */
+	/* dr_qp_ops.sent: the calls, and the unacknowledged PSNs the last said */
+	uint64_t sent_calls;
+	uint32_t sent_unacked;
 	uint64_t frame_no;
 	/* this end's receive ring (dr_sim_cfg.rx_ring): frames waiting in it,
 	 * when it takes the next, the most ever waiting, and tail drops */

@@ -1973,6 +1973,12 @@ void dr_port_batch_hold(struct dr_port *p)
 		p->batch--;
 }
 
+void dr_port_tx_early(struct dr_port *p, uint32_t unacked)
+{
+	if (!p->tx_syscall && p->txq_len && 2u * p->txq_len >= unacked)
+		tx_flush(p);
+}
+
 void dr_port_flush(struct dr_port *p)
 {
 	tx_flush(p);
