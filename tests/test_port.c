@@ -1702,6 +1702,15 @@ static void batch_pair(struct dr_port **a, struct dr_port **b, struct seq_sink *
 	ck_assert_uint_eq(tb.rx_frames, sb.rx_frames);
 }
 
+/* batch_pair, a's counters in *s0, and a batch begun on a */
+static void batch_open(struct dr_port **a, struct dr_port **b, struct seq_sink *s,
+		       struct dr_port_stats *s0)
+{
+	batch_pair(a, b, s);
+	dr_port_get_stats(*a, s0);
+	dr_port_batch_begin(*a);
+}
+
 /* b's polls receive nothing: the frames are still in a's queue. */
 static void expect_nothing(struct dr_port *b, const struct seq_sink *s, unsigned have)
 {
@@ -1797,9 +1806,7 @@ START_TEST(test_batch_full)
 	struct seq_sink ss;
 	unsigned i;
 
-	batch_pair(&a, &b, &ss);
-	dr_port_get_stats(a, &s0);
-	dr_port_batch_begin(a);
+	batch_open(&a, &b, &ss, &s0);
 	for (i = 0; i < TXQ; i++)
 		send_seq(a, b, i);
 	expect_tx(a, &s0, 0, 0);
@@ -1828,9 +1835,7 @@ START_TEST(test_batch_nested)
 	struct seq_sink ss;
 	unsigned i;
 
-	batch_pair(&a, &b, &ss);
-	dr_port_get_stats(a, &s0);
-	dr_port_batch_begin(a);
+	batch_open(&a, &b, &ss, &s0);
 	dr_port_batch_begin(a);
 	for (i = 0; i < 3; i++)
 		send_seq(a, b, i);
@@ -1864,9 +1869,7 @@ START_TEST(test_batch_early)
 	struct seq_sink ss;
 	unsigned i;
 
-	batch_pair(&a, &b, &ss);
-	dr_port_get_stats(a, &s0);
-	dr_port_batch_begin(a);
+	batch_open(&a, &b, &ss, &s0);
 	dr_port_tx_early(a, 0);
 	expect_tx(a, &s0, 0, 0);
 	for (i = 0; i < 3; i++)
