@@ -545,7 +545,7 @@ void dr_port_flush(struct dr_port *p);
  * while an application posts the rest of a small window.  Held to the
  * next poll instead, a window of 16 4 KiB WRITEs over memif went as one
  * burst and each side waited for the other (4.4 GB/s; 7.2 GB/s so, and
- * 8 KiB windows 3.7 -> 6.0 GB/s); the held share halves as the pipe
+ * a window of 8 3.7 -> 6.0 GB/s); the held share halves as the pipe
  * fills, so a full window still leaves in large bursts.  On the kernel
  * ports the frames wait for the poll: a burst there is a sendto(), and
  * sending from the post lengthened a veth's 8 B half round trip from
