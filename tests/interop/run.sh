@@ -341,7 +341,7 @@ scenario_end() {
 		# sending (once, stop 31: no RoCE, TCP or ARP from it for 130 s)
 		if [ $S_FAIL != 0 ]; then
 			{
-				g_run 20 "cat /proc/net/dev; cd /sys/class/net/eth0 && grep -H . queues/tx-*/tx_timeout carrier operstate statistics/tx_* statistics/rx_dropped statistics/rx_errors; dmesg | grep -iE 'virtio|eth0|watchdog|timed out' | grep -v 'speed is unknown' | tail -10"
+				g_run 20 "cat /proc/net/dev; cd /sys/class/net/eth0 && grep -H . queues/tx-*/tx_timeout queues/tx-*/byte_queue_limits/inflight carrier operstate statistics/tx_* statistics/rx_dropped statistics/rx_errors; grep -E 'virtio|CPU' /proc/interrupts; cat /proc/net/softnet_stat; dmesg | grep -iE 'virtio|eth0|watchdog|timed out' | grep -v 'speed is unknown' | tail -10"
 				echo "host: qemu pid $IX_QEMU_PID, state $(awk '/^State/ {print $2}' /proc/$IX_QEMU_PID/status 2>/dev/null), wchan $(cat /proc/$IX_QEMU_PID/wchan 2>/dev/null)"
 				ix_nsx ip -s link show tap1
 				ix_nsx tc -s qdisc show dev tap1
