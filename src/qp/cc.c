@@ -150,9 +150,10 @@ static void dr_cc_measure(struct dr_qp *qp, uint32_t bytes)
 	}
 	now = dr_qp_now(qp);
 	dt = now - c->meas_ns;
-	c->meas_left = c->meas_every;
-	if (dt < DR_CC_MEASURE_NS)
+	if (dt < DR_CC_MEASURE_NS) {
+		c->meas_left = c->meas_every;
 		return;
+	}
 	if (dt <= 8 * DR_CC_MEASURE_NS) {
 		uint64_t s = c->meas_bytes * 8000 / dt;
 
