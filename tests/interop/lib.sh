@@ -135,6 +135,9 @@ ix_cap_stop() {
 
 IX_QEMU_PID=""
 IX_CTL=""
+IX_MON=""
+# the guest's NIC as qemu's monitor names it
+IX_NIC=/machine/peripheral/nic0/virtio-backend
 IX_GLOG=""
 IX_GSEQ=0
 # ix_guest_boot RUNDIR MTU: boot the guest, wait until it is READY (bounded)
@@ -142,22 +145,27 @@ ix_guest_boot() {
 	local run=$1 mtu=${2:-1500} t0 i
 	IX_GLOG=$run/guest.log
 	IX_CTL=$run/ctl
-	rm -f "$IX_CTL.in" "$IX_CTL.out" "$IX_GLOG"
-	mkfifo "$IX_CTL.in"
+	IX_MON=$run/monitor
+	rm -f "$IX_CTL.in" "$IX_CTL.out" "$IX_MON.in" "$IX_MON.out" "$IX_GLOG"
+	mkfifo "$IX_CTL.in" "$IX_MON.in"
 	: >"$IX_CTL.out"
+	: >"$IX_MON.out"
 	t0=$(ix_now)
 	ip netns exec "$IX_NS" qemu-system-x86_64 -accel tcg -machine pc -cpu max -smp 1 -m "${IX_GUEST_MB:-768}" \
 		-nodefaults -display none -no-reboot \
 		-kernel "$IX_CACHE/vmlinuz" -initrd "$IX_CACHE/initrd.gz" \
 		-append "console=ttyS0,115200 loglevel=5 panic=-1 mitigations=off ix_ip=$IX_GUEST_IP/24 ix_mtu=$mtu$([ "${IX_IPV6:-0}" = 1 ] && echo " ix_ip6=$IX_GUEST_IP6/64")" \
 		-netdev tap,id=n0,ifname=tap1,script=no,downscript=no \
-		-device virtio-net-pci,netdev=n0,mac=$IX_GUEST_MAC \
+		-device virtio-net-pci,id=nic0,netdev=n0,mac=$IX_GUEST_MAC \
 		-chardev file,id=s0,path="$IX_GLOG" -serial chardev:s0 \
 		-chardev pipe,id=s1,path="$IX_CTL" -serial chardev:s1 \
+		-chardev pipe,id=m0,path="$IX_MON" -mon chardev=m0,mode=readline \
 		>"$run/qemu.log" 2>&1 &
 	IX_QEMU_PID=$!
 	# the control FIFO stays open for writing here (fd 9) for the guest's life
 	exec 9<>"$IX_CTL.in"
+	# and qemu's monitor (fd 8): ix_qemu_mon
+	exec 8<>"$IX_MON.in"
 	for i in $(seq $((${IX_BOOT_TMO:-120} * 5))); do
 		grep -aq "^IXG .* READY" "$IX_GLOG" 2>/dev/null && break
 		kill -0 "$IX_QEMU_PID" 2>/dev/null || break
@@ -179,8 +187,25 @@ ix_guest_stop() {
 		kill "$IX_QEMU_PID" 2>/dev/null
 	fi
 	wait "$IX_QEMU_PID" 2>/dev/null
-	exec 9>&-
+	exec 9>&- 8>&-
 	IX_QEMU_PID=""
+}
+
+# ix_qemu_mon CMD...: the answers of qemu's human monitor to each CMD (one
+# line each), without its echo of them; up to 5 s for qemu to answer.
+# `info version` goes last: its answer marks the end of theirs.
+ix_qemu_mon() {
+	local off i ver
+	[ -n "$IX_QEMU_PID" ] && kill -0 "$IX_QEMU_PID" 2>/dev/null || return 1
+	ver=$(qemu-system-x86_64 --version | sed -n '1s/.*version \([^ ]*\).*/\1/p')
+	off=$(stat -c %s "$IX_MON.out")
+	printf '%s\n' "$@" "info version" >&8
+	for i in $(seq 25); do
+		tail -c +$((off + 1)) "$IX_MON.out" | grep -aq "^$ver" && break
+		sleep 0.2
+	done
+	# its echo of the commands is the lines with escape sequences
+	tail -c +$((off + 1)) "$IX_MON.out" | tr -d '\r' | grep -av "$(printf '\033')\|(qemu)\|^$ver"
 }
 
 # g_start TMO WAIT CMD...: start CMD in the guest; its id is in G_ID.
