@@ -63,11 +63,18 @@ count() {
 }
 
 expect() { # what got op want
-	if [ "$3" = eq ] && [ "$2" -ne "$4" ] || [ "$3" = ge ] && [ "$2" -lt "$4" ]; then
+	# (not "[ eq ] && [ -ne ] || [ ge ] && [ -lt ]": the shell reads it
+	# as "((eq && -ne) || ge) && -lt", which passed eq with more than wanted)
+	case $3 in
+	eq) [ "$2" -eq "$4" ] ;;
+	ge) [ "$2" -ge "$4" ] ;;
+	*) false ;;
+	esac
+	if [ $? -eq 0 ]; then
+		echo "ok: $1: $2"
+	else
 		echo "FAIL: $1: $2 (expected $3 $4)"
 		fail=1
-	else
-		echo "ok: $1: $2"
 	fi
 }
 
