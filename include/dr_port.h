@@ -678,8 +678,12 @@ struct dr_port_stats {
 	 * for a ring slot with no room on the socket's queue (lost) */
 	uint64_t tx_gso_frames, tx_gso_segs;
 	uint64_t rx_gso_frames, rx_gso_segs;
-	uint64_t rx_gso_bad; /* ... GSO frames droce does not send (TCP, VLAN) */
+	uint64_t rx_gso_bad; /* ... GSO frames droce does not send (TCP, IPv6) */
 	uint64_t rx_truncated;
+	/* "packet:IF" ports: frames tagged with a VLAN ID (another network
+	 * than the interface's untagged one), and frames lost for want of a
+	 * pool buffer to receive them into */
+	uint64_t rx_vlan, rx_nombuf;
 };
 
 void dr_port_get_stats(const struct dr_port *p, struct dr_port_stats *s);

@@ -18,9 +18,19 @@
  *          dropped as a bad ICRC and the other three reach the device,
  *          which drops them for their unknown QPN.  Cut, each is a frame
  *          of 1,082 bytes.
+ *   vlan   one such packet, intact, from UDP port 49157 (IP ID 0x3200),
+ *          tagged with 802.1Q VLAN ID 7: a frame of another network than
+ *          the interface's, which the kernel shows untagged with the tag
+ *          aside: a packet: port must drop it (rx_vlan), before its
+ *          capture.  (A tagged super-frame the kernel refuses from a
+ *          packet socket, ENOMEM on Linux 6.18.)
+ *   prio   one such packet from port 49158, priority-tagged (VLAN ID 0,
+ *          priority 3, as RoCE networks mark traffic classes): the
+ *          interface's own traffic, which must reach the device (dropped
+ *          there for its unknown QPN).
  *
  * usage: gso-inject IFACE SRC-IP DST-IP DST-MAC
- * Exit 0 when the kernel took all three frames, 1 otherwise (with why), 77 when
+ * Exit 0 when the kernel took all five frames, 1 otherwise (with why), 77 when
  * it takes no UDP GSO from a packet socket (before Linux 6.2).
  */
 #include <arpa/inet.h>
@@ -62,15 +72,17 @@ static unsigned ip_sum(const uint8_t *ip)
 	return ~s & 0xffff;
 }
 
-/* Headers h (Ethernet, IPv4, UDP) given the lengths of a payload of len
- * bytes, then sent with body as one super-frame cut at gso_size
- * (CHECKSUM_PARTIAL: the UDP checksum field holds the pseudo header's
- * sum).  0 or -errno. */
-static int send_gso(int fd, uint8_t h[HDRS], const uint8_t *body, size_t len, unsigned gso_size)
+/* Headers h (Ethernet, IPv4, UDP; hl bytes: HDRS, or HDRS + 4 with an
+ * 802.1Q tag) given the lengths of a payload of len bytes, then sent with
+ * body as one super-frame cut at gso_size (CHECKSUM_PARTIAL: the UDP
+ * checksum field holds the pseudo header's sum), or as one frame with
+ * gso_size 0.  0 or -errno. */
+static int send_gso_hl(int fd, uint8_t *h, size_t hl, const uint8_t *body, size_t len,
+		       unsigned gso_size)
 {
-	uint8_t *ip = h + 14, *udp = h + 34;
+	uint8_t *ip = h + hl - 28, *udp = h + hl - 8;
 	struct virtio_net_hdr vh = {0};
-	struct iovec iov[3] = {{&vh, sizeof(vh)}, {h, HDRS}, {(void *)body, len}};
+	struct iovec iov[3] = {{&vh, sizeof(vh)}, {h, hl}, {(void *)body, len}};
 	uint32_t s = 17 + 8 + (uint32_t)len;
 
 	put16(ip + 2, 28 + (unsigned)len);
@@ -83,14 +95,19 @@ static int send_gso(int fd, uint8_t h[HDRS], const uint8_t *body, size_t len, un
 		s = (s & 0xffff) + (s >> 16);
 	put16(udp + 6, s);
 	vh.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
-	vh.gso_type = VIRTIO_NET_HDR_GSO_UDP_L4;
+	vh.gso_type = gso_size ? VIRTIO_NET_HDR_GSO_UDP_L4 : VIRTIO_NET_HDR_GSO_NONE;
 	vh.gso_size = (uint16_t)gso_size;
-	vh.hdr_len = HDRS;
-	vh.csum_start = 34;
+	vh.hdr_len = (uint16_t)hl;
+	vh.csum_start = (uint16_t)(hl - 8);
 	vh.csum_offset = 6;
 	if (writev(fd, iov, 3) < 0)
 		return -errno;
 	return 0;
+}
+
+static int send_gso(int fd, uint8_t h[HDRS], const uint8_t *body, size_t len, unsigned gso_size)
+{
+	return send_gso_hl(fd, h, HDRS, body, len, gso_size);
 }
 
 /* One super-frame: payload bytes of noise cut at gso_size.  0 or -errno. */
@@ -119,25 +136,31 @@ static int send_super(int fd, const uint8_t src_mac[6], const uint8_t dst_mac[6]
 	return send_gso(fd, h, body, payload, gso_size);
 }
 
-/* The "roce" super-frame (above): 0 or -errno. */
+/* n RDMA WRITE MIDDLE packets as the "roce" super-frame (above) is made,
+ * from UDP port sport, IP IDs from id, the third's payload changed if
+ * flip; n == 1: one frame.  With tci >= 0 the frames carry an 802.1Q tag
+ * of that TCI.  0 or -errno. */
 static int send_roce(int fd, const uint8_t src_mac[6], const uint8_t dst_mac[6], uint32_t sip,
-		     uint32_t dip)
+		     uint32_t dip, unsigned sport, unsigned id, unsigned n, int flip, int tci)
 {
 	enum { N = 4, PAY = 1024 };
 	static uint8_t payload[PAY], frame[N][HDRS + 12 + PAY + 4], body[N * (12 + PAY + 4)];
-	size_t seg = 12 + PAY + 4;
+	size_t seg = 12 + PAY + 4, hl = tci >= 0 ? HDRS + 4 : HDRS;
+	uint8_t h[HDRS + 4];
 	struct dr_pkt_desc d;
 
 	for (unsigned i = 0; i < PAY; i++)
 		payload[i] = (uint8_t)(i * 7 + 3);
-	for (unsigned i = 0; i < N; i++) {
+	if (n < 1 || n > N)
+		return -EINVAL;
+	for (unsigned i = 0; i < n; i++) {
 		dr_pkt_desc_init(&d);
 		memcpy(d.dst_mac, dst_mac, 6);
 		memcpy(d.src_mac, src_mac, 6);
 		d.src_ip4 = ntohl(sip);
 		d.dst_ip4 = ntohl(dip);
-		d.ip_id = (uint16_t)(0x3000 + i); /* as the kernel numbers the pieces */
-		d.sport = 49155;
+		d.ip_id = (uint16_t)(id + i); /* as the kernel numbers the pieces */
+		d.sport = (uint16_t)sport;
 		d.opcode = DR_OP_WRITE_MIDDLE;
 		d.dqpn = 0xabcde;
 		d.psn = 100 + i;
@@ -147,9 +170,17 @@ static int send_roce(int fd, const uint8_t src_mac[6], const uint8_t dst_mac[6],
 			return -EINVAL;
 		memcpy(body + i * seg, frame[i] + HDRS, seg);
 	}
-	body[2 * seg + 12 + 100] ^= 0x01; /* the third's payload, after its ICRC */
-	/* the first frame's headers with the whole run's lengths */
-	return send_gso(fd, frame[0], body, sizeof(body), (unsigned)seg);
+	if (flip && n >= 3)
+		body[2 * seg + 12 + 100] ^= 0x01; /* the third's payload, after its ICRC */
+	/* the first frame's headers with the whole run's lengths (the ICRC
+	 * does not cover the Ethernet header, so a tag leaves it valid) */
+	memcpy(h, frame[0], 12);
+	if (tci >= 0) {
+		put16(h + 12, 0x8100);
+		put16(h + 14, (unsigned)tci);
+	}
+	memcpy(h + hl - 30, frame[0] + 12, 30);
+	return send_gso_hl(fd, h, hl, body, n * seg, n > 1 ? (unsigned)seg : 0);
 }
 
 static int parse_mac(const char *s, uint8_t mac[6])
@@ -199,12 +230,18 @@ int main(int argc, char **argv)
 	if (!r)
 		r = send_super(fd, src_mac, dst_mac, sip.s_addr, dip.s_addr, 1000, 10 * 1000, 2);
 	if (!r)
-		r = send_roce(fd, src_mac, dst_mac, sip.s_addr, dip.s_addr);
+		r = send_roce(fd, src_mac, dst_mac, sip.s_addr, dip.s_addr, 49155, 0x3000, 4, 1,
+			      -1);
+	if (!r) /* VLAN 7, priority 0 */
+		r = send_roce(fd, src_mac, dst_mac, sip.s_addr, dip.s_addr, 49157, 0x3200, 1, 0, 7);
+	if (!r) /* priority 3, VLAN 0 */
+		r = send_roce(fd, src_mac, dst_mac, sip.s_addr, dip.s_addr, 49158, 0x3300, 1, 0,
+			      3 << 13);
 	if (r) {
 		fprintf(stderr, "gso-inject: %s\n", strerror(-r));
 		return 1;
 	}
 	close(fd);
-	printf("gso-inject: 3 super-frames sent on %s\n", argv[1]);
+	printf("gso-inject: 3 super-frames and 2 frames sent on %s\n", argv[1]);
 	return 0;
 }

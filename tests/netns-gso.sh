@@ -80,6 +80,11 @@ xfer() {
 		x_inj=$?
 		[ $x_inj -eq 77 ] && skip "$(cat "$tmp/inject.log")"
 		[ $x_inj -eq 0 ] || { bad "gso-inject: $(cat "$tmp/inject.log")"; return 1; }
+		# the same, sent out of the server's own interface by another
+		# socket: not the server's to read (PACKET_IGNORE_OUTGOING)
+		ip netns exec "$NSA" "$INJECT" "$VA" "$IPA" "$IPB" \
+			"$(ip netns exec "$NSB" cat "/sys/class/net/$VB/address")" >>"$tmp/inject.log" 2>&1 ||
+			{ bad "gso-inject from A: $(cat "$tmp/inject.log")"; return 1; }
 	fi
 	ip netns exec "$NSB" env $xfer_env timeout -k 5 90 "$XFER" -p droce -P "$port" \
 		-s "$CIPA" -t 20 "$@" >"$tmp/r$x_n.cli" 2>&1
@@ -109,12 +114,29 @@ count() { # file filter: frames tshark's display filter selects
 gso() {
 	sed -n 's/.*UDP GSO: \([0-9]*\) super-frames sent carrying [0-9]* packets, \([0-9]*\) received.*; \([0-9]*\) refused.*/\1 \2 \3/p' "$1" | tail -n 1
 }
+# vlan LOG: frames the port dropped for their VLAN tag (the same line)
+vlan() {
+	sed -n 's/.*UDP GSO: .*; \([0-9]*\) tagged with a VLAN ID, dropped.*/\1/p' "$1" | tail -n 1
+}
 
 expect() { # what got op want
-	if [ "$3" = eq ] && [ "$2" -ne "$4" ] || [ "$3" = ge ] && [ "$2" -lt "$4" ]; then
-		bad "$1: $2 (expected $3 $4)"
-	else
+	case $2 in
+	'' | *[!0-9]*)
+		bad "$1: '$2' (not a count)"
+		return
+		;;
+	esac
+	# (not "[ eq ] && [ -ne ] || [ ge ] && [ -lt ]": the shell reads it
+	# as "((eq && -ne) || ge) && -lt", which passed eq with more than wanted)
+	case $3 in
+	eq) [ "$2" -eq "$4" ] ;;
+	ge) [ "$2" -ge "$4" ] ;;
+	*) false ;;
+	esac
+	if [ $? -eq 0 ]; then
 		echo "ok: $1: $2"
+	else
+		bad "$1: $2 (expected $3 $4)"
 	fi
 }
 
@@ -199,7 +221,8 @@ expect "client: super-frames sent to a net_af_packet peer" "${1:-1}" eq 0
 # tests/gso-inject, from B's end, before the client connects: one cut at
 # gso_size 8 (below a BTH and an ICRC), refused whole; one of 10 pieces of
 # noise, cut into 10 frames of 1,042 bytes that the parser drops; one of 4
-# RoCE packets, one with a bad ICRC
+# RoCE packets, one with a bad ICRC; one such packet of VLAN 7, dropped as
+# another network's; one priority-tagged (VLAN ID 0), the interface's own
 xfer 4 packet -o write,read -S 4096,1048576 -I 2
 set -- $(gso "$tmp/r4.srv")
 expect "server: hostile super-frames refused (gso_size 8)" "${3:-0}" eq 1
@@ -216,6 +239,18 @@ expect "of them, the changed one dropped for its ICRC" \
 	"$(count "$tmp/d4.pcapng" "udp.srcport == 49155 && ip.id == 0x3002 && frame.comment contains \"dropped: bad ICRC\"")" eq 1
 expect "of them, the others dropped for their QPN, not their ICRC" \
 	"$(count "$tmp/d4.pcapng" "udp.srcport == 49155 && ip.id != 0x3002 && frame.comment contains \"unknown_qpn\" && !(frame.comment contains \"ICRC\")")" eq 3
+# the kernel shows a tagged frame untagged, its tag aside (tpacket
+# TP_STATUS_VLAN_VALID): VLAN 7's is dropped before the capture, VLAN 0's
+# (a priority tag) taken as untagged
+expect "server: frames of VLAN 7 dropped (rx_vlan)" "$(vlan "$tmp/r4.srv")" eq 1
+expect "VLAN 7 frames in the server's capture" \
+	"$(count "$tmp/d4.pcapng" "udp.srcport == 49157")" eq 0
+# what another socket sent out of the server's interface: never read (B's
+# ICMP errors about those frames quote their headers: not counted)
+expect "frames from the server's own address received by it" \
+	"$(count "$tmp/d4.pcapng" "ip.src == $IPA && !icmp && frame.packet_flags_direction == 1")" eq 0
+expect "the priority-tagged frame, dropped for its QPN" \
+	"$(count "$tmp/d4.pcapng" "udp.srcport == 49158 && frame.len == 1082 && frame.comment contains \"unknown_qpn\"")" eq 1
 
 [ "$fail" -eq 0 ] || exit 1
 echo "PASS: netns-gso ($(elapsed) s)"

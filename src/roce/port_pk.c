@@ -164,6 +164,14 @@ static int pk_socket(struct dr_port *p, struct dr_pk *k, struct dr_port_err *err
 		return dr_port_fail(err, -errno, DR_PORT_PARAM_DEVICE,
 				    "packet:%s: the kernel refuses the socket's options: %s",
 				    k->ifname, strerror(errno));
+	/* what other sockets send out of the interface (another droce process
+	 * on it: its frames carry our MAC, and would be cut and dropped as
+	 * looped); the kernel never shows a socket its own.  Linux 4.20. */
+	if (setsockopt(k->fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)) < 0)
+		dr_port_log(DR_PORT_LOG_INFO,
+			    "packet:%s: no PACKET_IGNORE_OUTGOING (%s): other processes' "
+			    "frames out of the interface are read and dropped",
+			    k->ifname, strerror(errno));
 	/* FI_DROCE_QDISC_BYPASS: past the qdisc layer and the packet taps */
 	if (p->qdisc_bypass &&
 	    setsockopt(k->fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one)) < 0)
@@ -308,10 +316,12 @@ void dr_pk_free(struct dr_port *p)
 		    "packet:%s: UDP GSO: %" PRIu64 " super-frames sent carrying %" PRIu64
 		    " packets, %" PRIu64 " received carrying %" PRIu64 " (%s); %" PRIu64
 		    " refused (rx_gso_bad); %" PRIu64
-		    " frames lost for want of room on the socket's queue",
+		    " frames lost for want of room on the socket's queue, %" PRIu64
+		    " for want of a pool buffer; %" PRIu64 " tagged with a VLAN ID, dropped",
 		    k->ifname, p->stats.tx_gso_frames, p->stats.tx_gso_segs, p->stats.rx_gso_frames,
 		    p->stats.rx_gso_segs, k->gso ? "sending them" : "not sending them",
-		    p->stats.rx_gso_bad, p->stats.rx_truncated);
+		    p->stats.rx_gso_bad, p->stats.rx_truncated, p->stats.rx_nombuf,
+		    p->stats.rx_vlan);
 	pk_socket_close(k);
 	for (unsigned i = 0; i < 2; i++)
 		rte_ring_free(k->idle[i]);
@@ -339,6 +349,9 @@ int dr_pk_reopen(struct dr_port *p)
 	int ret;
 
 	pk_socket_close(k);
+	/* pieces of a super-frame from before the fault: not handed out */
+	while (k->cut_next < k->cut_len)
+		rte_pktmbuf_free(k->cut[k->cut_next++]);
 	ret = pk_socket(p, k, NULL);
 	if (ret < 0)
 		pk_socket_close(k);
@@ -446,6 +459,28 @@ static void slot_release(struct dr_pk *k, struct tpacket2_hdr *h)
 	k->rx_next = (k->rx_next + 1) % k->nframes;
 }
 
+/* A frame the port received and drops before it reaches rx_frame (whose
+ * counters the others take): counted in *why and, as rx_frame's drops are,
+ * in rx_frames and rx_dropped. */
+static void pk_lost(struct dr_port *p, uint64_t *why)
+{
+	(*why)++;
+	p->stats.rx_frames++;
+	p->stats.rx_dropped++;
+}
+
+/* A pool buffer for len bytes of a received frame; NULL (counted: the
+ * frame is lost) when the pool is empty. */
+static struct rte_mbuf *rx_alloc(struct dr_port *p, size_t len, void **data)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(p->pool);
+
+	if (m && (*data = rte_pktmbuf_append(m, (uint16_t)len)) != NULL)
+		return m;
+	rte_pktmbuf_free(m);
+	return NULL;
+}
+
 /* A frame of len bytes from a slot, copied into a pool buffer. */
 static struct rte_mbuf *copy_in(struct dr_port *p, const uint8_t *frame, size_t len)
 {
@@ -453,12 +488,14 @@ static struct rte_mbuf *copy_in(struct dr_port *p, const uint8_t *frame, size_t 
 	void *d;
 
 	if (len > p->buf_size) {
-		p->stats.rx_too_long++;
+		pk_lost(p, &p->stats.rx_too_long);
 		return NULL;
 	}
-	m = dr_port_frame_alloc(p, len, &d);
+	m = rx_alloc(p, len, &d);
 	if (m)
 		memcpy(d, frame, len);
+	else
+		pk_lost(p, &p->stats.rx_nombuf);
 	return m;
 }
 
@@ -477,7 +514,7 @@ static bool cut_ok(struct dr_port *p, const struct virtio_net_hdr *vh, const uin
 	    PK_HDRS + vh->gso_size > p->buf_size || len <= PK_HDRS ||
 	    (len - PK_HDRS + vh->gso_size - 1) / vh->gso_size > PK_CUT_MAX ||
 	    get16(hdr + 12) != DR_ETH_P_IPV4 || ip[0] != 0x45 || ip[9] != DR_IPPROTO_UDP) {
-		p->stats.rx_gso_bad++;
+		pk_lost(p, &p->stats.rx_gso_bad);
 		return false;
 	}
 	return true;
@@ -495,10 +532,11 @@ static unsigned cut_alloc(struct dr_port *p, struct dr_pk *k, size_t len, unsign
 	for (i = 0; i < n; i++) {
 		size_t seg = i + 1 < n ? size : pay - (size_t)i * size;
 
-		k->cut[i] = dr_port_frame_alloc(p, PK_HDRS + seg, &d);
+		k->cut[i] = rx_alloc(p, PK_HDRS + seg, &d);
 		if (!k->cut[i]) {
 			while (i--)
 				rte_pktmbuf_free(k->cut[i]);
+			pk_lost(p, &p->stats.rx_nombuf);
 			return 0;
 		}
 	}
@@ -584,11 +622,14 @@ static void cut_fill(struct dr_pk *k, const uint8_t *src)
 		if (k->icrc_flag && seg >= bth + DR_ICRC_LEN + DR_ICRC_DEFER_MIN &&
 		    (op < DR_OP_READ_RSP_FIRST || op > DR_OP_READ_RSP_ONLY)) {
 			memcpy(d + PK_HDRS, src, bth);
-			if (!dr_icrc_frame_copy(d + sizeof(struct dr_eth_hdr),
-						PK_HDRS - sizeof(struct dr_eth_hdr) + bth,
-						src + bth, seg - bth - DR_ICRC_LEN, NULL, 0,
-						d + PK_HDRS + bth, &icrc) &&
-			    icrc == dr_icrc_get(src + seg - DR_ICRC_LEN))
+			if (dr_icrc_frame_copy(d + sizeof(struct dr_eth_hdr),
+					       PK_HDRS - sizeof(struct dr_eth_hdr) + bth, src + bth,
+					       seg - bth - DR_ICRC_LEN, NULL, 0, d + PK_HDRS + bth,
+					       &icrc))
+				/* headers it refuses (never after cut_ok): copied
+				 * unchecked, for the parser to judge */
+				memcpy(d + PK_HDRS + bth, src + bth, seg - bth - DR_ICRC_LEN);
+			else if (icrc == dr_icrc_get(src + seg - DR_ICRC_LEN))
 				m->ol_flags |= k->icrc_flag;
 			memcpy(d + PK_HDRS + seg - DR_ICRC_LEN, src + seg - DR_ICRC_LEN,
 			       DR_ICRC_LEN);
@@ -621,9 +662,11 @@ static struct rte_mbuf *take_copy(struct dr_port *p, struct dr_pk *k,
 
 	if (vh->gso_type == VIRTIO_NET_HDR_GSO_NONE) {
 		if (len > p->buf_size)
-			p->stats.rx_too_long++;
-		else if ((m = dr_port_frame_alloc(p, len, &d)) != NULL)
+			pk_lost(p, &p->stats.rx_too_long);
+		else if ((m = rx_alloc(p, len, &d)) != NULL)
 			iov[mh.msg_iovlen++] = (struct iovec){d, len};
+		else
+			pk_lost(p, &p->stats.rx_nombuf);
 	} else if (cut_ok(p, vh, hdr, len) && (n = cut_alloc(p, k, len, vh->gso_size)) != 0) {
 		iov[mh.msg_iovlen++] = (struct iovec){head, PK_HDRS};
 		if (k->rstage && len - PK_HDRS <= PK_RSTAGE)
@@ -639,10 +682,11 @@ static struct rte_mbuf *take_copy(struct dr_port *p, struct dr_pk *k,
 	if (mh.msg_iovlen == 1)
 		return NULL;
 	if (r != (ssize_t)(sizeof(got) + len) || (mh.msg_flags & MSG_TRUNC) ||
-	    got.gso_type != vh->gso_type || got.gso_size != vh->gso_size) {
+	    got.gso_type != vh->gso_type || got.gso_size != vh->gso_size ||
+	    (n && memcmp(head, hdr, PK_HDRS))) {
 		/* not the frame its slot announced: never seen, but nothing
 		 * half-read goes on */
-		p->stats.rx_truncated++;
+		pk_lost(p, &p->stats.rx_truncated);
 		rte_pktmbuf_free(m);
 		for (i = 0; i < n; i++)
 			rte_pktmbuf_free(k->cut[i]);
@@ -654,6 +698,26 @@ static struct rte_mbuf *take_copy(struct dr_port *p, struct dr_pk *k,
 			cut_fill(k, k->rstage);
 	}
 	return m;
+}
+
+/* The frame a TP_STATUS_COPY slot announced, taken off the socket's queue
+ * unread: with nothing to read into, recvmsg() drops it all the same. */
+static void queue_skip(struct dr_pk *k)
+{
+	struct virtio_net_hdr got;
+	struct iovec iov = {&got, sizeof(got)};
+
+	recvmsg(k->fd, &(struct msghdr){.msg_iov = &iov, .msg_iovlen = 1}, MSG_DONTWAIT);
+}
+
+/* Whether a slot's frame came with an 802.1Q/802.1ad tag naming a VLAN:
+ * the kernel takes the tag off before the packet taps, so the frame looks
+ * untagged, but it belongs to another network than the interface's own
+ * (a VLAN interface's).  Priority-tagged frames (VLAN ID 0, as RoCE
+ * networks mark traffic classes for PFC) are the interface's. */
+static bool slot_vlan(const struct tpacket2_hdr *h, uint32_t st)
+{
+	return (st & TP_STATUS_VLAN_VALID) && (h->tp_vlan_tci & 0x0fff);
 }
 
 uint16_t dr_pk_rx(struct dr_port *p, struct rte_mbuf **pkts, uint16_t n)
@@ -682,7 +746,12 @@ uint16_t dr_pk_rx(struct dr_port *p, struct rte_mbuf **pkts, uint16_t n)
 		ns = (uint64_t)h->tp_sec * 1000000000u + h->tp_nsec;
 		fr = (uint8_t *)h + h->tp_mac;
 		memcpy(&vh, fr - sizeof(vh), sizeof(vh));
-		if (st & TP_STATUS_COPY) {
+		if (slot_vlan(h, st)) {
+			pk_lost(p, &p->stats.rx_vlan);
+			slot_release(k, h);
+			if (st & TP_STATUS_COPY)
+				queue_skip(k);
+		} else if (st & TP_STATUS_COPY) {
 			uint8_t hdr[PK_HDRS] = {0};
 			size_t len = h->tp_len;
 
@@ -691,7 +760,7 @@ uint16_t dr_pk_rx(struct dr_port *p, struct rte_mbuf **pkts, uint16_t n)
 			m = take_copy(p, k, &vh, hdr, len);
 		} else if (h->tp_snaplen < h->tp_len) {
 			/* too long, and no room on the socket's queue */
-			p->stats.rx_truncated++;
+			pk_lost(p, &p->stats.rx_truncated);
 			slot_release(k, h);
 		} else {
 			/* a super-frame small enough for a slot is cut all the same */
