@@ -28,9 +28,12 @@
  *          priority 3, as RoCE networks mark traffic classes): the
  *          interface's own traffic, which must reach the device (dropped
  *          there for its unknown QPN).
+ *   short  3 such packets from port 49159 (IP IDs from 0x3400) and a last
+ *          piece of 10 bytes, too short for a BTH and an ICRC: the 3 reach
+ *          the device, the fourth (a frame of 52 bytes) the parser drops.
  *
  * usage: gso-inject IFACE SRC-IP DST-IP DST-MAC
- * Exit 0 when the kernel took all five frames, 1 otherwise (with why), 77 when
+ * Exit 0 when the kernel took all six frames, 1 otherwise (with why), 77 when
  * it takes no UDP GSO from a packet socket (before Linux 6.2).
  */
 #include <arpa/inet.h>
@@ -138,20 +141,22 @@ static int send_super(int fd, const uint8_t src_mac[6], const uint8_t dst_mac[6]
 
 /* n RDMA WRITE MIDDLE packets as the "roce" super-frame (above) is made,
  * from UDP port sport, IP IDs from id, the third's payload changed if
- * flip; n == 1: one frame.  With tci >= 0 the frames carry an 802.1Q tag
- * of that TCI.  0 or -errno. */
+ * flip, and a last piece of tail bytes of 0xee if tail; n == 1 and no
+ * tail: one frame.  With tci >= 0 the frames carry an 802.1Q tag of that
+ * TCI.  0 or -errno. */
 static int send_roce(int fd, const uint8_t src_mac[6], const uint8_t dst_mac[6], uint32_t sip,
-		     uint32_t dip, unsigned sport, unsigned id, unsigned n, int flip, int tci)
+		     uint32_t dip, unsigned sport, unsigned id, unsigned n, int flip, int tci,
+		     unsigned tail)
 {
-	enum { N = 4, PAY = 1024 };
-	static uint8_t payload[PAY], frame[N][HDRS + 12 + PAY + 4], body[N * (12 + PAY + 4)];
+	enum { N = 4, PAY = 1024, TAIL = 16 };
+	static uint8_t payload[PAY], frame[N][HDRS + 12 + PAY + 4], body[N * (12 + PAY + 4) + TAIL];
 	size_t seg = 12 + PAY + 4, hl = tci >= 0 ? HDRS + 4 : HDRS;
 	uint8_t h[HDRS + 4];
 	struct dr_pkt_desc d;
 
 	for (unsigned i = 0; i < PAY; i++)
 		payload[i] = (uint8_t)(i * 7 + 3);
-	if (n < 1 || n > N)
+	if (n < 1 || n > N || tail > TAIL)
 		return -EINVAL;
 	for (unsigned i = 0; i < n; i++) {
 		dr_pkt_desc_init(&d);
@@ -180,7 +185,8 @@ static int send_roce(int fd, const uint8_t src_mac[6], const uint8_t dst_mac[6],
 		put16(h + 14, (unsigned)tci);
 	}
 	memcpy(h + hl - 30, frame[0] + 12, 30);
-	return send_gso_hl(fd, h, hl, body, n * seg, n > 1 ? (unsigned)seg : 0);
+	memset(body + n * seg, 0xee, tail);
+	return send_gso_hl(fd, h, hl, body, n * seg + tail, n > 1 || tail ? (unsigned)seg : 0);
 }
 
 static int parse_mac(const char *s, uint8_t mac[6])
@@ -231,17 +237,20 @@ int main(int argc, char **argv)
 		r = send_super(fd, src_mac, dst_mac, sip.s_addr, dip.s_addr, 1000, 10 * 1000, 2);
 	if (!r)
 		r = send_roce(fd, src_mac, dst_mac, sip.s_addr, dip.s_addr, 49155, 0x3000, 4, 1,
-			      -1);
+			      -1, 0);
 	if (!r) /* VLAN 7, priority 0 */
-		r = send_roce(fd, src_mac, dst_mac, sip.s_addr, dip.s_addr, 49157, 0x3200, 1, 0, 7);
+		r = send_roce(fd, src_mac, dst_mac, sip.s_addr, dip.s_addr, 49157, 0x3200, 1, 0, 7, 0);
 	if (!r) /* priority 3, VLAN 0 */
 		r = send_roce(fd, src_mac, dst_mac, sip.s_addr, dip.s_addr, 49158, 0x3300, 1, 0,
-			      3 << 13);
+			      3 << 13, 0);
+	if (!r)
+		r = send_roce(fd, src_mac, dst_mac, sip.s_addr, dip.s_addr, 49159, 0x3400, 3, 0, -1,
+			      10);
 	if (r) {
 		fprintf(stderr, "gso-inject: %s\n", strerror(-r));
 		return 1;
 	}
 	close(fd);
-	printf("gso-inject: 3 super-frames and 2 frames sent on %s\n", argv[1]);
+	printf("gso-inject: 4 super-frames and 2 frames sent on %s\n", argv[1]);
 	return 0;
 }

@@ -222,7 +222,8 @@ expect "client: super-frames sent to a net_af_packet peer" "${1:-1}" eq 0
 # gso_size 8 (below a BTH and an ICRC), refused whole; one of 10 pieces of
 # noise, cut into 10 frames of 1,042 bytes that the parser drops; one of 4
 # RoCE packets, one with a bad ICRC; one such packet of VLAN 7, dropped as
-# another network's; one priority-tagged (VLAN ID 0), the interface's own
+# another network's; one priority-tagged (VLAN ID 0), the interface's own;
+# 3 such packets and a last piece of 10 bytes
 xfer 4 packet -o write,read -S 4096,1048576 -I 2
 set -- $(gso "$tmp/r4.srv")
 expect "server: hostile super-frames refused (gso_size 8)" "${3:-0}" eq 1
@@ -251,6 +252,12 @@ expect "frames from the server's own address received by it" \
 	"$(count "$tmp/d4.pcapng" "ip.src == $IPA && !icmp && frame.packet_flags_direction == 1")" eq 0
 expect "the priority-tagged frame, dropped for its QPN" \
 	"$(count "$tmp/d4.pcapng" "udp.srcport == 49158 && frame.len == 1082 && frame.comment contains \"unknown_qpn\"")" eq 1
+# a super-frame whose last piece is too short for a BTH and an ICRC: cut
+# all the same, the short piece dropped by the parser, the others not
+expect "pieces before a short last one, dropped for their QPN" \
+	"$(count "$tmp/d4.pcapng" "udp.srcport == 49159 && frame.len == 1082 && frame.comment contains \"unknown_qpn\"")" eq 3
+expect "the short last piece, dropped by the parser" \
+	"$(count "$tmp/d4.pcapng" "udp.srcport == 49159 && frame.len == 52 && frame.comment contains \"no room for BTH and ICRC\"")" eq 1
 
 [ "$fail" -eq 0 ] || exit 1
 echo "PASS: netns-gso ($(elapsed) s)"
