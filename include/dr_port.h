@@ -680,9 +680,10 @@ struct dr_port_stats {
 	uint64_t rx_gso_frames, rx_gso_segs;
 	uint64_t rx_gso_bad; /* ... GSO frames droce does not send (TCP, IPv6) */
 	uint64_t rx_truncated;
-	/* "packet:IF" ports: frames tagged with a VLAN ID (another network
-	 * than the interface's untagged one), and frames lost for want of a
-	 * pool buffer to receive them into */
+	/* frames tagged with a VLAN ID (another network than the port's
+	 * untagged one; VLAN ID 0 is a priority tag, the port's own), and on
+	 * "packet:IF" ports frames lost for want of a pool buffer to receive
+	 * them into */
 	uint64_t rx_vlan, rx_nombuf;
 };
 

@@ -2326,6 +2326,14 @@ static void rx_frame(struct dr_port *p, struct rte_mbuf *m, bool looped)
 			 &pkt);
 	if (v != DR_PKT_OK)
 		goto bad;
+	/* tagged with a VLAN ID: a VLAN interface's network, not the port's
+	 * (a priority tag, VLAN ID 0, is the port's own: RoCE networks mark
+	 * traffic classes with it).  A packet: port sees the kernel take the
+	 * tag off, and drops such frames before they get here (port_pk.c). */
+	if (pkt.vlan && (ntohs(pkt.vlan->tci) & 0x0fff)) {
+		p->stats.rx_vlan++;
+		goto drop;
+	}
 	if (p->ipv6 ? !pkt.ip6 || memcmp(pkt.ip6->daddr, p->ip6, 16)
 		    : !pkt.ip4 || ntohl(pkt.ip4->daddr) != p->ip) {
 		/* counted as before deferring: a bad ICRC first */
