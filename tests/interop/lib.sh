@@ -151,12 +151,17 @@ ix_guest_boot() {
 	: >"$IX_CTL.out"
 	: >"$IX_MON.out"
 	t0=$(ix_now)
+	# event_idx=off: with the event index (VIRTIO_RING_F_EVENT_IDX) a
+	# transmit notification that qemu does not get silences the guest for
+	# good (every later check finds the index qemu waits on already
+	# passed); with qemu's NO_NOTIFY flag instead, its next packet notifies
+	# (README.md, "A guest that stops transmitting")
 	ip netns exec "$IX_NS" qemu-system-x86_64 -accel tcg -machine pc -cpu max -smp 1 -m "${IX_GUEST_MB:-768}" \
 		-nodefaults -display none -no-reboot \
 		-kernel "$IX_CACHE/vmlinuz" -initrd "$IX_CACHE/initrd.gz" \
 		-append "console=ttyS0,115200 loglevel=5 panic=-1 mitigations=off ix_ip=$IX_GUEST_IP/24 ix_mtu=$mtu$([ "${IX_IPV6:-0}" = 1 ] && echo " ix_ip6=$IX_GUEST_IP6/64")" \
 		-netdev tap,id=n0,ifname=tap1,script=no,downscript=no \
-		-device virtio-net-pci,id=nic0,netdev=n0,mac=$IX_GUEST_MAC \
+		-device virtio-net-pci,id=nic0,netdev=n0,mac=$IX_GUEST_MAC,event_idx=off \
 		-chardev file,id=s0,path="$IX_GLOG" -serial chardev:s0 \
 		-chardev pipe,id=s1,path="$IX_CTL" -serial chardev:s1 \
 		-chardev pipe,id=m0,path="$IX_MON" -mon chardev=m0,mode=readline \
@@ -206,6 +211,29 @@ ix_qemu_mon() {
 	done
 	# its echo of the commands is the lines with escape sequences
 	tail -c +$((off + 1)) "$IX_MON.out" | tr -d '\r' | grep -av "$(printf '\033')\|(qemu)\|^$ver"
+}
+
+# ix_qemu_ring Q: queue Q's split ring as it is in the guest's memory: the
+# index the guest has made available and the used index qemu wrote, with
+# each side's event index (VIRTIO_RING_F_EVENT_IDX): qemu is notified when
+# the available index passes avail_event, the guest when the used index
+# passes used_event.  Q's status (ix_qemu_mon) gives the ring's addresses.
+ix_qemu_ring() {
+	local st num avail used
+	st=$(ix_qemu_mon "info virtio-queue-status $IX_NIC $1")
+	num=$(echo "$st" | awk '$1 == "num:" {print $2; exit}')
+	avail=$(echo "$st" | awk '$1 == "avail:" {print $2; exit}')
+	used=$(echo "$st" | awk '$1 == "used:" {print $2; exit}')
+	[ -n "$num" ] && [ -n "$avail" ] && [ -n "$used" ] || return 1
+	# avail: flags, idx, ring[num], used_event; used: flags, idx,
+	# ring[num] of 8 bytes, avail_event (each answer: "ADDR: v [v]")
+	ix_qemu_mon "xp /2hx $avail" "xp /1hx $((avail + 4 + 2 * num))" \
+		"xp /2hx $used" "xp /1hx $((used + 4 + 8 * num))" | {
+		local af ai ue uf ui ae
+		read -r _ af ai && read -r _ ue && read -r _ uf ui && read -r _ ae || return 1
+		echo "queue $1 in guest memory: available idx $((ai)) (flags $af, used_event $((ue)))," \
+			"used idx $((ui)) (flags $uf, avail_event $((ae)))"
+	}
 }
 
 # g_start TMO WAIT CMD...: start CMD in the guest; its id is in G_ID.

@@ -341,12 +341,14 @@ scenario_end() {
 		# sending (once, stop 31: no RoCE, TCP or ARP from it for 130 s)
 		if [ $S_FAIL != 0 ]; then
 			{
-				g_run 20 "cat /proc/net/dev; cd /sys/class/net/eth0 && grep -H . queues/tx-*/tx_timeout queues/tx-*/byte_queue_limits/inflight carrier operstate statistics/tx_* statistics/rx_dropped statistics/rx_errors; grep -E 'virtio|CPU' /proc/interrupts; cat /proc/net/softnet_stat; dmesg | grep -iE 'virtio|eth0|watchdog|timed out' | grep -v 'speed is unknown' | tail -10"
+				g_run 20 "cat /proc/net/dev; cd /sys/class/net/eth0 && grep -H . queues/tx-*/tx_timeout carrier operstate statistics/tx_* statistics/rx_dropped statistics/rx_errors; grep -E 'virtio|CPU' /proc/interrupts; cat /proc/net/softnet_stat; dmesg | grep -iE 'virtio|eth0|watchdog|timed out' | grep -v 'speed is unknown' | tail -10"
 				echo "host: qemu pid $IX_QEMU_PID, state $(awk '/^State/ {print $2}' /proc/$IX_QEMU_PID/status 2>/dev/null), wchan $(cat /proc/$IX_QEMU_PID/wchan 2>/dev/null)"
-				# the device's queues as qemu sees them: transmit (1)
-				# elements qemu holds (inuse) or has not taken
-				# (last_avail_idx behind the guest's), receive (0)
+				# the device's queues as qemu sees them, transmit (1)
+				# and receive (0): the guest's ring indices against
+				# what qemu has taken (last_avail_idx) and holds (inuse)
 				echo "host: qemu's virtio-net queues (1: transmit, 0: receive) and device status:"
+				ix_qemu_ring 1
+				ix_qemu_ring 0
 				ix_qemu_mon "info virtio-queue-status $IX_NIC 1" "info virtio-queue-status $IX_NIC 0" \
 					"info virtio-status $IX_NIC"
 				ix_nsx ip -s link show tap1
