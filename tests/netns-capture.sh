@@ -62,48 +62,32 @@ count() {
 		'$1 == s && $2 == d && $3 == o && (a == "" || $4 == a) { n++ } END { print n + 0 }' "$1"
 }
 
-expect() { # what got op want
-	# (not "[ eq ] && [ -ne ] || [ ge ] && [ -lt ]": the shell reads it
-	# as "((eq && -ne) || ge) && -lt", which passed eq with more than wanted)
-	case $3 in
-	eq) [ "$2" -eq "$4" ] ;;
-	ge) [ "$2" -ge "$4" ] ;;
-	*) false ;;
-	esac
-	if [ $? -eq 0 ]; then
-		echo "ok: $1: $2"
-	else
-		echo "FAIL: $1: $2 (expected $3 $4)"
-		fail=1
-	fi
-}
-
 # ---- run 1: the defaults -----------------------------------------------------------
 run 1 ""
 f=$tmp/f1.txt
 echo "run 1 (defaults): $(wc -l <"$f") RoCE frames captured on $VA"
 # CM MADs ride UD SEND ONLY (opcode 100) to QP 1
-expect "ConnectRequest B->A" "$(count "$f" "$IPB" "$IPA" 100 0x0010)" eq 1
-expect "ConnectReply A->B" "$(count "$f" "$IPA" "$IPB" 100 0x0013)" eq 1
-expect "ReadyToUse B->A" "$(count "$f" "$IPB" "$IPA" 100 0x0014)" eq 1
+expect_count "ConnectRequest B->A" "$(count "$f" "$IPB" "$IPA" 100 0x0010)" eq 1
+expect_count "ConnectReply A->B" "$(count "$f" "$IPA" "$IPB" 100 0x0013)" eq 1
+expect_count "ReadyToUse B->A" "$(count "$f" "$IPB" "$IPA" 100 0x0014)" eq 1
 for dir in "$IPA $IPB A->B" "$IPB $IPA B->A"; do
 	set -- $dir
-	expect "RC SEND FIRST $3" "$(count "$f" "$1" "$2" 0)" ge $ITERS
-	expect "RC SEND MIDDLE $3" "$(count "$f" "$1" "$2" 1)" ge $((2 * ITERS))
-	expect "RC SEND LAST $3" "$(count "$f" "$1" "$2" 2)" ge $ITERS
-	expect "RC ACKNOWLEDGE $3" "$(count "$f" "$1" "$2" 17)" ge 1
+	expect_count "RC SEND FIRST $3" "$(count "$f" "$1" "$2" 0)" ge $ITERS
+	expect_count "RC SEND MIDDLE $3" "$(count "$f" "$1" "$2" 1)" ge $((2 * ITERS))
+	expect_count "RC SEND LAST $3" "$(count "$f" "$1" "$2" 2)" ge $ITERS
+	expect_count "RC ACKNOWLEDGE $3" "$(count "$f" "$1" "$2" 17)" ge 1
 done
 
 # ---- run 2: FI_DROCE_QDISC_BYPASS=1 on A ---------------------------------------------
 run 2 1
 f=$tmp/f2.txt
 echo "run 2 (A with FI_DROCE_QDISC_BYPASS=1): $(wc -l <"$f") RoCE frames captured on $VA"
-expect "RoCE frames A->B (bypassing the taps)" \
+expect_count "RoCE frames A->B (bypassing the taps)" \
 	"$(awk -F'\t' -v s="$IPA" '$1 == s { n++ } END { print n + 0 }' "$f")" eq 0
-expect "ConnectRequest B->A" "$(count "$f" "$IPB" "$IPA" 100 0x0010)" eq 1
-expect "ReadyToUse B->A" "$(count "$f" "$IPB" "$IPA" 100 0x0014)" eq 1
-expect "RC SEND MIDDLE B->A" "$(count "$f" "$IPB" "$IPA" 1)" ge $((2 * ITERS))
-expect "RC ACKNOWLEDGE B->A" "$(count "$f" "$IPB" "$IPA" 17)" ge 1
+expect_count "ConnectRequest B->A" "$(count "$f" "$IPB" "$IPA" 100 0x0010)" eq 1
+expect_count "ReadyToUse B->A" "$(count "$f" "$IPB" "$IPA" 100 0x0014)" eq 1
+expect_count "RC SEND MIDDLE B->A" "$(count "$f" "$IPB" "$IPA" 1)" ge $((2 * ITERS))
+expect_count "RC ACKNOWLEDGE B->A" "$(count "$f" "$IPB" "$IPA" 17)" ge 1
 
 [ $fail -eq 0 ] || exit 1
 echo "PASS: netns-capture"

@@ -119,27 +119,6 @@ vlan() {
 	sed -n 's/.*UDP GSO: .*; \([0-9]*\) tagged with a VLAN ID, dropped.*/\1/p' "$1" | tail -n 1
 }
 
-expect() { # what got op want
-	case $2 in
-	'' | *[!0-9]*)
-		bad "$1: '$2' (not a count)"
-		return
-		;;
-	esac
-	# (not "[ eq ] && [ -ne ] || [ ge ] && [ -lt ]": the shell reads it
-	# as "((eq && -ne) || ge) && -lt", which passed eq with more than wanted)
-	case $3 in
-	eq) [ "$2" -eq "$4" ] ;;
-	ge) [ "$2" -ge "$4" ] ;;
-	*) false ;;
-	esac
-	if [ $? -eq 0 ]; then
-		echo "ok: $1: $2"
-	else
-		bad "$1: $2 (expected $3 $4)"
-	fi
-}
-
 wire_fields() { # capture: its RoCE frames as "src dst len opcode attributeid"
 	tshark_r "$1" -Y 'udp.dstport == 4791' -T fields -E separator=/t -E occurrence=f \
 		-e ip.src -e ip.dst -e frame.len -e infiniband.bth.opcode \
@@ -159,30 +138,30 @@ xfer 1 packet -o all -S 0,1,1024,1025,4096,65536,1048576,4194304 -I 2
 cap_stop
 heur_check "$tmp/w1.pcapng"
 wire_fields "$tmp/w1.pcapng" "$tmp/w1.txt"
-expect "super-frames B->A on the veth (WRITE, SEND)" "$(frames "$tmp/w1.txt" "$IPB" "$IPA" $((BIG + 1)))" ge 1
-expect "super-frames A->B on the veth (READ responses)" "$(frames "$tmp/w1.txt" "$IPA" "$IPB" $((BIG + 1)))" ge 1
+expect_count "super-frames B->A on the veth (WRITE, SEND)" "$(frames "$tmp/w1.txt" "$IPB" "$IPA" $((BIG + 1)))" ge 1
+expect_count "super-frames A->B on the veth (READ responses)" "$(frames "$tmp/w1.txt" "$IPA" "$IPB" $((BIG + 1)))" ge 1
 # whole runs: 62 WRITE packets of 1024 B (BTH, payload, ICRC: 1040 B of
 # UDP payload each) fill the 64 KiB of one IP packet; B's QP asks for an
 # ACK every 62 packets, so an ACK releases one super-frame, not 62 + 2
-expect "super-frames B->A of 62 packets" "$(awk -F'\t' -v s="$IPB" -v d="$IPA" \
+expect_count "super-frames B->A of 62 packets" "$(awk -F'\t' -v s="$IPB" -v d="$IPA" \
 	'$1 == s && $2 == d && $3 == 42 + 62 * 1040 && $4 == 7 { n++ } END { print n + 0 }' "$tmp/w1.txt")" ge 1
 # CM MADs ride UD SEND ONLY (opcode 100) to QP 1
-expect "ConnectRequest B->A" "$(frames "$tmp/w1.txt" "$IPB" "$IPA" 0 100 0x0010)" eq 1
-expect "ConnectReply A->B" "$(frames "$tmp/w1.txt" "$IPA" "$IPB" 0 100 0x0013)" eq 1
-expect "ReadyToUse B->A" "$(frames "$tmp/w1.txt" "$IPB" "$IPA" 0 100 0x0014)" eq 1
+expect_count "ConnectRequest B->A" "$(frames "$tmp/w1.txt" "$IPB" "$IPA" 0 100 0x0010)" eq 1
+expect_count "ConnectReply A->B" "$(frames "$tmp/w1.txt" "$IPA" "$IPB" 0 100 0x0013)" eq 1
+expect_count "ReadyToUse B->A" "$(frames "$tmp/w1.txt" "$IPB" "$IPA" 0 100 0x0014)" eq 1
 # the REQ's MAD body starts at byte 86 of its frame (Ethernet 14, IPv4 20,
 # UDP 8, BTH 12, DETH 8, MAD header 24)
 ece="infiniband.mad.attributemodifier == 0x1"
-expect "ECE in the REQ B->A" "$(count "$tmp/w1.pcapng" "ip.src == $IPB && infiniband.mad.attributeid == 0x0010 && $ece && frame[91:3] == 02:64:72")" eq 1
-expect "ECE in the REP A->B" "$(count "$tmp/w1.pcapng" "ip.src == $IPA && infiniband.mad.attributeid == 0x0013 && $ece && frame[101] == 02 && frame[105] == 64 && frame[109] == 72")" eq 1
-expect "frames longer than $BIG bytes in droce's own capture" \
+expect_count "ECE in the REQ B->A" "$(count "$tmp/w1.pcapng" "ip.src == $IPB && infiniband.mad.attributeid == 0x0010 && $ece && frame[91:3] == 02:64:72")" eq 1
+expect_count "ECE in the REP A->B" "$(count "$tmp/w1.pcapng" "ip.src == $IPA && infiniband.mad.attributeid == 0x0013 && $ece && frame[101] == 02 && frame[105] == 64 && frame[109] == 72")" eq 1
+expect_count "frames longer than $BIG bytes in droce's own capture" \
 	"$(count "$tmp/d1.pcapng" "frame.len > $BIG")" eq 0
 pcapcheck d1 20 --min-roce 1000 --require RC_RDMA_READ_RESPONSE_MIDDLE,RC_RDMA_WRITE_MIDDLE,RC_SEND_MIDDLE \
 	--forbid PSN_GAP,NAK_PSN_SEQ,DUPLICATE "$tmp/d1.pcapng"
 for side in srv cli; do
 	set -- $(gso "$tmp/r1.$side")
-	expect "$side: super-frames sent" "${1:-0}" ge 1
-	expect "$side: super-frames received" "${2:-0}" ge 1
+	expect_count "$side: super-frames sent" "${1:-0}" ge 1
+	expect_count "$side: super-frames received" "${2:-0}" ge 1
 done
 
 # ---- run 2: the kernel cuts them before the veth ----------------------------------
@@ -193,15 +172,15 @@ cap_start "$NSA" "$VA" "$tmp/w2.pcapng" -B 64
 cap_wait "$tmp/w2.pcapng"
 xfer 2 packet -o write,writedata,send,read -S 4096,65536,1048576 -I 3
 cap_stop
-expect "frames longer than $BIG bytes on the veth" "$(count "$tmp/w2.pcapng" "frame.len > $BIG")" eq 0
+expect_count "frames longer than $BIG bytes on the veth" "$(count "$tmp/w2.pcapng" "frame.len > $BIG")" eq 0
 pcapcheck w2 20 --min-roce 1000 --require RC_RDMA_READ_RESPONSE_MIDDLE,RC_RDMA_WRITE_MIDDLE,RC_SEND_MIDDLE \
 	--forbid PSN_GAP,NAK_PSN_SEQ,DUPLICATE "$tmp/w2.pcapng"
 no_errors "$tmp/w2.pcapng"
 set -- $(gso "$tmp/r2.cli")
-expect "client: super-frames sent (cut by the kernel)" "${1:-0}" ge 1
+expect_count "client: super-frames sent (cut by the kernel)" "${1:-0}" ge 1
 set -- $(gso "$tmp/r2.srv")
-expect "server: super-frames sent (cut by the kernel)" "${1:-0}" ge 1
-expect "server: super-frames received whole" "${2:-0}" eq 0
+expect_count "server: super-frames sent (cut by the kernel)" "${1:-0}" ge 1
+expect_count "server: super-frames received whole" "${2:-0}" eq 0
 keep_on_fail w2.pcapng netns-gso-w2.pcapng
 
 # ---- run 3: a server on net_af_packet, which takes none --------------------------
@@ -212,10 +191,10 @@ cap_start "$NSA" "$VA" "$tmp/w3.pcapng" -B 64
 cap_wait "$tmp/w3.pcapng"
 xfer 3 af_packet -o write,send,read -S 65536,1048576 -I 3
 cap_stop
-expect "frames longer than $BIG bytes on the veth" "$(count "$tmp/w3.pcapng" "frame.len > $BIG")" eq 0
-expect "REP A->B without ECE" "$(count "$tmp/w3.pcapng" "ip.src == $IPA && infiniband.mad.attributeid == 0x0013 && infiniband.mad.attributemodifier == 0 && frame[101] == 00 && frame[105] == 00 && frame[109] == 00")" eq 1
+expect_count "frames longer than $BIG bytes on the veth" "$(count "$tmp/w3.pcapng" "frame.len > $BIG")" eq 0
+expect_count "REP A->B without ECE" "$(count "$tmp/w3.pcapng" "ip.src == $IPA && infiniband.mad.attributeid == 0x0013 && infiniband.mad.attributemodifier == 0 && frame[101] == 00 && frame[105] == 00 && frame[109] == 00")" eq 1
 set -- $(gso "$tmp/r3.cli")
-expect "client: super-frames sent to a net_af_packet peer" "${1:-1}" eq 0
+expect_count "client: super-frames sent to a net_af_packet peer" "${1:-1}" eq 0
 
 # ---- run 4: hostile super-frames -------------------------------------------------
 # tests/gso-inject, from B's end, before the client connects: one cut at
@@ -226,37 +205,37 @@ expect "client: super-frames sent to a net_af_packet peer" "${1:-1}" eq 0
 # 3 such packets and a last piece of 10 bytes
 xfer 4 packet -o write,read -S 4096,1048576 -I 2
 set -- $(gso "$tmp/r4.srv")
-expect "server: hostile super-frames refused (gso_size 8)" "${3:-0}" eq 1
-expect "server: super-frames received whole (noise, RoCE, then B's)" "${2:-0}" ge 3
-expect "noise pieces in the server's capture" \
+expect_count "server: hostile super-frames refused (gso_size 8)" "${3:-0}" eq 1
+expect_count "server: super-frames received whole (noise, RoCE, then B's)" "${2:-0}" ge 3
+expect_count "noise pieces in the server's capture" \
 	"$(count "$tmp/d4.pcapng" "ip.src == $IPB && udp.srcport == 49154 && frame.len == 1042")" eq 10
-expect "of them, marked dropped by droce" \
+expect_count "of them, marked dropped by droce" \
 	"$(count "$tmp/d4.pcapng" "udp.srcport == 49154 && frame.len == 1042 && frame.comment contains \"dropped\"")" eq 10
 # RoCE packets whose ICRCs the port checks as it cuts them: the third's
 # payload was changed after its ICRC, the others reach the device
-expect "RoCE pieces in the server's capture" \
+expect_count "RoCE pieces in the server's capture" \
 	"$(count "$tmp/d4.pcapng" "ip.src == $IPB && udp.srcport == 49155 && frame.len == 1082")" eq 4
-expect "of them, the changed one dropped for its ICRC" \
+expect_count "of them, the changed one dropped for its ICRC" \
 	"$(count "$tmp/d4.pcapng" "udp.srcport == 49155 && ip.id == 0x3002 && frame.comment contains \"dropped: bad ICRC\"")" eq 1
-expect "of them, the others dropped for their QPN, not their ICRC" \
+expect_count "of them, the others dropped for their QPN, not their ICRC" \
 	"$(count "$tmp/d4.pcapng" "udp.srcport == 49155 && ip.id != 0x3002 && frame.comment contains \"unknown_qpn\" && !(frame.comment contains \"ICRC\")")" eq 3
 # the kernel shows a tagged frame untagged, its tag aside (tpacket
 # TP_STATUS_VLAN_VALID): VLAN 7's is dropped before the capture, VLAN 0's
 # (a priority tag) taken as untagged
-expect "server: frames of VLAN 7 dropped (rx_vlan)" "$(vlan "$tmp/r4.srv")" eq 1
-expect "VLAN 7 frames in the server's capture" \
+expect_count "server: frames of VLAN 7 dropped (rx_vlan)" "$(vlan "$tmp/r4.srv")" eq 1
+expect_count "VLAN 7 frames in the server's capture" \
 	"$(count "$tmp/d4.pcapng" "udp.srcport == 49157")" eq 0
 # what another socket sent out of the server's interface: never read (B's
 # ICMP errors about those frames quote their headers: not counted)
-expect "frames from the server's own address received by it" \
+expect_count "frames from the server's own address received by it" \
 	"$(count "$tmp/d4.pcapng" "ip.src == $IPA && !icmp && frame.packet_flags_direction == 1")" eq 0
-expect "the priority-tagged frame, dropped for its QPN" \
+expect_count "the priority-tagged frame, dropped for its QPN" \
 	"$(count "$tmp/d4.pcapng" "udp.srcport == 49158 && frame.len == 1082 && frame.comment contains \"unknown_qpn\"")" eq 1
 # a super-frame whose last piece is too short for a BTH and an ICRC: cut
 # all the same, the short piece dropped by the parser, the others not
-expect "pieces before a short last one, dropped for their QPN" \
+expect_count "pieces before a short last one, dropped for their QPN" \
 	"$(count "$tmp/d4.pcapng" "udp.srcport == 49159 && frame.len == 1082 && frame.comment contains \"unknown_qpn\"")" eq 3
-expect "the short last piece, dropped by the parser" \
+expect_count "the short last piece, dropped by the parser" \
 	"$(count "$tmp/d4.pcapng" "udp.srcport == 49159 && frame.len == 52 && frame.comment contains \"no room for BTH and ICRC\"")" eq 1
 
 [ "$fail" -eq 0 ] || exit 1

@@ -102,6 +102,29 @@ bad() {
 	fail=1
 }
 
+# expect_count WHAT GOT OP WANT: GOT (a count) against WANT, OP eq or ge;
+# a failure (bad) unless it holds, or if GOT is no number
+expect_count() {
+	case $2 in
+	'' | *[!0-9]*)
+		bad "$1: '$2' (not a count)"
+		return
+		;;
+	esac
+	# (not "[ eq ] && [ -ne ] || [ ge ] && [ -lt ]": the shell reads it
+	# as "((eq && -ne) || ge) && -lt", which passed eq with more than wanted)
+	case $3 in
+	eq) [ "$2" -eq "$4" ] ;;
+	ge) [ "$2" -ge "$4" ] ;;
+	*) false ;;
+	esac
+	if [ $? -eq 0 ]; then
+		echo "ok: $1: $2"
+	else
+		bad "$1: $2 (expected $3 $4)"
+	fi
+}
+
 # The frame of a namespace test: a scratch directory $tmp (kept when
 # DROCE_KEEP is set), fail=0, cap_pids="" (capture PIDs that cleanup
 # interrupts first), a private Wireshark profile, the namespaces, and a
