@@ -18,12 +18,13 @@
  *          dropped as a bad ICRC and the other three reach the device,
  *          which drops them for their unknown QPN.  Cut, each is a frame
  *          of 1,082 bytes.
- *   vlan   one such packet, intact, from UDP port 49157 (IP ID 0x3200),
- *          tagged with 802.1Q VLAN ID 7: a frame of another network than
- *          the interface's, which the kernel shows untagged with the tag
- *          aside: a packet: port must drop it (rx_vlan), before its
- *          capture.  (A tagged super-frame the kernel refuses from a
- *          packet socket, ENOMEM on Linux 6.18.)
+ *   vlan   the same 4 packets, intact, from UDP port 49156 (IP IDs from
+ *          0x3100), as a super-frame tagged with 802.1Q VLAN ID 7 (too
+ *          large for a ring slot: read from the socket's queue), and one
+ *          such packet alone from port 49157 (IP ID 0x3200), tagged
+ *          likewise: frames of another network than the interface's, which
+ *          the kernel shows untagged with the tag aside: a packet: port
+ *          must drop both whole (rx_vlan), before its capture.
  *   prio   one such packet from port 49158, priority-tagged (VLAN ID 0,
  *          priority 3, as RoCE networks mark traffic classes): the
  *          interface's own traffic, which must reach the device (dropped
@@ -31,9 +32,14 @@
  *   short  3 such packets from port 49159 (IP IDs from 0x3400) and a last
  *          piece of 10 bytes, too short for a BTH and an ICRC: the 3 reach
  *          the device, the fourth (a frame of 52 bytes) the parser drops.
+ *   ipv6   one super-frame of 4 pieces of 1,000 bytes of noise over IPv6
+ *          (UDP GSO to port 4791 of ::ffff:DST-IP): a packet: port on
+ *          IPv4 must refuse it whole (rx_gso_bad);
+ *   tcp    one TCP segmentation super-frame (TSO) of 4 x 1,000 bytes to
+ *          TCP port 4791: refused whole (rx_gso_bad).
  *
  * usage: gso-inject IFACE SRC-IP DST-IP DST-MAC
- * Exit 0 when the kernel took all six frames, 1 otherwise (with why), 77 when
+ * Exit 0 when the kernel took all nine frames, 1 otherwise (with why), 77 when
  * it takes no UDP GSO from a packet socket (before Linux 6.2).
  */
 #include <arpa/inet.h>
@@ -57,6 +63,26 @@
 #endif
 
 #define HDRS 42 /* Ethernet, IPv4, UDP */
+
+static int ifindex; /* IFACE's */
+
+/* iov[0..n) as one frame of protocol proto (its outermost ethertype: the
+ * kernel takes the socket's bound IPv4 for a frame sent without one, and
+ * refuses a super-frame of another).  0 or -errno. */
+static int send_proto(int fd, struct iovec *iov, int n, unsigned proto)
+{
+	struct sockaddr_ll to = {.sll_family = AF_PACKET,
+				 .sll_protocol = htons((uint16_t)proto),
+				 .sll_ifindex = ifindex,
+				 .sll_halen = 6};
+	struct msghdr mh = {
+	    .msg_name = &to, .msg_namelen = sizeof(to), .msg_iov = iov, .msg_iovlen = (size_t)n};
+
+	memcpy(to.sll_addr, (const uint8_t *)iov[1].iov_base, 6);
+	if (sendmsg(fd, &mh, 0) < 0)
+		return -errno;
+	return 0;
+}
 
 static void put16(uint8_t *b, unsigned v)
 {
@@ -103,9 +129,7 @@ static int send_gso_hl(int fd, uint8_t *h, size_t hl, const uint8_t *body, size_
 	vh.hdr_len = (uint16_t)hl;
 	vh.csum_start = (uint16_t)(hl - 8);
 	vh.csum_offset = 6;
-	if (writev(fd, iov, 3) < 0)
-		return -errno;
-	return 0;
+	return send_proto(fd, iov, 3, (unsigned)h[12] << 8 | h[13]);
 }
 
 static int send_gso(int fd, uint8_t h[HDRS], const uint8_t *body, size_t len, unsigned gso_size)
@@ -189,6 +213,92 @@ static int send_roce(int fd, const uint8_t src_mac[6], const uint8_t dst_mac[6],
 	return send_gso_hl(fd, h, hl, body, n * seg + tail, n > 1 || tail ? (unsigned)seg : 0);
 }
 
+/* The "ipv6" super-frame (above): 0 or -errno. */
+static int send_ipv6(int fd, const uint8_t src_mac[6], const uint8_t dst_mac[6], uint32_t sip,
+		     uint32_t dip)
+{
+	enum { HL = 14 + 40 + 8, PIECE = 1000, N = 4 };
+	static uint8_t body[N * PIECE];
+	uint8_t h[HL] = {0}, *ip6 = h + 14, *udp = h + 54;
+	struct virtio_net_hdr vh = {0};
+	struct iovec iov[3] = {{&vh, sizeof(vh)}, {h, HL}, {body, sizeof(body)}};
+	uint32_t s = 17 + 8 + (uint32_t)sizeof(body);
+
+	memcpy(h, dst_mac, 6);
+	memcpy(h + 6, src_mac, 6);
+	put16(h + 12, 0x86dd);
+	ip6[0] = 0x60;
+	put16(ip6 + 4, 8 + (unsigned)sizeof(body));
+	ip6[6] = 17;
+	ip6[7] = 64;
+	/* IPv4-mapped addresses: ::ffff:a.b.c.d */
+	put16(ip6 + 18, 0xffff);
+	memcpy(ip6 + 20, &sip, 4);
+	put16(ip6 + 34, 0xffff);
+	memcpy(ip6 + 36, &dip, 4);
+	put16(udp, 0xc006);
+	put16(udp + 2, 4791);
+	put16(udp + 4, 8 + (unsigned)sizeof(body));
+	for (unsigned i = 8; i < 40; i += 2)
+		s += (uint32_t)ip6[i] << 8 | ip6[i + 1];
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	put16(udp + 6, s);
+	for (unsigned i = 0; i < sizeof(body); i++)
+		body[i] = (uint8_t)(i * 13 + 5);
+	vh.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+	vh.gso_type = VIRTIO_NET_HDR_GSO_UDP_L4;
+	vh.gso_size = PIECE;
+	vh.hdr_len = HL;
+	vh.csum_start = 54;
+	vh.csum_offset = 6;
+	return send_proto(fd, iov, 3, 0x86dd);
+}
+
+/* The "tcp" super-frame (above): 0 or -errno. */
+static int send_tcp(int fd, const uint8_t src_mac[6], const uint8_t dst_mac[6], uint32_t sip,
+		    uint32_t dip)
+{
+	enum { HL = 14 + 20 + 20, PIECE = 1000, N = 4 };
+	static uint8_t body[N * PIECE];
+	uint8_t h[HL] = {0}, *ip = h + 14, *tcp = h + 34;
+	struct virtio_net_hdr vh = {0};
+	struct iovec iov[3] = {{&vh, sizeof(vh)}, {h, HL}, {body, sizeof(body)}};
+	uint32_t s = 6 + 20 + (uint32_t)sizeof(body);
+
+	memcpy(h, dst_mac, 6);
+	memcpy(h + 6, src_mac, 6);
+	put16(h + 12, 0x0800);
+	ip[0] = 0x45;
+	put16(ip + 2, 40 + (unsigned)sizeof(body));
+	put16(ip + 4, 0x3500);
+	put16(ip + 6, 0x4000); /* DF */
+	ip[8] = 64;
+	ip[9] = 6;
+	memcpy(ip + 12, &sip, 4);
+	memcpy(ip + 16, &dip, 4);
+	put16(ip + 10, ip_sum(ip));
+	put16(tcp, 0xc007);
+	put16(tcp + 2, 4791);
+	tcp[12] = 5 << 4; /* 20 bytes, no options */
+	tcp[13] = 0x18;	  /* PSH, ACK */
+	put16(tcp + 14, 65535);
+	for (unsigned i = 12; i < 20; i += 2)
+		s += (uint32_t)ip[i] << 8 | ip[i + 1];
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	put16(tcp + 16, s);
+	for (unsigned i = 0; i < sizeof(body); i++)
+		body[i] = (uint8_t)(i * 11 + 1);
+	vh.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+	vh.gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
+	vh.gso_size = PIECE;
+	vh.hdr_len = HL;
+	vh.csum_start = 34;
+	vh.csum_offset = 16;
+	return send_proto(fd, iov, 3, 0x0800);
+}
+
 static int parse_mac(const char *s, uint8_t mac[6])
 {
 	unsigned v[6];
@@ -220,7 +330,7 @@ int main(int argc, char **argv)
 	}
 	memset(&ifr, 0, sizeof(ifr));
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", argv[1]);
-	sll.sll_ifindex = (int)if_nametoindex(argv[1]);
+	sll.sll_ifindex = ifindex = (int)if_nametoindex(argv[1]);
 	if (!sll.sll_ifindex || ioctl(fd, SIOCGIFHWADDR, &ifr) < 0 ||
 	    setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)) < 0 ||
 	    bind(fd, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
@@ -238,7 +348,10 @@ int main(int argc, char **argv)
 	if (!r)
 		r = send_roce(fd, src_mac, dst_mac, sip.s_addr, dip.s_addr, 49155, 0x3000, 4, 1,
 			      -1, 0);
-	if (!r) /* VLAN 7, priority 0 */
+	if (!r) /* VLAN 7, priority 0: a super-frame, then a frame */
+		r = send_roce(fd, src_mac, dst_mac, sip.s_addr, dip.s_addr, 49156, 0x3100, 4, 0, 7,
+			      0);
+	if (!r)
 		r = send_roce(fd, src_mac, dst_mac, sip.s_addr, dip.s_addr, 49157, 0x3200, 1, 0, 7, 0);
 	if (!r) /* priority 3, VLAN 0 */
 		r = send_roce(fd, src_mac, dst_mac, sip.s_addr, dip.s_addr, 49158, 0x3300, 1, 0,
@@ -246,11 +359,15 @@ int main(int argc, char **argv)
 	if (!r)
 		r = send_roce(fd, src_mac, dst_mac, sip.s_addr, dip.s_addr, 49159, 0x3400, 3, 0, -1,
 			      10);
+	if (!r)
+		r = send_ipv6(fd, src_mac, dst_mac, sip.s_addr, dip.s_addr);
+	if (!r)
+		r = send_tcp(fd, src_mac, dst_mac, sip.s_addr, dip.s_addr);
 	if (r) {
 		fprintf(stderr, "gso-inject: %s\n", strerror(-r));
 		return 1;
 	}
 	close(fd);
-	printf("gso-inject: 4 super-frames and 2 frames sent on %s\n", argv[1]);
+	printf("gso-inject: 7 super-frames and 2 frames sent on %s\n", argv[1]);
 	return 0;
 }
