@@ -101,6 +101,24 @@ static unsigned ip_sum(const uint8_t *ip)
 	return ~s & 0xffff;
 }
 
+/* Headers h of hl bytes, then body of len bytes, as one frame whose
+ * virtio-net header asks for the checksum at csum_start + csum_offset
+ * (CHECKSUM_PARTIAL) and cut as gso_type at gso_size.  0 or -errno. */
+static int send_vh(int fd, uint8_t *h, size_t hl, const uint8_t *body, size_t len,
+		   unsigned gso_type, unsigned gso_size, unsigned csum_start, unsigned csum_offset)
+{
+	struct virtio_net_hdr vh = {0};
+	struct iovec iov[3] = {{&vh, sizeof(vh)}, {h, hl}, {(void *)body, len}};
+
+	vh.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+	vh.gso_type = (uint8_t)gso_type;
+	vh.gso_size = (uint16_t)gso_size;
+	vh.hdr_len = (uint16_t)hl;
+	vh.csum_start = (uint16_t)csum_start;
+	vh.csum_offset = (uint16_t)csum_offset;
+	return send_proto(fd, iov, 3, (unsigned)h[12] << 8 | h[13]);
+}
+
 /* Headers h (Ethernet, IPv4, UDP; hl bytes: HDRS, or HDRS + 4 with an
  * 802.1Q tag) given the lengths of a payload of len bytes, then sent with
  * body as one super-frame cut at gso_size (CHECKSUM_PARTIAL: the UDP
@@ -110,8 +128,6 @@ static int send_gso_hl(int fd, uint8_t *h, size_t hl, const uint8_t *body, size_
 		       unsigned gso_size)
 {
 	uint8_t *ip = h + hl - 28, *udp = h + hl - 8;
-	struct virtio_net_hdr vh = {0};
-	struct iovec iov[3] = {{&vh, sizeof(vh)}, {h, hl}, {(void *)body, len}};
 	uint32_t s = 17 + 8 + (uint32_t)len;
 
 	put16(ip + 2, 28 + (unsigned)len);
@@ -123,13 +139,9 @@ static int send_gso_hl(int fd, uint8_t *h, size_t hl, const uint8_t *body, size_
 	while (s >> 16)
 		s = (s & 0xffff) + (s >> 16);
 	put16(udp + 6, s);
-	vh.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
-	vh.gso_type = gso_size ? VIRTIO_NET_HDR_GSO_UDP_L4 : VIRTIO_NET_HDR_GSO_NONE;
-	vh.gso_size = (uint16_t)gso_size;
-	vh.hdr_len = (uint16_t)hl;
-	vh.csum_start = (uint16_t)(hl - 8);
-	vh.csum_offset = 6;
-	return send_proto(fd, iov, 3, (unsigned)h[12] << 8 | h[13]);
+	return send_vh(fd, h, hl, body, len,
+		       gso_size ? VIRTIO_NET_HDR_GSO_UDP_L4 : VIRTIO_NET_HDR_GSO_NONE, gso_size,
+		       (unsigned)hl - 8, 6);
 }
 
 static int send_gso(int fd, uint8_t h[HDRS], const uint8_t *body, size_t len, unsigned gso_size)
@@ -220,8 +232,6 @@ static int send_ipv6(int fd, const uint8_t src_mac[6], const uint8_t dst_mac[6],
 	enum { HL = 14 + 40 + 8, PIECE = 1000, N = 4 };
 	static uint8_t body[N * PIECE];
 	uint8_t h[HL] = {0}, *ip6 = h + 14, *udp = h + 54;
-	struct virtio_net_hdr vh = {0};
-	struct iovec iov[3] = {{&vh, sizeof(vh)}, {h, HL}, {body, sizeof(body)}};
 	uint32_t s = 17 + 8 + (uint32_t)sizeof(body);
 
 	memcpy(h, dst_mac, 6);
@@ -246,13 +256,7 @@ static int send_ipv6(int fd, const uint8_t src_mac[6], const uint8_t dst_mac[6],
 	put16(udp + 6, s);
 	for (unsigned i = 0; i < sizeof(body); i++)
 		body[i] = (uint8_t)(i * 13 + 5);
-	vh.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
-	vh.gso_type = VIRTIO_NET_HDR_GSO_UDP_L4;
-	vh.gso_size = PIECE;
-	vh.hdr_len = HL;
-	vh.csum_start = 54;
-	vh.csum_offset = 6;
-	return send_proto(fd, iov, 3, 0x86dd);
+	return send_vh(fd, h, HL, body, sizeof(body), VIRTIO_NET_HDR_GSO_UDP_L4, PIECE, 54, 6);
 }
 
 /* The "tcp" super-frame (above): 0 or -errno. */
@@ -262,8 +266,6 @@ static int send_tcp(int fd, const uint8_t src_mac[6], const uint8_t dst_mac[6], 
 	enum { HL = 14 + 20 + 20, PIECE = 1000, N = 4 };
 	static uint8_t body[N * PIECE];
 	uint8_t h[HL] = {0}, *ip = h + 14, *tcp = h + 34;
-	struct virtio_net_hdr vh = {0};
-	struct iovec iov[3] = {{&vh, sizeof(vh)}, {h, HL}, {body, sizeof(body)}};
 	uint32_t s = 6 + 20 + (uint32_t)sizeof(body);
 
 	memcpy(h, dst_mac, 6);
@@ -290,13 +292,7 @@ static int send_tcp(int fd, const uint8_t src_mac[6], const uint8_t dst_mac[6], 
 	put16(tcp + 16, s);
 	for (unsigned i = 0; i < sizeof(body); i++)
 		body[i] = (uint8_t)(i * 11 + 1);
-	vh.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
-	vh.gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
-	vh.gso_size = PIECE;
-	vh.hdr_len = HL;
-	vh.csum_start = 34;
-	vh.csum_offset = 16;
-	return send_proto(fd, iov, 3, 0x0800);
+	return send_vh(fd, h, HL, body, sizeof(body), VIRTIO_NET_HDR_GSO_TCPV4, PIECE, 34, 16);
 }
 
 static int parse_mac(const char *s, uint8_t mac[6])
