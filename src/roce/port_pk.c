@@ -164,14 +164,6 @@ static int pk_socket(struct dr_port *p, struct dr_pk *k, struct dr_port_err *err
 		return dr_port_fail(err, -errno, DR_PORT_PARAM_DEVICE,
 				    "packet:%s: the kernel refuses the socket's options: %s",
 				    k->ifname, strerror(errno));
-	/* what other sockets send out of the interface (another droce process
-	 * on it: its frames carry our MAC, and would be cut and dropped as
-	 * looped); the kernel never shows a socket its own.  Linux 4.20. */
-	if (setsockopt(k->fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)) < 0)
-		dr_port_log(DR_PORT_LOG_INFO,
-			    "packet:%s: no PACKET_IGNORE_OUTGOING (%s): other processes' "
-			    "frames out of the interface are read and dropped",
-			    k->ifname, strerror(errno));
 	/* FI_DROCE_QDISC_BYPASS: past the qdisc layer and the packet taps */
 	if (p->qdisc_bypass &&
 	    setsockopt(k->fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one)) < 0)
@@ -682,8 +674,7 @@ static struct rte_mbuf *take_copy(struct dr_port *p, struct dr_pk *k,
 	if (mh.msg_iovlen == 1)
 		return NULL;
 	if (r != (ssize_t)(sizeof(got) + len) || (mh.msg_flags & MSG_TRUNC) ||
-	    got.gso_type != vh->gso_type || got.gso_size != vh->gso_size ||
-	    (n && memcmp(head, hdr, PK_HDRS))) {
+	    got.gso_type != vh->gso_type || got.gso_size != vh->gso_size) {
 		/* not the frame its slot announced: never seen, but nothing
 		 * half-read goes on */
 		pk_lost(p, &p->stats.rx_truncated);
