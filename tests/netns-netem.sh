@@ -55,7 +55,8 @@
 #     forwarder, the RTU of its connection is dropped on purpose, so the
 #     passive side must come up on the CM's REP retry (every 4.3 s) while
 #     the active side is connected already; the server waits for that
-#     through at least 5 REP resends.
+#     through at least 5 REP resends; and the client's QP logs at close
+#     (FI_LOG_LEVEL=info) that it resent some, not all, of its packets.
 #
 # Exit: 0 pass, 1 fail, 77 skip (not root, no ip netns / fi_pingpong / tshark
 # / ethtool, or neither sch_netem nor perl with Time::HiRes; no tshark or
@@ -315,7 +316,8 @@ if [ -x "$XFER" ] && [ "$(elapsed)" -lt "$budget" ]; then
 	: >"$tmp/drop-rtu"
 	crc=99 src=99
 	if xfer_start "$NSA" "$tmo" xfer -w 30 -t "$conn_wait"; then
-		ip netns exec "$NSB" timeout -k 5 "$tmo" "$XFER" -p droce -s "$IPA" -P "$port" \
+		ip netns exec "$NSB" env FI_LOG_LEVEL=info FI_LOG_PROV=droce \
+			timeout -k 5 "$tmo" "$XFER" -p droce -s "$IPA" -P "$port" \
 			-S 0,1,4097,65536,1048576 -I 3 >"$tmp/xfer.cli" 2>&1
 		crc=$?
 		wait "$xs_pid"
@@ -335,7 +337,17 @@ if [ -x "$XFER" ] && [ "$(elapsed)" -lt "$budget" ]; then
 		fail=1
 	else
 		echo "ok: droce-xfer (send, senddata, write, writedata, read, atomics; 0 B..1 MiB)" \
-			"through the impaired link: $(tail -n 1 "$tmp/xfer.cli")"
+			"through the impaired link: $(grep 'passed,.* failed,' "$tmp/xfer.cli" | tail -n 1)"
+		# and its QP says, at close, what it resent and why (info level)
+		rs=$(sed -n 's/.*qp 0x[0-9a-f]\{6\} resent \([0-9]*\) of \([0-9]*\) request packets; timeouts [0-9]*.*/\1 \2/p' \
+			"$tmp/xfer.cli" | tail -n 1)
+		if [ -n "$rs" ] && [ "${rs% *}" -gt 0 ] && [ "${rs% *}" -lt "${rs#* }" ]; then
+			echo "ok: the client's QP logged at close: $(grep -o 'resent [0-9]* of .*' \
+				"$tmp/xfer.cli" | tail -n 1)"
+		else
+			echo "FAIL: the client's QP logged no resends at close through the lossy link (${rs:-none})"
+			fail=1
+		fi
 	fi
 else
 	echo "FAIL: droce-xfer not built or no time left for it"

@@ -52,6 +52,26 @@ int dr_ep_enable_locked(struct dr_ep *ep)
 
 /* Everything but the QP's connection: under dev->lock, the QP no longer
  * reachable by the application. */
+/* At close, at info level: what the QP resent and why, so that a run that
+ * was slow for timeouts or RNR waits says so (the counters are also live
+ * through droce-stat and fi_droce_ep_stats). */
+static void ep_log_resends(const char *who, const struct dr_qp_stats *s)
+{
+	if (!s->tx_resent_pkts && !s->timeouts && !s->early_timeouts && !s->rnr_waits &&
+	    !s->rx_seq_naks && !s->tx_seq_naks && !s->tx_rnr_naks)
+		return;
+	DR_INFO(FI_LOG_EP_DATA,
+		"%s resent %llu of %llu request packets; timeouts %llu (early %llu, "
+		"spurious %llu, losses %llu), retries %llu; NAKs received: sequence %llu, "
+		"RNR %llu (RNR waits %llu); NAKs sent: sequence %llu, RNR %llu\n",
+		who, (unsigned long long)s->tx_resent_pkts, (unsigned long long)s->tx_req_pkts,
+		(unsigned long long)s->timeouts, (unsigned long long)s->early_timeouts,
+		(unsigned long long)s->spurious_timeouts, (unsigned long long)s->timeout_losses,
+		(unsigned long long)s->retries, (unsigned long long)s->rx_seq_naks,
+		(unsigned long long)s->rx_rnr_naks, (unsigned long long)s->rnr_waits,
+		(unsigned long long)s->tx_seq_naks, (unsigned long long)s->tx_rnr_naks);
+}
+
 void dr_ep_free(struct dr_ep *ep)
 {
 	struct dr_dev *dev = ep->dev;
@@ -71,6 +91,7 @@ void dr_ep_free(struct dr_ep *ep)
 		dr_port_gso_peer(dev->port, ep->gso_ip4, ep->gso_qpn, false);
 	snprintf(who, sizeof(who), "qp 0x%06x", dr_qp_num(ep->qp));
 	dr_rx_drops_log(who, dr_qp_stats(ep->qp)->rx_drop);
+	ep_log_resends(who, dr_qp_stats(ep->qp));
 	dr_ep_flush_ack(ep);
 	dr_dev_qp_destroy(dev, ep->qp, ep);
 	if (ep->qp_timer)
