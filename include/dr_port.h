@@ -321,6 +321,9 @@ struct dr_port_config {
 	bool kernel_filter;    /* net_af_packet: the kernel drops droce's RoCE
 				* frames at its ingress, after its packet taps,
 				* before its IP stack (port_kfilter.c) */
+	bool rx_filter;	       /* "packet:IF": the socket starts with the filter of
+				* dr_port_rx_filter on, and no QPN: so that it
+				* never reads other processes' frames */
 	struct dr_port_arp_params arp;
 };
 
@@ -388,6 +391,19 @@ bool dr_port_lossless(const struct dr_port *p);
  * -ENOTSUP on a port that does not send them. */
 bool dr_port_gso_takes(const struct dr_port *p);
 int dr_port_gso_peer(struct dr_port *p, uint32_t ip4, uint32_t qpn, bool on);
+/* Several processes on one interface ("packet:IF" ports): rx_filter(on)
+ * has the kernel drop, before it copies them, the RoCEv2 frames that are
+ * not MADs to QP1 nor for one of the QPNs given with rx_qpn(qpn, true)
+ * (port_pk.c says why and how); off, the port takes every frame.  A QPN
+ * must be given before any peer can learn it.  0, -ENOMEM, or -ENOTSUP on
+ * other ports (they take every frame). */
+int dr_port_rx_filter(struct dr_port *p, bool on);
+int dr_port_rx_qpn(struct dr_port *p, uint32_t qpn, bool on);
+/* The filter's classic BPF program for n QPNs, DR_PORT_RX_FILTER_LEN(n)
+ * instructions into f; returns how many (for tests: any socket takes it). */
+struct sock_filter;
+#define DR_PORT_RX_FILTER_LEN(n) (22u + 2u * (n) + 1u)
+unsigned dr_port_rx_filter_build(struct sock_filter *f, const uint32_t *qpns, unsigned n);
 /* How many full packets of path MTU pmtu (the middle of a message: BTH,
  * payload, ICRC) one super-frame carries: bounded by the 64 KiB of an IP
  * packet (62 at 1024, 15 at 4096) and by 64.  0 on a port that sends none. */

@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1511,6 +1513,108 @@ END_TEST
 /* A frame tagged with a VLAN ID is another network's (a VLAN interface's):
  * dropped and counted, however well it is addressed; one priority-tagged
  * (VLAN ID 0, priority 3) is the port's own and delivered. */
+/* ---- the packet port's socket filter (several processes on one interface) -------- */
+
+/* A frame to UDP port dport (IPv4 with ihl 32-bit words of header, or IPv6)
+ * whose BTH names DestQP qpn (its reserved byte set: the filter masks it),
+ * or, with proto other than UDP, no UDP at all; frag: an IPv4 fragment. */
+static size_t filter_frame(uint8_t *f, bool v6, unsigned ihl, uint8_t proto, uint16_t dport,
+			   uint32_t qpn, bool frag)
+{
+	size_t ip = v6 ? 40 : 4u * ihl, n = 14 + ip + 8 + 12 + 4;
+	uint8_t *u = f + 14 + ip, *bth = u + 8;
+
+	memset(f, 0, n);
+	f[12] = v6 ? 0x86 : 0x08;
+	f[13] = v6 ? 0xdd : 0x00;
+	if (v6) {
+		f[14] = 0x60;
+		f[14 + 6] = proto;
+	} else {
+		f[14] = (uint8_t)(0x40 | ihl);
+		f[14 + 9] = proto;
+		f[14 + 6] = frag ? 0x20 : 0x40; /* MF, or DF */
+		f[14 + 7] = frag ? 0x08 : 0x00;
+	}
+	u[2] = (uint8_t)(dport >> 8);
+	u[3] = (uint8_t)dport;
+	bth[0] = DR_OP_SEND_ONLY;
+	bth[4] = 0xff;
+	bth[5] = (uint8_t)(qpn >> 16);
+	bth[6] = (uint8_t)(qpn >> 8);
+	bth[7] = (uint8_t)qpn;
+	return n;
+}
+
+/* Whether a socket with the filter for qpns takes the frame: the kernel
+ * runs the program on any socket, here the receiving end of a datagram
+ * socketpair, whose datagrams start where a packet socket's frames do. */
+static bool filter_takes(const uint32_t *qpns, unsigned n, const uint8_t *frame, size_t len)
+{
+	struct sock_filter f[DR_PORT_RX_FILTER_LEN(8)];
+	struct sock_fprog prog = {.filter = f};
+	uint8_t got[256];
+	int sv[2];
+	ssize_t r;
+
+	ck_assert_uint_le(n, 8);
+	prog.len = (unsigned short)dr_port_rx_filter_build(f, qpns, n);
+	ck_assert_uint_eq(prog.len, DR_PORT_RX_FILTER_LEN(n));
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv), 0);
+	ck_assert_int_eq(setsockopt(sv[1], SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)), 0);
+	ck_assert_int_eq(send(sv[0], frame, len, 0), (ssize_t)len);
+	r = recv(sv[1], got, sizeof(got), MSG_DONTWAIT);
+	ck_assert_msg(r == (ssize_t)len || (r < 0 && errno == EAGAIN), "recv: %zd (%s)", r,
+		      strerror(errno));
+	close(sv[0]);
+	close(sv[1]);
+	return r == (ssize_t)len && !memcmp(got, frame, len);
+}
+
+START_TEST(test_rx_filter)
+{
+	static const uint32_t mine[] = {0x123456, 0xabcdef, 0x000002};
+	uint8_t f[128];
+	size_t n;
+
+	/* RoCEv2 over IPv4 (with and without IP options) and IPv6: only
+	 * frames for its QPNs, and MADs to QP1 */
+	for (unsigned v = 0; v < 3; v++) {
+		bool v6 = v == 2;
+		unsigned ihl = v == 1 ? 7 : 5;
+
+		for (unsigned i = 0; i < 3; i++) {
+			n = filter_frame(f, v6, ihl, 17, DR_ROCE_UDP_PORT, mine[i], false);
+			ck_assert_msg(filter_takes(mine, 3, f, n), "v %u: QPN 0x%06x refused", v,
+				      mine[i]);
+		}
+		n = filter_frame(f, v6, ihl, 17, DR_ROCE_UDP_PORT, DR_GSI_QPN, false);
+		ck_assert(filter_takes(mine, 3, f, n));
+		ck_assert(filter_takes(mine, 0, f, n));
+		n = filter_frame(f, v6, ihl, 17, DR_ROCE_UDP_PORT, 0x654321, false);
+		ck_assert_msg(!filter_takes(mine, 3, f, n), "v %u: another's QPN taken", v);
+		n = filter_frame(f, v6, ihl, 17, DR_ROCE_UDP_PORT, 0x123457, false);
+		ck_assert(!filter_takes(mine, 3, f, n));
+		n = filter_frame(f, v6, ihl, 17, DR_ROCE_UDP_PORT, mine[0], false);
+		ck_assert(!filter_takes(mine, 0, f, n));
+		ck_assert(!filter_takes(mine + 1, 2, f, n));
+		/* not RoCEv2: another UDP port, TCP */
+		n = filter_frame(f, v6, ihl, 17, DR_ROCE_UDP_PORT + 1, 0x654321, false);
+		ck_assert(filter_takes(mine, 3, f, n));
+		n = filter_frame(f, v6, ihl, 6, DR_ROCE_UDP_PORT, 0x654321, false);
+		ck_assert(filter_takes(mine, 3, f, n));
+	}
+	/* an IPv4 fragment: the parser decides */
+	n = filter_frame(f, false, 5, 17, DR_ROCE_UDP_PORT, 0x654321, true);
+	ck_assert(filter_takes(mine, 3, f, n));
+	/* neither IPv4 nor IPv6: ARP */
+	n = filter_frame(f, false, 5, 17, DR_ROCE_UDP_PORT, 0x654321, false);
+	f[12] = 0x08;
+	f[13] = 0x06;
+	ck_assert(filter_takes(mine, 3, f, n));
+}
+END_TEST
+
 START_TEST(test_vlan_tagged)
 {
 	struct dr_port *a, *b;
@@ -2327,6 +2431,7 @@ int main(void)
 	tcase_add_test(tc, test_roce_zero_copy);
 	tcase_add_test(tc, test_garbage_dropped);
 	tcase_add_test(tc, test_vlan_tagged);
+	tcase_add_test(tc, test_rx_filter);
 	tcase_add_test(tc, test_place_read);
 	tcase_add_test(tc, test_loopback);
 	tcase_add_test(tc, test_batch_send);

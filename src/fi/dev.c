@@ -200,6 +200,26 @@ static void cm_comm_id_release(void *ctx, uint32_t comm_id)
 /* What a MAD names that our CM has nothing for: ours to answer only if no
  * other process holds it and we answer for nobody.  A REQ for a port we
  * hold without listening on it (a connect's source port) is ours: REJ. */
+/* Several processes on one interface: the kernel drops, before copying
+ * them, the RoCEv2 frames for QPNs that are not this process's (port_pk.c),
+ * unless this process holds the CM responder role, which sees every frame
+ * so that frames for QPNs nobody holds are still counted.  Alone on the
+ * interface, a process holds that role: it sees every frame, as before. */
+static void dev_rx_filter(struct dr_dev *dev)
+{
+	dr_port_rx_filter(dev->port,
+			  dev->reg && !dev->rx_filter_off && !dr_reg_is_responder(dev->reg));
+}
+
+static void dev_rx_qpn(struct dr_dev *dev, uint32_t qpn, bool on)
+{
+	if (dr_port_rx_qpn(dev->port, qpn, on) == -ENOMEM && on) {
+		/* better every frame than none of this QP's */
+		dev->rx_filter_off = true;
+		dev_rx_filter(dev);
+	}
+}
+
 static enum dr_cm_whose cm_whose(void *ctx, enum dr_cm_key key, uint32_t v)
 {
 	struct dr_dev *dev = ctx;
@@ -219,7 +239,10 @@ static enum dr_cm_whose cm_whose(void *ctx, enum dr_cm_key key, uint32_t v)
 		dev->cm_stale++;
 		return DR_CM_WHOSE_NOBODY;
 	}
-	return dr_reg_responder(dev->reg) ? DR_CM_WHOSE_MINE : DR_CM_WHOSE_NOBODY;
+	if (!dr_reg_responder(dev->reg))
+		return DR_CM_WHOSE_NOBODY;
+	dev_rx_filter(dev); /* the role may be new: every frame from now on */
+	return DR_CM_WHOSE_MINE;
 }
 
 static const struct dr_cm_ops dev_cm_ops = {
@@ -363,6 +386,7 @@ static int dev_qpn_alloc(struct dr_dev *dev, struct dr_ep *ep, uint32_t *qpn)
 		if (!ret) {
 			/* before any peer can learn it */
 			dr_local_qpn_add(dev->local, *qpn);
+			dev_rx_qpn(dev, *qpn, true);
 			return 0;
 		}
 		dr_idmap_remove(&dev->qps, *qpn);
@@ -396,6 +420,7 @@ static void dev_qpn_free(struct dr_dev *dev, uint32_t qpn)
 {
 	dr_idmap_remove(&dev->qps, qpn);
 	dr_local_qpn_del(dev->local, qpn);
+	dev_rx_qpn(dev, qpn, false);
 	dr_reg_release(dev->reg, DR_REG_QPN, qpn);
 }
 
@@ -656,6 +681,9 @@ static int dev_open(struct dr_fabric *fab, const struct dr_devcfg *cfg, struct d
 	    .qdisc_bypass = s->qdisc_bypass != 0,
 	    .kernel_filter = s->kernel_filter != 0,
 	    .gso = s->gso != 0,
+	    /* until dev_rx_filter knows whether this process is the
+	     * interface's CM responder: no other process's frame */
+	    .rx_filter = true,
 	};
 	struct dr_cm_config cc = { 0 };
 	struct dr_port_err err = { 0 };
@@ -722,6 +750,8 @@ static int dev_open(struct dr_fabric *fab, const struct dr_devcfg *cfg, struct d
 		DR_INFO(FI_LOG_DOMAIN, "%s: host-local wire %s, slot %u\n", cfg->name,
 			dr_reg_wire_path(dev->reg), dr_local_slot(dev->local));
 	}
+
+	dev_rx_filter(dev);
 
 	cc.local_ip4 = cfg->ip4;
 	cc.ipv6 = cfg->ipv6;

@@ -527,6 +527,7 @@ struct dr_dev {
 	/* the processes on one kernel interface (registry.c); NULL for
 	 * other devices, or when no registry could be opened */
 	struct dr_reg *reg;
+	bool rx_filter_off; /* dev_rx_filter: the port could not list a QPN */
 	/* the host-local wire to the other processes on it (local.c), or NULL */
 	struct dr_local *local;
 	uint8_t port_mine[65536 / 8]; /* rdma_cm ports this device claimed */
@@ -675,6 +676,8 @@ bool dr_reg_foreign(struct dr_reg *r, enum dr_reg_kind kind, uint32_t v);
 /* This process answers the MADs nobody owns (it holds the CM responder
  * role, taking it now if its holder is gone); true with no registry. */
 bool dr_reg_responder(struct dr_reg *r);
+/* Whether this process holds the role now (dr_reg_responder takes it if it is free). */
+bool dr_reg_is_responder(const struct dr_reg *r);
 const char *dr_reg_path(const struct dr_reg *r);
 /* A slot of the host-local wire (local.c): the first free of [0, nslots),
  * held until the process closes the registry or dies; -EBUSY: none. */

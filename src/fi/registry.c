@@ -379,6 +379,11 @@ bool dr_reg_responder(struct dr_reg *r)
 	return r->responder;
 }
 
+bool dr_reg_is_responder(const struct dr_reg *r)
+{
+	return !r || r->responder;
+}
+
 const char *dr_reg_path(const struct dr_reg *r)
 {
 	return r ? r->path : NULL;

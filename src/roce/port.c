@@ -1033,6 +1033,7 @@ static int open_locked(const struct dr_port_config *cfg, struct dr_port **out,
 	p->prefix_len = cfg->prefix_len;
 	p->mtu = cfg->mtu ? cfg->mtu : DR_PORT_DEF_MTU;
 	p->qdisc_bypass = cfg->qdisc_bypass;
+	p->rx_filter = cfg->rx_filter;
 	p->kfilter_on = cfg->kernel_filter;
 	p->gso = cfg->gso;
 	p->max_frame = p->mtu + sizeof(struct dr_eth_hdr) + sizeof(struct dr_vlan_hdr);

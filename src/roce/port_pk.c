@@ -45,6 +45,7 @@
 #endif
 #include <errno.h>
 #include <inttypes.h>
+#include <linux/filter.h>
 #include <linux/if_packet.h>
 #include <linux/virtio_net.h>
 #include <net/ethernet.h>
@@ -106,6 +107,11 @@ struct dr_pk {
 	/* a piece whose ICRC was checked as it was cut (dr_pk_icrc_ok) */
 	uint64_t icrc_flag;
 	uint8_t *rstage; /* a super-frame read whole, PK_RSTAGE bytes */
+	/* the socket filter (dr_port_rx_qpn): whether one is wanted, and the
+	 * QPNs whose RoCE frames it lets in */
+	bool filter;
+	uint32_t *qpns;
+	unsigned nqpns, cap_qpns;
 };
 
 static struct dr_pk *pk_of(const struct dr_port *p)
@@ -135,6 +141,182 @@ static void put16(uint8_t *b, uint16_t v)
 static uint16_t get16(const uint8_t *b)
 {
 	return (uint16_t)(b[0] << 8 | b[1]);
+}
+
+/* ---- the socket filter: several processes on one interface ------------------------ */
+
+/*
+ * Every packet socket on an interface gets a copy of every frame: with N
+ * droce processes on it, each frame to one of them is copied into N rings
+ * (a super-frame also read whole from N queues), and N-1 processes cut it,
+ * check its ICRC and parse it only to find a QPN that is not theirs; and
+ * each reads its neighbours' outgoing frames too, which it drops as looped.
+ * So a process that does not hold the CM responder role (fi/dev.c) lets
+ * the kernel drop, before any copy, the RoCEv2 frames that are not for its
+ * own QPNs: a classic BPF program (SO_ATTACH_FILTER) lets in whatever is
+ * not RoCEv2 (ARP, IPv6 neighbour discovery, IP fragments), MADs to QP1
+ * (the CM's rules need every process to see them), and RoCEv2 frames whose
+ * BTH DestQP is one of the QPNs, in a list the program compares one by one
+ * (a super-frame's first BTH names the QP of all of its packets).  The
+ * responder keeps seeing every frame, so that frames for QPNs nobody holds
+ * are still counted (unknown_qpn) by one process.  A QPN enters the list
+ * before any peer can learn it, and leaves it when its QP is destroyed.
+ */
+#define PK_FILTER_ACCEPT 0x40000u			/* "take it whole": more than any frame */
+#define PK_FILTER_HEAD	 (DR_PORT_RX_FILTER_LEN(0) - 1) /* before the QPNs */
+#define PK_FILTER_QPNS	 ((BPF_MAXINSNS - PK_FILTER_HEAD - 1) / 2)
+
+unsigned dr_port_rx_filter_build(struct sock_filter *f, const uint32_t *qpns, unsigned n)
+{
+	/* where the jumps go: jt and jf count from the next instruction */
+	enum { V6 = 12, ACC = 18, QPN = 19 };
+#define PK_LD(sz, mode, k) ((struct sock_filter)BPF_STMT(BPF_LD | (sz) | (mode), (k)))
+#define PK_JEQ(at, k, t, f)                                                                        \
+	((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (k), (t) - (at)-1, (f) - (at)-1))
+#define PK_JA(at, to) ((struct sock_filter)BPF_STMT(BPF_JMP | BPF_JA, (to) - (at)-1))
+#define PK_RET(k)     ((struct sock_filter)BPF_STMT(BPF_RET | BPF_K, (k)))
+	const struct sock_filter head[PK_FILTER_HEAD] = {
+	    /* 0: Ethernet: IPv4 or IPv6, else accepted */
+	    PK_LD(BPF_H, BPF_ABS, 12),
+	    PK_JEQ(1, DR_ETH_P_IPV4, 3, 2),
+	    PK_JEQ(2, DR_ETH_P_IPV6, V6, ACC),
+	    /* 3: IPv4, UDP, not a fragment, to port 4791: A = BTH bytes 4-7 */
+	    PK_LD(BPF_B, BPF_ABS, 14 + 9),
+	    PK_JEQ(4, DR_IPPROTO_UDP, 5, ACC),
+	    PK_LD(BPF_H, BPF_ABS, 14 + 6),
+	    (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x1fff, ACC - 6 - 1, 0),
+	    (struct sock_filter)BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, 14),
+	    PK_LD(BPF_H, BPF_IND, 14 + 2),
+	    PK_JEQ(9, DR_ROCE_UDP_PORT, 10, ACC),
+	    PK_LD(BPF_W, BPF_IND, 14 + 8 + 4),
+	    PK_JA(11, QPN),
+	    /* 12: IPv6 (no extension headers), UDP to port 4791 */
+	    PK_LD(BPF_B, BPF_ABS, 14 + 6),
+	    PK_JEQ(13, DR_IPPROTO_UDP, 14, ACC),
+	    PK_LD(BPF_H, BPF_ABS, 14 + 40 + 2),
+	    PK_JEQ(15, DR_ROCE_UDP_PORT, 16, ACC),
+	    PK_LD(BPF_W, BPF_ABS, 14 + 40 + 8 + 4),
+	    PK_JA(17, QPN),
+	    /* 18: accepted */
+	    PK_RET(PK_FILTER_ACCEPT),
+	    /* 19: A = DestQP: QP1, then each QPN (equal: accepted, else the
+	     * next; forward jumps are 8 bits, hence a return after each) */
+	    (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, DR_QPN_MASK),
+	    PK_JEQ(20, DR_GSI_QPN, 21, 22),
+	    PK_RET(PK_FILTER_ACCEPT),
+	};
+	unsigned i = PK_FILTER_HEAD;
+
+	memcpy(f, head, sizeof(head));
+	for (unsigned q = 0; q < n; q++, i += 2) {
+		f[i] = PK_JEQ(i, qpns[q] & DR_QPN_MASK, i + 1, i + 2);
+		f[i + 1] = PK_RET(PK_FILTER_ACCEPT);
+	}
+	f[i++] = PK_RET(0);
+	return i;
+#undef PK_LD
+#undef PK_JEQ
+#undef PK_JA
+#undef PK_RET
+}
+
+/* The socket takes every frame again.  The kernel reads an int even here
+ * (EINVAL without one); ENOENT: none was attached. */
+static void pk_filter_detach(struct dr_pk *k)
+{
+	int zero = 0;
+
+	if (setsockopt(k->fd, SOL_SOCKET, SO_DETACH_FILTER, &zero, sizeof(zero)) < 0 &&
+	    errno != ENOENT)
+		dr_port_log(DR_PORT_LOG_WARN,
+			    "packet:%s: cannot detach the socket filter: %s: frames for "
+			    "QPs created from now on may not arrive",
+			    k->ifname, strerror(errno));
+}
+
+/* Puts the socket's filter in line with k->filter and k->qpns: attached,
+ * replaced (atomically) or detached.  Without it the port sees every
+ * frame, as before: slower, never wrong. */
+static void pk_filter_apply(struct dr_pk *k)
+{
+	static bool told;
+	struct sock_filter *f;
+	struct sock_fprog prog;
+
+	if (k->fd < 0)
+		return;
+	if (!k->filter || k->nqpns > PK_FILTER_QPNS) {
+		if (k->filter && !told) {
+			told = true;
+			dr_port_log(DR_PORT_LOG_INFO,
+				    "packet:%s: more than %u QPs: the socket takes every "
+				    "process's frames",
+				    k->ifname, (unsigned)PK_FILTER_QPNS);
+		}
+		pk_filter_detach(k);
+		return;
+	}
+	f = malloc(DR_PORT_RX_FILTER_LEN(k->nqpns) * sizeof(*f));
+	if (f) {
+		prog.len = (unsigned short)dr_port_rx_filter_build(f, k->qpns, k->nqpns);
+		prog.filter = f;
+	}
+	if (!f || setsockopt(k->fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0) {
+		if (!told) {
+			told = true;
+			dr_port_log(DR_PORT_LOG_INFO,
+				    "packet:%s: no socket filter (%s): the socket takes every "
+				    "process's frames",
+				    k->ifname, f ? strerror(errno) : "out of memory");
+		}
+		pk_filter_detach(k);
+	}
+	free(f);
+}
+
+int dr_port_rx_filter(struct dr_port *p, bool on)
+{
+	struct dr_pk *k = pk_of(p);
+
+	if (!k)
+		return -ENOTSUP;
+	if (k->filter != on) {
+		k->filter = on;
+		pk_filter_apply(k);
+	}
+	return 0;
+}
+
+int dr_port_rx_qpn(struct dr_port *p, uint32_t qpn, bool on)
+{
+	struct dr_pk *k = pk_of(p);
+	unsigned i;
+
+	if (!k)
+		return -ENOTSUP;
+	for (i = 0; i < k->nqpns && k->qpns[i] != qpn; i++)
+		;
+	if (!on) {
+		if (i == k->nqpns)
+			return 0;
+		k->qpns[i] = k->qpns[--k->nqpns];
+	} else {
+		if (i < k->nqpns)
+			return 0;
+		if (k->nqpns == k->cap_qpns) {
+			unsigned cap = k->cap_qpns ? 2 * k->cap_qpns : 16;
+			uint32_t *n = realloc(k->qpns, cap * sizeof(*n));
+
+			if (!n)
+				return -ENOMEM;
+			k->qpns = n;
+			k->cap_qpns = cap;
+		}
+		k->qpns[k->nqpns++] = qpn;
+	}
+	if (k->filter)
+		pk_filter_apply(k);
+	return 0;
 }
 
 /* ---- open / close -------------------------------------------------------------- */
@@ -203,6 +385,7 @@ static int pk_socket(struct dr_port *p, struct dr_pk *k, struct dr_port_err *err
 	k->frame_size = frame;
 	k->nframes = PK_RX_FRAMES;
 	k->rx_next = 0;
+	pk_filter_apply(k);
 	sll.sll_ifindex = k->ifindex;
 	if (bind(k->fd, (struct sockaddr *)&sll, sizeof(sll)) < 0)
 		return dr_port_fail(err, -errno, DR_PORT_PARAM_DEVICE,
@@ -261,6 +444,7 @@ int dr_pk_plug(struct dr_port *p, const char *spec, bool gso, uint8_t mac[6],
 		return dr_port_fail(err, -ENOMEM, DR_PORT_PARAM_NONE, "out of memory");
 	k->fd = -1;
 	k->gso = gso;
+	k->filter = p->rx_filter;
 	snprintf(k->ifname, sizeof(k->ifname), "%s", ifn);
 	p->pk = k;
 	/* without the field (DPDK refused it) frames carry no time */
@@ -320,6 +504,7 @@ void dr_pk_free(struct dr_port *p)
 	while (k->cut_next < k->cut_len)
 		rte_pktmbuf_free(k->cut[k->cut_next++]);
 	free(k->peers);
+	free(k->qpns);
 	free(k->rstage);
 	free(k);
 	p->pk = NULL;

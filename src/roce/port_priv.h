@@ -136,6 +136,7 @@ struct dr_port {
 	bool zero_copy;	  /* dr_port_send_zc may attach external buffers */
 	bool zc_sync;	  /* ... and the device is done with them when the burst returns */
 	bool qdisc_bypass; /* net_af_packet: past the qdisc layer (dr_port_config) */
+	bool rx_filter;	   /* packet: the socket filter on from the start (dr_port_config) */
 
 	struct rte_mempool *pool;     /* frames */
 	struct rte_mempool *ext_pool; /* external-buffer and trailer mbufs */
