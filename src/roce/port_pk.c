@@ -143,6 +143,22 @@ static uint16_t get16(const uint8_t *b)
 	return (uint16_t)(b[0] << 8 | b[1]);
 }
 
+/* An array of n elements of size bytes with room for one more: arr itself,
+ * or grown (twice the capacity, *cap updated); NULL if out of memory (arr
+ * still valid). */
+static void *pk_grow(void *arr, unsigned *cap, unsigned n, size_t size)
+{
+	unsigned c = *cap ? 2 * *cap : 16;
+	void *a;
+
+	if (n < *cap)
+		return arr;
+	a = realloc(arr, c * size);
+	if (a)
+		*cap = c;
+	return a;
+}
+
 /* ---- the socket filter: several processes on one interface ------------------------ */
 
 /*
@@ -303,15 +319,11 @@ int dr_port_rx_qpn(struct dr_port *p, uint32_t qpn, bool on)
 	} else {
 		if (i < k->nqpns)
 			return 0;
-		if (k->nqpns == k->cap_qpns) {
-			unsigned cap = k->cap_qpns ? 2 * k->cap_qpns : 16;
-			uint32_t *n = realloc(k->qpns, cap * sizeof(*n));
+		uint32_t *q = pk_grow(k->qpns, &k->cap_qpns, k->nqpns, sizeof(*q));
 
-			if (!n)
-				return -ENOMEM;
-			k->qpns = n;
-			k->cap_qpns = cap;
-		}
+		if (!q)
+			return -ENOMEM;
+		k->qpns = q;
 		k->qpns[k->nqpns++] = qpn;
 	}
 	if (k->filter)
@@ -546,6 +558,7 @@ int dr_port_gso_peer(struct dr_port *p, uint32_t ip4, uint32_t qpn, bool on)
 {
 	struct dr_pk *k = pk_of(p);
 	uint64_t key = peer_key(ip4, qpn);
+	uint64_t *n;
 	unsigned i;
 
 	if (!k || !k->gso)
@@ -560,15 +573,10 @@ int dr_port_gso_peer(struct dr_port *p, uint32_t ip4, uint32_t qpn, bool on)
 	}
 	if (i < k->npeers)
 		return 0;
-	if (k->npeers == k->cap_peers) {
-		unsigned cap = k->cap_peers ? 2 * k->cap_peers : 16;
-		uint64_t *n = realloc(k->peers, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		k->peers = n;
-		k->cap_peers = cap;
-	}
+	n = pk_grow(k->peers, &k->cap_peers, k->npeers, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	k->peers = n;
 	k->peers[k->npeers++] = key;
 	return 0;
 }
