@@ -37,10 +37,12 @@
 #     QPNs the REQs and REPs announce are all distinct; no ICMP port
 #     unreachable (the survivors still hold UDP 4791 in the kernel);
 #  5. the survivors' logs (FI_LOG_LEVEL=info) show no warning of frames a
-#     correct peer does not send; and a process that never held the CM
-#     responder role (at least 3 of clients 2-4 and servers 2-5) left no
-#     frame to other processes' QPs: the kernel's socket filter kept the
-#     others' traffic out of its socket (port_pk.c);
+#     correct peer does not send; server 5's shows frames left to other
+#     processes' QPs (it was up all the while clients 2-4 ran: by default
+#     every process sees the other servers' traffic); and clients 1-4 run
+#     with FI_DROCE_RX_FILTER=1: those of clients 2-4 that never held B's
+#     CM responder role (at least 2) left no frame to other processes'
+#     QPs, the kernel's socket filter kept them out (port_pk.c);
 #  6. the registry file exists while the processes run and is gone once
 #     the last process of the namespace has closed.
 # Exit: 0 pass, 1 fail, 77 skip (not root, no ip netns / tshark), 99 hard
@@ -96,6 +98,9 @@ ports=$(sed -n 's/.*listening at [0-9.]*:\([0-9]*\).*/\1/p' "$tmp/s"[1-5].log | 
 echo "servers listening on rdma_cm ports" $ports
 
 t_start=$(date +%s)
+# clients 1-4 with the socket filter (FI_DROCE_RX_FILTER), the servers without
+xfer_log=$XFER_LOG
+XFER_LOG="$XFER_LOG FI_DROCE_RX_FILTER=1"
 mp_client "$NSB" 1 90 $PLAN -t 5 -W "1:$tmp/gate"
 c1_pid=$mp_pid
 cpids=""
@@ -103,6 +108,7 @@ for i in 2 3 4; do
 	mp_client "$NSB" $i 90 $PLAN -t 10
 	cpids="$cpids $mp_pid"
 done
+XFER_LOG=$xfer_log
 
 # client 1 is connected and at its first operation: kill its server
 gate_wait "$c1_pid"
@@ -129,24 +135,33 @@ done
 # server 5 stood by so that the interface keeps a droce process for the
 # connects above, whenever the others finish; now it gets its client
 mp_finish "$NSB"
-# Only the CM responder sees every frame (it counts frames for QPNs nobody
-# holds); the others' sockets let in only their own QPs' frames, MADs and
-# what is not RoCE.  Clients 2-4 run at once on B (client 1 holds B's
-# role until it ends), and server 5 is up on A before they start and until
-# after they end: without the filter each read, and left, the others'
-# traffic (server 5 ~60,000 frames).
+# server 5 is up before clients 2-4 start and stays until after they end:
+# it must have seen their traffic.  Servers 2-4 live only as long as their
+# own client, which under load may run before the others send anything
+# (seen: s3 0 frames, s2 and s4 ~20,000 each), so theirs are printed.
+for f in s2 s3 s4 s5; do
+	n=$(sed -n 's/.* left \([0-9]*\) frames to the other processes.*/\1/p' "$tmp/$f.log")
+	echo "$f: left ${n:-0} frames to other processes' QPs"
+	if [ $f = s5 ] && { [ -z "$n" ] || [ "$n" -eq 0 ]; }; then
+		bad "$f: no frame left to the other servers' QPs (it was up while clients 2-4 ran)"
+	fi
+done
+# Clients 2-4 run at once, with FI_DROCE_RX_FILTER=1: only B's CM
+# responder (client 1 until it ends, then whichever meets a MAD for nobody)
+# sees every frame; the others' sockets let in only their own QPs' frames,
+# MADs and what is not RoCE (without the filter each left ~20,000 frames).
 filtered=0
-for f in c2 c3 c4 s2 s3 s4 s5; do
+for f in c2 c3 c4; do
 	n=$(sed -n 's/.* left \([0-9]*\) frames to the other processes.*/\1/p' "$tmp/$f.log")
 	if grep -q 'now answers CM MADs nobody owns' "$tmp/$f.log"; then
 		echo "$f: left ${n:-0} frames to other processes' QPs (held the CM responder role)"
 		continue
 	fi
-	echo "$f: left ${n:-0} frames to other processes' QPs (filtered)"
+	echo "$f: left ${n:-0} frames to other processes' QPs (FI_DROCE_RX_FILTER=1)"
 	[ "${n:-0}" -eq 0 ] || bad "$f: its socket let in $n frames for other processes' QPs"
 	filtered=$((filtered + 1))
 done
-[ $filtered -ge 3 ] || bad "only $filtered of the processes never held the CM responder role"
+[ $filtered -ge 2 ] || bad "only $filtered of clients 2-4 never held the CM responder role"
 # one at a time (a byte lock); a survivor that took it over and finished
 # passes it on to the next that needs it
 n=$(cat "$tmp/s"[2-5].log | grep -c 'now answers CM MADs nobody owns')

@@ -200,15 +200,16 @@ static void cm_comm_id_release(void *ctx, uint32_t comm_id)
 /* What a MAD names that our CM has nothing for: ours to answer only if no
  * other process holds it and we answer for nobody.  A REQ for a port we
  * hold without listening on it (a connect's source port) is ours: REJ. */
-/* Several processes on one interface: the kernel drops, before copying
- * them, the RoCEv2 frames for QPNs that are not this process's (port_pk.c),
- * unless this process holds the CM responder role, which sees every frame
- * so that frames for QPNs nobody holds are still counted.  Alone on the
- * interface, a process holds that role: it sees every frame, as before. */
+/* Several processes on one interface, FI_DROCE_RX_FILTER=1: the kernel
+ * drops, before copying them, the RoCEv2 frames for QPNs that are not this
+ * process's (port_pk.c), unless this process holds the CM responder role,
+ * which sees every frame so that frames for QPNs nobody holds are still
+ * counted.  Alone on the interface, a process holds that role: it sees
+ * every frame.  Off by default: fi_droce(7) says why. */
 static void dev_rx_filter(struct dr_dev *dev)
 {
-	dr_port_rx_filter(dev->port,
-			  dev->reg && !dev->rx_filter_off && !dr_reg_is_responder(dev->reg));
+	dr_port_rx_filter(dev->port, dr_settings_get()->rx_filter && dev->reg &&
+					 !dev->rx_filter_off && !dr_reg_is_responder(dev->reg));
 }
 
 static void dev_rx_qpn(struct dr_dev *dev, uint32_t qpn, bool on)
@@ -681,9 +682,9 @@ static int dev_open(struct dr_fabric *fab, const struct dr_devcfg *cfg, struct d
 	    .qdisc_bypass = s->qdisc_bypass != 0,
 	    .kernel_filter = s->kernel_filter != 0,
 	    .gso = s->gso != 0,
-	    /* until dev_rx_filter knows whether this process is the
-	     * interface's CM responder: no other process's frame */
-	    .rx_filter = true,
+	    /* FI_DROCE_RX_FILTER: until dev_rx_filter knows whether this
+	     * process is the interface's CM responder, no other's frame */
+	    .rx_filter = s->rx_filter != 0,
 	};
 	struct dr_cm_config cc = { 0 };
 	struct dr_port_err err = { 0 };

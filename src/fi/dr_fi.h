@@ -85,6 +85,7 @@ struct dr_settings {
 	int kernel_filter; /* FI_DROCE_KERNEL_FILTER: drop our frames at the kernel's ingress */
 	char *kernel_pmd;  /* FI_DROCE_KERNEL_PMD: af_packet, af_xdp, auto or packet (addr.c) */
 	int gso;	   /* FI_DROCE_GSO: packet: ports send UDP GSO super-frames */
+	int rx_filter;	   /* FI_DROCE_RX_FILTER: keep other processes' frames out */
 	int retry_cnt;	 /* FI_DROCE_RETRY_CNT: transport retries, 0..7 */
 	int rnr_retry;	 /* FI_DROCE_RNR_RETRY: 0..7, 7 = infinite */
 	int timeout;	 /* FI_DROCE_TIMEOUT: ACK timeout exponent, 1..31 */
