@@ -1510,9 +1510,6 @@ START_TEST(test_garbage_dropped)
 }
 END_TEST
 
-/* A frame tagged with a VLAN ID is another network's (a VLAN interface's):
- * dropped and counted, however well it is addressed; one priority-tagged
- * (VLAN ID 0, priority 3) is the port's own and delivered. */
 /* ---- the packet port's socket filter (several processes on one interface) -------- */
 
 /* A frame to UDP port dport (IPv4 with ihl 32-bit words of header, or IPv6)
@@ -1615,6 +1612,9 @@ START_TEST(test_rx_filter)
 }
 END_TEST
 
+/* A frame tagged with a VLAN ID is another network's (a VLAN interface's):
+ * dropped and counted, however well it is addressed; one priority-tagged
+ * (VLAN ID 0, priority 3) is the port's own and delivered. */
 START_TEST(test_vlan_tagged)
 {
 	struct dr_port *a, *b;

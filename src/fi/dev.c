@@ -197,9 +197,6 @@ static void cm_comm_id_release(void *ctx, uint32_t comm_id)
 	dr_reg_release(dev->reg, DR_REG_COMM_ID, comm_id);
 }
 
-/* What a MAD names that our CM has nothing for: ours to answer only if no
- * other process holds it and we answer for nobody.  A REQ for a port we
- * hold without listening on it (a connect's source port) is ours: REJ. */
 /* Several processes on one interface, FI_DROCE_RX_FILTER=1: the kernel
  * drops, before copying them, the RoCEv2 frames for QPNs that are not this
  * process's (port_pk.c), unless this process holds the CM responder role,
@@ -221,6 +218,9 @@ static void dev_rx_qpn(struct dr_dev *dev, uint32_t qpn, bool on)
 	}
 }
 
+/* What a MAD names that our CM has nothing for: ours to answer only if no
+ * other process holds it and we answer for nobody.  A REQ for a port we
+ * hold without listening on it (a connect's source port) is ours: REJ. */
 static enum dr_cm_whose cm_whose(void *ctx, enum dr_cm_key key, uint32_t v)
 {
 	struct dr_dev *dev = ctx;

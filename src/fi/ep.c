@@ -50,8 +50,6 @@ int dr_ep_enable_locked(struct dr_ep *ep)
 	return 0;
 }
 
-/* Everything but the QP's connection: under dev->lock, the QP no longer
- * reachable by the application. */
 /* At close, at info level: what the QP resent and why, so that a run that
  * was slow for timeouts or RNR waits says so (the counters are also live
  * through droce-stat and fi_droce_ep_stats). */
@@ -72,6 +70,8 @@ static void ep_log_resends(const char *who, const struct dr_qp_stats *s)
 		(unsigned long long)s->tx_seq_naks, (unsigned long long)s->tx_rnr_naks);
 }
 
+/* Everything but the QP's connection: under dev->lock, the QP no longer
+ * reachable by the application. */
 void dr_ep_free(struct dr_ep *ep)
 {
 	struct dr_dev *dev = ep->dev;
