@@ -90,15 +90,28 @@ static void put16(uint8_t *b, unsigned v)
 	b[1] = (uint8_t)v;
 }
 
-static unsigned ip_sum(const uint8_t *ip)
+/* s plus the 16-bit words of p from byte from to byte to, folded to 16
+ * bits (one's complement, not inverted: a pseudo header's sum) */
+static unsigned sum16(uint32_t s, const uint8_t *p, unsigned from, unsigned to)
 {
-	uint32_t s = 0;
-
-	for (unsigned i = 0; i < 20; i += 2)
-		s += (uint32_t)ip[i] << 8 | ip[i + 1];
+	for (unsigned i = from; i < to; i += 2)
+		s += (uint32_t)p[i] << 8 | p[i + 1];
 	while (s >> 16)
 		s = (s & 0xffff) + (s >> 16);
-	return ~s & 0xffff;
+	return s;
+}
+
+static unsigned ip_sum(const uint8_t *ip)
+{
+	return ~sum16(0, ip, 0, 20) & 0xffff;
+}
+
+/* An Ethernet header from src to dst of the given type */
+static void eth_hdr(uint8_t *h, const uint8_t src_mac[6], const uint8_t dst_mac[6], unsigned type)
+{
+	memcpy(h, dst_mac, 6);
+	memcpy(h + 6, src_mac, 6);
+	put16(h + 12, type);
 }
 
 /* Headers h of hl bytes, then body of len bytes, as one frame whose
@@ -128,17 +141,12 @@ static int send_gso_hl(int fd, uint8_t *h, size_t hl, const uint8_t *body, size_
 		       unsigned gso_size)
 {
 	uint8_t *ip = h + hl - 28, *udp = h + hl - 8;
-	uint32_t s = 17 + 8 + (uint32_t)len;
 
 	put16(ip + 2, 28 + (unsigned)len);
 	put16(ip + 10, 0);
 	put16(ip + 10, ip_sum(ip));
 	put16(udp + 4, 8 + (unsigned)len);
-	for (unsigned i = 12; i < 20; i += 2)
-		s += (uint32_t)ip[i] << 8 | ip[i + 1];
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	put16(udp + 6, s);
+	put16(udp + 6, sum16(17 + 8 + (uint32_t)len, ip, 12, 20));
 	return send_vh(fd, h, hl, body, len,
 		       gso_size ? VIRTIO_NET_HDR_GSO_UDP_L4 : VIRTIO_NET_HDR_GSO_NONE, gso_size,
 		       (unsigned)hl - 8, 6);
@@ -157,9 +165,7 @@ static int send_super(int fd, const uint8_t src_mac[6], const uint8_t dst_mac[6]
 	uint8_t h[HDRS] = {0};
 	uint8_t *ip = h + 14, *udp = h + 34;
 
-	memcpy(h, dst_mac, 6);
-	memcpy(h + 6, src_mac, 6);
-	put16(h + 12, 0x0800);
+	eth_hdr(h, src_mac, dst_mac, 0x0800);
 	ip[0] = 0x45;
 	put16(ip + 4, seed);
 	put16(ip + 6, 0x4000); /* DF */
@@ -232,11 +238,8 @@ static int send_ipv6(int fd, const uint8_t src_mac[6], const uint8_t dst_mac[6],
 	enum { HL = 14 + 40 + 8, PIECE = 1000, N = 4 };
 	static uint8_t body[N * PIECE];
 	uint8_t h[HL] = {0}, *ip6 = h + 14, *udp = h + 54;
-	uint32_t s = 17 + 8 + (uint32_t)sizeof(body);
 
-	memcpy(h, dst_mac, 6);
-	memcpy(h + 6, src_mac, 6);
-	put16(h + 12, 0x86dd);
+	eth_hdr(h, src_mac, dst_mac, 0x86dd);
 	ip6[0] = 0x60;
 	put16(ip6 + 4, 8 + (unsigned)sizeof(body));
 	ip6[6] = 17;
@@ -249,11 +252,7 @@ static int send_ipv6(int fd, const uint8_t src_mac[6], const uint8_t dst_mac[6],
 	put16(udp, 0xc006);
 	put16(udp + 2, 4791);
 	put16(udp + 4, 8 + (unsigned)sizeof(body));
-	for (unsigned i = 8; i < 40; i += 2)
-		s += (uint32_t)ip6[i] << 8 | ip6[i + 1];
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	put16(udp + 6, s);
+	put16(udp + 6, sum16(17 + 8 + (uint32_t)sizeof(body), ip6, 8, 40));
 	for (unsigned i = 0; i < sizeof(body); i++)
 		body[i] = (uint8_t)(i * 13 + 5);
 	return send_vh(fd, h, HL, body, sizeof(body), VIRTIO_NET_HDR_GSO_UDP_L4, PIECE, 54, 6);
@@ -266,11 +265,8 @@ static int send_tcp(int fd, const uint8_t src_mac[6], const uint8_t dst_mac[6], 
 	enum { HL = 14 + 20 + 20, PIECE = 1000, N = 4 };
 	static uint8_t body[N * PIECE];
 	uint8_t h[HL] = {0}, *ip = h + 14, *tcp = h + 34;
-	uint32_t s = 6 + 20 + (uint32_t)sizeof(body);
 
-	memcpy(h, dst_mac, 6);
-	memcpy(h + 6, src_mac, 6);
-	put16(h + 12, 0x0800);
+	eth_hdr(h, src_mac, dst_mac, 0x0800);
 	ip[0] = 0x45;
 	put16(ip + 2, 40 + (unsigned)sizeof(body));
 	put16(ip + 4, 0x3500);
@@ -285,11 +281,7 @@ static int send_tcp(int fd, const uint8_t src_mac[6], const uint8_t dst_mac[6], 
 	tcp[12] = 5 << 4; /* 20 bytes, no options */
 	tcp[13] = 0x18;	  /* PSH, ACK */
 	put16(tcp + 14, 65535);
-	for (unsigned i = 12; i < 20; i += 2)
-		s += (uint32_t)ip[i] << 8 | ip[i + 1];
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	put16(tcp + 16, s);
+	put16(tcp + 16, sum16(6 + 20 + (uint32_t)sizeof(body), ip, 12, 20));
 	for (unsigned i = 0; i < sizeof(body); i++)
 		body[i] = (uint8_t)(i * 11 + 1);
 	return send_vh(fd, h, HL, body, sizeof(body), VIRTIO_NET_HDR_GSO_TCPV4, PIECE, 34, 16);
