@@ -49,6 +49,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -132,6 +133,7 @@ static struct {
 	double stall;	   /* seconds without progress before a wait fails */
 	unsigned watchdog; /* seconds for the whole process */
 	bool verbose;
+	bool yield; /* -Y: sched_yield() after a poll that found nothing */
 } opt = {
     .prov = "droce",
     .oob = "127.0.0.1:47990",
@@ -439,8 +441,11 @@ static int progress(void)
 		}
 		return 0;
 	}
-	if (n == -FI_EAGAIN || n == 0)
+	if (n == -FI_EAGAIN || n == 0) {
+		if (opt.yield)
+			sched_yield();
 		return 0;
+	}
 	if (n == -FI_EAVAIL) {
 		struct fi_cq_err_entry ee;
 		char pbuf[256];
@@ -1754,6 +1759,8 @@ static void usage(void)
 		"  -C FILE     append one CSV line per measurement (\"-\": stdout)\n"
 		"  -L LABEL    label written in the CSV (e.g. memif, veth)\n"
 		"  -H          print the CSV header and exit\n"
+		"  -Y          yield the CPU after each poll that finds nothing (as Open MPI's\n"
+		"              mpi_yield_when_idle does: processes that share CPUs)\n"
 		"  -v          verbose\n");
 	exit(2);
 }
@@ -1762,7 +1769,7 @@ int main(int argc, char **argv)
 {
 	int c, ret;
 
-	while ((c = getopt(argc, argv, "Sp:O:F:t:z:Z:R:w:T:W:A:m:M:s:X:C:L:Hvh")) != -1) {
+	while ((c = getopt(argc, argv, "Sp:O:F:t:z:Z:R:w:T:W:A:m:M:s:X:C:L:HvYh")) != -1) {
 		switch (c) {
 		case 'S':
 			opt.server = true;
@@ -1827,6 +1834,9 @@ int main(int argc, char **argv)
 			return 0;
 		case 'v':
 			opt.verbose = true;
+			break;
+		case 'Y':
+			opt.yield = true;
 			break;
 		default:
 			usage();
