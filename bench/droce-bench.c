@@ -313,7 +313,9 @@ static void dcount_get(struct dcount *d)
 	n = sizeof(c) / sizeof(c[0]);
 	if (!ops->counters(&F.domain->fid, c, &n))
 		for (size_t i = 0; i < n; i++)
-			if (!strcmp(c[i].name, "tx_dropped") || !strcmp(c[i].name, "tx_nombuf"))
+			if (!strcmp(c[i].name, "tx_dropped") || !strcmp(c[i].name, "tx_nombuf") ||
+			    !strcmp(c[i].name, "rx_ring_drops") ||
+			    !strcmp(c[i].name, "rx_truncated") || !strcmp(c[i].name, "rx_nombuf"))
 				d->drops += c[i].value;
 }
 

@@ -567,6 +567,8 @@ def counters_md(data):
     L = ["## Retransmissions and drops droce counted\n",
          "For every droce measurement: packets its requesters resent, retransmit timeouts, "
          "and frames lost (the port could not send them: ring and backlog full, no buffer; "
+         "on packet: ports, the kernel dropped them on receiving: ring or socket queue "
+         "full, or no buffer to take them; "
          "or the responder discarded one because an earlier one never arrived), both "
          "sides, read through FI_DROCE_OPS_1 and summed over the rounds (warm-up included). "
          "On a lossless path (memif, the direct veth, loss 0) every figure should be 0: a "

@@ -696,6 +696,11 @@ struct dr_port_stats {
 	uint64_t rx_gso_frames, rx_gso_segs;
 	uint64_t rx_gso_bad; /* ... GSO frames droce does not send (TCP, IPv6) */
 	uint64_t rx_truncated;
+	/* "packet:IF" ports: frames the kernel dropped because the receive
+	 * ring had no free slot (PACKET_STATISTICS tp_drops: the process did
+	 * not read it fast enough), counted when the next frame arrives
+	 * (TP_STATUS_LOSING) and when the socket closes */
+	uint64_t rx_ring_drops;
 	/* frames tagged with a VLAN ID (another network than the port's
 	 * untagged one; VLAN ID 0 is a priority tag, the port's own), and on
 	 * "packet:IF" ports frames lost for want of a pool buffer to receive

@@ -38,8 +38,12 @@
  *   tcp    one TCP segmentation super-frame (TSO) of 4 x 1,000 bytes to
  *          TCP port 4791: refused whole (rx_gso_bad).
  *
- * usage: gso-inject IFACE SRC-IP DST-IP DST-MAC
- * Exit 0 when the kernel took all nine frames, 1 otherwise (with why), 77 when
+ * With "flood N" it sends only N such RDMA WRITE MIDDLE packets, each a
+ * frame of its own, from UDP port 49160 (IP IDs from 0x4000): more than a
+ * stopped receiver's ring holds, so that the kernel drops the rest.
+ *
+ * usage: gso-inject IFACE SRC-IP DST-IP DST-MAC [flood N]
+ * Exit 0 when the kernel took every frame, 1 otherwise (with why), 77 when
  * it takes no UDP GSO from a packet socket (before Linux 6.2).
  */
 #include <arpa/inet.h>
@@ -304,11 +308,13 @@ int main(int argc, char **argv)
 	uint8_t src_mac[6], dst_mac[6];
 	struct in_addr sip, dip;
 	struct ifreq ifr;
-	int fd, one = 1, r;
+	int fd, one = 1, r, flood = -1;
 
-	if (argc != 5 || inet_pton(AF_INET, argv[2], &sip) != 1 ||
+	if (argc == 7 && !strcmp(argv[5], "flood"))
+		flood = atoi(argv[6]);
+	if ((argc != 5 && flood < 1) || inet_pton(AF_INET, argv[2], &sip) != 1 ||
 	    inet_pton(AF_INET, argv[3], &dip) != 1 || parse_mac(argv[4], dst_mac)) {
-		fprintf(stderr, "usage: gso-inject IFACE SRC-IP DST-IP DST-MAC\n");
+		fprintf(stderr, "usage: gso-inject IFACE SRC-IP DST-IP DST-MAC [flood N]\n");
 		return 1;
 	}
 	fd = socket(AF_PACKET, SOCK_RAW, 0);
@@ -326,6 +332,19 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	memcpy(src_mac, ifr.ifr_hwaddr.sa_data, 6);
+	if (flood > 0) {
+		for (int i = 0; i < flood; i++) {
+			r = send_roce(fd, src_mac, dst_mac, sip.s_addr, dip.s_addr, 49160,
+				      0x4000 + (unsigned)i, 1, 0, -1, 0);
+			if (r) {
+				fprintf(stderr, "gso-inject: frame %d: %s\n", i, strerror(-r));
+				return 1;
+			}
+		}
+		close(fd);
+		printf("gso-inject: %d frames sent on %s\n", flood, argv[1]);
+		return 0;
+	}
 	r = send_super(fd, src_mac, dst_mac, sip.s_addr, dip.s_addr, 8, 800, 1);
 	if (r == -EINVAL) {
 		fprintf(stderr, "gso-inject: the kernel takes no UDP GSO from a packet socket\n");

@@ -44,6 +44,13 @@
 # pieces of noise is cut into 10 frames of 1,042 bytes, each in droce's
 # capture marked dropped; the transfers after them pass.
 #
+# Run 5, a receiver that does not read its ring: the server stopped
+# (SIGSTOP, every thread), 1,000 single frames sent to it (tests/gso-inject
+# flood), then let go: its ring holds 512 (port_pk.c PK_RX_FRAMES), which
+# droce's capture shows; the kernel dropped the other 488, and the port
+# counts exactly those (rx_ring_drops, from PACKET_STATISTICS, in its
+# closing line); the transfers after them pass.
+#
 # Exit: 0 pass, 1 fail, 77 skip (not root, no ip netns / tshark / ethtool, a
 # kernel before 6.2 that takes no UDP GSO from a packet socket),
 # 99 hard error.
@@ -81,6 +88,18 @@ xfer() {
 		[ $x_inj -eq 77 ] && skip "$(cat "$tmp/inject.log")"
 		[ $x_inj -eq 0 ] || { bad "gso-inject: $(cat "$tmp/inject.log")"; return 1; }
 	fi
+	# run 5: more frames than its ring holds while the server reads none
+	if [ "$x_n" = 5 ]; then
+		x_pid=$(pgrep -P "$xs_pid" -x droce-xfer) || hard "no droce-xfer under $xs_pid"
+		kill -STOP "$x_pid"
+		stopped "$x_pid" || hard "droce-xfer $x_pid did not stop"
+		ip netns exec "$NSB" "$INJECT" "$VB" "$IPB" "$IPA" \
+			"$(ip netns exec "$NSA" cat "/sys/class/net/$VA/address")" flood 1000 \
+			>"$tmp/flood.log" 2>&1
+		x_inj=$?
+		kill -CONT "$x_pid"
+		[ $x_inj -eq 0 ] || { bad "gso-inject flood: $(cat "$tmp/flood.log")"; return 1; }
+	fi
 	ip netns exec "$NSB" env $xfer_env timeout -k 5 90 "$XFER" -p droce -P "$port" \
 		-s "$CIPA" -t 20 "$@" >"$tmp/r$x_n.cli" 2>&1
 	x_crc=$?
@@ -101,6 +120,15 @@ xfer() {
 	echo "ok: run $x_n: $(grep '^droce-xfer: [0-9]* passed' "$tmp/r$x_n.cli")"
 }
 
+# stopped PID: every thread of PID stopped (state T), within 5 s
+stopped() {
+	for _ in $(seq 50); do
+		grep -q '^State:[[:space:]]*[^T[:space:]]' /proc/"$1"/task/*/status 2>/dev/null || return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 count() { # file filter: frames tshark's display filter selects
 	tshark_r "$1" -Y "$2" -T fields -e frame.number 2>/dev/null | wc -l
 }
@@ -108,6 +136,11 @@ count() { # file filter: frames tshark's display filter selects
 # gso LOG: "sent received refused" super-frames from the port's closing line
 gso() {
 	sed -n 's/.*UDP GSO: \([0-9]*\) super-frames sent carrying [0-9]* packets, \([0-9]*\) received.*; \([0-9]*\) refused.*/\1 \2 \3/p' "$1" | tail -n 1
+}
+# ring_drops LOG: frames the kernel dropped for want of a free ring slot
+# (the same line)
+ring_drops() {
+	sed -n 's/.*UDP GSO: .*, \([0-9]*\) dropped by the kernel for want of a free ring slot.*/\1/p' "$1" | tail -n 1
 }
 # vlan LOG: frames the port dropped for their VLAN tag (the same line)
 vlan() {
@@ -231,6 +264,18 @@ expect_count "pieces before a short last one, dropped for their QPN" \
 	"$(count "$tmp/d4.pcapng" "udp.srcport == 49159 && frame.len == 1082 && frame.comment contains \"unknown_qpn\"")" eq 3
 expect_count "the short last piece, dropped by the parser" \
 	"$(count "$tmp/d4.pcapng" "udp.srcport == 49159 && frame.len == 52 && frame.comment contains \"no room for BTH and ICRC\"")" eq 1
+
+# ---- run 5: a receiver that reads nothing while 1,000 frames come -------------------
+xfer 5 packet -o write,read -S 4096,1048576 -I 2
+expect_count "flood frames in the stopped server's ring (its capture)" \
+	"$(count "$tmp/d5.pcapng" "ip.src == $IPB && udp.srcport == 49160")" eq 512
+expect_count "server: flood frames the kernel dropped, ring full (rx_ring_drops)" \
+	"$(ring_drops "$tmp/r5.srv")" eq 488
+# a QP's window (128 PSNs) never fills a ring of 512 slots: none dropped
+# in runs 1 and 4, whatever they sent
+for log in r1.srv r1.cli r4.srv r4.cli; do
+	expect_count "$log: frames the kernel dropped, ring full" "$(ring_drops "$tmp/$log")" eq 0
+done
 
 [ "$fail" -eq 0 ] || exit 1
 echo "PASS: netns-gso ($(elapsed) s)"

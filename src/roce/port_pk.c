@@ -416,6 +416,22 @@ static void pk_socket_close(struct dr_pk *k)
 	k->fd = -1;
 }
 
+/* Frames the kernel dropped since the last look because the ring had no
+ * free slot (it marks the next frame it delivers TP_STATUS_LOSING):
+ * counted as lost (rx_ring_drops).  Reading them resets the kernel's
+ * count. */
+static void pk_ring_drops(struct dr_port *p, struct dr_pk *k)
+{
+	struct tpacket_stats st;
+	socklen_t len = sizeof(st);
+
+	if (k->fd < 0 || getsockopt(k->fd, SOL_PACKET, PACKET_STATISTICS, &st, &len) < 0)
+		return;
+	p->stats.rx_ring_drops += st.tp_drops;
+	p->stats.rx_frames += st.tp_drops;
+	p->stats.rx_dropped += st.tp_drops;
+}
+
 /* The interface's MAC and MTU. */
 static int pk_if_info(struct dr_port *p, struct dr_pk *k, uint8_t mac[6], struct dr_port_err *err)
 {
@@ -500,16 +516,19 @@ void dr_pk_free(struct dr_port *p)
 
 	if (!k)
 		return;
+	pk_ring_drops(p, k);
 	dr_port_log(DR_PORT_LOG_INFO,
 		    "packet:%s: UDP GSO: %" PRIu64 " super-frames sent carrying %" PRIu64
 		    " packets, %" PRIu64 " received carrying %" PRIu64 " (%s); %" PRIu64
 		    " refused (rx_gso_bad); %" PRIu64
 		    " frames lost for want of room on the socket's queue, %" PRIu64
-		    " for want of a pool buffer; %" PRIu64 " tagged with a VLAN ID, dropped",
+		    " for want of a pool buffer, %" PRIu64
+		    " dropped by the kernel for want of a free ring slot (rx_ring_drops); %" PRIu64
+		    " tagged with a VLAN ID, dropped",
 		    k->ifname, p->stats.tx_gso_frames, p->stats.tx_gso_segs, p->stats.rx_gso_frames,
 		    p->stats.rx_gso_segs, k->gso ? "sending them" : "not sending them",
 		    p->stats.rx_gso_bad, p->stats.rx_truncated, p->stats.rx_nombuf,
-		    p->stats.rx_vlan);
+		    p->stats.rx_ring_drops, p->stats.rx_vlan);
 	pk_socket_close(k);
 	for (unsigned i = 0; i < 2; i++)
 		rte_ring_free(k->idle[i]);
@@ -537,6 +556,7 @@ int dr_pk_reopen(struct dr_port *p)
 	struct dr_pk *k = pk_of(p);
 	int ret;
 
+	pk_ring_drops(p, k);
 	pk_socket_close(k);
 	/* pieces of a super-frame from before the fault: not handed out */
 	while (k->cut_next < k->cut_len)
@@ -927,6 +947,8 @@ uint16_t dr_pk_rx(struct dr_port *p, struct rte_mbuf **pkts, uint16_t n)
 		st = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
 		if (!(st & TP_STATUS_USER))
 			break;
+		if (st & TP_STATUS_LOSING)
+			pk_ring_drops(p, k);
 		ns = (uint64_t)h->tp_sec * 1000000000u + h->tp_nsec;
 		fr = (uint8_t *)h + h->tp_mac;
 		memcpy(&vh, fr - sizeof(vh), sizeof(vh));
