@@ -51,6 +51,13 @@
 # counts exactly those (rx_ring_drops, from PACKET_STATISTICS, in its
 # closing line); the transfers after them pass.
 #
+# Run 6, a peer that stops answering: the client (FI_DROCE_RETRY_CNT=1,
+# FI_DROCE_TIMEOUT=10: 4 ms) connects, holds at its first operation (-G)
+# while the server is stopped (SIGSTOP), then sends into silence: its
+# operation fails ("transport retry counter exceeded", exit 1) and droce
+# names the cause in one warning: the QP, its retries, the peer's QPN and
+# address, that the peer had never answered on it.
+#
 # Exit: 0 pass, 1 fail, 77 skip (not root, no ip netns / tshark / ethtool, a
 # kernel before 6.2 that takes no UDP GSO from a packet socket),
 # 99 hard error.
@@ -276,6 +283,42 @@ expect_count "server: flood frames the kernel dropped, ring full (rx_ring_drops)
 for log in r1.srv r1.cli r4.srv r4.cli; do
 	expect_count "$log: frames the kernel dropped, ring full" "$(ring_drops "$tmp/$log")" eq 0
 done
+
+# ---- run 6: a peer that stops answering --------------------------------------------
+ip netns exec "$NSA" env FI_DROCE_KERNEL_PMD=packet timeout -k 5 60 "$XFER" -p droce -P 47766 \
+	-a "$IPA" -w 30 -t 20 >"$tmp/r6.srv" 2>&1 &
+s6_pid=$!
+listening "$s6_pid" "$NSA" 47766 "$tmp/r6.srv" "the droce-xfer server (6)" || hard "no server (6)"
+ip netns exec "$NSB" env FI_DROCE_KERNEL_PMD=packet FI_DROCE_RETRY_CNT=1 FI_DROCE_TIMEOUT=10 \
+	FI_LOG_LEVEL=warn \
+	timeout -k 5 60 "$XFER" -p droce -P 47766 -s "$CIPA" -t 20 -o write -S 4096 -I 1 \
+	-G "0:$tmp/gate6" >"$tmp/r6.cli" 2>&1 &
+c6_pid=$!
+for _ in $(seq 300); do
+	[ -e "$tmp/gate6" ] || ! kill -0 "$c6_pid" 2>/dev/null && break
+	sleep 0.1
+done
+[ -e "$tmp/gate6" ] || { tail -n 20 "$tmp/r6.cli"; hard "client (6) never reached its first operation"; }
+x_pid=$(pgrep -P "$s6_pid" -x droce-xfer) || hard "no droce-xfer under $s6_pid"
+kill -STOP "$x_pid"
+stopped "$x_pid" || hard "droce-xfer $x_pid did not stop"
+rm -f "$tmp/gate6"
+# the operation fails within the QP's 2 timeouts of 4 ms and their
+# backoff; then the server goes on, so that the control connection can
+# report it (droce-xfer waits for the server at each step)
+for _ in $(seq 100); do
+	grep -q 'transport retry counter exceeded' "$tmp/r6.cli" && break
+	sleep 0.1
+done
+kill -CONT "$x_pid"
+wait "$c6_pid"
+c6_rc=$?
+wait "$s6_pid"
+expect_count "run 6: client exit status (its operation failed)" "$c6_rc" eq 1
+expect_count "run 6: the client's warning naming the cause" "$(grep -c \
+	"qp 0x[0-9a-f]*: transport retry counter exceeded: QPN 0x[0-9a-f]* at $IPA answered neither a request nor its 1 retries (it never answered; in all 0 frames received from it" \
+	"$tmp/r6.cli")" eq 1
+grep 'transport retry counter exceeded' "$tmp/r6.cli"
 
 [ "$fail" -eq 0 ] || exit 1
 echo "PASS: netns-gso ($(elapsed) s)"

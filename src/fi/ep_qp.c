@@ -210,12 +210,35 @@ static void rx_complete(struct dr_ep *ep, const struct dr_wc *wc)
 		dr_cntr_inc(c);
 }
 
+/* The first WR of ep that fails because the peer stopped answering: what
+ * the QP knows of it, once (the WRs behind it are flushed). */
+static void warn_retry_exc(struct dr_ep *ep, struct dr_qp *qp)
+{
+	const struct dr_qp_stats *s = dr_qp_stats(qp);
+	struct dr_qp_attr a;
+	char peer[64];
+
+	dr_qp_query(qp, &a);
+	DR_WARN(FI_LOG_EP_DATA,
+		"qp 0x%06x: transport retry counter exceeded: QPN 0x%06x at %s answered neither "
+		"a request nor its %u retries (%s; in all %llu frames received from it, %llu "
+		"request packets sent, %llu resent, %llu timeouts, %llu spurious)\n",
+		dr_qp_num(qp), a.dest_qpn, dr_sa_str(&ep->dst, peer, sizeof(peer)), a.retry_cnt,
+		s->rx_frames ? "it answered before: its process stalled, died or lost the QP, or "
+			       "the path broke"
+			     : "it never answered",
+		(unsigned long long)s->rx_frames, (unsigned long long)s->tx_req_pkts,
+		(unsigned long long)s->tx_resent_pkts, (unsigned long long)s->timeouts,
+		(unsigned long long)s->spurious_timeouts);
+}
+
 static void qp_complete(void *ctx, struct dr_qp *qp, const struct dr_wc *wc)
 {
 	((struct dr_ep *)ctx)->dev->completions++;
-	if (wc->status == DR_WC_RETRY_EXC_ERR)
-		((struct dr_ep *)ctx)->retry_exc++;
-	else if (wc->status == DR_WC_RNR_RETRY_EXC_ERR)
+	if (wc->status == DR_WC_RETRY_EXC_ERR) {
+		if (!((struct dr_ep *)ctx)->retry_exc++)
+			warn_retry_exc(ctx, qp);
+	} else if (wc->status == DR_WC_RNR_RETRY_EXC_ERR)
 		((struct dr_ep *)ctx)->rnr_retry_exc++;
 	if (wc->opcode == DR_WC_RECV || wc->opcode == DR_WC_RECV_WRITE_IMM)
 		rx_complete(ctx, wc);
