@@ -6,6 +6,7 @@
  * receive dispatch (dr_ep_input).  dev->lock held throughout.
  */
 #include <arpa/inet.h>
+#include <stdio.h>
 
 #include "dr_fi.h"
 
@@ -216,7 +217,7 @@ static void warn_retry_exc(struct dr_ep *ep, struct dr_qp *qp)
 {
 	const struct dr_qp_stats *s = dr_qp_stats(qp);
 	struct dr_qp_attr a;
-	char peer[64];
+	char peer[64], who[32];
 
 	dr_qp_query(qp, &a);
 	DR_WARN(FI_LOG_EP_DATA,
@@ -230,6 +231,9 @@ static void warn_retry_exc(struct dr_ep *ep, struct dr_qp *qp)
 		(unsigned long long)s->rx_frames, (unsigned long long)s->tx_req_pkts,
 		(unsigned long long)s->tx_resent_pkts, (unsigned long long)s->timeouts,
 		(unsigned long long)s->spurious_timeouts);
+	/* answers that came and were refused are no silence */
+	snprintf(who, sizeof(who), "qp 0x%06x", dr_qp_num(qp));
+	dr_rx_drops_log(who, s->rx_drop);
 }
 
 static void qp_complete(void *ctx, struct dr_qp *qp, const struct dr_wc *wc)
