@@ -56,7 +56,8 @@
 # while the server is stopped (SIGSTOP), then sends into silence: its
 # operation fails ("transport retry counter exceeded", exit 1) and droce
 # names the cause in one warning: the QP, its retries, the peer's QPN and
-# address, that the peer had never answered on it.
+# address, that the peer had never answered on it; then (info) that its
+# own port dropped nothing, sending or receiving.
 #
 # Exit: 0 pass, 1 fail, 77 skip (not root, no ip netns / tshark / ethtool, a
 # kernel before 6.2 that takes no UDP GSO from a packet socket),
@@ -290,7 +291,7 @@ ip netns exec "$NSA" env FI_DROCE_KERNEL_PMD=packet timeout -k 5 60 "$XFER" -p d
 s6_pid=$!
 listening "$s6_pid" "$NSA" 47766 "$tmp/r6.srv" "the droce-xfer server (6)" || hard "no server (6)"
 ip netns exec "$NSB" env FI_DROCE_KERNEL_PMD=packet FI_DROCE_RETRY_CNT=1 FI_DROCE_TIMEOUT=10 \
-	FI_LOG_LEVEL=warn \
+	FI_LOG_LEVEL=info \
 	timeout -k 5 60 "$XFER" -p droce -P 47766 -s "$CIPA" -t 20 -o write -S 4096 -I 1 \
 	-G "0:$tmp/gate6" >"$tmp/r6.cli" 2>&1 &
 c6_pid=$!
@@ -318,7 +319,10 @@ expect_count "run 6: client exit status (its operation failed)" "$c6_rc" eq 1
 expect_count "run 6: the client's warning naming the cause" "$(grep -c \
 	"qp 0x[0-9a-f]*: transport retry counter exceeded: QPN 0x[0-9a-f]* at $IPA answered neither a request nor its 1 retries (it never answered; in all 0 frames received from it" \
 	"$tmp/r6.cli")" eq 1
-grep 'transport retry counter exceeded' "$tmp/r6.cli"
+expect_count "run 6: the client's port: nothing dropped" "$(grep -c \
+	"qp 0x[0-9a-f]*: its port: [0-9]* frames waited for the device, 0 dropped sending, 0 dropped by the kernel receiving (ring full)$" \
+	"$tmp/r6.cli")" eq 1
+grep 'transport retry counter exceeded\|: its port: ' "$tmp/r6.cli"
 
 [ "$fail" -eq 0 ] || exit 1
 echo "PASS: netns-gso ($(elapsed) s)"

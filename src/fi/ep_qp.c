@@ -234,6 +234,17 @@ static void warn_retry_exc(struct dr_ep *ep, struct dr_qp *qp)
 	/* answers that came and were refused are no silence */
 	snprintf(who, sizeof(who), "qp 0x%06x", dr_qp_num(qp));
 	dr_rx_drops_log(who, s->rx_drop);
+	/* nor are requests that never left this host */
+	if (ep->dev->port) {
+		struct dr_port_stats ps;
+
+		dr_port_get_stats(ep->dev->port, &ps);
+		DR_INFO(FI_LOG_EP_DATA,
+			"%s: its port: %llu frames waited for the device, %llu dropped sending, "
+			"%llu dropped by the kernel receiving (ring full)\n",
+			who, (unsigned long long)ps.tx_backlogged,
+			(unsigned long long)ps.tx_dropped, (unsigned long long)ps.rx_ring_drops);
+	}
 }
 
 static void qp_complete(void *ctx, struct dr_qp *qp, const struct dr_wc *wc)
