@@ -220,11 +220,12 @@ static void warn_retry_exc(struct dr_ep *ep, struct dr_qp *qp)
 	char peer[64], who[32];
 
 	dr_qp_query(qp, &a);
+	snprintf(who, sizeof(who), "qp 0x%06x", dr_qp_num(qp));
 	DR_WARN(FI_LOG_EP_DATA,
-		"qp 0x%06x: transport retry counter exceeded: QPN 0x%06x at %s answered neither "
+		"%s: transport retry counter exceeded: QPN 0x%06x at %s answered neither "
 		"a request nor its %u retries (%s; in all %llu frames received from it, %llu "
 		"request packets sent, %llu resent, %llu timeouts, %llu spurious)\n",
-		dr_qp_num(qp), a.dest_qpn, dr_sa_str(&ep->dst, peer, sizeof(peer)), a.retry_cnt,
+		who, a.dest_qpn, dr_sa_str(&ep->dst, peer, sizeof(peer)), a.retry_cnt,
 		s->rx_frames ? "it answered before: its process stalled, died or lost the QP, or "
 			       "the path broke"
 			     : "it never answered",
@@ -232,7 +233,6 @@ static void warn_retry_exc(struct dr_ep *ep, struct dr_qp *qp)
 		(unsigned long long)s->tx_resent_pkts, (unsigned long long)s->timeouts,
 		(unsigned long long)s->spurious_timeouts);
 	/* answers that came and were refused are no silence */
-	snprintf(who, sizeof(who), "qp 0x%06x", dr_qp_num(qp));
 	dr_rx_drops_log(who, s->rx_drop);
 	/* nor are requests that never left this host */
 	if (ep->dev->port) {

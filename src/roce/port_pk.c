@@ -416,6 +416,21 @@ static void pk_socket_close(struct dr_pk *k)
 	k->fd = -1;
 }
 
+/* n frames the port (or the kernel, for it) received and dropped before
+ * they reached rx_frame (whose counters the others take): counted in *why
+ * and, as rx_frame's drops are, in rx_frames and rx_dropped. */
+static void pk_lost_n(struct dr_port *p, uint64_t *why, uint64_t n)
+{
+	*why += n;
+	p->stats.rx_frames += n;
+	p->stats.rx_dropped += n;
+}
+
+static void pk_lost(struct dr_port *p, uint64_t *why)
+{
+	pk_lost_n(p, why, 1);
+}
+
 /* Frames the kernel dropped since the last look because the ring had no
  * free slot (it marks the next frame it delivers TP_STATUS_LOSING):
  * counted as lost (rx_ring_drops).  Reading them resets the kernel's
@@ -427,9 +442,7 @@ static void pk_ring_drops(struct dr_port *p, struct dr_pk *k)
 
 	if (k->fd < 0 || getsockopt(k->fd, SOL_PACKET, PACKET_STATISTICS, &st, &len) < 0)
 		return;
-	p->stats.rx_ring_drops += st.tp_drops;
-	p->stats.rx_frames += st.tp_drops;
-	p->stats.rx_dropped += st.tp_drops;
+	pk_lost_n(p, &p->stats.rx_ring_drops, st.tp_drops);
 }
 
 /* The interface's MAC and MTU. */
@@ -662,16 +675,6 @@ static void slot_release(struct dr_pk *k, struct tpacket2_hdr *h)
 {
 	__atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
 	k->rx_next = (k->rx_next + 1) % k->nframes;
-}
-
-/* A frame the port received and drops before it reaches rx_frame (whose
- * counters the others take): counted in *why and, as rx_frame's drops are,
- * in rx_frames and rx_dropped. */
-static void pk_lost(struct dr_port *p, uint64_t *why)
-{
-	(*why)++;
-	p->stats.rx_frames++;
-	p->stats.rx_dropped++;
 }
 
 /* A pool buffer for len bytes of a received frame; NULL (counted: the
