@@ -17,6 +17,7 @@
 # ranks of one host (same interface, same address) reach each other through
 # droce's same-host delivery.  --bind-to none: to ORTE every namespace is a
 # node of its own and would pin each one's first rank to the same core.
+# The job runs in a cpu cgroup of its own (see "one scheduling group").
 #
 # No FI_DROCE_* variable is set: droce picks net_af_packet on the
 # namespace's interface and its address by itself.  For each job
@@ -102,10 +103,62 @@ cleanup() {
 	# what ranks killed by mpirun (the corrupting job) could not remove;
 	# the names hold our interface's (our PID's) and namespaces' names
 	rm -f /run/droce/"$IF"@net* /dev/shm/droce/"$IF"@net*
+	cg_remove
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
 trap 'echo "interrupted"; exit 1' INT TERM HUP
+
+# ---- one scheduling group ----------------------------------------------------------
+
+# The three "hosts" share this kernel's scheduler, which takes them for
+# what they are: sessions.  ORTE's daemons start sessions of their own,
+# and with autogroups (kernel.sched_autogroup_enabled, on by default)
+# each session is one scheduling entity; 12 ranks polling (and yielding,
+# mpi_yield_when_idle) on 2 CPUs that way left ranks runnable but not run
+# for 0.3-5.7 s at a time (their /proc schedstat; perf sched showed two
+# ranks handing one CPU to each other by sched_yield every 5 us while the
+# others waited on the other CPU's queue), often a whole host's four at
+# once.  droce answers only while its process runs, so their peers' timers
+# backed off, phases took 10-30 s instead of 1-4, and a rank off its CPU
+# for the 12.8 s of retries failed the job ("transport retry counter
+# exceeded").  Real hosts do not share one scheduler.  A task group of
+# their own puts the ranks back on equal terms: autogroups apply to the
+# root task group only.  CG: the group, empty when none could be made
+# (no cpu controller, a read-only cgroup file system): then the job runs
+# as the kernel places it, and the output says so.
+CG=""
+cg_make() {
+	[ "$(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null)" = 1 ] || return 0
+	# cgroup v1: the hierarchy the cpu controller is mounted on
+	cg_m=$(awk '$3 == "cgroup" && $4 ~ /(^|,)cpu(,|$)/ { print $2; exit }' /proc/self/mounts)
+	if [ -n "$cg_m" ]; then
+		cg_p=$cg_m$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ { print $3; exit }' /proc/self/cgroup)
+	else
+		# cgroup v2: a sibling of ours, if our parent gives its children cpu
+		cg_m=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
+		[ -n "$cg_m" ] || return 0
+		cg_p=$cg_m$(dirname "$(awk -F: '$1 == 0 { print $3; exit }' /proc/self/cgroup)")
+		grep -qw cpu "$cg_p/cgroup.subtree_control" 2>/dev/null || return 0
+	fi
+	cg_p=${cg_p%/}
+	mkdir "$cg_p/droce-mpi-$$" 2>/dev/null && CG=$cg_p/droce-mpi-$$
+}
+# Every process left in it (only the job's run there) is ended, then the
+# group goes; a process leaves it as it exits, a moment after the SIGKILL
+# (at most 5 s of waiting for that)
+cg_remove() {
+	[ -n "$CG" ] && [ -d "$CG" ] || return 0
+	for p in $(cat "$CG/cgroup.procs" 2>/dev/null); do
+		kill -KILL "$p" 2>/dev/null
+	done
+	i=0
+	while ! rmdir "$CG" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -le 50 ] || { echo "cannot remove cgroup $CG"; return 0; }
+		sleep 0.1
+	done
+}
 
 # ---- the program -----------------------------------------------------------------
 
@@ -147,6 +200,12 @@ roce_bytes() {
 		sed -n 's/.*udp dport 4791 counter packets [0-9]* bytes \([0-9]*\).*/\1/p'
 }
 echo "topology: $NHOSTS hosts${hosts} ($IF $net.1-$NHOSTS/24) on br0 in $BR"
+cg_make
+if [ -n "$CG" ]; then
+	echo "scheduling: the jobs run in cpu cgroup $CG (no autogroup per session)"
+else
+	echo "scheduling: no cpu cgroup made (autogroups $(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null || echo absent)): ranks are scheduled as the kernel places them"
+fi
 
 # The rsh agent: host N.i is namespace ${P}hi, with its own hostname (ORTE
 # tells nodes apart by name; its session directories are per hostname).
@@ -175,7 +234,8 @@ run_job() {
 	mkdir "$tmp/barrier"
 	yield=""
 	[ $np -gt "$(nproc)" ] && yield="--mca mpi_yield_when_idle 1"
-	FI_LOG_LEVEL=info timeout -k 10 $budget \
+	FI_LOG_LEVEL=info ${CG:+sh -c 'echo $$ >"$1" && shift && exec "$@"' sh "$CG/cgroup.procs"} \
+		timeout -k 10 $budget \
 		ip netns exec "${P}h1" unshare --uts sh -c 'hostname "$0" && exec "$@"' "${P}h1" \
 		mpirun --allow-run-as-root -np $np --hostfile "$tmp/hosts" \
 		--map-by node --bind-to none $yield \
