@@ -142,7 +142,14 @@ cg_make() {
 		grep -qw cpu "$cg_p/cgroup.subtree_control" 2>/dev/null || return 0
 	fi
 	cg_p=${cg_p%/}
-	mkdir "$cg_p/droce-mpi-$$" 2>/dev/null && CG=$cg_p/droce-mpi-$$
+	mkdir "$cg_p/droce-mpi-$$" 2>/dev/null || return 0
+	# and a process can join it (a hierarchy may refuse: v2's rules on
+	# where processes may live), or the job would not start
+	if sh -c 'echo $$ >"$1"' sh "$cg_p/droce-mpi-$$/cgroup.procs" 2>/dev/null; then
+		CG=$cg_p/droce-mpi-$$
+	else
+		rmdir "$cg_p/droce-mpi-$$"
+	fi
 }
 # Every process left in it (only the job's run there) is ended, then the
 # group goes; a process leaves it as it exits, a moment after the SIGKILL
