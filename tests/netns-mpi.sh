@@ -128,8 +128,11 @@ trap 'echo "interrupted"; exit 1' INT TERM HUP
 # (no cpu controller, a read-only cgroup file system): then the job runs
 # as the kernel places it, and the output says so.
 CG=""
+autogroups=$(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null || echo absent)
+# sh -c "$cg_join" sh FILE CMD...: CMD in the cgroup whose cgroup.procs is FILE
+cg_join='echo $$ >"$1" && shift && exec "$@"'
 cg_make() {
-	[ "$(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null)" = 1 ] || return 0
+	[ "$autogroups" = 1 ] || return 0
 	# cgroup v1: the hierarchy the cpu controller is mounted on
 	cg_m=$(awk '$3 == "cgroup" && $4 ~ /(^|,)cpu(,|$)/ { print $2; exit }' /proc/self/mounts)
 	if [ -n "$cg_m" ]; then
@@ -145,7 +148,7 @@ cg_make() {
 	mkdir "$cg_p/droce-mpi-$$" 2>/dev/null || return 0
 	# and a process can join it (a hierarchy may refuse: v2's rules on
 	# where processes may live), or the job would not start
-	if sh -c 'echo $$ >"$1"' sh "$cg_p/droce-mpi-$$/cgroup.procs" 2>/dev/null; then
+	if sh -c "$cg_join" sh "$cg_p/droce-mpi-$$/cgroup.procs" true 2>/dev/null; then
 		CG=$cg_p/droce-mpi-$$
 	else
 		rmdir "$cg_p/droce-mpi-$$"
@@ -211,7 +214,7 @@ cg_make
 if [ -n "$CG" ]; then
 	echo "scheduling: the jobs run in cpu cgroup $CG (no autogroup per session)"
 else
-	echo "scheduling: no cpu cgroup made (autogroups $(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null || echo absent)): ranks are scheduled as the kernel places them"
+	echo "scheduling: no cpu cgroup made (autogroups $autogroups): ranks are scheduled as the kernel places them"
 fi
 
 # The rsh agent: host N.i is namespace ${P}hi, with its own hostname (ORTE
@@ -241,7 +244,7 @@ run_job() {
 	mkdir "$tmp/barrier"
 	yield=""
 	[ $np -gt "$(nproc)" ] && yield="--mca mpi_yield_when_idle 1"
-	FI_LOG_LEVEL=info ${CG:+sh -c 'echo $$ >"$1" && shift && exec "$@"' sh "$CG/cgroup.procs"} \
+	FI_LOG_LEVEL=info ${CG:+sh -c "$cg_join" sh "$CG/cgroup.procs"} \
 		timeout -k 10 $budget \
 		ip netns exec "${P}h1" unshare --uts sh -c 'hostname "$0" && exec "$@"' "${P}h1" \
 		mpirun --allow-run-as-root -np $np --hostfile "$tmp/hosts" \
