@@ -115,7 +115,7 @@ int main(void)
 {
 	static const size_t sizes[] = { 64, 256, 1024, 4096, 65536 };
 	/* every implementation (dr_crc32_select); "-": not on this CPU */
-	static const char *const impls[] = { "vpclmul", "pclmul", "slice-by-8" };
+	static const char *const impls[] = {"vpclmul", "vpclmul256", "pclmul", "slice-by-8"};
 	static uint8_t buf[65536], frame[4200], payload[4096];
 	struct dr_pkt_desc d;
 	uint32_t sink = 0;

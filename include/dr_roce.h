@@ -425,7 +425,8 @@ uint32_t dr_crc32_copy(uint32_t crc, void *dst, const void *src, size_t len);
 /* The portable slice-by-8 path, exported for tests and the benchmark. */
 uint32_t dr_crc32_sb8(uint32_t crc, const void *buf, size_t len);
 /* Which implementation dr_crc32 uses: "vpclmul" (AVX-512 VPCLMULQDQ from
- * 256 bytes, 128-bit PCLMULQDQ below), "pclmul" or "slice-by-8". */
+ * 256 bytes, 128-bit PCLMULQDQ below), "vpclmul256" (VPCLMULQDQ on AVX2
+ * registers from 128 bytes, without AVX-512), "pclmul" or "slice-by-8". */
 const char *dr_crc32_impl(void);
 /* Make dr_crc32 use impl (one of those names; NULL: the best this CPU has),
  * for tests and benchmarks; not thread-safe.  0, -ENOTSUP if the CPU lacks

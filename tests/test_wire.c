@@ -531,14 +531,15 @@ START_TEST(test_crc_known)
 	ck_assert_uint_eq(DR_ICRC_SEED, dr_crc32(0, ff8, 8));
 	ck_assert_uint_eq(DR_ICRC_SEED, crc_ref(0, ff8, 8));
 	ck_assert_uint_eq(~DR_ICRC_SEED, 0xdebb20e3u);
-	ck_assert_msg(!strcmp(dr_crc32_impl(), "vpclmul") || !strcmp(dr_crc32_impl(), "pclmul") ||
-			      !strcmp(dr_crc32_impl(), "slice-by-8"),
-		      "impl %s", dr_crc32_impl());
+	ck_assert_msg(
+	    !strcmp(dr_crc32_impl(), "vpclmul") || !strcmp(dr_crc32_impl(), "vpclmul256") ||
+		!strcmp(dr_crc32_impl(), "pclmul") || !strcmp(dr_crc32_impl(), "slice-by-8"),
+	    "impl %s", dr_crc32_impl());
 }
 END_TEST
 
 /* The CRC tests below run once per implementation (loop index). */
-static const char *const crc_impls[] = { "slice-by-8", "pclmul", "vpclmul" };
+static const char *const crc_impls[] = {"slice-by-8", "pclmul", "vpclmul", "vpclmul256"};
 
 /* Select implementation i; false (and a note) if this CPU lacks it. */
 static bool crc_use(int i)
@@ -567,11 +568,16 @@ START_TEST(test_crc_select)
 	ck_assert_int_eq(dr_crc32_select(NULL), 0);
 	ck_assert_str_eq(dr_crc32_impl(), best);
 #if defined(__x86_64__)
-	/* the best is what the CPU has: vpclmul implies pclmul */
-	if (!strcmp(best, "vpclmul"))
+	/* the best is what the CPU has: either vpclmul implies pclmul, and
+	 * the 256-bit one is the best only without AVX-512 */
+	if (!strcmp(best, "vpclmul") || !strcmp(best, "vpclmul256"))
 		ck_assert_int_eq(dr_crc32_select("pclmul"), 0);
-	else if (!strcmp(best, "pclmul"))
+	if (!strcmp(best, "vpclmul256"))
 		ck_assert_int_eq(dr_crc32_select("vpclmul"), -ENOTSUP);
+	if (!strcmp(best, "pclmul")) {
+		ck_assert_int_eq(dr_crc32_select("vpclmul"), -ENOTSUP);
+		ck_assert_int_eq(dr_crc32_select("vpclmul256"), -ENOTSUP);
+	}
 	ck_assert_int_eq(dr_crc32_select(NULL), 0);
 #endif
 }
@@ -609,6 +615,9 @@ START_TEST(test_crc_fold_consts)
 	ck_assert_uint_eq(crc_fold_const(384 - 32), 0x174359406ull);
 	ck_assert_uint_eq(crc_fold_const(256 + 32), 0x0f1da05aaull);
 	ck_assert_uint_eq(crc_fold_const(256 - 32), 0x15a546366ull);
+	/* the 256-bit path's: 1024 bits */
+	ck_assert_uint_eq(crc_fold_const(1024 + 32), 0x1e88ef372ull);
+	ck_assert_uint_eq(crc_fold_const(1024 - 32), 0x14a7fe880ull);
 }
 END_TEST
 
@@ -676,15 +685,17 @@ END_TEST
 START_TEST(test_crc_copy)
 {
 	static uint8_t data[(16 << 10) + 64], dst[(16 << 10) + 256];
-	size_t lens[24] = {0,	1,   15,  16,  63,   64,       255,	  256,	      257,
-			   319, 320, 511, 512, 4096, 4096 + 4, 4096 + 63, 4096 + 255, 16 << 10};
+	/* and 128: 256-bit folding, its 128-byte steps and 32-byte blocks */
+	size_t lens[32] = {0,	1,   15,  16,  63,   64,       255,	  256,	      257,
+			   319, 320, 511, 512, 4096, 4096 + 4, 4096 + 63, 4096 + 255, 16 << 10,
+			   127, 128, 129, 159, 160,  255 - 32, 256 + 31};
 	const size_t aligns[] = {0, 1, 2, 3, 4, 5, 6, 7, 63};
 
 	if (!crc_use(_i))
 		return;
 	rng_seed(4);
 	rng_fill(data, sizeof(data));
-	for (size_t i = 18; i < ARRAY_SIZE(lens); i++)
+	for (size_t i = 25; i < ARRAY_SIZE(lens); i++)
 		lens[i] = rng32() % ((16 << 10) + 1);
 	for (size_t i = 0; i < ARRAY_SIZE(lens); i++) {
 		size_t len = lens[i];
@@ -724,9 +735,10 @@ static uint64_t xinuse(void)
 }
 #endif
 
-/* The 512-bit paths leave the upper halves of the vector registers clean
- * (VZEROUPPER): dirty, every SSE instruction after them pays for merging
- * them, and a zero-config veth moved a third less (bench/PROFILE.md). */
+/* The 512- and 256-bit paths leave the upper halves of the vector
+ * registers clean (VZEROUPPER): dirty, every SSE instruction after them
+ * pays for merging them, and a zero-config veth moved a third less
+ * (bench/PROFILE.md).  Loop index: 0 the 512-bit path, 1 the 256-bit. */
 START_TEST(test_crc_upper_clean)
 {
 #if defined(__x86_64__)
@@ -736,14 +748,18 @@ START_TEST(test_crc_upper_clean)
 	const uint64_t upper = 1u << 2 | 1u << 6;
 	static uint8_t dst[1024];
 	uint64_t before, after_crc, after_copy;
+	const int impl = _i ? 3 : 2;
 
-	if (!crc_use(2))
+	if (!crc_use(impl))
 		return;
 	rng_seed(7);
 	rng_fill(crc_buf, 1024);
-	/* dirty first (all ones in zmm0): that the CPU reports it shows the
-	 * check below can fail */
-	__asm__ volatile("vpternlogd $0xff, %%zmm0, %%zmm0, %%zmm0" ::: "xmm0");
+	/* dirty first (all ones in zmm0, or ymm0 without AVX-512): that the
+	 * CPU reports it shows the check below can fail */
+	if (impl == 2)
+		__asm__ volatile("vpternlogd $0xff, %%zmm0, %%zmm0, %%zmm0" ::: "xmm0");
+	else
+		__asm__ volatile("vpcmpeqd %%ymm0, %%ymm0, %%ymm0" ::: "xmm0");
 	before = xinuse();
 	if (!(before & upper)) {
 		__asm__ volatile("vzeroupper");
@@ -753,12 +769,17 @@ START_TEST(test_crc_upper_clean)
 	}
 	(void)dr_crc32(0, crc_buf, 1024);
 	after_crc = xinuse();
-	__asm__ volatile("vpternlogd $0xff, %%zmm0, %%zmm0, %%zmm0" ::: "xmm0");
+	if (impl == 2)
+		__asm__ volatile("vpternlogd $0xff, %%zmm0, %%zmm0, %%zmm0" ::: "xmm0");
+	else
+		__asm__ volatile("vpcmpeqd %%ymm0, %%ymm0, %%ymm0" ::: "xmm0");
 	(void)dr_crc32_copy(0, dst, crc_buf, 1024);
 	after_copy = xinuse();
 	dr_crc32_select(NULL);
-	ck_assert_msg(!(after_crc & upper), "dr_crc32 left XINUSE %#" PRIx64, after_crc);
-	ck_assert_msg(!(after_copy & upper), "dr_crc32_copy left XINUSE %#" PRIx64, after_copy);
+	ck_assert_msg(!(after_crc & upper), "%s: dr_crc32 left XINUSE %#" PRIx64, crc_impls[impl],
+		      after_crc);
+	ck_assert_msg(!(after_copy & upper), "%s: dr_crc32_copy left XINUSE %#" PRIx64,
+		      crc_impls[impl], after_copy);
 #endif
 }
 END_TEST
@@ -772,7 +793,8 @@ START_TEST(test_icrc_frame_copy)
 {
 	static uint8_t l3[64 + 4096 + 8], dst[4096 + 128];
 	const size_t hls[] = {40, 44, 48, 52, 56, 60, 64};
-	const size_t lens[] = {0, 1, 100, 191, 192, 193, 255, 256, 448, 1021, 4096, 4099};
+	const size_t lens[] = {0,   1,	 100, 111, 112, 113,  143,  191, 192,
+			       193, 240, 255, 256, 448, 1021, 4096, 4099};
 
 	if (!crc_use(_i))
 		return;
@@ -2780,7 +2802,7 @@ static Suite *wire_suite(void)
 	tcase_add_loop_test(tc, test_crc_copy, 0, ARRAY_SIZE(crc_impls));
 	tcase_add_loop_test(tc, test_icrc_frame_copy, 0, ARRAY_SIZE(crc_impls));
 	tcase_add_loop_test(tc, test_icrc_frame_guard, 0, ARRAY_SIZE(crc_impls));
-	tcase_add_test(tc, test_crc_upper_clean);
+	tcase_add_loop_test(tc, test_crc_upper_clean, 0, 2);
 
 	tc = wire_tcase(s, "icrc", 0, false);
 	tcase_add_test(tc, test_icrc_vector);
