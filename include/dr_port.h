@@ -695,6 +695,9 @@ struct dr_port_stats {
 	uint64_t tx_gso_frames, tx_gso_segs;
 	uint64_t rx_gso_frames, rx_gso_segs;
 	uint64_t rx_gso_bad; /* ... GSO frames droce does not send (TCP, IPv6) */
+	/* ... super-frames copied out of one buffer for want of an idle
+	 * staging buffer to hand their pieces out in place (port_pk.c) */
+	uint64_t rx_gso_copied;
 	uint64_t rx_truncated;
 	/* "packet:IF" ports: frames the kernel dropped because the receive
 	 * ring had no free slot (PACKET_STATISTICS tp_drops: the process did

@@ -150,6 +150,11 @@ gso() {
 ring_drops() {
 	sed -n 's/.*UDP GSO: .*, \([0-9]*\) dropped by the kernel for want of a free ring slot.*/\1/p' "$1" | tail -n 1
 }
+# copied LOG: super-frames copied out of one buffer for want of an idle
+# staging buffer, their pieces not handed on in place (the same line)
+copied() {
+	sed -n 's/.*UDP GSO: .*; \([0-9]*\) copied for want of an idle staging buffer;.*/\1/p' "$1" | tail -n 1
+}
 # vlan LOG: frames the port dropped for their VLAN tag (the same line)
 vlan() {
 	sed -n 's/.*UDP GSO: .*; \([0-9]*\) tagged with a VLAN ID, dropped.*/\1/p' "$1" | tail -n 1
@@ -198,6 +203,7 @@ for side in srv cli; do
 	set -- $(gso "$tmp/r1.$side")
 	expect_count "$side: super-frames sent" "${1:-0}" ge 1
 	expect_count "$side: super-frames received" "${2:-0}" ge 1
+	expect_count "$side: super-frames copied, no staging buffer idle" "$(copied "$tmp/r1.$side")" eq 0
 done
 
 # ---- run 2: the kernel cuts them before the veth ----------------------------------

@@ -31,10 +31,14 @@
  * the MTU, as net_af_packet's, polled without system calls.  A frame too
  * large for its slot (a super-frame crossing a veth whole) is kept whole
  * on the socket's queue as well (PACKET_COPY_THRESH) and its slot marked
- * TP_STATUS_COPY: in ring order it is read from there whole and cut at the
- * vnet header's gso_size into one pool buffer per frame it carries, each
- * packet's ICRC checked as it is copied (cut_fill), and each gets the
- * headers the kernel would have given it had it cut the super-frame.
+ * TP_STATUS_COPY: in ring order it is read from there whole into a staging
+ * buffer, each piece (the vnet header's gso_size) apart from the next by
+ * room for its headers, and the pieces are handed on where they lie, in
+ * mbufs attached to the buffer (stage_alloc); each gets the headers the
+ * kernel would have given it had it cut the super-frame, and its ICRC is
+ * checked there (cut_check).  The kernel's copy is the only one before
+ * the payload's placement; were no staging buffer idle, the pieces would
+ * be copied into pool buffers, their ICRCs checked on the way (cut_fill).
  *
  * The device the rest of the port sees is a net_ring ethdev on two idle
  * rings (control only: MAC, MTU, statistics); port.c calls dr_pk_rx and
@@ -80,6 +84,20 @@
 #define PK_CUT_MAX    128 /* pieces of a received one: the kernel's UDP_MAX_SEGMENTS */
 #define PK_IOV	      (DR_PORT_TXQ * 6 + 4)
 #define PK_RSTAGE     65536u /* a super-frame's UDP payload (an IP packet's most) */
+/* Staging buffers a super-frame is read into with a gap for each piece's
+ * headers, its pieces handed out in place (mbufs attached to the buffer):
+ * room for a whole IP packet's payload and PK_CUT_MAX gaps and roundings */
+#define PK_STAGES    8
+#define PK_STAGE_LEN (PK_RSTAGE + PK_CUT_MAX * 128u)
+
+/* One of them: busy from the read until the last of its pieces is freed
+ * (the mbufs' shared-info count; stage_free, which may run in any thread
+ * that frees a piece). */
+struct pk_stage {
+	uint8_t *buf;
+	struct rte_mbuf_ext_shared_info sh;
+	bool busy;
+};
 
 struct dr_pk {
 	int fd;
@@ -107,6 +125,7 @@ struct dr_pk {
 	/* a piece whose ICRC was checked as it was cut (dr_pk_icrc_ok) */
 	uint64_t icrc_flag;
 	uint8_t *rstage; /* a super-frame read whole, PK_RSTAGE bytes */
+	struct pk_stage stage[PK_STAGES];
 	/* the socket filter (dr_port_rx_qpn): whether one is wanted, and the
 	 * QPNs whose RoCE frames it lets in */
 	bool filter;
@@ -117,6 +136,28 @@ struct dr_pk {
 static struct dr_pk *pk_of(const struct dr_port *p)
 {
 	return p->pk;
+}
+
+/* The last piece of a stage was freed. */
+static void stage_free(void *addr, void *opaque)
+{
+	struct pk_stage *st = opaque;
+
+	(void)addr;
+	__atomic_store_n(&st->busy, false, __ATOMIC_RELEASE);
+}
+
+/* A stage not in use (the first, so the one read last stays in the
+ * cache), or NULL if all are. */
+static struct pk_stage *stage_idle(struct dr_pk *k)
+{
+	for (unsigned i = 0; i < PK_STAGES; i++) {
+		struct pk_stage *st = &k->stage[i];
+
+		if (st->buf && !__atomic_load_n(&st->busy, __ATOMIC_ACQUIRE))
+			return st;
+	}
+	return NULL;
 }
 
 /* The ICMP-style sum of the 20-byte header, ready to store. */
@@ -494,6 +535,13 @@ int dr_pk_plug(struct dr_port *p, const char *spec, bool gso, uint8_t mac[6],
 	/* without them super-frames are read into their pieces and each
 	 * piece's ICRC is checked by the parser */
 	k->rstage = malloc(PK_RSTAGE);
+	/* staging buffers for super-frames read whole (stage_idle skips one
+	 * that could not be allocated; with none, rstage and cut_fill) */
+	for (unsigned i = 0; i < PK_STAGES; i++) {
+		k->stage[i].buf = aligned_alloc(64, PK_STAGE_LEN);
+		k->stage[i].sh.free_cb = stage_free;
+		k->stage[i].sh.fcb_opaque = &k->stage[i];
+	}
 	ret = rte_mbuf_dynflag_register(&(const struct rte_mbuf_dynflag){.name = "droce_icrc_ok"});
 	k->icrc_flag = ret >= 0 ? 1ull << ret : 0;
 	ret = pk_socket(p, k, err);
@@ -534,14 +582,15 @@ void dr_pk_free(struct dr_port *p)
 		    "packet:%s: UDP GSO: %" PRIu64 " super-frames sent carrying %" PRIu64
 		    " packets, %" PRIu64 " received carrying %" PRIu64 " (%s); %" PRIu64
 		    " refused (rx_gso_bad); %" PRIu64
+		    " copied for want of an idle staging buffer; %" PRIu64
 		    " frames lost for want of room on the socket's queue, %" PRIu64
 		    " for want of a pool buffer, %" PRIu64
 		    " dropped by the kernel for want of a free ring slot (rx_ring_drops); %" PRIu64
 		    " tagged with a VLAN ID, dropped",
 		    k->ifname, p->stats.tx_gso_frames, p->stats.tx_gso_segs, p->stats.rx_gso_frames,
 		    p->stats.rx_gso_segs, k->gso ? "sending them" : "not sending them",
-		    p->stats.rx_gso_bad, p->stats.rx_truncated, p->stats.rx_nombuf,
-		    p->stats.rx_ring_drops, p->stats.rx_vlan);
+		    p->stats.rx_gso_bad, p->stats.rx_gso_copied, p->stats.rx_truncated,
+		    p->stats.rx_nombuf, p->stats.rx_ring_drops, p->stats.rx_vlan);
 	pk_socket_close(k);
 	for (unsigned i = 0; i < 2; i++)
 		rte_ring_free(k->idle[i]);
@@ -550,6 +599,8 @@ void dr_pk_free(struct dr_port *p)
 	free(k->peers);
 	free(k->qpns);
 	free(k->rstage);
+	for (unsigned i = 0; i < PK_STAGES; i++)
+		free(k->stage[i].buf);
 	free(k);
 	p->pk = NULL;
 }
@@ -848,12 +899,65 @@ static void cut_fill(struct dr_pk *k, const uint8_t *src)
 	}
 }
 
+/* Pool mbufs for the pieces of a super-frame of len bytes cut at size
+ * (cut_ok), attached to stage st: each at a 64-byte boundary of its own,
+ * with PK_HDRS bytes in front of its payload for cut_finish to fill, in
+ * k->cut; st is busy until they are all freed.  Returns how many, 0 (st
+ * left idle) if they would not fit or the pool ran out. */
+static unsigned stage_alloc(struct dr_port *p, struct dr_pk *k, struct pk_stage *st, size_t len,
+			    unsigned size)
+{
+	size_t pay = len - PK_HDRS, stride = RTE_ALIGN_CEIL(PK_HDRS + size, 64);
+	unsigned n = (unsigned)((pay + size - 1) / size);
+
+	if (n * stride > PK_STAGE_LEN || rte_pktmbuf_alloc_bulk(p->pool, k->cut, n))
+		return 0;
+	st->busy = true;
+	rte_mbuf_ext_refcnt_set(&st->sh, (uint16_t)n);
+	for (unsigned i = 0; i < n; i++) {
+		struct rte_mbuf *m = k->cut[i];
+		size_t seg = i + 1 < n ? size : pay - (size_t)i * size;
+
+		rte_pktmbuf_attach_extbuf(m, st->buf + i * stride, RTE_BAD_IOVA, (uint16_t)stride,
+					  &st->sh);
+		m->data_len = (uint16_t)(PK_HDRS + seg);
+		m->pkt_len = m->data_len;
+	}
+	return n;
+}
+
+/* The pieces in k->cut (cut_finish), read into a stage in place: each
+ * packet's ICRC checked where it lies, as cut_fill checks it while it
+ * copies, and flagged for the parser (dr_pk_icrc_ok).  READ responses and
+ * packets too short for the one-pass check are left to the parser, as
+ * there. */
+static void cut_check(struct dr_pk *k)
+{
+	const size_t bth = sizeof(struct dr_bth), eth = sizeof(struct dr_eth_hdr);
+
+	for (unsigned i = 0; k->icrc_flag && i < k->cut_len; i++) {
+		struct rte_mbuf *m = k->cut[i];
+		const uint8_t *d = rte_pktmbuf_mtod(m, const uint8_t *), *b = d + PK_HDRS;
+		size_t seg = m->data_len - PK_HDRS;
+		uint32_t icrc;
+
+		if (seg >= bth + DR_ICRC_LEN + DR_ICRC_DEFER_MIN &&
+		    (b[0] < DR_OP_READ_RSP_FIRST || b[0] > DR_OP_READ_RSP_ONLY) &&
+		    !dr_icrc_frame(d + eth, PK_HDRS - eth + bth, b + bth, seg - bth - DR_ICRC_LEN,
+				   NULL, 0, &icrc) &&
+		    icrc == dr_icrc_get(b + seg - DR_ICRC_LEN))
+			m->ol_flags |= k->icrc_flag;
+	}
+}
+
 /* The frame whose slot said TP_STATUS_COPY, read from the socket's queue
  * (in ring order): vh, hdr and len are the slot's vnet header, the first
  * PK_HDRS bytes it holds and the frame's length.  A super-frame is read
- * into k->rstage and cut from there into one pool buffer a piece
- * (cut_fill; without k->rstage, scattered straight into them by recvmsg);
- * a frame merely too long for a slot into one pool buffer.  What droce would not take is
+ * into an idle stage, its pieces apart, and handed out in place
+ * (stage_alloc, cut_check); with no stage idle, into k->rstage and cut
+ * from there into one pool buffer a piece (cut_fill; without k->rstage,
+ * scattered straight into them by recvmsg); a frame merely too long for a
+ * slot into one pool buffer.  What droce would not take is
  * read to nothing (counted).  Returns the frame, or NULL with the pieces
  * in k->cut. */
 static struct rte_mbuf *take_copy(struct dr_port *p, struct dr_pk *k,
@@ -864,6 +968,7 @@ static struct rte_mbuf *take_copy(struct dr_port *p, struct dr_pk *k,
 	struct iovec iov[PK_CUT_MAX + 2] = {{&got, sizeof(got)}};
 	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 1};
 	struct rte_mbuf *m = NULL;
+	struct pk_stage *st = NULL;
 	unsigned n = 0, i;
 	ssize_t r;
 	void *d;
@@ -875,9 +980,16 @@ static struct rte_mbuf *take_copy(struct dr_port *p, struct dr_pk *k,
 			iov[mh.msg_iovlen++] = (struct iovec){d, len};
 		else
 			pk_lost(p, &p->stats.rx_nombuf);
-	} else if (cut_ok(p, vh, hdr, len) && (n = cut_alloc(p, k, len, vh->gso_size)) != 0) {
+	} else if (cut_ok(p, vh, hdr, len)) {
+		st = stage_idle(k);
+		if (st && (n = stage_alloc(p, k, st, len, vh->gso_size)) == 0)
+			st = NULL;
+		if (!st && (n = cut_alloc(p, k, len, vh->gso_size)) != 0)
+			p->stats.rx_gso_copied++;
+	}
+	if (n) {
 		iov[mh.msg_iovlen++] = (struct iovec){head, PK_HDRS};
-		if (k->rstage && len - PK_HDRS <= PK_RSTAGE)
+		if (!st && k->rstage && len - PK_HDRS <= PK_RSTAGE)
 			iov[mh.msg_iovlen++] = (struct iovec){k->rstage, len - PK_HDRS};
 		else
 			for (i = 0; i < n; i++)
@@ -892,7 +1004,7 @@ static struct rte_mbuf *take_copy(struct dr_port *p, struct dr_pk *k,
 	if (r != (ssize_t)(sizeof(got) + len) || (mh.msg_flags & MSG_TRUNC) ||
 	    got.gso_type != vh->gso_type || got.gso_size != vh->gso_size) {
 		/* not the frame its slot announced: never seen, but nothing
-		 * half-read goes on */
+		 * half-read goes on (the last piece freed frees the stage) */
 		pk_lost(p, &p->stats.rx_truncated);
 		rte_pktmbuf_free(m);
 		for (i = 0; i < n; i++)
@@ -901,7 +1013,9 @@ static struct rte_mbuf *take_copy(struct dr_port *p, struct dr_pk *k,
 	}
 	if (n) {
 		cut_finish(p, k, head, n);
-		if (iov[2].iov_base == k->rstage)
+		if (st)
+			cut_check(k);
+		else if (iov[2].iov_base == k->rstage)
 			cut_fill(k, k->rstage);
 	}
 	return m;
@@ -963,6 +1077,12 @@ uint16_t dr_pk_rx(struct dr_port *p, struct rte_mbuf **pkts, uint16_t n)
 		} else if (st & TP_STATUS_COPY) {
 			uint8_t hdr[PK_HDRS] = {0};
 			size_t len = h->tp_len;
+
+			/* every stage holds pieces of this burst: they are
+			 * freed once it is processed, and the super-frame
+			 * waits for the next one rather than be copied */
+			if (out && vh.gso_type != VIRTIO_NET_HDR_GSO_NONE && !stage_idle(k))
+				break;
 
 			memcpy(hdr, fr, h->tp_snaplen < PK_HDRS ? h->tp_snaplen : PK_HDRS);
 			slot_release(k, h);
