@@ -11,8 +11,9 @@
  *   - a failed parse still fills eth/ethertype once past layer 2;
  *   - an accepted frame's view stays inside the buffer and adds up;
  *   - dr_pkt_icrc() equals the carried ICRC exactly when the parse says so;
- *   - DR_PARSE_DEFER_READ gives the same verdict, except that a READ
- *     response it defers is OK until dr_pkt_icrc_finish() or
+ *   - DR_PARSE_DEFER_PLACE gives the same verdict, except that a frame it
+ *     defers (a READ response, a WRITE MIDDLE or LAST: dr_icrc_placeable)
+ *     is OK until dr_pkt_icrc_finish() or
  *     dr_pkt_icrc_copy() (which copies the payload byte-exact) gives the
  *     ICRC's verdict;
  *   - dr_pkt_to_desc() + dr_pkt_build() reproduce the frame up to the end
@@ -149,16 +150,19 @@ static void check_rebuild(const struct dr_pkt *p, const uint8_t *f, bool icrc_go
 	free(got);
 }
 
-/* DR_PARSE_DEFER_READ against the plain parse's verdict v. */
+/* DR_PARSE_DEFER_PLACE against the plain parse's verdict v. */
 static void check_deferred(const uint8_t *f, size_t size, enum dr_pkt_verdict v)
 {
 	struct dr_pkt pd;
-	enum dr_pkt_verdict vd = dr_pkt_parse(f, size, DR_PARSE_DEFER_READ, &pd);
+	enum dr_pkt_verdict vd = dr_pkt_parse(f, size, DR_PARSE_DEFER_PLACE, &pd);
 	bool good = v == DR_PKT_OK;
 	uint8_t *dst;
 	struct iovec iov;
 
 	if (vd == DR_PKT_OK && pd.icrc_deferred) {
+		if (!dr_icrc_placeable(pd.opcode) || pd.payload_len < DR_ICRC_DEFER_MIN)
+			FAIL("deferred a frame not placeable: opcode 0x%02x, %u bytes", pd.opcode,
+			     pd.payload_len);
 		if (v != DR_PKT_OK && v != DR_PKT_BAD_ICRC)
 			FAIL("deferred, but %s without deferring", dr_pkt_verdict_str(v));
 		if (dr_pkt_icrc_finish(&pd) != good)

@@ -429,10 +429,10 @@ static inline unsigned dr_port_pmtu_of(unsigned mtu)
 /* ---- Receive: dr_port_poll drives everything ------------------------------ */
 
 /* A RoCEv2 frame for us: dr_pkt_parse() accepted it (ICRC included), its
- * destination MAC and IPv4 address are ours (a READ response's payload may
- * already be in place: dr_port_set_place).  frame/pkt are valid only
- * during the call.  The callback may send on the port; it must not poll or
- * close it. */
+ * destination MAC and IPv4 address are ours (the payload of a READ
+ * response or of a WRITE MIDDLE or LAST may already be in place:
+ * dr_port_set_place).  frame/pkt are valid only during the call.  The
+ * callback may send on the port; it must not poll or close it. */
 typedef void (*dr_port_rx_fn)(void *ctx, const void *frame, size_t len, const struct dr_pkt *pkt);
 void dr_port_set_rx(struct dr_port *p, dr_port_rx_fn fn, void *ctx);
 /* During the rx callback: how long ago the kernel received the frame (a
@@ -441,22 +441,25 @@ void dr_port_set_rx(struct dr_port *p, dr_port_rx_fn fn, void *ctx);
  * A frame can wait in the ring while the process does not poll. */
 uint64_t dr_port_rx_age_ns(const struct dr_port *p);
 
-/* Where the payload of a READ response goes, asked before its ICRC is
- * known (dr_port_set_place): at most max segments into dst, their lengths
+/* Where the payload of a placeable frame goes (dr_icrc_placeable: a READ
+ * response, a WRITE MIDDLE or LAST), asked before its ICRC is known
+ * (dr_port_set_place): at most max segments into dst, their lengths
  * summing to pkt->payload_len; 0 to have it checked and handed over as any
  * other frame.  Called with the rx callback's ctx, the frame not yet
  * verified: it must change nothing, and name only memory whose contents do
  * not matter unless the rx callback then accepts the frame (the unfilled
- * part of an outstanding READ's buffer). */
+ * part of an outstanding READ's buffer, the bytes of a WRITE in progress
+ * still due). */
 #define DR_PORT_PLACE_MAX 4
 typedef unsigned (*dr_port_place_fn)(void *ctx, const struct dr_pkt *pkt, struct iovec *dst,
 				     unsigned max);
-/* With a place function, the port copies a READ response's payload where
- * it says and checks the ICRC in the same pass (dr_pkt_icrc_copy): the rx
+/* With a place function, the port copies such a frame's payload where it
+ * says and checks the ICRC in the same pass (dr_pkt_icrc_copy): the rx
  * callback gets the frame only if the ICRC is right, with
  * pkt->payload_placed set.  A frame whose ICRC is wrong is dropped and
  * counted as always (rx_verdict[DR_PKT_BAD_ICRC]); the bytes it left in the
- * named memory are overwritten by the response asked for again. */
+ * named memory are overwritten by the packet that belongs there, sent
+ * again. */
 void dr_port_set_place(struct dr_port *p, dr_port_place_fn fn);
 
 enum dr_port_dir {
@@ -662,7 +665,7 @@ struct dr_port_stats {
 	uint64_t rx_frames, rx_bytes;		 /* everything received */
 	uint64_t tx_frames, tx_bytes;		 /* everything handed to the device */
 	uint64_t rx_roce;			 /* delivered to the rx callback */
-	uint64_t rx_placed; /* of them, READ responses placed as checked (dr_port_set_place) */
+	uint64_t rx_placed; /* of them, payloads placed as checked (dr_port_set_place) */
 	uint64_t rx_arp, tx_arp;		 /* ARP frames in and out */
 	uint64_t rx_dropped;			 /* every frame not delivered nor ARP (sum) */
 	uint64_t rx_not_ours;			 /* destination MAC or IP not ours */

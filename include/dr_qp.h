@@ -517,22 +517,24 @@ int dr_qp_post_send(struct dr_qp *qp, const struct dr_send_wr *wr);
 int dr_qp_post_recv(struct dr_qp *qp, const struct dr_recv_wr *wr);
 /* Hand the QP a frame addressed to it (parsed with dr_pkt_parse, OK).
  * Frames that fail dr_qp_rx_check are dropped and counted.  A frame with
- * pkt->payload_placed set must be one this QP's dr_qp_rsp_place named a
+ * pkt->payload_placed set must be one this QP's dr_qp_place named a
  * place for, with nothing done to the QP since: that call ran
  * dr_qp_rx_check already, and it is not run again. */
 void dr_qp_input(struct dr_qp *qp, const struct dr_pkt *pkt);
 /* The QP's own receive checks, without side effects: DR_RX_OK or the
  * reason dr_qp_input would drop the frame before the engines see it. */
 enum dr_rx_drop dr_qp_rx_check(const struct dr_qp *qp, const struct dr_pkt *pkt);
-/* Where the payload of a READ response goes, asked before its ICRC is
- * checked (the port's place function, dr_port_set_place): the segments of
- * the next unfilled part of the READ at the head of the send queue, if pkt
- * is the response dr_qp_input would copy there; else 0 (it is then copied,
- * or dropped, as usual).  Without side effects: bytes written there before
- * the frame is accepted are overwritten by the response that fills that
- * part, and the READ completes only after it. */
-unsigned dr_qp_rsp_place(const struct dr_qp *qp, const struct dr_pkt *pkt, struct iovec *dst,
-			 unsigned max);
+/* Where the payload of a placeable frame (dr_icrc_placeable) goes, asked
+ * before its ICRC is checked (the port's place function,
+ * dr_port_set_place): for a READ response the segments of the next
+ * unfilled part of the READ at the head of the send queue, for a WRITE
+ * MIDDLE or LAST the next bytes of the WRITE in progress, if pkt is the
+ * packet dr_qp_input would copy there; else 0 (it is then copied, or
+ * dropped, as usual).  Without side effects: bytes written there before
+ * the frame is accepted are overwritten by the packet that fills that
+ * part, and the operation completes only after it. */
+unsigned dr_qp_place(const struct dr_qp *qp, const struct dr_pkt *pkt, struct iovec *dst,
+		     unsigned max);
 const struct dr_qp_stats *dr_qp_stats(const struct dr_qp *qp);
 /* DR_QP_DEFER_ACK: the caller's burst of input is handled.  Restarts the
  * retransmit timer if the burst made progress (comp.c

@@ -614,7 +614,7 @@ struct dr_pkt {
 	uint32_t payload_len;
 	unsigned padcnt;
 	uint32_t icrc; /* as carried by the frame; 0 while icrc_deferred */
-	/* DR_PARSE_DEFER_READ: the ICRC is not checked yet
+	/* DR_PARSE_DEFER_PLACE: the ICRC is not checked yet
 	 * (dr_pkt_icrc_finish, dr_pkt_icrc_copy) */
 	bool icrc_deferred;
 	/* set by the port (dr_port_set_place): the payload was copied where
@@ -640,14 +640,29 @@ static inline unsigned dr_pkt_ecn(const struct dr_pkt *p)
 
 enum dr_parse_flags {
 	DR_PARSE_NO_ICRC = 1u << 0, /* skip the ICRC check (caller does it) */
-	/* A READ response with DR_ICRC_DEFER_MIN payload bytes or more: check
-	 * nothing of the ICRC yet and set pkt->icrc_deferred; the
+	/* A frame whose payload can be placed before its ICRC is known
+	 * (dr_icrc_placeable) with DR_ICRC_DEFER_MIN payload bytes or more:
+	 * check nothing of the ICRC yet and set pkt->icrc_deferred; the
 	 * caller must finish the check (dr_pkt_icrc_finish, or while placing
 	 * the payload, dr_pkt_icrc_copy) before it trusts any field. */
-	DR_PARSE_DEFER_READ = 1u << 1,
+	DR_PARSE_DEFER_PLACE = 1u << 1,
 };
 
-/* Smallest READ response payload DR_PARSE_DEFER_READ defers: below it
+/* The opcodes whose payload's place follows from the receiving QP's state
+ * alone, so that it can be copied there while its ICRC is checked: READ
+ * responses (the next unfilled part of the READ asked for) and the MIDDLE
+ * and LAST packets of an RC WRITE (the next bytes of the range its FIRST
+ * named).  Every byte a frame that fails the check may have put there is
+ * one the genuine frame for that PSN rewrites, and nothing completes
+ * before it does.  Not FIRST or ONLY (their RETH names the place), not a
+ * SEND (its message may end short of what a bad frame wrote). */
+static inline bool dr_icrc_placeable(uint8_t opcode)
+{
+	return (opcode >= DR_OP_WRITE_MIDDLE && opcode <= DR_OP_WRITE_LAST_IMM) ||
+	       (opcode >= DR_OP_READ_RSP_FIRST && opcode <= DR_OP_READ_RSP_ONLY);
+}
+
+/* Smallest placeable payload DR_PARSE_DEFER_PLACE defers: below it
  * dr_icrc_frame checks headers and payload in one gathered call. */
 #define DR_ICRC_DEFER_MIN 256
 
@@ -664,7 +679,7 @@ enum dr_pkt_verdict dr_pkt_parse(const void *frame, size_t len, unsigned flags,
 /* Recompute the ICRC of a parsed frame (whatever it carries). */
 uint32_t dr_pkt_icrc(const struct dr_pkt *pkt);
 
-/* Finish a deferred ICRC check (DR_PARSE_DEFER_READ) over payload and pad:
+/* Finish a deferred ICRC check (DR_PARSE_DEFER_PLACE) over payload and pad:
  * true if the frame's ICRC is right.  On a frame not deferred, true. */
 bool dr_pkt_icrc_finish(const struct dr_pkt *pkt);
 /* The same, copying the payload into the n segments of dst on the way

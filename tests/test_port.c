@@ -1659,12 +1659,15 @@ START_TEST(test_vlan_tagged)
 }
 END_TEST
 
-/* dr_port_set_place: a READ response's payload goes where the place
- * function says, checked in the same pass; the rx callback sees it placed.
- * One with a bad ICRC is dropped and counted as before, never delivered
- * (the bytes it left in the named memory are the caller's to overwrite).
- * One the place function declines (0) is checked and delivered as usual;
- * other opcodes never reach the place function. */
+/* dr_port_set_place: the payload of a READ response or of a WRITE MIDDLE
+ * or LAST goes where the place function says, checked in the same pass;
+ * the rx callback sees it placed.  One with a bad ICRC is dropped and
+ * counted as before, never delivered (the bytes it left in the named
+ * memory are the caller's to overwrite).  One the place function declines
+ * (0) is checked and delivered as usual; other opcodes (a SEND, a WRITE
+ * whose RETH names the place) never reach the place function. */
+static const uint8_t place_ops[] = {DR_OP_READ_RSP_ONLY, DR_OP_WRITE_MIDDLE, DR_OP_WRITE_LAST_IMM};
+
 static struct {
 	unsigned calls;
 	bool decline;
@@ -1691,7 +1694,7 @@ static void place_rx(void *ctx, const void *frame, size_t len, const struct dr_p
 	sink_rx(ctx, frame, len, pkt);
 }
 
-START_TEST(test_place_read)
+START_TEST(test_place)
 {
 	struct dr_port *a, *b;
 	struct dr_port_stats s0, s1;
@@ -1709,7 +1712,7 @@ START_TEST(test_place_read)
 
 	/* intact: placed, delivered, byte-exact */
 	build_send(&d, a, b, pattern, 4096, frame, sizeof(frame));
-	d.opcode = DR_OP_READ_RSP_ONLY;
+	d.opcode = place_ops[_i];
 	len = dr_pkt_build(&d, frame, sizeof(frame));
 	ck_assert_int_eq(dr_port_send_raw(a, frame, len), 0);
 	poll_until_rx(a, b, &sink_b, 1);
@@ -1748,9 +1751,14 @@ START_TEST(test_place_read)
 	dr_port_get_stats(b, &s1);
 	ck_assert_uint_eq(s1.rx_verdict[DR_PKT_BAD_ICRC] - s0.rx_verdict[DR_PKT_BAD_ICRC], 2);
 
-	/* a SEND: never asked about */
+	/* a SEND, a WRITE FIRST: never asked about */
 	send_pattern(a, b, 4096, frame, sizeof(frame));
 	poll_until_rx(a, b, &sink_b, 3);
+	d.opcode = DR_OP_WRITE_FIRST;
+	d.reth.len = 8192;
+	len = dr_pkt_build(&d, frame, sizeof(frame));
+	ck_assert_int_eq(dr_port_send_raw(a, frame, len), 0);
+	poll_until_rx(a, b, &sink_b, 4);
 	ck_assert_uint_eq(place_b.calls, 4);
 	ck_assert(!place_b.placed_seen);
 	dr_port_set_place(b, NULL);
@@ -2432,7 +2440,7 @@ int main(void)
 	tcase_add_test(tc, test_garbage_dropped);
 	tcase_add_test(tc, test_vlan_tagged);
 	tcase_add_test(tc, test_rx_filter);
-	tcase_add_test(tc, test_place_read);
+	tcase_add_loop_test(tc, test_place, 0, sizeof(place_ops));
 	tcase_add_test(tc, test_loopback);
 	tcase_add_test(tc, test_batch_send);
 	tcase_add_test(tc, test_batch_full);

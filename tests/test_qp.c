@@ -1735,7 +1735,7 @@ START_TEST(test_read_retry_tail)
 END_TEST
 
 /* READ responses placed as the port with a place function takes them
- * (dr_qp_rsp_place, simlink cfg.place), over a link that drops, duplicates
+ * (dr_qp_place, simlink cfg.place), over a link that drops, duplicates
  * and reorders: READs of one and three SGEs, a pad, a response too short
  * to defer, a WRITE between them.  Every READ completes byte-exact, and
  * exactly the responses the completer accepted were placed - each PSN once
@@ -1821,7 +1821,97 @@ START_TEST(test_read_placed)
 	}
 	ck_assert(!memcmp(wdst, wsrc, sizeof(wsrc)));
 	ck_assert_uint_eq(p.sim.end[0].placed, want_placed);
-	ck_assert_uint_eq(p.sim.end[1].placed, 0);
+	/* the WRITE's MIDDLE and LAST (1024 and 952 bytes), each once */
+	ck_assert_uint_eq(p.sim.end[1].placed, 2);
+	ck_assert_uint_eq(p.sim.end[0].placed_bad + p.sim.end[1].placed_bad, 0);
+	pair_down(&p);
+}
+END_TEST
+
+/* Every WRITE MIDDLE/LAST and READ response preceded by a copy of itself
+ * with its payload inverted (a wrong ICRC), and one MIDDLE lost: each
+ * in-sequence copy is placed - its bytes written where the genuine ones
+ * go - then dropped, leaving the QP where it was; the genuine packet
+ * rewrites those bytes and completes the operation.  A copy out of
+ * sequence (behind the lost MIDDLE) is placed nowhere.  Everything ends
+ * byte-exact, and every placeable PSN was placed exactly once from a bad
+ * copy and once from the genuine packet. */
+struct corrupt_sched {
+	unsigned middles; /* WRITE MIDDLEs seen, first transmissions included */
+	bool dropped;
+};
+
+static enum dr_sim_action corrupt_placeable(void *arg, unsigned dir, uint64_t n,
+					    const struct dr_pkt *pkt)
+{
+	struct corrupt_sched *cs = arg;
+
+	if (pkt->opcode == DR_OP_WRITE_MIDDLE && ++cs->middles == 12 && !cs->dropped) {
+		cs->dropped = true;
+		return DR_SIM_DROP;
+	}
+	return dr_icrc_placeable(pkt->opcode) ? DR_SIM_CORRUPT : DR_SIM_PASS;
+}
+
+START_TEST(test_write_placed_bad_icrc)
+{
+	struct pair_cfg c = pair_defaults();
+	static uint8_t src[3][10 * 1024 + 100], dst[3][10 * 1024 + 100 + 64], rsrc[5000],
+	    rdst[5000 + 64];
+	/* a LAST too short to defer; a LAST with immediate; one lost MIDDLE */
+	static const uint32_t len[3] = {10 * 1024 + 100, 4096 + 700, 8192};
+	struct corrupt_sched cs = {0};
+	uint64_t want_w = 0, want_r = 0;
+	struct dr_mr *dmr[3], *rmr;
+	struct pair p;
+
+	c.sim.fault = corrupt_placeable;
+	c.sim.fault_arg = &cs;
+	c.sim.place = true;
+	pair_up(&p, &c);
+	for (unsigned i = 0; i < 3; i++) {
+		fill(src[i], len[i], 70 + i);
+		memset(dst[i], 0xa5, sizeof(dst[i]));
+		dmr[i] = reg(&p, 1, dst[i], len[i], DR_ACCESS_REMOTE_WRITE);
+		/* the packets after the FIRST, of DR_ICRC_DEFER_MIN bytes or more */
+		for (uint32_t off = c.pmtu; off < len[i]; off += c.pmtu)
+			want_w += len[i] - off >= DR_ICRC_DEFER_MIN;
+	}
+	fill(rsrc, sizeof(rsrc), 80);
+	memset(rdst, 0xa5, sizeof(rdst));
+	rmr = reg(&p, 1, rsrc, sizeof(rsrc), DR_ACCESS_REMOTE_READ);
+	for (uint32_t off = 0; off < sizeof(rsrc); off += c.pmtu)
+		want_r += sizeof(rsrc) - off >= DR_ICRC_DEFER_MIN;
+	post_recv(&p, 1, 70, NULL, 0);
+	for (unsigned i = 0; i < 3; i++)
+		ck_assert_int_eq(post_send(&p, 0, i, i == 1 ? DR_WR_WRITE_IMM : DR_WR_WRITE, src[i],
+					   len[i], 0, (uintptr_t)dst[i], dmr[i]->key,
+					   DR_WR_SIGNALED),
+				 0);
+	ck_assert_int_eq(post_send(&p, 0, 3, DR_WR_READ, rdst, sizeof(rsrc), 0, (uintptr_t)rsrc,
+				   rmr->key, DR_WR_SIGNALED),
+			 0);
+	ck_assert(pair_run(&p));
+	ck_assert(cs.dropped);
+	ck_assert_uint_eq(p.sim.end[0].nwc, 4);
+	for (unsigned i = 0; i < 4; i++)
+		expect_wc(&p.sim.end[0].wc[i], i, DR_WC_SUCCESS);
+	ck_assert_uint_eq(p.sim.end[1].nwc, 1);
+	expect_wc(&p.sim.end[1].wc[0], 70, DR_WC_SUCCESS);
+	ck_assert_uint_eq(p.sim.end[1].wc[0].imm, 0xabc00001u);
+	for (unsigned i = 0; i < 3; i++) {
+		ck_assert(!memcmp(dst[i], src[i], len[i]));
+		for (unsigned k = 0; k < 64; k++)
+			ck_assert_uint_eq(dst[i][len[i] + k], 0xa5);
+	}
+	ck_assert(!memcmp(rdst, rsrc, sizeof(rsrc)));
+	for (unsigned k = 0; k < 64; k++)
+		ck_assert_uint_eq(rdst[sizeof(rsrc) + k], 0xa5);
+	ck_assert_uint_gt(p.qp[0]->stats.retries, 0); /* the lost MIDDLE was sent again */
+	ck_assert_uint_eq(p.sim.end[1].placed_bad, want_w);
+	ck_assert_uint_eq(p.sim.end[1].placed, want_w);
+	ck_assert_uint_eq(p.sim.end[0].placed_bad, want_r);
+	ck_assert_uint_eq(p.sim.end[0].placed, want_r);
 	pair_down(&p);
 }
 END_TEST
@@ -5915,6 +6005,7 @@ static Suite *qp_suite(void)
 	tcase_add_test(tc, test_gbn_partial);
 	tcase_add_test(tc, test_read_retry_tail);
 	tcase_add_loop_test(tc, test_read_placed, 0, sizeof(placed_tab) / sizeof(placed_tab[0]));
+	tcase_add_test(tc, test_write_placed_bad_icrc);
 	tcase_add_test(tc, test_dup_send_reack);
 	tcase_add_test(tc, test_dup_send_late);
 	suite_add_tcase(s, tc);

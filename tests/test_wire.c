@@ -2424,7 +2424,7 @@ START_TEST(test_bit_flips)
 }
 END_TEST
 
-/* DR_PARSE_DEFER_READ: which frames it defers, and that the check it
+/* DR_PARSE_DEFER_PLACE: which frames it defers, and that the check it
  * leaves to dr_pkt_icrc_finish / dr_pkt_icrc_copy gives the verdict the
  * parser would have, for an intact frame, one bit flipped in the payload,
  * in a covered header field (the PSN) and in the ICRC itself.  The copy is
@@ -2443,11 +2443,18 @@ static const struct {
     {DR_OP_READ_RSP_ONLY, DR_ICRC_DEFER_MIN, 4, true},
     {DR_OP_READ_RSP_ONLY, DR_ICRC_DEFER_MIN - 1, 4, false},
     {DR_OP_READ_RSP_ONLY, 8, 4, false},
+    {DR_OP_WRITE_MIDDLE, 4096, 4, true},
+    {DR_OP_WRITE_LAST, 1021, 4, true}, /* pad 3 */
+    {DR_OP_WRITE_LAST_IMM, 4096, 6, true},
+    {DR_OP_WRITE_MIDDLE, DR_ICRC_DEFER_MIN - 1, 4, false},
+    {DR_OP_WRITE_FIRST, 4096, 4, false}, /* its RETH names the place */
     {DR_OP_WRITE_ONLY, 4096, 4, false},
+    {DR_OP_SEND_MIDDLE, 4096, 4, false},
+    {DR_OP_SEND_LAST, 4096, 4, false},
     {DR_OP_SEND_ONLY, 4096, 4, false},
 };
 
-START_TEST(test_defer_read)
+START_TEST(test_defer_place)
 {
 	static uint8_t payload[DR_MAX_PMTU], frame[FRAME_MAX], f[FRAME_MAX], dst[DR_MAX_PMTU + 128];
 	struct dr_pkt_desc d;
@@ -2475,7 +2482,7 @@ START_TEST(test_defer_read)
 	d.payload_len = len;
 	fl = dr_pkt_build(&d, frame, sizeof(frame));
 	ck_assert_int_gt(fl, 0);
-	ck_assert_int_eq(dr_pkt_parse(frame, (size_t)fl, DR_PARSE_DEFER_READ, &pkt), DR_PKT_OK);
+	ck_assert_int_eq(dr_pkt_parse(frame, (size_t)fl, DR_PARSE_DEFER_PLACE, &pkt), DR_PKT_OK);
 	ck_assert(pkt.icrc_deferred == defer_tab[_i].deferred);
 	/* a deferred check reads the carried ICRC when it is finished */
 	ck_assert_uint_eq(pkt.icrc, pkt.icrc_deferred ? 0 : dr_icrc_get(frame + fl - DR_ICRC_LEN));
@@ -2486,7 +2493,7 @@ START_TEST(test_defer_read)
 	if (!pkt.icrc_deferred) {
 		/* checked at once, as without the flag */
 		frame[pay_at] ^= 1;
-		ck_assert_int_eq(dr_pkt_parse(frame, (size_t)fl, DR_PARSE_DEFER_READ, &pkt),
+		ck_assert_int_eq(dr_pkt_parse(frame, (size_t)fl, DR_PARSE_DEFER_PLACE, &pkt),
 				 DR_PKT_BAD_ICRC);
 		return;
 	}
@@ -2497,7 +2504,8 @@ START_TEST(test_defer_read)
 		memcpy(f, frame, (size_t)fl);
 		if (c)
 			f[at[c]] ^= 0x10;
-		ck_assert_int_eq(dr_pkt_parse(f, (size_t)fl, DR_PARSE_DEFER_READ, &pkt), DR_PKT_OK);
+		ck_assert_int_eq(dr_pkt_parse(f, (size_t)fl, DR_PARSE_DEFER_PLACE, &pkt),
+				 DR_PKT_OK);
 		ck_assert(pkt.icrc_deferred);
 		ck_assert_int_eq(dr_pkt_parse(f, (size_t)fl, 0, &(struct dr_pkt){0}),
 				 c ? DR_PKT_BAD_ICRC : DR_PKT_OK);
@@ -2828,7 +2836,7 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, test_malformed_coverage);
 	tcase_add_test(tc, test_malformed_opcodes);
 	tcase_add_test(tc, test_malformed_runts);
-	tcase_add_loop_test(tc, test_defer_read, 0, ARRAY_SIZE(defer_tab));
+	tcase_add_loop_test(tc, test_defer_place, 0, ARRAY_SIZE(defer_tab));
 	tcase_add_test(tc, test_arp);
 	tcase_add_test(tc, test_verdict_str);
 

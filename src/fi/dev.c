@@ -339,7 +339,7 @@ static void dev_rx(void *ctx, const void *frame, size_t len, const struct dr_pkt
 		}
 		return;
 	}
-	/* QPN 0 (the SMI's) is never in the table.  A placed READ response's
+	/* QPN 0 (the SMI's) is never in the table.  A placed frame's
 	 * endpoint is the one dev_place just found: the port calls it for this
 	 * frame and then this, with nothing in between that could close it */
 	ep = pkt->payload_placed ? dev->placed_ep : dr_idmap_find(&dev->qps, pkt->dqpn);
@@ -354,16 +354,17 @@ static void dev_rx(void *ctx, const void *frame, size_t len, const struct dr_pkt
 	dr_ep_input(ep, pkt);
 }
 
-/* Where a READ response's payload goes before its ICRC is checked
- * (dr_port_set_place): the completer of the QP it is for names the unfilled
- * part of its READ, if it is the response it waits for. */
+/* Where a placeable frame's payload goes before its ICRC is checked
+ * (dr_port_set_place): the QP it is for names the unfilled part of its
+ * READ, or the next bytes of the WRITE it is receiving, if it is the packet
+ * it waits for. */
 static unsigned dev_place(void *ctx, const struct dr_pkt *pkt, struct iovec *dst, unsigned max)
 {
 	struct dr_dev *dev = ctx;
 	struct dr_ep *ep = dr_idmap_find(&dev->qps, pkt->dqpn);
 
 	dev->placed_ep = ep; /* for dev_rx, if the frame is placed */
-	return ep && ep->qp ? dr_qp_rsp_place(ep->qp, pkt, dst, max) : 0;
+	return ep && ep->qp ? dr_qp_place(ep->qp, pkt, dst, max) : 0;
 }
 
 /* ---- QPNs ----------------------------------------------------------------- */

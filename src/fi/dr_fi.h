@@ -539,7 +539,7 @@ struct dr_dev {
 		uint64_t until_ns;
 	} foreign_qpn[64];
 	/* the endpoint dev_place found for the frame the port is receiving:
-	 * dev_rx takes it for a placed READ response instead of a second
+	 * dev_rx takes it for a placed frame instead of a second
 	 * lookup (read only while pkt->payload_placed says it is that
 	 * frame's) */
 	struct dr_ep *placed_ep;

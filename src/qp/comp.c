@@ -603,7 +603,7 @@ static enum dr_comp_state dr_comp_read(struct dr_qp *qp, struct dr_comp_ctx *c)
 	if (pkt->payload_len != plen || end != !!(pkt->op->flags & DR_OPF_END))
 		return DR_COMP_DROP; /* not the packet we asked for */
 	/* the port may have put it there while checking its ICRC: at this
-	 * very place, named by dr_qp_rsp_place from the same state */
+	 * very place, named by dr_comp_place from the same state */
 	if (!pkt->payload_placed)
 		dr_sge_copy_in(w->sge, w->wr.num_sge, (uint64_t)k * pmtu, pkt->payload, plen);
 	w->rsp_psns++;
@@ -619,16 +619,15 @@ static enum dr_comp_state dr_comp_read(struct dr_qp *qp, struct dr_comp_ctx *c)
 	return DR_COMP_DONE;
 }
 
-unsigned dr_qp_rsp_place(const struct dr_qp *qp, const struct dr_pkt *pkt, struct iovec *dst,
-			 unsigned max)
+unsigned dr_comp_place(const struct dr_qp *qp, const struct dr_pkt *pkt, struct iovec *dst,
+		       unsigned max)
 {
 	const struct dr_aeth *aeth = dr_pkt_aeth(pkt);
 	const struct dr_send_wqe *w;
 	uint32_t plen;
 	bool end;
 
-	if (dr_qp_rx_check(qp, pkt) != DR_RX_OK || !(pkt->op->flags & DR_OPF_RSP) ||
-	    !(pkt->op->flags & DR_OPF_READ) ||
+	if (!(pkt->op->flags & DR_OPF_RSP) || !(pkt->op->flags & DR_OPF_READ) ||
 	    (aeth && (dr_aeth_syndrome(aeth) & DR_AETH_TYPE_MASK) != DR_AETH_ACK))
 		return 0;
 	/* the next response of the READ at the head, nothing unanswered

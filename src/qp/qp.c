@@ -1062,15 +1062,24 @@ enum dr_rx_drop dr_qp_rx_check(const struct dr_qp *qp, const struct dr_pkt *pkt)
 	return DR_RX_OK;
 }
 
+unsigned dr_qp_place(const struct dr_qp *qp, const struct dr_pkt *pkt, struct iovec *dst,
+		     unsigned max)
+{
+	if (!dr_icrc_placeable(pkt->opcode) || dr_qp_rx_check(qp, pkt) != DR_RX_OK)
+		return 0;
+	return pkt->op->flags & DR_OPF_REQ ? dr_resp_place(qp, pkt, dst, max)
+					   : dr_comp_place(qp, pkt, dst, max);
+}
+
 void dr_qp_input(struct dr_qp *qp, const struct dr_pkt *pkt)
 {
 	enum dr_rx_drop why;
 
 	qp->stats.rx_frames++;
 	qp->rx_pkt = pkt;
-	/* a placed READ response passed the check a moment ago, in
-	 * dr_qp_rsp_place, against this QP in this state (dr_qp_input's
-	 * contract): once per frame, not twice */
+	/* a placed frame passed the check a moment ago, in dr_qp_place,
+	 * against this QP in this state (dr_qp_input's contract): once per
+	 * frame, not twice */
 	why = pkt->payload_placed ? DR_RX_OK : dr_qp_rx_check(qp, pkt);
 	if (why != DR_RX_OK)
 		dr_qp_drop(qp, why);

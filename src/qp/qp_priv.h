@@ -414,6 +414,11 @@ void dr_req_set_state(struct dr_qp *qp, enum dr_req_state s);
 
 /* comp.c */
 void dr_comp_input(struct dr_qp *qp, const struct dr_pkt *pkt);
+/* dr_qp_place for a response and for a request, after dr_qp_rx_check */
+unsigned dr_comp_place(const struct dr_qp *qp, const struct dr_pkt *pkt, struct iovec *dst,
+		       unsigned max);
+unsigned dr_resp_place(const struct dr_qp *qp, const struct dr_pkt *pkt, struct iovec *dst,
+		       unsigned max);
 void dr_comp_timeout(struct dr_qp *qp);
 void dr_comp_probe_settle(struct dr_qp *qp);
 void dr_comp_rearm_settle(struct dr_qp *qp);

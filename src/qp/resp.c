@@ -457,7 +457,10 @@ static enum dr_resp_state dr_resp_execute(struct dr_qp *qp, struct dr_resp_ctx *
 		qp->resp.wr_len = c->len;
 	}
 	if (pkt->payload_len) {
-		memcpy(qp->resp.wr_ptr, pkt->payload, pkt->payload_len);
+		/* the port may have put it there while checking its ICRC: at
+		 * this very place, named by dr_resp_place from the same state */
+		if (!pkt->payload_placed)
+			memcpy(qp->resp.wr_ptr, pkt->payload, pkt->payload_len);
 		qp->resp.wr_ptr += pkt->payload_len;
 		qp->resp.wr_resid -= pkt->payload_len;
 	}
@@ -465,6 +468,25 @@ static enum dr_resp_state dr_resp_execute(struct dr_qp *qp, struct dr_resp_ctx *
 	if (dr_resp_takes_rwqe(qp, c))
 		qp->resp.rwqe = true; /* it takes the immediate, no data */
 	return DR_RESP_COMPLETE;
+}
+
+unsigned dr_resp_place(const struct dr_qp *qp, const struct dr_pkt *pkt, struct iovec *dst,
+		       unsigned max)
+{
+	uint32_t f = pkt->op->flags, plen = pkt->payload_len, pmtu = qp->attr.path_mtu;
+
+	/* the next packet of the WRITE in progress, of the length the
+	 * checks above want (CHECK_OP_SEQ, CHECK_LENGTH): what
+	 * dr_resp_execute copies, and where.  Its bytes are within what the
+	 * FIRST's RETH named, passed its rkey check, and still due */
+	if (!max || !(f & DR_OPF_WRITE) || !(f & (DR_OPF_MIDDLE | DR_OPF_LAST)) ||
+	    qp->resp.in != DR_OPF_WRITE || pkt->psn != qp->resp.psn || !plen || plen > pmtu)
+		return 0;
+	if (f & DR_OPF_MIDDLE ? plen != pmtu || plen >= qp->resp.wr_resid
+			      : plen != qp->resp.wr_resid)
+		return 0;
+	dst[0] = (struct iovec){qp->resp.wr_ptr, plen};
+	return 1;
 }
 
 static enum dr_resp_state dr_resp_complete(struct dr_qp *qp, struct dr_resp_ctx *c)

@@ -126,10 +126,11 @@ static void dr_sim_xmit(void *ctx, struct dr_qp *qp, const void *frame, size_t l
 		fprintf(stderr, "[%llu ns] %u->%u %-32s psn %u%s %s\n",
 			(unsigned long long)s->now_ns, e->idx, e->idx ^ 1,
 			dr_opcode_name(pkt.opcode), pkt.psn, pkt.ackreq ? " A" : "",
-			act == DR_SIM_DROP    ? "DROP"
-			: act == DR_SIM_DUP   ? "DUP"
-			: act == DR_SIM_DELAY ? "DELAY"
-					      : "");
+			act == DR_SIM_DROP	? "DROP"
+			: act == DR_SIM_DUP	? "DUP"
+			: act == DR_SIM_DELAY	? "DELAY"
+			: act == DR_SIM_CORRUPT ? "CORRUPT"
+						: "");
 	e->frame_no++;
 	e->tx_frames++;
 	e->tx_bytes += len;
@@ -151,6 +152,22 @@ static void dr_sim_xmit(void *ctx, struct dr_qp *qp, const void *frame, size_t l
 		e->delayed++;
 		dr_sim_enqueue(s, e->idx, frame, len, t + s->cfg.reorder_ns);
 		return;
+	case DR_SIM_CORRUPT: {
+		uint8_t *bad = malloc(len);
+		size_t at = (size_t)(pkt.payload - (const uint8_t *)frame);
+
+		if (!bad)
+			abort();
+		memcpy(bad, frame, len);
+		for (size_t i = 0; i < pkt.payload_len; i++)
+			bad[at + i] ^= 0xff;
+		e->corrupted++;
+		/* at the same instant: the copy goes first (dr_sim_ev_before) */
+		dr_sim_enqueue(s, e->idx, bad, len, t);
+		dr_sim_enqueue(s, e->idx, frame, len, t);
+		free(bad);
+		return;
+	}
 	default:
 		dr_sim_enqueue(s, e->idx, frame, len, t);
 	}
@@ -271,16 +288,18 @@ static void dr_sim_deliver(struct dr_sim *s, const struct dr_sim_ev *ev)
 	struct dr_pkt pkt;
 
 	if (!to ||
-	    dr_pkt_parse(ev->data, ev->len, s->cfg.place ? DR_PARSE_DEFER_READ : 0, &pkt) !=
+	    dr_pkt_parse(ev->data, ev->len, s->cfg.place ? DR_PARSE_DEFER_PLACE : 0, &pkt) !=
 		DR_PKT_OK ||
 	    pkt.dqpn != dr_qp_num(to))
 		return;
 	if (pkt.icrc_deferred) {
 		struct iovec dst[4];
-		unsigned n = dr_qp_rsp_place(to, &pkt, dst, 4);
+		unsigned n = dr_qp_place(to, &pkt, dst, 4);
 
-		if (n ? !dr_pkt_icrc_copy(&pkt, dst, n) : !dr_pkt_icrc_finish(&pkt))
+		if (n ? !dr_pkt_icrc_copy(&pkt, dst, n) : !dr_pkt_icrc_finish(&pkt)) {
+			s->end[ev->dir ^ 1].placed_bad += n > 0;
 			return;
+		}
 		pkt.payload_placed = n > 0;
 		s->end[ev->dir ^ 1].placed += pkt.payload_placed;
 	}

@@ -21,6 +21,9 @@ enum dr_sim_action {
 	DR_SIM_DROP,
 	DR_SIM_DUP,   /* deliver twice */
 	DR_SIM_DELAY, /* deliver reorder_ns late: later frames overtake it */
+	/* deliver a copy with every payload byte inverted (its ICRC then
+	 * wrong) just before the frame itself */
+	DR_SIM_CORRUPT,
 };
 
 /* dir 0: end 0 -> end 1; frame_no counts frames per direction from 0. */
@@ -50,9 +53,10 @@ struct dr_sim_cfg {
 	 * it at the same instant are one receive burst, after which it calls
 	 * dr_qp_flush() if dr_qp_flush_due() (src/fi's dev_poll). */
 	bool flush_bursts;
-	/* take READ responses as a port with a place function does
-	 * (dr_port_set_place): the payload copied where dr_qp_rsp_place says
-	 * while its ICRC is checked (dr_sim_end.placed counts them) */
+	/* take READ responses and WRITE MIDDLE/LAST packets as a port with
+	 * a place function does (dr_port_set_place): the payload copied
+	 * where dr_qp_place says while its ICRC is checked
+	 * (dr_sim_end.placed counts them) */
 	bool place;
 };
 
@@ -65,8 +69,11 @@ struct dr_sim_end {
 	struct dr_wc *wc; /* completion log */
 	size_t nwc, wc_cap;
 	uint64_t link_free_ns;
-	uint64_t tx_frames, tx_bytes, dropped, duplicated, delayed;
-	uint64_t placed; /* READ responses taken with cfg.place */
+	uint64_t tx_frames, tx_bytes, dropped, duplicated, delayed, corrupted;
+	uint64_t placed; /* frames taken with cfg.place */
+	/* frames whose payload cfg.place copied into place, then found the
+	 * ICRC wrong (dropped, as every frame with a wrong ICRC is) */
+	uint64_t placed_bad;
 	/* dr_qp_ops.sent: the calls, and the unacknowledged PSNs the last said */
 	uint64_t sent_calls;
 	uint32_t sent_unacked;

@@ -483,9 +483,8 @@ enum dr_pkt_verdict dr_pkt_parse(const void *frame, size_t len, unsigned flags,
 	 * the 4 KiB READ client's (perf, 2026-12-04, about 15 ns a
 	 * message); read after the pass over the payload before it, the
 	 * line is there. */
-	if (!(flags & DR_PARSE_NO_ICRC) && (flags & DR_PARSE_DEFER_READ) &&
-	    (op->flags & DR_OPF_RSP) && (op->flags & DR_OPF_READ) &&
-	    pkt->payload_len >= DR_ICRC_DEFER_MIN) {
+	if (!(flags & DR_PARSE_NO_ICRC) && (flags & DR_PARSE_DEFER_PLACE) &&
+	    dr_icrc_placeable(pkt->opcode) && pkt->payload_len >= DR_ICRC_DEFER_MIN) {
 		pkt->icrc_deferred = true;
 		return DR_PKT_OK;
 	}

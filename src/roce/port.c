@@ -2322,7 +2322,7 @@ static void rx_frame(struct dr_port *p, struct rte_mbuf *m, bool looped)
 	}
 	/* a place function needs the rx callback that accepts the frame */
 	v = dr_pkt_parse(data, len,
-			 (p->place_fn && p->rx_fn ? DR_PARSE_DEFER_READ : 0) |
+			 (p->place_fn && p->rx_fn ? DR_PARSE_DEFER_PLACE : 0) |
 			     (p->pk && !looped && dr_pk_icrc_ok(p, m) ? DR_PARSE_NO_ICRC : 0),
 			 &pkt);
 	if (v != DR_PKT_OK)
@@ -2349,9 +2349,10 @@ static void rx_frame(struct dr_port *p, struct rte_mbuf *m, bool looped)
 		goto drop;
 	}
 	if (pkt.icrc_deferred) {
-		/* a READ response: checked while it is copied into place, one
-		 * pass over the payload instead of two (the engine names the
-		 * place, which nothing reads before the READ completes) */
+		/* a READ response, a WRITE MIDDLE or LAST: checked while it is
+		 * copied into place, one pass over the payload instead of two
+		 * (the engine names the place, which nothing reads before the
+		 * operation completes) */
 		struct iovec dst[DR_PORT_PLACE_MAX];
 		unsigned n = p->place_fn(p->rx_ctx, &pkt, dst, DR_PORT_PLACE_MAX);
 

@@ -858,15 +858,23 @@ static void cut_slot(struct dr_port *p, struct dr_pk *k, const struct virtio_net
 		cut_finish(p, k, fr, n);
 }
 
+/* Whether the cut checks the ICRC of a piece of seg bytes from its BTH b:
+ * not a packet the parser defers to the pass that places its payload
+ * (dr_icrc_placeable, DR_PARSE_DEFER_PLACE), nor one too short for the
+ * one-pass check; those are left to the parser. */
+static bool cut_checks(const uint8_t *b, size_t seg)
+{
+	return seg >= sizeof(struct dr_bth) + DR_ICRC_LEN + DR_ICRC_DEFER_MIN &&
+	       !dr_icrc_placeable(b[0]);
+}
+
 /* The pieces in k->cut (cut_finish) take their packets from src, the
  * super-frame's UDP payload read whole: one copy by the kernel into one
  * buffer, where it copied into each piece's buffer at a third of the
  * speed (bench/PROFILE.md section 7, "Stop 31").  Each packet's ICRC is
  * checked as it is copied, read once, and a piece whose ICRC holds is
- * flagged so that the parser does not check it again (dr_pk_icrc_ok); a
- * READ response is copied alone, its ICRC left for the pass that places
- * its payload (DR_PARSE_DEFER_READ), and so is anything too short for
- * the one-pass check. */
+ * flagged so that the parser does not check it again (dr_pk_icrc_ok); the
+ * others (cut_checks) are copied alone. */
 static void cut_fill(struct dr_pk *k, const uint8_t *src)
 {
 	const size_t bth = sizeof(struct dr_bth);
@@ -875,11 +883,9 @@ static void cut_fill(struct dr_pk *k, const uint8_t *src)
 		struct rte_mbuf *m = k->cut[i];
 		uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
 		size_t seg = m->data_len - PK_HDRS;
-		uint8_t op = src[0];
 		uint32_t icrc;
 
-		if (k->icrc_flag && seg >= bth + DR_ICRC_LEN + DR_ICRC_DEFER_MIN &&
-		    (op < DR_OP_READ_RSP_FIRST || op > DR_OP_READ_RSP_ONLY)) {
+		if (k->icrc_flag && cut_checks(src, seg)) {
 			memcpy(d + PK_HDRS, src, bth);
 			if (dr_icrc_frame_copy(d + sizeof(struct dr_eth_hdr),
 					       PK_HDRS - sizeof(struct dr_eth_hdr) + bth, src + bth,
@@ -928,9 +934,8 @@ static unsigned stage_alloc(struct dr_port *p, struct dr_pk *k, struct pk_stage 
 
 /* The pieces in k->cut (cut_finish), read into a stage in place: each
  * packet's ICRC checked where it lies, as cut_fill checks it while it
- * copies, and flagged for the parser (dr_pk_icrc_ok).  READ responses and
- * packets too short for the one-pass check are left to the parser, as
- * there. */
+ * copies, and flagged for the parser (dr_pk_icrc_ok); the others
+ * (cut_checks) are left to the parser, as there. */
 static void cut_check(struct dr_pk *k)
 {
 	const size_t bth = sizeof(struct dr_bth), eth = sizeof(struct dr_eth_hdr);
@@ -941,8 +946,7 @@ static void cut_check(struct dr_pk *k)
 		size_t seg = m->data_len - PK_HDRS;
 		uint32_t icrc;
 
-		if (seg >= bth + DR_ICRC_LEN + DR_ICRC_DEFER_MIN &&
-		    (b[0] < DR_OP_READ_RSP_FIRST || b[0] > DR_OP_READ_RSP_ONLY) &&
+		if (cut_checks(b, seg) &&
 		    !dr_icrc_frame(d + eth, PK_HDRS - eth + bth, b + bth, seg - bth - DR_ICRC_LEN,
 				   NULL, 0, &icrc) &&
 		    icrc == dr_icrc_get(b + seg - DR_ICRC_LEN))

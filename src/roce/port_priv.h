@@ -174,7 +174,7 @@ struct dr_port {
 
 	dr_port_rx_fn rx_fn;
 	void *rx_ctx;
-	dr_port_place_fn place_fn; /* READ responses placed while checked */
+	dr_port_place_fn place_fn; /* payloads placed while checked */
 	dr_port_frame_fn frame_fn;
 	void *frame_ctx;
 	dr_port_neigh_fn neigh_fn;
