@@ -10,7 +10,9 @@
  * depths, QP flags); the rest is a script, one action after another:
  *   - post a send WR (any opcode, size, SGE layout, flags, local key and
  *     remote region, good or bad) or a receive WR on either side;
- *   - deliver, drop, duplicate or reorder the frames queued on the link
+ *   - deliver, drop, duplicate, corrupt (a copy with its payload
+ *     inverted, then the frame itself) or reorder the frames queued on
+ *     the link
  *     (while the script runs the link holds every frame the QPs emit until
  *     an action says what happens to it);
  *   - deliver a frame built by the harness with the codec (any RC opcode,
@@ -40,7 +42,9 @@
  *     PSNs keep their order (comp.psn <= req.psn <= max_psn);
  *   - every frame a QP emits parses (ICRC included);
  *   - after the final drain a QP still in RTS has no send WR outstanding;
- *   - while no forged or mutated frame was delivered (link faults only):
+ *   - while no forged or mutated frame was delivered (link faults only,
+ *     corrupted copies included: one whose payload was placed before its
+ *     ICRC failed must leave no trace once the genuine frame has come):
  *     each message (SEND, SEND_IMM, WRITE_IMM) arrives as the peer posted
  *     it, in order, with its length and immediate; after the drain, with
  *     both QPs in RTS, every message has arrived and each RDMA region
@@ -789,19 +793,54 @@ static void act_post_recv(struct rd *r, unsigned i)
 }
 
 /* Hand a whole frame to side `to` as the port would: parse with the ICRC
- * check, drop what fails or names another QP. */
+ * check, drop what fails or names another QP.  A placeable frame's payload
+ * is copied where dr_qp_place says while its ICRC is checked
+ * (dr_port_set_place), so a frame that fails writes there first. */
 static void deliver(unsigned to, const uint8_t *frame, size_t len)
 {
 	struct dr_qp *qp = h.s[to].qp;
 	uint8_t *copy = malloc(len ? len : 1); /* exact size: ASan sees overreads */
 	struct dr_pkt pkt;
+	struct iovec dst[4];
+	unsigned n;
 
 	if (!copy)
 		abort();
 	memcpy(copy, frame, len);
-	if (dr_pkt_parse(copy, len, 0, &pkt) == DR_PKT_OK && pkt.dqpn == dr_qp_num(qp))
-		dr_qp_input(qp, &pkt);
+	if (dr_pkt_parse(copy, len, DR_PARSE_DEFER_PLACE, &pkt) != DR_PKT_OK ||
+	    pkt.dqpn != dr_qp_num(qp))
+		goto out;
+	if (pkt.icrc_deferred) {
+		n = dr_qp_place(qp, &pkt, dst, 4);
+		if (n ? !dr_pkt_icrc_copy(&pkt, dst, n) : !dr_pkt_icrc_finish(&pkt))
+			goto out;
+		pkt.payload_placed = n > 0;
+	}
+	dr_qp_input(qp, &pkt);
+out:
 	free(copy);
+}
+
+/* A copy of a frame with its payload inverted (the ICRC then wrong), as a
+ * link that corrupts it would deliver; the frame itself stays queued. */
+static void deliver_corrupt(unsigned to, const struct frame *f)
+{
+	uint8_t *c = malloc(f->len ? f->len : 1);
+	struct dr_pkt pkt;
+
+	if (!c)
+		abort();
+	memcpy(c, f->data, f->len);
+	if (dr_pkt_parse(c, f->len, DR_PARSE_NO_ICRC, &pkt) == DR_PKT_OK && pkt.payload_len) {
+		uint8_t *p = c + (pkt.payload - c);
+
+		for (uint32_t k = 0; k < pkt.payload_len; k++)
+			p[k] ^= 0xff;
+	} else if (f->len) {
+		c[f->len - 1] ^= 0x40;
+	}
+	deliver(to, c, f->len);
+	free(c);
 }
 
 /* Take frame k off side i's queue (it goes towards the peer). */
@@ -845,9 +884,13 @@ static void act_link(struct rd *r, unsigned i)
 		for (unsigned c = 0; c < 1u + n % 8 && s->nq; c++)
 			free(take(i, 0).data);
 		break;
-	case 5: /* duplicate: deliver a copy of frame k, keep it queued */
+	case 5: /* duplicate: deliver a copy of frame k, keep it queued; or a
+		 * corrupted copy of it (a link fault too: not forged) */
 		k = n % s->nq;
-		deliver(i ^ 1, s->q[k].data, s->q[k].len);
+		if (b & 0x08)
+			deliver_corrupt(i ^ 1, &s->q[k]);
+		else
+			deliver(i ^ 1, s->q[k].data, s->q[k].len);
 		break;
 	case 6: /* deliver frame k out of order */
 		f = take(i, n % s->nq);

@@ -1916,6 +1916,169 @@ START_TEST(test_write_placed_bad_icrc)
 }
 END_TEST
 
+/* dr_qp_place for a WRITE in progress, asked directly: after the FIRST of
+ * a 2,500-byte WRITE (1,024 + 1,024 + 452 at PMTU 1024) it names exactly
+ * the next packet's bytes, for exactly the packet the responder takes
+ * next, and nothing for any other: one PSN ahead or behind, a LAST that
+ * does not end the WRITE, a MIDDLE that would run past it, a SEND, too
+ * short to defer.  Then the WRITE completes byte-exact. */
+struct held_write {
+	uint8_t frame[2][2048]; /* the MIDDLE and the LAST as A sent them */
+	size_t len[2];
+	bool release;
+};
+
+static enum dr_sim_action hold_write(void *arg, unsigned dir, uint64_t n, const struct dr_pkt *pkt)
+{
+	struct held_write *hw = arg;
+	unsigned k = pkt->opcode == DR_OP_WRITE_LAST;
+
+	if (hw->release || dir != 0 ||
+	    (pkt->opcode != DR_OP_WRITE_MIDDLE && pkt->opcode != DR_OP_WRITE_LAST))
+		return DR_SIM_PASS;
+	if (!hw->len[k]) {
+		hw->len[k] = (size_t)(pkt->payload + pkt->payload_len + pkt->padcnt + DR_ICRC_LEN -
+				      (const uint8_t *)pkt->eth);
+		ck_assert_uint_le(hw->len[k], sizeof(hw->frame[k]));
+		memcpy(hw->frame[k], pkt->eth, hw->len[k]);
+	}
+	return DR_SIM_DROP;
+}
+
+static bool write_first_taken(void *arg)
+{
+	const struct pair *p = arg;
+
+	return p->qp[1]->resp.in == DR_OPF_WRITE;
+}
+
+/* Parse frame (modified by the desc changes in edit, if any) and ask B. */
+static unsigned place_variant(struct pair *p, const uint8_t *frame, size_t len,
+			      void (*edit)(struct dr_pkt_desc *d), struct iovec *dst)
+{
+	static uint8_t buf[2048];
+	struct dr_pkt pkt;
+	int n = (int)len;
+
+	ck_assert_int_eq(dr_pkt_parse(frame, len, 0, &pkt), DR_PKT_OK);
+	if (edit) {
+		struct dr_pkt_desc d;
+
+		dr_pkt_to_desc(&pkt, &d);
+		edit(&d);
+		n = dr_pkt_build(&d, buf, sizeof(buf));
+		ck_assert_int_gt(n, 0);
+		frame = buf;
+	}
+	ck_assert_int_eq(dr_pkt_parse(frame, (size_t)n, DR_PARSE_DEFER_PLACE, &pkt), DR_PKT_OK);
+	return dr_qp_place(p->qp[1], &pkt, dst, 4);
+}
+
+static void psn_ahead(struct dr_pkt_desc *d)
+{
+	d->psn = dr_psn_add(d->psn, 1);
+}
+static void psn_behind(struct dr_pkt_desc *d)
+{
+	d->psn = dr_psn_add(d->psn, -1);
+}
+static void as_last(struct dr_pkt_desc *d)
+{
+	d->opcode = DR_OP_WRITE_LAST;
+}
+static void as_send_middle(struct dr_pkt_desc *d)
+{
+	d->opcode = DR_OP_SEND_MIDDLE;
+}
+static void short_payload(struct dr_pkt_desc *d)
+{
+	d->payload_len = DR_ICRC_DEFER_MIN - 1;
+}
+static void as_middle(struct dr_pkt_desc *d)
+{
+	static uint8_t pay[1024];
+
+	d->opcode = DR_OP_WRITE_MIDDLE;
+	d->payload = pay;
+	d->payload_len = sizeof(pay);
+}
+
+START_TEST(test_write_place_bounds)
+{
+	struct pair_cfg c = pair_defaults();
+	static uint8_t src[2500], dst[2500 + 64];
+	struct held_write hw = {0};
+	struct iovec iov[4];
+	struct dr_pkt pkt;
+	struct dr_mr *dmr;
+	struct pair p;
+
+	c.sim.fault = hold_write;
+	c.sim.fault_arg = &hw;
+	c.sim.place = true;
+	pair_up(&p, &c);
+	fill(src, sizeof(src), 91);
+	memset(dst, 0xa5, sizeof(dst));
+	dmr = reg(&p, 1, dst, sizeof(src), DR_ACCESS_REMOTE_WRITE);
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_WRITE, src, sizeof(src), 0, (uintptr_t)dst,
+				   dmr->key, DR_WR_SIGNALED),
+			 0);
+	dr_sim_run(&p.sim, LIMIT_NS, write_first_taken, &p);
+	ck_assert(write_first_taken(&p));
+	ck_assert_uint_gt(hw.len[0], 0);
+	ck_assert_uint_gt(hw.len[1], 0);
+
+	/* the MIDDLE: the next 1,024 bytes */
+	ck_assert_uint_eq(place_variant(&p, hw.frame[0], hw.len[0], NULL, iov), 1);
+	ck_assert_ptr_eq(iov[0].iov_base, dst + 1024);
+	ck_assert_uint_eq(iov[0].iov_len, 1024);
+	ck_assert_uint_eq(place_variant(&p, hw.frame[0], hw.len[0], psn_ahead, iov), 0);
+	ck_assert_uint_eq(place_variant(&p, hw.frame[0], hw.len[0], psn_behind, iov), 0);
+	/* a LAST of 1,024 bytes would leave 452 unwritten; the LAST's 452 at
+	 * this PSN would too */
+	ck_assert_uint_eq(place_variant(&p, hw.frame[0], hw.len[0], as_last, iov), 0);
+	ck_assert_uint_eq(place_variant(&p, hw.frame[1], hw.len[1], psn_behind, iov), 0);
+	ck_assert_uint_eq(place_variant(&p, hw.frame[0], hw.len[0], as_send_middle, iov), 0);
+	/* too short to defer: the parser checked it whole; never asked */
+	ck_assert_int_eq(dr_pkt_parse(hw.frame[0], hw.len[0], DR_PARSE_DEFER_PLACE, &pkt),
+			 DR_PKT_OK);
+	ck_assert(pkt.icrc_deferred);
+	{
+		static uint8_t buf[2048];
+		struct dr_pkt_desc d;
+		int n;
+
+		dr_pkt_to_desc(&pkt, &d);
+		short_payload(&d);
+		n = dr_pkt_build(&d, buf, sizeof(buf));
+		ck_assert_int_gt(n, 0);
+		ck_assert_int_eq(dr_pkt_parse(buf, (size_t)n, DR_PARSE_DEFER_PLACE, &pkt),
+				 DR_PKT_OK);
+		ck_assert(!pkt.icrc_deferred);
+	}
+	/* the MIDDLE taken (checked whole, copied by the responder) */
+	ck_assert_int_eq(dr_pkt_parse(hw.frame[0], hw.len[0], 0, &pkt), DR_PKT_OK);
+	dr_qp_input(p.qp[1], &pkt);
+	ck_assert(!memcmp(dst, src, 2048));
+	/* 452 bytes left: the LAST names them; a MIDDLE of 1,024 at this PSN
+	 * would run 572 bytes past the WRITE, and is not placed */
+	ck_assert_uint_eq(place_variant(&p, hw.frame[1], hw.len[1], NULL, iov), 1);
+	ck_assert_ptr_eq(iov[0].iov_base, dst + 2048);
+	ck_assert_uint_eq(iov[0].iov_len, 452);
+	ck_assert_uint_eq(place_variant(&p, hw.frame[1], hw.len[1], as_middle, iov), 0);
+	/* the rest as the link gives it: the LAST placed, the WRITE done */
+	hw.release = true;
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.end[0].nwc, 1);
+	expect_wc(&p.sim.end[0].wc[0], 1, DR_WC_SUCCESS);
+	ck_assert(!memcmp(dst, src, sizeof(src)));
+	for (unsigned k = 0; k < 64; k++)
+		ck_assert_uint_eq(dst[sizeof(src) + k], 0xa5);
+	ck_assert_uint_eq(p.sim.end[1].placed, 1);
+	pair_down(&p);
+}
+END_TEST
+
 /* ---- duplicate SEND re-ACKed with the last in-order PSN and the MSN ------ */
 
 struct ack_log {
@@ -6006,6 +6169,7 @@ static Suite *qp_suite(void)
 	tcase_add_test(tc, test_read_retry_tail);
 	tcase_add_loop_test(tc, test_read_placed, 0, sizeof(placed_tab) / sizeof(placed_tab[0]));
 	tcase_add_test(tc, test_write_placed_bad_icrc);
+	tcase_add_test(tc, test_write_place_bounds);
 	tcase_add_test(tc, test_dup_send_reack);
 	tcase_add_test(tc, test_dup_send_late);
 	suite_add_tcase(s, tc);
