@@ -2404,8 +2404,11 @@ int dr_port_poll(struct dr_port *p)
 	n = !p->started ? 0
 	    : p->pk	? dr_pk_rx(p, pkts, DR_PORT_BURST)
 			: rte_eth_rx_burst(p->port_id, 0, pkts, DR_PORT_BURST);
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		if (p->pk)
+			dr_pk_rx_hdrs(pkts[i]); /* pkts[i - 1] is freed */
 		rx_one(p, pkts[i], false);
+	}
 	total += n;
 	now = rte_get_timer_cycles();
 	/* Timers once the receive ring is drained: after a process was off

@@ -32,13 +32,16 @@
  * large for its slot (a super-frame crossing a veth whole) is kept whole
  * on the socket's queue as well (PACKET_COPY_THRESH) and its slot marked
  * TP_STATUS_COPY: in ring order it is read from there whole into a staging
- * buffer, each piece (the vnet header's gso_size) apart from the next by
- * room for its headers, and the pieces are handed on where they lie, in
- * mbufs attached to the buffer (stage_alloc); each gets the headers the
- * kernel would have given it had it cut the super-frame, and its ICRC is
- * checked there (cut_check).  The kernel's copy is the only one before
- * the payload's placement; were no staging buffer idle, the pieces would
- * be copied into pool buffers, their ICRCs checked on the way (cut_fill).
+ * buffer, one copy into one buffer, and its pieces (the vnet header's
+ * gso_size each) are handed on where they lie, in mbufs attached to the
+ * buffer (stage_alloc).  Each gets the headers the kernel would have
+ * given it had it cut the super-frame; as they would overwrite the end of
+ * the piece before, they are written just before the piece is processed,
+ * when the one before is done (dr_pk_rx_hdrs), and its ICRC is checked
+ * beforehand against them (cut_check).  The kernel's copy is the only one
+ * before the payload's placement; were no staging buffer idle, the pieces
+ * would be copied into pool buffers, their ICRCs checked on the way
+ * (cut_fill).
  *
  * The device the rest of the port sees is a net_ring ethdev on two idle
  * rings (control only: MAC, MTU, statistics); port.c calls dr_pk_rx and
@@ -84,19 +87,23 @@
 #define PK_CUT_MAX    128 /* pieces of a received one: the kernel's UDP_MAX_SEGMENTS */
 #define PK_IOV	      (DR_PORT_TXQ * 6 + 4)
 #define PK_RSTAGE     65536u /* a super-frame's UDP payload (an IP packet's most) */
-/* Staging buffers a super-frame is read into with a gap for each piece's
- * headers, its pieces handed out in place (mbufs attached to the buffer):
- * room for a whole IP packet's payload and PK_CUT_MAX gaps and roundings */
+/* Staging buffers a super-frame is read into whole, its pieces handed out
+ * in place (mbufs attached to the buffer): room for the headers and a
+ * whole IP packet's payload */
 #define PK_STAGES    8
-#define PK_STAGE_LEN (PK_RSTAGE + PK_CUT_MAX * 128u)
+#define PK_STAGE_LEN (PK_HDRS + PK_RSTAGE)
 
 /* One of them: busy from the read until the last of its pieces is freed
  * (the mbufs' shared-info count; stage_free, which may run in any thread
- * that frees a piece). */
+ * that frees a piece).  Piece i's mbuf starts PK_HDRS bytes before its
+ * packet, at buf + i * size: over the end of piece i - 1, so its headers
+ * (hdr[i]) are written there only once piece i - 1 is done with
+ * (dr_pk_rx_hdrs). */
 struct pk_stage {
 	uint8_t *buf;
 	struct rte_mbuf_ext_shared_info sh;
 	bool busy;
+	uint8_t hdr[PK_CUT_MAX][PK_HDRS];
 };
 
 struct dr_pk {
@@ -805,8 +812,11 @@ static unsigned cut_alloc(struct dr_port *p, struct dr_pk *k, size_t len, unsign
 /* The n pieces in k->cut hold their payloads after PK_HDRS: the
  * super-frame's headers hdr go in front of each, with that piece's IP and
  * UDP lengths and IP ID (the first's plus its index), as the kernel cuts
- * it; they are handed out from the next dr_pk_rx on. */
-static void cut_finish(struct dr_port *p, struct dr_pk *k, const uint8_t *hdr, unsigned n)
+ * it; into the pieces themselves, or with st (stage_alloc) into st->hdr
+ * for dr_pk_rx_hdrs to put there.  They are handed out from the next
+ * dr_pk_rx on. */
+static void cut_finish(struct dr_port *p, struct dr_pk *k, const uint8_t *hdr, unsigned n,
+		       struct pk_stage *st)
 {
 	const uint8_t *hip = hdr + sizeof(struct dr_eth_hdr);
 	uint16_t id = get16(hip + 4);
@@ -818,7 +828,7 @@ static void cut_finish(struct dr_port *p, struct dr_pk *k, const uint8_t *hdr, u
 		if (i != 2 && i != 4 && i != 10)
 			base += get16(hip + i);
 	for (unsigned i = 0; i < n; i++) {
-		uint8_t *d = rte_pktmbuf_mtod(k->cut[i], uint8_t *);
+		uint8_t *d = st ? st->hdr[i] : rte_pktmbuf_mtod(k->cut[i], uint8_t *);
 		uint8_t *ip = d + sizeof(struct dr_eth_hdr);
 		size_t seg = k->cut[i]->data_len - PK_HDRS;
 		uint32_t sum = base + (uint16_t)(28 + seg) + (uint16_t)(id + i);
@@ -855,7 +865,7 @@ static void cut_slot(struct dr_port *p, struct dr_pk *k, const struct virtio_net
 		off += seg;
 	}
 	if (n)
-		cut_finish(p, k, fr, n);
+		cut_finish(p, k, fr, n, NULL);
 }
 
 /* Whether the cut checks the ICRC of a piece of seg bytes from its BTH b:
@@ -906,17 +916,19 @@ static void cut_fill(struct dr_pk *k, const uint8_t *src)
 }
 
 /* Pool mbufs for the pieces of a super-frame of len bytes cut at size
- * (cut_ok), attached to stage st: each at a 64-byte boundary of its own,
- * with PK_HDRS bytes in front of its payload for cut_finish to fill, in
- * k->cut; st is busy until they are all freed.  Returns how many, 0 (st
- * left idle) if they would not fit or the pool ran out. */
+ * (cut_ok), read whole into stage st, in k->cut: piece i's packet is at
+ * st->buf + PK_HDRS + i * size, its mbuf starts PK_HDRS bytes before it
+ * (the super-frame's headers for the first, the end of piece i - 1 for
+ * the others: dr_pk_rx_hdrs); st is busy until they are all freed.
+ * Returns how many, 0 (st left idle) if the frame would not fit or the
+ * pool ran out. */
 static unsigned stage_alloc(struct dr_port *p, struct dr_pk *k, struct pk_stage *st, size_t len,
 			    unsigned size)
 {
-	size_t pay = len - PK_HDRS, stride = RTE_ALIGN_CEIL(PK_HDRS + size, 64);
+	size_t pay = len - PK_HDRS;
 	unsigned n = (unsigned)((pay + size - 1) / size);
 
-	if (n * stride > PK_STAGE_LEN || rte_pktmbuf_alloc_bulk(p->pool, k->cut, n))
+	if (len > PK_STAGE_LEN || rte_pktmbuf_alloc_bulk(p->pool, k->cut, n))
 		return 0;
 	st->busy = true;
 	rte_mbuf_ext_refcnt_set(&st->sh, (uint16_t)n);
@@ -924,31 +936,50 @@ static unsigned stage_alloc(struct dr_port *p, struct dr_pk *k, struct pk_stage 
 		struct rte_mbuf *m = k->cut[i];
 		size_t seg = i + 1 < n ? size : pay - (size_t)i * size;
 
-		rte_pktmbuf_attach_extbuf(m, st->buf + i * stride, RTE_BAD_IOVA, (uint16_t)stride,
-					  &st->sh);
+		rte_pktmbuf_attach_extbuf(m, st->buf + (size_t)i * size, RTE_BAD_IOVA,
+					  (uint16_t)(PK_HDRS + seg), &st->sh);
+		m->hash.usr = i; /* its headers' index (no RSS here) */
 		m->data_len = (uint16_t)(PK_HDRS + seg);
 		m->pkt_len = m->data_len;
 	}
 	return n;
 }
 
-/* The pieces in k->cut (cut_finish), read into a stage in place: each
- * packet's ICRC checked where it lies, as cut_fill checks it while it
- * copies, and flagged for the parser (dr_pk_icrc_ok); the others
- * (cut_checks) are left to the parser, as there. */
-static void cut_check(struct dr_pk *k)
+void dr_pk_rx_hdrs(struct rte_mbuf *m)
+{
+	const struct pk_stage *st;
+
+	if (!RTE_MBUF_HAS_EXTBUF(m) || m->shinfo->free_cb != stage_free)
+		return;
+	st = m->shinfo->fcb_opaque;
+	memcpy(rte_pktmbuf_mtod(m, uint8_t *), st->hdr[m->hash.usr], PK_HDRS);
+}
+
+/* The pieces in k->cut (cut_finish), read into stage st: each packet's
+ * ICRC checked where it lies, against the headers it will get (st->hdr:
+ * the bytes in front of it are the piece before's until then), as
+ * cut_fill checks it while it copies, and flagged for the parser
+ * (dr_pk_icrc_ok); the others (cut_checks) are left to the parser, as
+ * there. */
+static void cut_check(struct dr_pk *k, const struct pk_stage *st)
 {
 	const size_t bth = sizeof(struct dr_bth), eth = sizeof(struct dr_eth_hdr);
+	uint8_t h[PK_HDRS - sizeof(struct dr_eth_hdr) + sizeof(struct dr_bth)];
 
 	for (unsigned i = 0; k->icrc_flag && i < k->cut_len; i++) {
 		struct rte_mbuf *m = k->cut[i];
-		const uint8_t *d = rte_pktmbuf_mtod(m, const uint8_t *), *b = d + PK_HDRS;
+		const uint8_t *b = rte_pktmbuf_mtod_offset(m, const uint8_t *, PK_HDRS);
 		size_t seg = m->data_len - PK_HDRS;
 		uint32_t icrc;
 
-		if (cut_checks(b, seg) &&
-		    !dr_icrc_frame(d + eth, PK_HDRS - eth + bth, b + bth, seg - bth - DR_ICRC_LEN,
-				   NULL, 0, &icrc) &&
+		if (!cut_checks(b, seg))
+			continue;
+		/* the IP and UDP headers, then the BTH: one block, as the
+		 * ICRC's first pass wants them */
+		memcpy(h, st->hdr[i] + eth, PK_HDRS - eth);
+		memcpy(h + PK_HDRS - eth, b, bth);
+		if (!dr_icrc_frame(h, sizeof(h), b + bth, seg - bth - DR_ICRC_LEN, NULL, 0,
+				   &icrc) &&
 		    icrc == dr_icrc_get(b + seg - DR_ICRC_LEN))
 			m->ol_flags |= k->icrc_flag;
 	}
@@ -957,8 +988,8 @@ static void cut_check(struct dr_pk *k)
 /* The frame whose slot said TP_STATUS_COPY, read from the socket's queue
  * (in ring order): vh, hdr and len are the slot's vnet header, the first
  * PK_HDRS bytes it holds and the frame's length.  A super-frame is read
- * into an idle stage, its pieces apart, and handed out in place
- * (stage_alloc, cut_check); with no stage idle, into k->rstage and cut
+ * whole into an idle stage, its pieces handed out in place (stage_alloc,
+ * cut_check, dr_pk_rx_hdrs); with no stage idle, into k->rstage and cut
  * from there into one pool buffer a piece (cut_fill; without k->rstage,
  * scattered straight into them by recvmsg); a frame merely too long for a
  * slot into one pool buffer.  What droce would not take is
@@ -991,9 +1022,11 @@ static struct rte_mbuf *take_copy(struct dr_port *p, struct dr_pk *k,
 		if (!st && (n = cut_alloc(p, k, len, vh->gso_size)) != 0)
 			p->stats.rx_gso_copied++;
 	}
-	if (n) {
+	if (n && st) {
+		iov[mh.msg_iovlen++] = (struct iovec){st->buf, len};
+	} else if (n) {
 		iov[mh.msg_iovlen++] = (struct iovec){head, PK_HDRS};
-		if (!st && k->rstage && len - PK_HDRS <= PK_RSTAGE)
+		if (k->rstage && len - PK_HDRS <= PK_RSTAGE)
 			iov[mh.msg_iovlen++] = (struct iovec){k->rstage, len - PK_HDRS};
 		else
 			for (i = 0; i < n; i++)
@@ -1015,11 +1048,12 @@ static struct rte_mbuf *take_copy(struct dr_port *p, struct dr_pk *k,
 			rte_pktmbuf_free(k->cut[i]);
 		return NULL;
 	}
-	if (n) {
-		cut_finish(p, k, head, n);
-		if (st)
-			cut_check(k);
-		else if (iov[2].iov_base == k->rstage)
+	if (n && st) {
+		cut_finish(p, k, st->buf, n, st);
+		cut_check(k, st);
+	} else if (n) {
+		cut_finish(p, k, head, n, NULL);
+		if (iov[2].iov_base == k->rstage)
 			cut_fill(k, k->rstage);
 	}
 	return m;

@@ -294,6 +294,11 @@ int dr_pk_reopen(struct dr_port *p);
  * what it sent (the kernel has copied it) and leaves the rest to the
  * caller; errno: 0, or why the kernel took nothing (ENETDOWN...). */
 uint16_t dr_pk_rx(struct dr_port *p, struct rte_mbuf **pkts, uint16_t n);
+/* Before a frame dr_pk_rx returned is read, in the order it returned them,
+ * each once the one before is done with: a piece of a super-frame gets its
+ * headers (written over the end of the piece before it: port_pk.c
+ * stage_alloc).  Nothing for any other frame. */
+void dr_pk_rx_hdrs(struct rte_mbuf *m);
 /* When the kernel received m, a frame dr_pk_rx returned (CLOCK_REALTIME
  * ns); 0 for any other frame. */
 uint64_t dr_pk_rx_time(const struct dr_port *p, const struct rte_mbuf *m);
