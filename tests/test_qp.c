@@ -1741,6 +1741,17 @@ END_TEST
  * exactly the responses the completer accepted were placed - each PSN once
  * (a duplicate, one ahead of a gap or for a READ not yet at the head is
  * copied nowhere). */
+/* The packets of a message of len bytes at pmtu from byte from on whose
+ * payload the parser defers (DR_ICRC_DEFER_MIN bytes or more). */
+static uint64_t deferred_pkts(uint32_t len, uint32_t from, uint32_t pmtu)
+{
+	uint64_t n = 0;
+
+	for (uint32_t off = from; off < len; off += pmtu)
+		n += len - off >= DR_ICRC_DEFER_MIN;
+	return n;
+}
+
 static const struct {
 	double drop, dup, reorder;
 	uint64_t seed;
@@ -1768,9 +1779,7 @@ START_TEST(test_read_placed)
 		fill(src[i], len[i], 40 + i);
 		memset(dst[i], 0xa5, sizeof(dst[i]));
 		smr[i] = reg(&p, 1, src[i], len[i], DR_ACCESS_REMOTE_READ);
-		/* responses of DR_ICRC_DEFER_MIN bytes or more are deferred */
-		for (uint32_t off = 0; off < len[i]; off += c.pmtu)
-			want_placed += len[i] - off >= DR_ICRC_DEFER_MIN;
+		want_placed += deferred_pkts(len[i], 0, c.pmtu);
 	}
 	fill(wsrc, sizeof(wsrc), 50);
 	wmr = reg(&p, 1, wdst, sizeof(wdst), DR_ACCESS_REMOTE_WRITE);
@@ -1873,15 +1882,12 @@ START_TEST(test_write_placed_bad_icrc)
 		fill(src[i], len[i], 70 + i);
 		memset(dst[i], 0xa5, sizeof(dst[i]));
 		dmr[i] = reg(&p, 1, dst[i], len[i], DR_ACCESS_REMOTE_WRITE);
-		/* the packets after the FIRST, of DR_ICRC_DEFER_MIN bytes or more */
-		for (uint32_t off = c.pmtu; off < len[i]; off += c.pmtu)
-			want_w += len[i] - off >= DR_ICRC_DEFER_MIN;
+		want_w += deferred_pkts(len[i], c.pmtu, c.pmtu); /* after the FIRST */
 	}
 	fill(rsrc, sizeof(rsrc), 80);
 	memset(rdst, 0xa5, sizeof(rdst));
 	rmr = reg(&p, 1, rsrc, sizeof(rsrc), DR_ACCESS_REMOTE_READ);
-	for (uint32_t off = 0; off < sizeof(rsrc); off += c.pmtu)
-		want_r += sizeof(rsrc) - off >= DR_ICRC_DEFER_MIN;
+	want_r = deferred_pkts(sizeof(rsrc), 0, c.pmtu);
 	post_recv(&p, 1, 70, NULL, 0);
 	for (unsigned i = 0; i < 3; i++)
 		ck_assert_int_eq(post_send(&p, 0, i, i == 1 ? DR_WR_WRITE_IMM : DR_WR_WRITE, src[i],
