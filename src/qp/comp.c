@@ -727,6 +727,12 @@ static enum dr_comp_state dr_comp_retry(struct dr_qp *qp, struct dr_comp_ctx *c)
  * timed across a resend (Karn). */
 static enum dr_comp_state dr_comp_resend(struct dr_qp *qp, struct dr_comp_ctx *c)
 {
+	/* a go-back-N ends an RNR wait (dr_req_rewind leaves WAIT_RNR): its
+	 * deadline would keep the retransmit timer from arming, and then
+	 * fire into a requester no longer waiting, leaving a lost resend
+	 * with no timer to recover it (fuzz_qp: an ACK past an unanswered
+	 * READ during the wait) */
+	qp->comp.rnr_deadline_ns = 0;
 	qp->comp.retry_started = true;
 	if (!qp->req.undo_ok)
 		qp->req.undo_cwnd = qp->req.cwnd; /* the window before the episode */
