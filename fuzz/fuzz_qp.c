@@ -812,9 +812,8 @@ static void deliver(unsigned to, const uint8_t *frame, size_t len)
 		goto out;
 	if (pkt.icrc_deferred) {
 		n = dr_qp_place(qp, &pkt, dst, 4);
-		if (n ? !dr_pkt_icrc_copy(&pkt, dst, n) : !dr_pkt_icrc_finish(&pkt))
+		if (!dr_pkt_icrc_place(&pkt, dst, n))
 			goto out;
-		pkt.payload_placed = n > 0;
 	}
 	dr_qp_input(qp, &pkt);
 out:

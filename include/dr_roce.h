@@ -688,6 +688,18 @@ bool dr_pkt_icrc_finish(const struct dr_pkt *pkt);
  * frame is accepted.  The frame must be deferred. */
 bool dr_pkt_icrc_copy(const struct dr_pkt *pkt, const struct iovec *dst, unsigned n);
 
+/* A deferred frame's check finished as a port with a place function
+ * finishes it: with n > 0 while copying the payload into dst
+ * (dr_pkt_icrc_copy, and pkt->payload_placed set if it holds), else
+ * alone (dr_pkt_icrc_finish).  True if the ICRC is right. */
+static inline bool dr_pkt_icrc_place(struct dr_pkt *pkt, const struct iovec *dst, unsigned n)
+{
+	if (!(n ? dr_pkt_icrc_copy(pkt, dst, n) : dr_pkt_icrc_finish(pkt)))
+		return false;
+	pkt->payload_placed = n > 0;
+	return true;
+}
+
 /* Turn a parsed frame back into a description (pointers into the frame);
  * dr_pkt_build() of it reproduces the IP datagram byte for byte. */
 void dr_pkt_to_desc(const struct dr_pkt *pkt, struct dr_pkt_desc *d);

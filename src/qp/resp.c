@@ -277,6 +277,16 @@ static enum dr_resp_state dr_resp_check_op_seq(struct dr_qp *qp, struct dr_resp_
 	return DR_RESP_CHECK_LENGTH;
 }
 
+/* A WRITE MIDDLE or LAST of plen bytes that continues the WRITE in
+ * progress: MIDDLE exactly PMTU and leaving something for LAST, LAST
+ * 1..PMTU and ending it exactly (B.9, IBA 9.7.5.1) */
+static bool dr_resp_write_cont_ok(const struct dr_qp *qp, uint32_t f, uint32_t plen)
+{
+	if (f & DR_OPF_MIDDLE)
+		return plen == qp->attr.path_mtu && plen < qp->resp.wr_resid;
+	return plen && plen <= qp->attr.path_mtu && plen == qp->resp.wr_resid;
+}
+
 static enum dr_resp_state dr_resp_check_length(struct dr_qp *qp, struct dr_resp_ctx *c)
 {
 	uint32_t pmtu = qp->attr.path_mtu, plen = c->pkt->payload_len;
@@ -301,8 +311,7 @@ static enum dr_resp_state dr_resp_check_length(struct dr_qp *qp, struct dr_resp_
 		else if ((f & DR_OPF_WRITE) && (f & DR_OPF_FIRST))
 			ok = c->len > pmtu;
 	} else if (ok && (f & DR_OPF_WRITE)) {
-		/* MIDDLE leaves something for LAST; LAST ends it exactly */
-		ok = f & DR_OPF_MIDDLE ? plen < qp->resp.wr_resid : plen == qp->resp.wr_resid;
+		ok = dr_resp_write_cont_ok(qp, f, plen);
 	}
 	if (ok && (f & DR_OPF_ATOMIC)) {
 		const struct dr_atmeth *a = dr_pkt_atmeth(c->pkt);
@@ -473,19 +482,17 @@ static enum dr_resp_state dr_resp_execute(struct dr_qp *qp, struct dr_resp_ctx *
 unsigned dr_resp_place(const struct dr_qp *qp, const struct dr_pkt *pkt, struct iovec *dst,
 		       unsigned max)
 {
-	uint32_t f = pkt->op->flags, plen = pkt->payload_len, pmtu = qp->attr.path_mtu;
+	uint32_t f = pkt->op->flags;
 
 	/* the next packet of the WRITE in progress, of the length the
 	 * checks above want (CHECK_OP_SEQ, CHECK_LENGTH): what
 	 * dr_resp_execute copies, and where.  Its bytes are within what the
 	 * FIRST's RETH named, passed its rkey check, and still due */
 	if (!max || !(f & DR_OPF_WRITE) || !(f & (DR_OPF_MIDDLE | DR_OPF_LAST)) ||
-	    qp->resp.in != DR_OPF_WRITE || pkt->psn != qp->resp.psn || !plen || plen > pmtu)
+	    qp->resp.in != DR_OPF_WRITE || pkt->psn != qp->resp.psn ||
+	    !dr_resp_write_cont_ok(qp, f, pkt->payload_len))
 		return 0;
-	if (f & DR_OPF_MIDDLE ? plen != pmtu || plen >= qp->resp.wr_resid
-			      : plen != qp->resp.wr_resid)
-		return 0;
-	dst[0] = (struct iovec){qp->resp.wr_ptr, plen};
+	dst[0] = (struct iovec){qp->resp.wr_ptr, pkt->payload_len};
 	return 1;
 }
 

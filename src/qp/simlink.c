@@ -296,11 +296,10 @@ static void dr_sim_deliver(struct dr_sim *s, const struct dr_sim_ev *ev)
 		struct iovec dst[4];
 		unsigned n = dr_qp_place(to, &pkt, dst, 4);
 
-		if (n ? !dr_pkt_icrc_copy(&pkt, dst, n) : !dr_pkt_icrc_finish(&pkt)) {
+		if (!dr_pkt_icrc_place(&pkt, dst, n)) {
 			s->end[ev->dir ^ 1].placed_bad += n > 0;
 			return;
 		}
-		pkt.payload_placed = n > 0;
 		s->end[ev->dir ^ 1].placed += pkt.payload_placed;
 	}
 	if (s->cfg.deliver)

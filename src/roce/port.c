@@ -2357,9 +2357,8 @@ static void rx_frame(struct dr_port *p, struct rte_mbuf *m, bool looped)
 		unsigned n = p->place_fn(p->rx_ctx, &pkt, dst, DR_PORT_PLACE_MAX);
 
 		v = DR_PKT_BAD_ICRC;
-		if (n ? !dr_pkt_icrc_copy(&pkt, dst, n) : !dr_pkt_icrc_finish(&pkt))
+		if (!dr_pkt_icrc_place(&pkt, dst, n))
 			goto bad;
-		pkt.payload_placed = n > 0;
 		p->stats.rx_placed += pkt.payload_placed;
 	}
 	p->stats.rx_roce++;
