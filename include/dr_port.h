@@ -358,7 +358,13 @@ void dr_port_mac(const struct dr_port *p, uint8_t mac[6]);
 uint32_t dr_port_ip4(const struct dr_port *p); /* 0 on an IPv6 port */
 /* True for an IPv6 port, with its address in ip6. */
 bool dr_port_ip6(const struct dr_port *p, uint8_t ip6[16]);
+/* The MTU the port was opened with: what its buffers are sized for. */
 unsigned dr_port_mtu(const struct dr_port *p);
+/* The MTU its frames may have now: dr_port_mtu(), or less while the kernel
+ * interface under it (link watch) has a lower MTU than that: new
+ * connections take their path MTU from it.  Looks at the interface's MTU
+ * (a system call; the data path's looks are the link watch's). */
+unsigned dr_port_link_mtu(struct dr_port *p);
 /* The ethdev's name, e.g. "net_af_packet0" or "net_ring_drpair3_0". */
 const char *dr_port_name(const struct dr_port *p);
 /* True if dr_port_send_zc() really attaches the payload (else it copies). */
@@ -712,6 +718,10 @@ struct dr_port_stats {
 	 * "packet:IF" ports frames lost for want of a pool buffer to receive
 	 * them into */
 	uint64_t rx_vlan, rx_nombuf;
+	/* ports on a kernel interface (link watch): changes of its MTU seen,
+	 * and frames the kernel refused to send (of tx_dropped: longer than
+	 * the interface's MTU, on "packet:IF" ports) */
+	uint64_t link_mtu_changes, tx_refused;
 };
 
 void dr_port_get_stats(const struct dr_port *p, struct dr_port_stats *s);
@@ -773,6 +783,19 @@ const char *dr_tel_socket(void);
  */
 #define DR_PORT_LINK_CHECK_US 1000
 #define DR_PORT_TX_STALE_NS   (4096ull << 14)
+
+/*
+ * The watch's looks also read the interface's MTU.  When an administrator
+ * lowers it below the port's, frames longer than it cannot leave (the
+ * kernel refuses them, or a peer's interface would drop them):
+ * dr_port_link_mtu() follows it, so new connections take a path MTU that
+ * fits, and the port sends no super-frame whose pieces would not fit; a
+ * connection made before with a larger path MTU cannot shrink it (its peer
+ * checks every packet's length against it) and fails when its retries run
+ * out.  Each change is logged as a warning naming those consequences.  An
+ * MTU raised above the port's leaves the port at its own: its buffers were
+ * sized for it.
+ */
 
 /* False while the link is known to be down (always true without a watch). */
 bool dr_port_link_up(const struct dr_port *p);

@@ -669,6 +669,13 @@ static void dev_free(struct dr_dev *dev)
 	free(dev);
 }
 
+unsigned dr_dev_pmtu(struct dr_dev *dev)
+{
+	unsigned pmtu = dr_port_pmtu_of(dr_port_link_mtu(dev->port));
+
+	return pmtu < dev->pmtu ? pmtu : dev->pmtu;
+}
+
 static int dev_open(struct dr_fabric *fab, const struct dr_devcfg *cfg, struct dr_dev **out)
 {
 	const struct dr_settings *s = dr_settings_get();

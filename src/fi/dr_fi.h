@@ -514,7 +514,7 @@ struct dr_dev {
 	struct dr_devcfg cfg;
 	int lock; /* dr_dev_lock: a spin lock that yields */
 	struct dr_port *port;
-	unsigned pmtu;		/* path MTU from the port MTU (rxe's rule) */
+	unsigned pmtu; /* path MTU from the port MTU (rxe's rule) at open */
 	uint8_t mac[6];
 	struct dr_cm cm;
 	struct dr_port_timer *cm_timer;
@@ -629,6 +629,10 @@ void dr_dev_qp_destroy(struct dr_dev *dev, struct dr_qp *qp, struct dr_ep *ep);
  * host when the interface is shared (registry.c).  dev->lock held.  0 or
  * -FI_EADDRINUSE (every one taken). */
 int dr_dev_port_alloc(struct dr_dev *dev, uint16_t *port);
+/* The path MTU a connection made now takes: dev->pmtu, or less while the
+ * kernel interface's MTU is below the port's (dr_port_link_mtu); 0 if it
+ * is too small for any.  dev->lock held. */
+unsigned dr_dev_pmtu(struct dr_dev *dev);
 void dr_dev_port_free(struct dr_dev *dev, uint16_t port);
 /* Listen on *port, or on an ephemeral one (*port 0, set on return): the
  * port claimed on the host, then dr_cm_listen.  dev->lock held.  0,
@@ -912,6 +916,7 @@ struct dr_ep {
 	union dr_sockaddr src, dst; /* the device's family */
 	bool src_port_claimed; /* src's port came from dr_dev_port_alloc */
 	uint32_t start_psn;
+	uint32_t pmtu; /* active side: the path MTU its REQ asked for */
 	/* the peer's port takes UDP GSO super-frames and ours sends them:
 	 * registered with the port (dr_port_gso_peer) until the ep goes */
 	bool gso_peer;

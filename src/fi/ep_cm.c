@@ -160,7 +160,7 @@ void dr_ep_cm_event(struct dr_ep *ep, const struct dr_cm_event *ev)
 			uint32_t fl =
 			    ((uint32_t)dr_sa_port(&ep->src) * 31 + dr_sa_port(&ep->dst)) & 0xfffff;
 
-			ret = qp_go_rts(ep, ev->peer, fl, ep->dev->pmtu,
+			ret = qp_go_rts(ep, ev->peer, fl, ep->pmtu,
 					(uint8_t)dr_settings_get()->retry_cnt, true);
 			if (ret) {
 				DR_WARN(FI_LOG_EP_CTRL, "QP %06x: cannot go to RTS (%d)\n",
@@ -347,6 +347,15 @@ static int ep_connect(struct fid_ep *fep, const void *addr, const void *param, s
 		ret = -FI_EOPBADSTATE;
 		goto out_unlock;
 	}
+	ep->pmtu = dr_dev_pmtu(dev);
+	if (!ep->pmtu) {
+		DR_WARN(FI_LOG_EP_CTRL,
+			"fi_connect: the MTU of %s is %u, too small for any path MTU (336 at "
+			"least)\n",
+			dev->cfg.name, dr_port_link_mtu(dev->port));
+		ret = -FI_EINVAL;
+		goto out_unlock;
+	}
 	ep->dst = sa;
 	if (!dr_sa_port(&ep->src)) {
 		ret = ep_connect_port(ep);
@@ -357,7 +366,7 @@ static int ep_connect(struct fid_ep *fep, const void *addr, const void *param, s
 	cp.responder_resources = DR_IRD;
 	cp.initiator_depth = DR_ORD;
 	cp.retry_count = (uint8_t)s->retry_cnt;
-	cp.path_mtu = dr_ib_mtu_enum(dev->pmtu);
+	cp.path_mtu = dr_ib_mtu_enum(ep->pmtu);
 	cp.ack_timeout = (uint8_t)s->timeout;
 	if (dev->cfg.ipv6)
 		ret = dr_cm_connect6(&dev->cm, sa.sin6.sin6_addr.s6_addr, dr_sa_port(&sa),
@@ -418,11 +427,12 @@ static int ep_accept(struct fid_ep *fep, const void *param, size_t paramlen)
 		goto out_unlock;
 	peer = &ep->connreq->id->peer;
 	pmtu = dr_ib_mtu_bytes(peer->path_mtu);
-	if (!pmtu || pmtu > dev->pmtu) {
+	if (!pmtu || pmtu > dr_dev_pmtu(dev)) {
 		/* both sides must segment at the REQ's path MTU (B.9) */
 		DR_WARN(FI_LOG_EP_CTRL,
-			"fi_accept: peer's path MTU %u exceeds ours (%u): raise FI_DROCE_MTU\n",
-			pmtu, dev->pmtu);
+			"fi_accept: peer's path MTU %u exceeds ours (%u, from the MTU %u of "
+			"%s): raise FI_DROCE_MTU or the interface's MTU\n",
+			pmtu, dr_dev_pmtu(dev), dr_port_link_mtu(dev->port), dev->cfg.name);
 		ret = -FI_EINVAL;
 		goto out_unlock;
 	}

@@ -925,6 +925,7 @@ done:
 static void tx_flush(struct dr_port *p);
 static void link_watch_init(struct dr_port *p, const char *spec);
 static void link_watch_fini(struct dr_port *p);
+static void link_mtu_check(struct dr_port *p);
 static void link_log_stats(const struct dr_port *p);
 
 static void teardown(struct dr_port *p)
@@ -1218,6 +1219,13 @@ unsigned dr_port_mtu(const struct dr_port *p)
 	return p->mtu;
 }
 
+unsigned dr_port_link_mtu(struct dr_port *p)
+{
+	if (p->link_fd >= 0)
+		link_mtu_check(p); /* the link watch's last look may be older */
+	return dr_port_mtu_now(p);
+}
+
 const char *dr_port_name(const struct dr_port *p)
 {
 	return p->name;
@@ -1485,6 +1493,54 @@ static enum link_state link_flags(struct dr_port *p)
 	return ifr.ifr_flags & IFF_RUNNING ? LINK_UP : LINK_NO_CARRIER;
 }
 
+/* The interface's MTU, 0 if it cannot be read (it is gone). */
+static unsigned link_mtu_read(const struct dr_port *p)
+{
+	struct ifreq ifr;
+
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", p->link_if);
+	if (ioctl(p->link_fd, SIOCGIFMTU, &ifr) < 0 || ifr.ifr_mtu <= 0)
+		return 0;
+	return (unsigned)ifr.ifr_mtu;
+}
+
+/* Follow the interface's MTU (include/dr_port.h, "Link faults"). */
+static void link_mtu_check(struct dr_port *p)
+{
+	unsigned mtu = link_mtu_read(p), was = dr_port_mtu_now(p), now, pmtu;
+	char then[64] = "cannot be made (a path MTU needs an MTU of 336 at least)";
+
+	if (!mtu || mtu == p->link_mtu)
+		return;
+	if (!p->link_mtu) { /* the first look */
+		p->link_mtu = mtu;
+		return;
+	}
+	p->link_mtu = mtu;
+	p->stats.link_mtu_changes++;
+	now = dr_port_mtu_now(p);
+	pmtu = dr_port_pmtu_of(now);
+	if (pmtu)
+		snprintf(then, sizeof(then), "take path MTU %u", pmtu);
+	if (now < was)
+		dr_port_log(DR_PORT_LOG_WARN,
+			    "%s: the MTU of %s fell to %u (the port's is %u): longer frames "
+			    "cannot leave; connections whose path MTU is above %u fail when "
+			    "their retries run out, new ones %s",
+			    p->name, p->link_if, mtu, p->mtu, pmtu, then);
+	else if (now > was)
+		dr_port_log(DR_PORT_LOG_WARN,
+			    "%s: the MTU of %s rose to %u: the port's frames may have %u bytes "
+			    "again%s",
+			    p->name, p->link_if, mtu, now,
+			    mtu > p->mtu ? " (its own MTU, which its buffers were sized for)" : "");
+	else
+		dr_port_log(DR_PORT_LOG_INFO,
+			    "%s: the MTU of %s is now %u; the port keeps its own, %u", p->name,
+			    p->link_if, mtu, p->mtu);
+}
+
 static uint64_t tsc_of_ns(uint64_t ns)
 {
 	return (unsigned __int128)ns * rte_get_tsc_hz() / 1000000000u;
@@ -1498,6 +1554,8 @@ static void link_watch_init(struct dr_port *p, const char *spec)
 	if (!dr_port_packet_iface(spec, p->link_if, sizeof(p->link_if)) || (!da && !p->pk))
 		return;
 	p->link_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (p->link_fd >= 0)
+		link_mtu_check(p);
 	if (p->pk) { /* its socket is opened again, not a device */
 		if (p->link_fd < 0)
 			goto fail;
@@ -1706,6 +1764,7 @@ static void link_check(struct dr_port *p, uint64_t now)
 	enum link_state st = link_flags(p);
 
 	p->link_next = now + tsc_of_ns(DR_PORT_LINK_CHECK_US * 1000ull);
+	link_mtu_check(p);
 	if (st == LINK_DOWN)
 		p->link_recreate = true; /* packet_notifier() set the socket's error */
 	if (!p->link_down) {
@@ -1737,6 +1796,12 @@ static inline void link_poll(struct dr_port *p)
  * those the ring may still hold when the link is found down. */
 static void link_after_burst(struct dr_port *p, uint16_t sent, int err)
 {
+	if (err == EMSGSIZE) {
+		/* a frame longer than the interface's MTU, dropped: was it
+		 * lowered? */
+		link_mtu_check(p);
+		return;
+	}
 	if (!err) {
 		/* tpacket_snd() sent every marked slot: the ring is empty */
 		p->link_unconfirmed = 0;
@@ -1761,20 +1826,22 @@ static void link_log_stats(const struct dr_port *p)
 
 	if (p->link_fd < 0 && !l->downs)
 		return;
-	dr_port_log(l->downs ? DR_PORT_LOG_WARN : DR_PORT_LOG_INFO,
-		    "%s: link faults: downs=%llu down_ms=%llu held=%llu held_sent=%llu stale=%llu "
-		    "held_overflow=%llu dropped_arp=%llu held_at_close=%u ring_discarded=%llu "
-		    "recreated=%llu "
-		    "recreate_failed=%llu; other tx drops: tx_dropped=%llu tx_nombuf=%llu "
-		    "arp_queue_dropped=%llu (stale: waited more than %llu ms for the link)",
-		    p->name, (unsigned long long)l->downs, (unsigned long long)l->down_ns / 1000000,
-		    (unsigned long long)l->held, (unsigned long long)l->held_sent,
-		    (unsigned long long)l->stale, (unsigned long long)l->held_overflow,
-		    (unsigned long long)l->dropped_arp, p->held_len,
-		    (unsigned long long)l->ring_discarded, (unsigned long long)l->recreated,
-		    (unsigned long long)l->recreate_failed, (unsigned long long)p->stats.tx_dropped,
-		    (unsigned long long)p->stats.tx_nombuf,
-		    (unsigned long long)p->stats.arp_queue_dropped, DR_PORT_TX_STALE_NS / 1000000);
+	dr_port_log(
+	    l->downs || p->stats.link_mtu_changes ? DR_PORT_LOG_WARN : DR_PORT_LOG_INFO,
+	    "%s: link faults: downs=%llu down_ms=%llu held=%llu held_sent=%llu stale=%llu "
+	    "held_overflow=%llu dropped_arp=%llu held_at_close=%u ring_discarded=%llu "
+	    "recreated=%llu "
+	    "recreate_failed=%llu mtu_changes=%llu; other tx drops: tx_dropped=%llu "
+	    "(tx_refused=%llu) tx_nombuf=%llu "
+	    "arp_queue_dropped=%llu (stale: waited more than %llu ms for the link)",
+	    p->name, (unsigned long long)l->downs, (unsigned long long)l->down_ns / 1000000,
+	    (unsigned long long)l->held, (unsigned long long)l->held_sent,
+	    (unsigned long long)l->stale, (unsigned long long)l->held_overflow,
+	    (unsigned long long)l->dropped_arp, p->held_len, (unsigned long long)l->ring_discarded,
+	    (unsigned long long)l->recreated, (unsigned long long)l->recreate_failed,
+	    (unsigned long long)p->stats.link_mtu_changes, (unsigned long long)p->stats.tx_dropped,
+	    (unsigned long long)p->stats.tx_refused, (unsigned long long)p->stats.tx_nombuf,
+	    (unsigned long long)p->stats.arp_queue_dropped, DR_PORT_TX_STALE_NS / 1000000);
 }
 
 bool dr_port_link_up(const struct dr_port *p)

@@ -493,6 +493,16 @@ static void pk_ring_drops(struct dr_port *p, struct dr_pk *k)
 	pk_lost_n(p, &p->stats.rx_ring_drops, st.tp_drops);
 }
 
+/* The interface's MTU now, -1 if it cannot be read. */
+static int pk_if_mtu(const struct dr_pk *k)
+{
+	struct ifreq ifr;
+
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", k->ifname);
+	return ioctl(k->fd, SIOCGIFMTU, &ifr) < 0 ? -1 : ifr.ifr_mtu;
+}
+
 /* The interface's MAC and MTU. */
 static int pk_if_info(struct dr_port *p, struct dr_pk *k, uint8_t mac[6], struct dr_port_err *err)
 {
@@ -1241,7 +1251,7 @@ uint16_t dr_pk_tx(struct dr_port *p, struct rte_mbuf **q, uint16_t n)
 		total = len;
 		/* how many frames join q[i]: equal UDP payloads, the last may
 		 * be shorter, all of it one IP packet */
-		if (len && len + 28 <= p->mtu)
+		if (len && len + 28 <= dr_port_mtu_now(p))
 			while (i + cnt < n && cnt < PK_MAX_SEGS &&
 			       gso_follows(q[i], q[i + cnt], cnt)) {
 				size_t l = gso_len(q[i + cnt]);
@@ -1320,12 +1330,23 @@ uint16_t dr_pk_tx(struct dr_port *p, struct rte_mbuf **q, uint16_t n)
 		/* a frame the kernel will never take (EMSGSIZE, EINVAL): dropped,
 		 * or it would block every later one */
 		if (e == EMSGSIZE || e == EINVAL) {
+			uint32_t len = q[0]->pkt_len;
+
 			for (f = 0; f < frames[0]; f++)
 				rte_pktmbuf_free(q[f]);
 			p->stats.tx_dropped += frames[0];
-			dr_port_log(DR_PORT_LOG_WARN, "packet:%s: the kernel refused a frame: %s",
-				    k->ifname, strerror(e));
-			errno = 0;
+			p->stats.tx_refused += frames[0];
+			/* the 1st, 2nd, 4th, 8th...: a connection whose path MTU
+			 * no longer fits resends until its retries run out */
+			if (!(p->stats.tx_refused & (p->stats.tx_refused - 1)))
+				dr_port_log(DR_PORT_LOG_WARN,
+					    "packet:%s: the kernel refused a frame of %" PRIu32
+					    " bytes: %s (%" PRIu64 " refused so far; the "
+					    "interface's MTU is %d)",
+					    k->ifname, len, strerror(e), p->stats.tx_refused,
+					    pk_if_mtu(k));
+			/* link_after_burst looks at the interface's MTU */
+			errno = e == EMSGSIZE ? e : 0;
 			return frames[0];
 		}
 		/* a full socket buffer is no link fault: the rest waits */

@@ -215,12 +215,20 @@ struct dr_port {
 	bool link_down;		   /* sends are held */
 	uint64_t link_next;	   /* TSC: the next look at the flags */
 	uint64_t link_down_ns;	   /* dr_port_now_ns() when found down */
+	unsigned link_mtu;	   /* the interface's MTU at the last look, 0: unknown */
 	unsigned link_unconfirmed; /* frames of failed bursts since the last good one */
 	unsigned held_head, held_len;
 	struct rte_mbuf *held[DR_PORT_HELD_MAX];
 	uint64_t held_tsc[DR_PORT_HELD_MAX]; /* when each was due (TSC) */
 	struct dr_port_link_stats link;
 };
+
+/* The MTU frames may have now: the port's, or the interface's while that
+ * is lower (link watch; dr_port_link_mtu). */
+static inline unsigned dr_port_mtu_now(const struct dr_port *p)
+{
+	return p->link_mtu && p->link_mtu < p->mtu ? p->link_mtu : p->mtu;
+}
 
 /* port.c */
 int dr_port_xmit(struct dr_port *p, struct rte_mbuf *m); /* consumes m */
