@@ -719,8 +719,8 @@ struct dr_port_stats {
 	 * them into */
 	uint64_t rx_vlan, rx_nombuf;
 	/* ports on a kernel interface (link watch): changes of its MTU seen,
-	 * and frames the kernel refused to send (of tx_dropped: longer than
-	 * the interface's MTU, on "packet:IF" ports) */
+	 * and frames dropped as longer than it (or, on "packet:IF" ports,
+	 * refused by the kernel), counted in tx_dropped too */
 	uint64_t link_mtu_changes, tx_refused;
 };
 

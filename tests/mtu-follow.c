@@ -19,10 +19,12 @@
  *   conn K: exchange ok
  * Between connections the client creates GATE and waits until it is
  * removed (the script changes the MTU meanwhile).  After the first gate
- * the client sends once more on connection 1 and prints how that ended:
+ * the client sends once more on connection 1, makes connection 2 and
+ * exchanges on it while that send is under way, then prints how the send
+ * ended and closes connection 1:
  *   conn 1: send after the change: ok | error ERR (prov_errno N)
- * and closes it.  At the end each side prints its port's counters
- *   port: link_mtu_changes=N tx_refused=N
+ * At the end each side prints its port's counters
+ *   port: link_mtu_changes=N tx_refused=N tx_dropped=N
  * Exit 0 when every exchange was byte-exact, 1 otherwise, 2 on bad usage.
  */
 #include <getopt.h>
@@ -145,7 +147,7 @@ static void print_counters(void)
 {
 	struct fi_droce_counter cnt[256];
 	size_t n = sizeof(cnt) / sizeof(cnt[0]);
-	uint64_t changes = ~0ull, refused = ~0ull;
+	uint64_t changes = ~0ull, refused = ~0ull, dropped = ~0ull;
 
 	if (ops->counters(&domain->fid, cnt, &n))
 		fail("counters", FI_ETOOSMALL);
@@ -154,11 +156,14 @@ static void print_counters(void)
 			changes = cnt[i].value;
 		if (!strcmp(cnt[i].name, "tx_refused"))
 			refused = cnt[i].value;
+		if (!strcmp(cnt[i].name, "tx_dropped"))
+			dropped = cnt[i].value;
 	}
-	if (changes == ~0ull || refused == ~0ull)
-		fail("no counter link_mtu_changes or tx_refused", FI_ENOENT);
-	printf("%s: port: link_mtu_changes=%" PRIu64 " tx_refused=%" PRIu64 "\n", me, changes,
-	       refused);
+	if (changes == ~0ull || refused == ~0ull || dropped == ~0ull)
+		fail("no counter link_mtu_changes, tx_refused or tx_dropped", FI_ENOENT);
+	printf("%s: port: link_mtu_changes=%" PRIu64 " tx_refused=%" PRIu64 " tx_dropped=%" PRIu64
+	       "\n",
+	       me, changes, refused, dropped);
 }
 
 /* One completion of c (or its error): 1, 0 if none within secs, -1 on an
@@ -287,21 +292,12 @@ static int client(struct fi_info *info, const char *gpath, int conns)
 		if (k > 1)
 			gate(gpath);
 		if (k == 2) {
-			/* connection 1 after the change: what became of it */
+			/* connection 1 after the change, under way while
+			 * connection 2 is made and used */
 			fill(c[0].sbuf, 1, 0);
 			ret = (int)fi_send(c[0].ep, c[0].sbuf, MSG_LEN, NULL, 0, c[0].sbuf);
 			if (ret)
-				printf("%s: conn 1: send after the change: fi_send %s\n", me,
-				       fi_strerror(-ret));
-			else {
-				ret = cq_wait(&c[0], WAIT_S, &ctx, why, sizeof(why));
-				printf("%s: conn 1: send after the change: %s%s\n", me,
-				       ret > 0	 ? "ok"
-				       : ret < 0 ? "error "
-						 : "no completion",
-				       ret < 0 ? why : "");
-			}
-			conn_close(&c[0]);
+				fail("fi_send on connection 1", ret);
 		}
 		conn_setup(&c[k - 1], info, k);
 		ret = fi_connect(c[k - 1].ep, info->dest_addr, NULL, 0);
@@ -312,6 +308,16 @@ static int client(struct fi_info *info, const char *gpath, int conns)
 		if (!exchange(&c[k - 1], 0, true))
 			return 1;
 		printf("%s: conn %d: exchange ok\n", me, k);
+		if (k == 2) {
+			/* what became of connection 1's send */
+			ret = cq_wait(&c[0], WAIT_S, &ctx, why, sizeof(why));
+			printf("%s: conn 1: send after the change: %s%s\n", me,
+			       ret > 0	 ? "ok"
+			       : ret < 0 ? "error "
+					 : "no completion",
+			       ret < 0 ? why : "");
+			conn_close(&c[0]);
+		}
 	}
 	print_counters();
 	for (int k = 2; k <= conns; k++)

@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <inttypes.h>
 #include <ifaddrs.h>
 #include <arpa/inet.h>
 #include <linux/filter.h>
@@ -1508,8 +1509,7 @@ static unsigned link_mtu_read(const struct dr_port *p)
 /* Follow the interface's MTU (include/dr_port.h, "Link faults"). */
 static void link_mtu_check(struct dr_port *p)
 {
-	unsigned mtu = link_mtu_read(p), was = dr_port_mtu_now(p), now, pmtu;
-	char then[64] = "cannot be made (a path MTU needs an MTU of 336 at least)";
+	unsigned mtu = link_mtu_read(p), was = dr_port_mtu_now(p), now, pmtu, pmtu_was;
 
 	if (!mtu || mtu == p->link_mtu)
 		return;
@@ -1521,20 +1521,33 @@ static void link_mtu_check(struct dr_port *p)
 	p->stats.link_mtu_changes++;
 	now = dr_port_mtu_now(p);
 	pmtu = dr_port_pmtu_of(now);
-	if (pmtu)
-		snprintf(then, sizeof(then), "take path MTU %u", pmtu);
-	if (now < was)
+	pmtu_was = dr_port_pmtu_of(was);
+	if (pmtu < pmtu_was && !pmtu)
+		dr_port_log(DR_PORT_LOG_WARN,
+			    "%s: the MTU of %s fell to %u (the port's is %u): no connection's "
+			    "packets fit any more (the smallest path MTU, 256, needs 336): "
+			    "connections fail when their retries run out, and no new one can "
+			    "be made",
+			    p->name, p->link_if, mtu, p->mtu);
+	else if (pmtu < pmtu_was)
 		dr_port_log(DR_PORT_LOG_WARN,
 			    "%s: the MTU of %s fell to %u (the port's is %u): longer frames "
 			    "cannot leave; connections whose path MTU is above %u fail when "
-			    "their retries run out, new ones %s",
-			    p->name, p->link_if, mtu, p->mtu, pmtu, then);
-	else if (now > was)
+			    "their retries run out, new ones take path MTU %u",
+			    p->name, p->link_if, mtu, p->mtu, pmtu, pmtu);
+	else if (pmtu > pmtu_was)
 		dr_port_log(DR_PORT_LOG_WARN,
-			    "%s: the MTU of %s rose to %u: the port's frames may have %u bytes "
+			    "%s: the MTU of %s rose to %u: new connections take path MTU %u "
 			    "again%s",
-			    p->name, p->link_if, mtu, now,
-			    mtu > p->mtu ? " (its own MTU, which its buffers were sized for)" : "");
+			    p->name, p->link_if, mtu, pmtu,
+			    mtu > p->mtu ? " (the port keeps its own MTU, which its buffers were "
+					   "sized for)"
+					 : "");
+	else if (now != was)
+		dr_port_log(DR_PORT_LOG_INFO,
+			    "%s: the MTU of %s is now %u: connections keep path MTU %u, which "
+			    "fits",
+			    p->name, p->link_if, mtu, pmtu);
 	else
 		dr_port_log(DR_PORT_LOG_INFO,
 			    "%s: the MTU of %s is now %u; the port keeps its own, %u", p->name,
@@ -1585,6 +1598,7 @@ static void link_watch_fini(struct dr_port *p)
 	if (p->link_fd >= 0)
 		close(p->link_fd);
 	p->link_fd = -1;
+	p->link_mtu = 0; /* no watch: the port's own MTU */
 	free(p->link_spec);
 	p->link_spec = NULL;
 }
@@ -1796,12 +1810,6 @@ static inline void link_poll(struct dr_port *p)
  * those the ring may still hold when the link is found down. */
 static void link_after_burst(struct dr_port *p, uint16_t sent, int err)
 {
-	if (err == EMSGSIZE) {
-		/* a frame longer than the interface's MTU, dropped: was it
-		 * lowered? */
-		link_mtu_check(p);
-		return;
-	}
 	if (!err) {
 		/* tpacket_snd() sent every marked slot: the ring is empty */
 		p->link_unconfirmed = 0;
@@ -1862,6 +1870,29 @@ static inline uint16_t dev_tx(struct dr_port *p, struct rte_mbuf **q, uint16_t n
 	return p->pk ? dr_pk_tx(p, q, n) : rte_eth_tx_burst(p->port_id, 0, q, n);
 }
 
+/* m is longer than the interface's MTU now (it fell since m was built):
+ * dropped and counted (tx_refused), not handed to a device that would
+ * refuse it, or one that would drop it unseen (net_af_packet sets
+ * PACKET_LOSS), nor left to hold up the frames behind it.  True if so
+ * (m consumed). */
+static bool tx_too_long(struct dr_port *p, struct rte_mbuf *m)
+{
+	unsigned mtu = dr_port_mtu_now(p);
+	uint32_t len = m->pkt_len;
+
+	if (len <= mtu + sizeof(struct dr_eth_hdr))
+		return false;
+	rte_pktmbuf_free(m);
+	p->stats.tx_dropped++;
+	p->stats.tx_refused++;
+	if (dr_port_pow2_passed(p->stats.tx_refused - 1, p->stats.tx_refused))
+		dr_port_log(DR_PORT_LOG_WARN,
+			    "%s: a frame of %" PRIu32 " bytes dropped: longer than the MTU %u of "
+			    "%s (%" PRIu64 " dropped so far)",
+			    p->name, len, mtu, p->link_if, p->stats.tx_refused);
+	return true;
+}
+
 static uint16_t tx_burst(struct dr_port *p, struct rte_mbuf **q, struct rte_mbuf **cap, uint16_t n,
 			 bool hook)
 {
@@ -1870,6 +1901,19 @@ static uint16_t tx_burst(struct dr_port *p, struct rte_mbuf **q, struct rte_mbuf
 	unsigned tries = 0;
 	int err;
 
+	if (unlikely(dr_port_mtu_now(p) < p->mtu)) {
+		uint16_t k = 0;
+
+		for (i = 0; i < n; i++) {
+			if (tx_too_long(p, q[i])) {
+				dr_capture_discard(cap[i]);
+				continue;
+			}
+			q[k] = q[i];
+			cap[k++] = cap[i];
+		}
+		n = k;
+	}
 	for (i = 0; i < n; i++)
 		len[i] = q[i]->pkt_len;
 	errno = 0;
@@ -1896,6 +1940,8 @@ static uint16_t tx_burst(struct dr_port *p, struct rte_mbuf **q, struct rte_mbuf
  * back when the batch ends.  Only a full backlog drops (counted). */
 static void tx_backlog_add(struct dr_port *p, struct rte_mbuf *m)
 {
+	if (unlikely(dr_port_mtu_now(p) < p->mtu) && tx_too_long(p, m))
+		return;
 	if (m->nb_segs > 1) {
 		struct rte_mbuf *c;
 		const void *src;

@@ -1338,15 +1338,19 @@ uint16_t dr_pk_tx(struct dr_port *p, struct rte_mbuf **q, uint16_t n)
 			p->stats.tx_refused += frames[0];
 			/* the 1st, 2nd, 4th, 8th...: a connection whose path MTU
 			 * no longer fits resends until its retries run out */
-			if (!(p->stats.tx_refused & (p->stats.tx_refused - 1)))
+			if (dr_port_pow2_passed(p->stats.tx_refused - frames[0],
+						p->stats.tx_refused))
 				dr_port_log(DR_PORT_LOG_WARN,
 					    "packet:%s: the kernel refused a frame of %" PRIu32
 					    " bytes: %s (%" PRIu64 " refused so far; the "
 					    "interface's MTU is %d)",
 					    k->ifname, len, strerror(e), p->stats.tx_refused,
 					    pk_if_mtu(k));
-			/* link_after_burst looks at the interface's MTU */
-			errno = e == EMSGSIZE ? e : 0;
+			/* the MTU may have fallen since the link watch's last
+			 * look: the next flush looks (and drops longer frames
+			 * before they reach the kernel) */
+			p->link_next = 0;
+			errno = 0;
 			return frames[0];
 		}
 		/* a full socket buffer is no link fault: the rest waits */

@@ -230,6 +230,13 @@ static inline unsigned dr_port_mtu_now(const struct dr_port *p)
 	return p->link_mtu && p->link_mtu < p->mtu ? p->link_mtu : p->mtu;
 }
 
+/* Whether a count that went from before to after passed a power of two
+ * (1, 2, 4, 8...): when a repeated warning is logged again. */
+static inline bool dr_port_pow2_passed(uint64_t before, uint64_t after)
+{
+	return after && (!before || 63 - __builtin_clzll(after) > 63 - __builtin_clzll(before));
+}
+
 /* port.c */
 int dr_port_xmit(struct dr_port *p, struct rte_mbuf *m); /* consumes m */
 void dr_port_fill_l2(struct rte_mbuf *m, const uint8_t dst[6], const uint8_t src[6]);
