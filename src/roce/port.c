@@ -1494,24 +1494,24 @@ static enum link_state link_flags(struct dr_port *p)
 	return ifr.ifr_flags & IFF_RUNNING ? LINK_UP : LINK_NO_CARRIER;
 }
 
-/* The interface's MTU, 0 if it cannot be read (it is gone). */
-static unsigned link_mtu_read(const struct dr_port *p)
+int dr_port_if_mtu(int fd, const char *ifname)
 {
 	struct ifreq ifr;
 
 	memset(&ifr, 0, sizeof(ifr));
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", p->link_if);
-	if (ioctl(p->link_fd, SIOCGIFMTU, &ifr) < 0 || ifr.ifr_mtu <= 0)
-		return 0;
-	return (unsigned)ifr.ifr_mtu;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	if (ioctl(fd, SIOCGIFMTU, &ifr) < 0)
+		return -errno;
+	return ifr.ifr_mtu > 0 ? ifr.ifr_mtu : -EINVAL;
 }
 
 /* Follow the interface's MTU (include/dr_port.h, "Link faults"). */
 static void link_mtu_check(struct dr_port *p)
 {
-	unsigned mtu = link_mtu_read(p), was = dr_port_mtu_now(p), now, pmtu, pmtu_was;
+	int got = dr_port_if_mtu(p->link_fd, p->link_if);
+	unsigned mtu = got > 0 ? (unsigned)got : 0, was = dr_port_mtu_now(p), now, pmtu, pmtu_was;
 
-	if (!mtu || mtu == p->link_mtu)
+	if (!mtu || mtu == p->link_mtu) /* not readable: the interface is gone */
 		return;
 	if (!p->link_mtu) { /* the first look */
 		p->link_mtu = mtu;

@@ -493,20 +493,11 @@ static void pk_ring_drops(struct dr_port *p, struct dr_pk *k)
 	pk_lost_n(p, &p->stats.rx_ring_drops, st.tp_drops);
 }
 
-/* The interface's MTU now, -1 if it cannot be read. */
-static int pk_if_mtu(const struct dr_pk *k)
-{
-	struct ifreq ifr;
-
-	memset(&ifr, 0, sizeof(ifr));
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", k->ifname);
-	return ioctl(k->fd, SIOCGIFMTU, &ifr) < 0 ? -1 : ifr.ifr_mtu;
-}
-
 /* The interface's MAC and MTU. */
 static int pk_if_info(struct dr_port *p, struct dr_pk *k, uint8_t mac[6], struct dr_port_err *err)
 {
 	struct ifreq ifr;
+	int mtu;
 
 	memset(&ifr, 0, sizeof(ifr));
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", k->ifname);
@@ -517,13 +508,14 @@ static int pk_if_info(struct dr_port *p, struct dr_pk *k, uint8_t mac[6], struct
 		return dr_port_fail(err, -EINVAL, DR_PORT_PARAM_DEVICE,
 				    "packet:%s: not an Ethernet interface", k->ifname);
 	memcpy(mac, ifr.ifr_hwaddr.sa_data, 6);
-	if (ioctl(k->fd, SIOCGIFMTU, &ifr) < 0)
-		return dr_port_fail(err, -errno, DR_PORT_PARAM_DEVICE, "packet:%s: no MTU: %s",
-				    k->ifname, strerror(errno));
-	if ((unsigned)ifr.ifr_mtu < p->mtu)
+	mtu = dr_port_if_mtu(k->fd, k->ifname);
+	if (mtu < 0)
+		return dr_port_fail(err, mtu, DR_PORT_PARAM_DEVICE, "packet:%s: no MTU: %s",
+				    k->ifname, strerror(-mtu));
+	if ((unsigned)mtu < p->mtu)
 		return dr_port_fail(err, -EINVAL, DR_PORT_PARAM_MTU,
 				    "packet:%s: MTU %u is larger than the interface's (%d)",
-				    k->ifname, p->mtu, ifr.ifr_mtu);
+				    k->ifname, p->mtu, mtu);
 	return 0;
 }
 
@@ -1345,7 +1337,7 @@ uint16_t dr_pk_tx(struct dr_port *p, struct rte_mbuf **q, uint16_t n)
 					    " bytes: %s (%" PRIu64 " refused so far; the "
 					    "interface's MTU is %d)",
 					    k->ifname, len, strerror(e), p->stats.tx_refused,
-					    pk_if_mtu(k));
+					    dr_port_if_mtu(k->fd, k->ifname));
 			/* the MTU may have fallen since the link watch's last
 			 * look: the next flush looks (and drops longer frames
 			 * before they reach the kernel) */

@@ -238,6 +238,8 @@ static inline bool dr_port_pow2_passed(uint64_t before, uint64_t after)
 }
 
 /* port.c */
+/* The MTU of interface ifname (SIOCGIFMTU through socket fd), or -errno. */
+int dr_port_if_mtu(int fd, const char *ifname);
 int dr_port_xmit(struct dr_port *p, struct rte_mbuf *m); /* consumes m */
 void dr_port_fill_l2(struct rte_mbuf *m, const uint8_t dst[6], const uint8_t src[6]);
 
