@@ -708,6 +708,11 @@ struct dr_port_stats {
 	 * staging buffer to hand their pieces out in place (port_pk.c) */
 	uint64_t rx_gso_copied;
 	uint64_t rx_truncated;
+	/* "packet:IF" ports: frames, not super-frames, longer than a receive
+	 * ring slot, which holds the longest RoCE frame at the port's path
+	 * MTU (a jumbo frame of other traffic), each read from the socket's
+	 * queue with a system call */
+	uint64_t rx_long;
 	/* "packet:IF" ports: frames the kernel dropped because the receive
 	 * ring had no free slot (PACKET_STATISTICS tp_drops: the process did
 	 * not read it fast enough), counted when the next frame arrives

@@ -42,7 +42,14 @@
  * frame of its own, from UDP port 49160 (IP IDs from 0x4000): more than a
  * stopped receiver's ring holds, so that the kernel drops the rest.
  *
- * usage: gso-inject IFACE SRC-IP DST-IP DST-MAC [flood N]
+ * With "jumbo N" it sends only N frames of 8,042 bytes (8,000 bytes of
+ * noise to UDP port 4791, not super-frames) from UDP ports 49184 on, IP
+ * IDs from 0x20: longer than a packet: port's ring slot on an interface of
+ * MTU 9000 (which holds the longest RoCE frame at path MTU 4096), so
+ * each is read from the socket's queue (rx_long) and dropped by the
+ * parser.
+ *
+ * usage: gso-inject IFACE SRC-IP DST-IP DST-MAC [flood N | jumbo N]
  * Exit 0 when the kernel took every frame, 1 otherwise (with why), 77 when
  * it takes no UDP GSO from a packet socket (before Linux 6.2).
  */
@@ -308,13 +315,16 @@ int main(int argc, char **argv)
 	uint8_t src_mac[6], dst_mac[6];
 	struct in_addr sip, dip;
 	struct ifreq ifr;
-	int fd, one = 1, r, flood = -1;
+	int fd, one = 1, r, flood = -1, jumbo = -1;
 
 	if (argc == 7 && !strcmp(argv[5], "flood"))
 		flood = atoi(argv[6]);
-	if ((argc != 5 && flood < 1) || inet_pton(AF_INET, argv[2], &sip) != 1 ||
+	if (argc == 7 && !strcmp(argv[5], "jumbo"))
+		jumbo = atoi(argv[6]);
+	if ((argc != 5 && flood < 1 && jumbo < 1) || inet_pton(AF_INET, argv[2], &sip) != 1 ||
 	    inet_pton(AF_INET, argv[3], &dip) != 1 || parse_mac(argv[4], dst_mac)) {
-		fprintf(stderr, "usage: gso-inject IFACE SRC-IP DST-IP DST-MAC [flood N]\n");
+		fprintf(stderr,
+			"usage: gso-inject IFACE SRC-IP DST-IP DST-MAC [flood N | jumbo N]\n");
 		return 1;
 	}
 	fd = socket(AF_PACKET, SOCK_RAW, 0);
@@ -343,6 +353,21 @@ int main(int argc, char **argv)
 		}
 		close(fd);
 		printf("gso-inject: %d frames sent on %s\n", flood, argv[1]);
+		return 0;
+	}
+	if (jumbo > 0) {
+		for (int i = 0; i < jumbo; i++) {
+			/* gso_size 0: one frame */
+			r = send_super(fd, src_mac, dst_mac, sip.s_addr, dip.s_addr, 0, 8000,
+				       0x20 + (unsigned)i);
+			if (r) {
+				fprintf(stderr, "gso-inject: jumbo frame %d: %s\n", i,
+					strerror(-r));
+				return 1;
+			}
+		}
+		close(fd);
+		printf("gso-inject: %d jumbo frames sent on %s\n", jumbo, argv[1]);
 		return 0;
 	}
 	r = send_super(fd, src_mac, dst_mac, sip.s_addr, dip.s_addr, 8, 800, 1);

@@ -59,6 +59,16 @@
 # address, that the peer had never answered on it; then (info) that its
 # own port dropped nothing, sending or receiving.
 #
+# Run 7, ring slots sized by the path MTU: both veth ends at MTU 9000,
+# where a ring slot holds the longest RoCE frame at path MTU 4096 (4,352
+# bytes with the kernel's headers), not a jumbo frame: 3 frames of 8,042
+# bytes of noise to the server's port (tests/gso-inject jumbo) are each
+# read from the socket's queue (its closing line: 3 longer than a ring slot
+# of 4352 bytes, rx_long) and shown dropped in droce's capture; every
+# operation at 1 B .. 1 MiB passes, 4 KiB messages as single frames of up
+# to 4,174 bytes (a WRITE with immediate data) among them, and neither side
+# counts any other frame longer than a slot (client 0, server 3).
+#
 # Exit: 0 pass, 1 fail, 77 skip (not root, no ip netns / tshark / ethtool, a
 # kernel before 6.2 that takes no UDP GSO from a packet socket),
 # 99 hard error.
@@ -95,6 +105,12 @@ xfer() {
 		x_inj=$?
 		[ $x_inj -eq 77 ] && skip "$(cat "$tmp/inject.log")"
 		[ $x_inj -eq 0 ] || { bad "gso-inject: $(cat "$tmp/inject.log")"; return 1; }
+	fi
+	# run 7: jumbo frames of noise, longer than a ring slot
+	if [ "$x_n" = 7 ]; then
+		ip netns exec "$NSB" "$INJECT" "$VB" "$IPB" "$IPA" \
+			"$(ip netns exec "$NSA" cat "/sys/class/net/$VA/address")" jumbo 3 \
+			>"$tmp/jumbo.log" 2>&1 || { bad "gso-inject jumbo: $(cat "$tmp/jumbo.log")"; return 1; }
 	fi
 	# run 5: more frames than its ring holds while the server reads none
 	if [ "$x_n" = 5 ]; then
@@ -158,6 +174,11 @@ copied() {
 # vlan LOG: frames the port dropped for their VLAN tag (the same line)
 vlan() {
 	sed -n 's/.*UDP GSO: .*; \([0-9]*\) tagged with a VLAN ID, dropped.*/\1/p' "$1" | tail -n 1
+}
+
+# long LOG: "rx_long slot-bytes" from the port's closing line
+long() {
+	sed -n 's/.*; \([0-9]*\) longer than a ring slot (\([0-9]*\) bytes.*(rx_long).*/\1 \2/p' "$1" | tail -n 1
 }
 
 wire_fields() { # capture: its RoCE frames as "src dst len opcode attributeid"
@@ -329,6 +350,21 @@ expect_count "run 6: the client's port: nothing dropped" "$(grep -c \
 	"qp 0x[0-9a-f]*: its port: [0-9]* frames waited for the device, 0 dropped sending, 0 dropped by the kernel receiving (ring full)$" \
 	"$tmp/r6.cli")" eq 1
 grep 'transport retry counter exceeded\|: its port: ' "$tmp/r6.cli"
+
+# ---- run 7: MTU 9000, ring slots for path MTU 4096 ----------------------------------
+ip -n "$NSA" link set "$VA" mtu 9000 && ip -n "$NSB" link set "$VB" mtu 9000 ||
+	hard "cannot set MTU 9000 on the veth"
+xfer 7 packet -o write,writedata,send,read -S 1,4096,65536,1048576 -I 2
+set -- $(long "$tmp/r7.srv")
+expect_count "server: ring slot bytes at MTU 9000" "${2:-0}" eq 4352
+expect_count "server: frames longer than a slot, read from the queue (rx_long)" "${1:--1}" eq 3
+set -- $(long "$tmp/r7.cli")
+expect_count "client: ring slot bytes at MTU 9000" "${2:-0}" eq 4352
+expect_count "client: frames longer than a slot (rx_long)" "${1:--1}" eq 0
+expect_count "jumbo frames in the server's capture, dropped" \
+	"$(count "$tmp/d7.pcapng" "ip.src == $IPB && udp.srcport >= 49184 && udp.srcport <= 49186 && frame.len == 8042 && frame.comment contains \"dropped\"")" eq 3
+expect_count "4 KiB WRITEs with immediate data as single frames of 4,174 bytes" \
+	"$(count "$tmp/d7.pcapng" "ip.src == $IPB && frame.len == 4174 && infiniband.bth.opcode == 11")" ge 1
 
 [ "$fail" -eq 0 ] || exit 1
 echo "PASS: netns-gso ($(elapsed) s)"

@@ -46,7 +46,7 @@ static const struct counter_def port_counters[] = {
 	PORT_C(tx_gso_frames), PORT_C(tx_gso_segs), PORT_C(rx_gso_frames),
 	PORT_C(rx_gso_segs), PORT_C(rx_gso_bad), PORT_C(rx_truncated),
 	PORT_C(rx_ring_drops), PORT_C(rx_vlan), PORT_C(rx_nombuf), PORT_C(rx_gso_copied),
-	PORT_C(link_mtu_changes), PORT_C(tx_refused),
+	PORT_C(link_mtu_changes), PORT_C(tx_refused), PORT_C(rx_long),
 };
 
 /* the parser's verdicts, by their counter names */

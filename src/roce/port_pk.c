@@ -27,9 +27,10 @@
  * packet taps (tcpdump) see every frame, a super-frame as one frame (as
  * they see tcp's 64 KiB segments).
  *
- * Receive (dr_pk_rx): a TPACKET_V2 ring of frames a little larger than
- * the MTU, as net_af_packet's, polled without system calls.  A frame too
- * large for its slot (a super-frame crossing a veth whole) is kept whole
+ * Receive (dr_pk_rx): a TPACKET_V2 ring, as net_af_packet's, of slots a
+ * little larger than the longest RoCE frame at the port's path MTU (not
+ * the interface's MTU: pk_socket), polled without system calls.  A frame
+ * too large for its slot (a super-frame crossing a veth whole) is kept whole
  * on the socket's queue as well (PACKET_COPY_THRESH) and its slot marked
  * TP_STATUS_COPY: in ring order it is read from there whole into a staging
  * buffer, one copy into one buffer, and its pieces (the vnet header's
@@ -78,7 +79,13 @@
 
 #define PK_HDRS	     (sizeof(struct dr_eth_hdr) + sizeof(struct dr_ipv4_hdr) + sizeof(struct dr_udp_hdr))
 #define PK_RX_FRAMES 512    /* ring slots, as net_af_packet's default */
-#define PK_BLOCK     65536u /* ring block: whole slots, a power of two */
+#define PK_BLOCK     65536u /* ring block, at most (but 16 slots) */
+/* A slot's room beyond its frame: the tpacket2 header and address, the
+ * vnet header, alignment */
+#define PK_SLOT_ROOM 128u
+/* The longest RoCEv2 frame beyond its path MTU: Ethernet, a VLAN tag,
+ * IPv6, UDP, BTH, RETH, ImmDt, ICRC */
+#define PK_ROCE_OVER (14u + 4u + 40u + 8u + 12u + 16u + 4u + 4u)
 #define PK_RCVBUF    (8u << 20)
 /* A port takes super-frames whole only with room for a few windows of them
  * on its socket's queue: else a burst would overflow it (rx_truncated) */
@@ -386,10 +393,26 @@ static int pk_socket(struct dr_port *p, struct dr_pk *k, struct dr_port_err *err
 	struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL)};
 	struct tpacket_req req;
 	int one = 1, v2 = TPACKET_V2, rcvbuf = PK_RCVBUF;
-	unsigned frame = 2048;
+	unsigned pmtu = dr_port_pmtu_of(p->mtu), frame, per_block;
 
-	while (frame < p->max_frame + 128)
-		frame *= 2;
+	/*
+	 * A slot holds the longest frame a QP sends or receives at the
+	 * port's path MTU, not the interface's MTU: whatever is longer (a
+	 * super-frame, a non-RoCE jumbo frame) is marked TP_STATUS_COPY and
+	 * read from the socket's queue whole (take_copy), and the kernel
+	 * copies a whole slot's worth of it into the ring first, on the
+	 * sending CPU (tpacket_rcv): at MTU 9000, 16 KiB slots had each 64
+	 * KiB super-frame copied a quarter more (bench/PROFILE.md section 7,
+	 * "Stop 40").  Slots are multiples of 256 bytes, blocks a power of
+	 * two of them, at least 16 (so whole pages), PK_RX_FRAMES in all,
+	 * tiling the ring with no gap: slot i is at i * frame.
+	 */
+	frame = (pmtu ? pmtu + PK_ROCE_OVER : p->max_frame);
+	if (frame > p->max_frame)
+		frame = p->max_frame;
+	frame = (frame + PK_SLOT_ROOM + 255u) & ~255u;
+	for (per_block = 16; per_block * 2 * frame <= PK_BLOCK; per_block *= 2)
+		;
 	k->ifindex = if_nametoindex(k->ifname);
 	if (!k->ifindex)
 		return dr_port_fail(err, -ENODEV, DR_PORT_PARAM_DEVICE,
@@ -427,9 +450,9 @@ static int pk_socket(struct dr_port *p, struct dr_pk *k, struct dr_port_err *err
 			    "UDP GSO super-frames",
 			    k->ifname, rcvbuf);
 	req.tp_frame_size = frame;
-	req.tp_block_size = frame > PK_BLOCK ? frame : PK_BLOCK;
+	req.tp_block_size = frame * per_block;
+	req.tp_block_nr = PK_RX_FRAMES / per_block;
 	req.tp_frame_nr = PK_RX_FRAMES;
-	req.tp_block_nr = PK_RX_FRAMES / (req.tp_block_size / frame);
 	if (setsockopt(k->fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)) < 0)
 		return dr_port_fail(err, -errno, DR_PORT_PARAM_DEVICE,
 				    "packet:%s: no receive ring of %u frames of %u bytes: %s",
@@ -587,19 +610,21 @@ void dr_pk_free(struct dr_port *p)
 	if (!k)
 		return;
 	pk_ring_drops(p, k);
-	dr_port_log(DR_PORT_LOG_INFO,
-		    "packet:%s: UDP GSO: %" PRIu64 " super-frames sent carrying %" PRIu64
-		    " packets, %" PRIu64 " received carrying %" PRIu64 " (%s); %" PRIu64
-		    " refused (rx_gso_bad); %" PRIu64
-		    " copied for want of an idle staging buffer; %" PRIu64
-		    " frames lost for want of room on the socket's queue, %" PRIu64
-		    " for want of a pool buffer, %" PRIu64
-		    " dropped by the kernel for want of a free ring slot (rx_ring_drops); %" PRIu64
-		    " tagged with a VLAN ID, dropped",
-		    k->ifname, p->stats.tx_gso_frames, p->stats.tx_gso_segs, p->stats.rx_gso_frames,
-		    p->stats.rx_gso_segs, k->gso ? "sending them" : "not sending them",
-		    p->stats.rx_gso_bad, p->stats.rx_gso_copied, p->stats.rx_truncated,
-		    p->stats.rx_nombuf, p->stats.rx_ring_drops, p->stats.rx_vlan);
+	dr_port_log(
+	    DR_PORT_LOG_INFO,
+	    "packet:%s: UDP GSO: %" PRIu64 " super-frames sent carrying %" PRIu64
+	    " packets, %" PRIu64 " received carrying %" PRIu64 " (%s); %" PRIu64
+	    " refused (rx_gso_bad); %" PRIu64 " copied for want of an idle staging buffer; %" PRIu64
+	    " frames lost for want of room on the socket's queue, %" PRIu64
+	    " for want of a pool buffer, %" PRIu64
+	    " dropped by the kernel for want of a free ring slot (rx_ring_drops); %" PRIu64
+	    " tagged with a VLAN ID, dropped; %" PRIu64
+	    " longer than a ring slot (%u bytes, the kernel's headers included), read "
+	    "from the socket's queue (rx_long)",
+	    k->ifname, p->stats.tx_gso_frames, p->stats.tx_gso_segs, p->stats.rx_gso_frames,
+	    p->stats.rx_gso_segs, k->gso ? "sending them" : "not sending them", p->stats.rx_gso_bad,
+	    p->stats.rx_gso_copied, p->stats.rx_truncated, p->stats.rx_nombuf,
+	    p->stats.rx_ring_drops, p->stats.rx_vlan, p->stats.rx_long, k->frame_size);
 	pk_socket_close(k);
 	for (unsigned i = 0; i < 2; i++)
 		rte_ring_free(k->idle[i]);
@@ -1011,6 +1036,7 @@ static struct rte_mbuf *take_copy(struct dr_port *p, struct dr_pk *k,
 	void *d;
 
 	if (vh->gso_type == VIRTIO_NET_HDR_GSO_NONE) {
+		p->stats.rx_long++;
 		if (len > p->buf_size)
 			pk_lost(p, &p->stats.rx_too_long);
 		else if ((m = rx_alloc(p, len, &d)) != NULL)
