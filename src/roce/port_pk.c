@@ -393,7 +393,7 @@ static int pk_socket(struct dr_port *p, struct dr_pk *k, struct dr_port_err *err
 	struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL)};
 	struct tpacket_req req;
 	int one = 1, v2 = TPACKET_V2, rcvbuf = PK_RCVBUF;
-	unsigned pmtu = dr_port_pmtu_of(p->mtu), frame, per_block;
+	unsigned pmtu = dr_port_pmtu_of(p->mtu), frame, per_block, page = (unsigned)getpagesize();
 
 	/*
 	 * A slot holds the longest frame a QP sends or receives at the
@@ -404,14 +404,17 @@ static int pk_socket(struct dr_port *p, struct dr_pk *k, struct dr_port_err *err
 	 * sending CPU (tpacket_rcv): at MTU 9000, 16 KiB slots had each 64
 	 * KiB super-frame copied a quarter more (bench/PROFILE.md section 7,
 	 * "Stop 40").  Slots are multiples of 256 bytes, blocks a power of
-	 * two of them, at least 16 (so whole pages), PK_RX_FRAMES in all,
-	 * tiling the ring with no gap: slot i is at i * frame.
+	 * two of them, at least 16 (4 KiB pages; more where pages are larger:
+	 * the kernel takes only whole pages), PK_RX_FRAMES in all, tiling the
+	 * ring with no gap: slot i is at i * frame.
 	 */
 	frame = (pmtu ? pmtu + PK_ROCE_OVER : p->max_frame);
 	if (frame > p->max_frame)
 		frame = p->max_frame;
 	frame = (frame + PK_SLOT_ROOM + 255u) & ~255u;
-	for (per_block = 16; per_block * 2 * frame <= PK_BLOCK; per_block *= 2)
+	for (per_block = 16; per_block < PK_RX_FRAMES &&
+			     (per_block * 2 * frame <= PK_BLOCK || (per_block * frame) % page);
+	     per_block *= 2)
 		;
 	k->ifindex = if_nametoindex(k->ifname);
 	if (!k->ifindex)
