@@ -85,7 +85,10 @@
 #define PK_SLOT_ROOM 128u
 /* The longest RoCEv2 frame beyond its path MTU: Ethernet, a VLAN tag,
  * IPv6, UDP, BTH, RETH, ImmDt, ICRC */
-#define PK_ROCE_OVER (14u + 4u + 40u + 8u + 12u + 16u + 4u + 4u)
+#define PK_ROCE_OVER                                                                               \
+	(sizeof(struct dr_eth_hdr) + sizeof(struct dr_vlan_hdr) + sizeof(struct dr_ipv6_hdr) +     \
+	 sizeof(struct dr_udp_hdr) + sizeof(struct dr_bth) + sizeof(struct dr_reth) +              \
+	 sizeof(struct dr_immdt) + DR_ICRC_LEN)
 #define PK_RCVBUF    (8u << 20)
 /* A port takes super-frames whole only with room for a few windows of them
  * on its socket's queue: else a burst would overflow it (rx_truncated) */
@@ -408,9 +411,8 @@ static int pk_socket(struct dr_port *p, struct dr_pk *k, struct dr_port_err *err
 	 * the kernel takes only whole pages), PK_RX_FRAMES in all, tiling the
 	 * ring with no gap: slot i is at i * frame.
 	 */
-	frame = (pmtu ? pmtu + PK_ROCE_OVER : p->max_frame);
-	if (frame > p->max_frame)
-		frame = p->max_frame;
+	frame = pmtu && pmtu + PK_ROCE_OVER < p->max_frame ? pmtu + (unsigned)PK_ROCE_OVER
+							   : p->max_frame;
 	frame = (frame + PK_SLOT_ROOM + 255u) & ~255u;
 	for (per_block = 16; per_block < PK_RX_FRAMES &&
 			     (per_block * 2 * frame <= PK_BLOCK || (per_block * frame) % page);
