@@ -459,8 +459,8 @@ struct dr_qp_init_attr {
 	uint64_t rto_floor_ns;
 };
 
-/* The smallest max_window: one READ request's responses (a READ request
- * asks for up to 64 response packets at once, whatever the window). */
+/* The smallest max_window.  A QP with a max_window below the engine's
+ * window asks for READs in requests of max_window response packets. */
 #define DR_QP_WINDOW_MIN 64
 
 /* The READ/atomic depth droce offers and asks for (IRD and ORD,

@@ -4707,19 +4707,30 @@ static void win_deliver(void *arg, unsigned dir, const struct dr_pkt *pkt)
 /* 1 MiB at path MTU 1024 (1,024 PSNs) over a link of 100 us each way, which
  * a window of 128 PSNs does not fill: the window alone limits what is in
  * flight.  max_window 0 is the engine's 128.  A READ asks in requests of
- * DR_QP_READ_CHUNK = 64 responses, at most two outstanding, the second
- * only once its 64 fit the window beside what is in flight. */
+ * DR_QP_READ_CHUNK = 126 responses, at most two outstanding, the second
+ * only once its responses fit twice the window beside what is in flight:
+ * nine requests (the last of 16), two at once.  With a smaller max_window
+ * (af_xdp's 64, or 100) requests of max_window, within the window: one at
+ * a time, eleven of 100 or sixteen of 64. */
 static const struct {
 	enum dr_wr_opcode op;
 	uint32_t max_window;
 	int32_t max_out;     /* the most PSNs ever unacknowledged */
 	unsigned at_zero;    /* request frames sent at t = 0 */
 	unsigned req_frames; /* request frames in all: no resend */
+	uint32_t chunk;	     /* READ: responses a request asks for */
+	size_t reports;	     /* remote ops the responder reports */
 } mw_tab[] = {
-    {DR_WR_WRITE, 0, 128, 128, 1024},	{DR_WR_WRITE, 128, 128, 128, 1024},
-    {DR_WR_WRITE, 100, 100, 100, 1024}, {DR_WR_WRITE, 64, 64, 64, 1024},
-    {DR_WR_READ, 0, 128, 2, 16},	{DR_WR_READ, 100, 100, 1, 16},
-    {DR_WR_READ, 64, 64, 1, 16},
+    {DR_WR_WRITE, 0, 128, 128, 1024, 0, 1},
+    {DR_WR_WRITE, 128, 128, 128, 1024, 0, 1},
+    {DR_WR_WRITE, 100, 100, 100, 1024, 0, 1},
+    {DR_WR_WRITE, 64, 64, 64, 1024, 0, 1},
+    {DR_WR_READ, 0, 252, 2, 9, 126, 1},
+    {DR_WR_READ, 128, 252, 2, 9, 126, 1},
+    /* requests of a size the responder does not know as droce's (no port
+     * makes it: af_xdp's is 64) are reported one by one */
+    {DR_WR_READ, 100, 100, 1, 11, 100, 11},
+    {DR_WR_READ, 64, 64, 1, 16, 64, 1},
 };
 
 START_TEST(test_max_window)
@@ -4751,7 +4762,7 @@ START_TEST(test_max_window)
 	/* at t = 0 exactly the window went out (READ: whole requests) */
 	ck_assert_uint_eq(w.req_frames, mw_tab[_i].at_zero);
 	ck_assert_int_eq(w.max_out, mw_tab[_i].op == DR_WR_READ
-					? (int32_t)mw_tab[_i].at_zero * DR_QP_READ_CHUNK
+					? (int32_t)(mw_tab[_i].at_zero * mw_tab[_i].chunk)
 					: (int32_t)mw_tab[_i].at_zero);
 	ck_assert_int_eq(p.qp[0]->req.state, DR_REQ_WAIT_WINDOW);
 	ck_assert(pair_run(&p));
@@ -4762,6 +4773,10 @@ START_TEST(test_max_window)
 	ck_assert_int_eq(w.max_out, mw_tab[_i].max_out);
 	ck_assert_uint_eq(w.req_frames, mw_tab[_i].req_frames);
 	ck_assert_uint_eq(p.sim.end[0].tx_frames, mw_tab[_i].req_frames);
+	/* a READ of several requests once, with the first one's length */
+	ck_assert_uint_eq(rops[1].n, mw_tab[_i].reports);
+	expect_rop(1, 0, mw_tab[_i].op == DR_WR_READ ? DR_REMOTE_READ : DR_REMOTE_WRITE,
+		   DR_WC_SUCCESS, mw_tab[_i].op == DR_WR_READ ? mw_tab[_i].chunk * 1024u : len);
 	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 0);
 	ck_assert_uint_eq(p.qp[0]->stats.timeouts, 0);
 	ck_assert(w.acked == dr_psn_add(c.psn_a, 1024));

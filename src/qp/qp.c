@@ -643,6 +643,9 @@ struct dr_qp *dr_qp_create(const struct dr_qp_init_attr *ia)
 	qp->port_drops = ia->port_drops;
 	qp->flags = ia->flags;
 	qp->max_window = ia->max_window ? ia->max_window : DR_QP_MAX_UNACKED_PSNS;
+	qp->read_chunk =
+	    qp->max_window < DR_QP_MAX_UNACKED_PSNS ? qp->max_window : DR_QP_READ_CHUNK;
+	qp->read_mult = qp->max_window < DR_QP_MAX_UNACKED_PSNS ? 1 : 2;
 	qp->ack_pkts = DR_QP_MAX_PKT_PER_ACK;
 	qp->rto_floor_init_ns = ia->flags & DR_QP_ADAPTIVE_RTO ? ia->rto_floor_ns : 0;
 	qp->state = DR_QPS_RESET;

@@ -26,17 +26,28 @@
  * AckReq at least every cwnd/2 packets so that ACKs keep it open. */
 #define DR_QP_MIN_CWND 16
 /* An RDMA READ is asked for in requests of at most this many response
- * packets, on a grid fixed from the READ's first PSN (a resend from the
- * middle of one asks for the rest of that request only, which the
- * responder's resource then covers, B.7), at most two requests of a READ
- * outstanding, each holding one of max_rd_atomic.  The window then bounds
- * READ responses in flight as it bounds requests: a READ of 4 MiB no longer
- * arrives as 4,096 back-to-back frames that overrun the receiver's ring. */
-#define DR_QP_READ_CHUNK (DR_QP_MAX_UNACKED_PSNS / 2)
-#define DR_QP_READ_REQS	 2
-/* max_window bounds READ responses in flight too only if a READ request
- * alone fits in it (dr_req_read_gate lets one go when nothing is in flight) */
-_Static_assert(DR_QP_READ_CHUNK <= DR_QP_WINDOW_MIN, "a READ request fits the smallest window");
+ * packets (qp->read_chunk), on a grid fixed from the READ's first PSN (a
+ * resend from the middle of one asks for the rest of that request only,
+ * which the responder's resource then covers, B.7), at most two requests
+ * of a READ outstanding, each holding one of max_rd_atomic.  The window
+ * then bounds READ responses in flight as it bounds requests, at twice its
+ * size (dr_req_read_gate): two requests of 126 at the full window, so a
+ * READ of 4 MiB no longer arrives as 4,096 back-to-back frames that
+ * overrun the receiver's ring (512 slots).  126 at path MTU 1024 is a
+ * FIRST, two super-frames of 62 MIDDLEs and a LAST.  Requests of 64 within
+ * the window (as droce asked before) were 5-10 % slower over a veth, and a
+ * window of 252 for everything made 64 KiB WRITEs at path MTU 4096 7-14 %
+ * slower (bench/PROFILE.md section 7, "Stop 41"); READ responses are the
+ * peer's frames, never ECN-capable (cc.c), paced by this window alone.
+ * A QP whose max_window is less than the engine's (af_xdp's 64,
+ * dr_port_max_window) asks in requests of its max_window, one in flight,
+ * as before; the responder knows both
+ * sizes (resp.c). */
+#define DR_QP_READ_CHUNK     126
+#define DR_QP_READ_CHUNK_MIN DR_QP_WINDOW_MIN
+#define DR_QP_READ_REQS	     2
+_Static_assert(DR_QP_READ_REQS == 2 && DR_QP_READ_CHUNK <= DR_QP_MAX_UNACKED_PSNS,
+	       "two READ requests fit twice the window");
 /* the CM carries IRD and ORD in a byte; one-packet READs up to the window
  * need as many */
 _Static_assert(DR_QP_RD_DEPTH <= 255 && DR_QP_RD_DEPTH >= DR_QP_MAX_UNACKED_PSNS,
@@ -213,6 +224,9 @@ struct dr_qp {
 	enum dr_qp_state state;
 	unsigned flags;	     /* enum dr_qp_flags */
 	uint32_t max_window; /* PSNs: DR_QP_MAX_UNACKED_PSNS or the init_attr's */
+	/* READ requests' responses: DR_QP_READ_CHUNK within twice the window,
+	 * or, with a max_window below the engine's, max_window within it */
+	uint32_t read_chunk, read_mult;
 	uint32_t ack_pkts;   /* AckReq at least every this many (dr_qp_set_ack_pkts) */
 	uint64_t rto_floor_init_ns; /* the init_attr's first floor (DR_QP_ADAPTIVE_RTO) */
 	struct dr_qp_attr attr;

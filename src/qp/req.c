@@ -35,16 +35,17 @@ void dr_req_set_state(struct dr_qp *qp, enum dr_req_state s)
 
 /* Response packets the READ request for packet k of w asks for: to the
  * end of k's request on the grid, or of the READ. */
-static uint32_t dr_req_read_span(const struct dr_send_wqe *w, uint32_t k)
+static uint32_t dr_req_read_span(const struct dr_qp *qp, const struct dr_send_wqe *w, uint32_t k)
 {
-	uint32_t end = (k / DR_QP_READ_CHUNK + 1) * DR_QP_READ_CHUNK;
+	uint32_t end = (k / qp->read_chunk + 1) * qp->read_chunk;
 
 	return (end < w->npsn ? end : w->npsn) - k;
 }
 
 /* May the next READ request of w (packet k) go now?  One token of
  * max_rd_atomic each, at most DR_QP_READ_REQS of one READ outstanding, and
- * its responses within the window unless nothing is in flight. */
+ * its responses within the window (twice it, qp->read_mult) unless nothing
+ * is in flight. */
 static enum dr_req_state dr_req_read_gate(struct dr_qp *qp, const struct dr_send_wqe *w,
 					  uint32_t k)
 {
@@ -52,7 +53,8 @@ static enum dr_req_state dr_req_read_gate(struct dr_qp *qp, const struct dr_send
 
 	if (w->rd_tokens >= DR_QP_READ_REQS || qp->req.ord_used >= qp->attr.max_rd_atomic)
 		return DR_REQ_WAIT_ORD;
-	if (inflight > 0 && (uint32_t)inflight + dr_req_read_span(w, k) > qp->req.cwnd)
+	if (inflight > 0 &&
+	    (uint32_t)inflight + dr_req_read_span(qp, w, k) > qp->read_mult * qp->req.cwnd)
 		return DR_REQ_WAIT_WINDOW;
 	return DR_REQ_SEND;
 }
@@ -71,9 +73,9 @@ static uint32_t dr_req_send_pkt(struct dr_qp *qp, struct dr_send_wqe *w, uint32_
 	dr_qp_desc(qp, &d, op, psn);
 	if (f & DR_OPF_READ) {
 		/* one request for the rest of k's request on the grid
-		 * (DR_QP_READ_CHUNK); it reserves one PSN per response packet
+		 * (qp->read_chunk); it reserves one PSN per response packet
 		 * (B.1); a resend asks only for what is missing */
-		used = dr_req_read_span(w, k);
+		used = dr_req_read_span(qp, w, k);
 		d.reth.va = w->wr.remote_addr + off;
 		d.reth.rkey = w->wr.rkey;
 		if (k + used == w->npsn)
@@ -258,13 +260,14 @@ void dr_req_rewind(struct dr_qp *qp)
 }
 
 /* The READ requests of w outstanding once the requester has sent its
- * packets before sent: one per grid request (DR_QP_READ_CHUNK) from the
+ * packets before sent: one per grid request (qp->read_chunk) from the
  * one that holds the next response due to the last one sent. */
-static uint32_t dr_req_read_outstanding(const struct dr_send_wqe *w, uint32_t sent)
+static uint32_t dr_req_read_outstanding(const struct dr_qp *qp, const struct dr_send_wqe *w,
+					uint32_t sent)
 {
 	if (sent <= w->rsp_psns)
 		return 0;
-	return (sent - 1) / DR_QP_READ_CHUNK - w->rsp_psns / DR_QP_READ_CHUNK + 1;
+	return (sent - 1) / qp->read_chunk - w->rsp_psns / qp->read_chunk + 1;
 }
 
 /* Undo the last rewind (req.undo_*): what the requester had sent is under
@@ -302,7 +305,7 @@ bool dr_req_undo(struct dr_qp *qp)
 			sent = (uint32_t)dr_psn_diff(qp->req.psn, w->first_psn);
 		else
 			sent = 0;
-		w->rd_tokens = dr_req_read_outstanding(w, sent);
+		w->rd_tokens = dr_req_read_outstanding(qp, w, sent);
 		ord += w->rd_tokens;
 	}
 	qp->req.ord_used = ord;
