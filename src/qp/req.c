@@ -42,7 +42,8 @@ static uint32_t dr_req_read_span(const struct dr_qp *qp, const struct dr_send_wq
 	return (end < w->npsn ? end : w->npsn) - k;
 }
 
-/* May the next READ request of w (packet k) go now?  One token of
+/* May the next READ request of w (packet k) go now (fewer PSNs than the
+ * window in flight, as for any request: dr_req_run)?  One token of
  * max_rd_atomic each, at most DR_QP_READ_REQS of one READ outstanding, and
  * its responses within the window (twice it, qp->read_mult) unless nothing
  * is in flight. */
