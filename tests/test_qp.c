@@ -4786,7 +4786,55 @@ START_TEST(test_max_window)
 }
 END_TEST
 
-/* max_window: 0, or DR_QP_WINDOW_MIN (a READ request's responses) to the
+/* READs back to back, each where the last ended (path MTU 1024): the
+ * responder reports each once, its requests being one run of one size.
+ * 0: 190 packets (requests of 126 and 64) then 126 (one of 126): two
+ * reports, the second READ not taken for the first one's continuation
+ * though its first request is a whole chunk and adjacent.  1: the same
+ * with the window cut to 16 when the first starts (after losses, or a
+ * congestion-controlled start): that READ asks in requests of 64 (three:
+ * 64, 64, 62), the next one, started once the window has grown back, in
+ * 126; still two reports. */
+START_TEST(test_read_runs)
+{
+	struct pair_cfg c = pair_defaults();
+	const uint32_t n1 = 190, n2 = 126, len = (n1 + n2) * 1024;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	struct dr_mr *mr;
+	struct pair p;
+
+	pair_up(&p, &c);
+	fill(src, len, 9191);
+	mr = reg(&p, 1, src, len, DR_ACCESS_REMOTE_READ);
+	if (_i)
+		p.qp[0]->req.cwnd = 16;
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_READ, dst, n1 * 1024, 0, (uintptr_t)src, mr->key,
+				   DR_WR_SIGNALED),
+			 0);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.end[0].tx_frames, _i ? 3 : 2);
+	if (_i)
+		ck_assert_uint_ge(p.qp[0]->req.cwnd, DR_QP_READ_CHUNK / 2);
+	ck_assert_int_eq(post_send(&p, 0, 2, DR_WR_READ, dst + n1 * 1024, n2 * 1024, 0,
+				   (uintptr_t)src + n1 * 1024, mr->key, DR_WR_SIGNALED),
+			 0);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(p.sim.end[0].tx_frames, (_i ? 3 : 2) + 1);
+	ck_assert_uint_eq(p.sim.end[0].nwc, 2);
+	expect_wc(&p.sim.end[0].wc[0], 1, DR_WC_SUCCESS);
+	expect_wc(&p.sim.end[0].wc[1], 2, DR_WC_SUCCESS);
+	ck_assert(memcmp(src, dst, len) == 0);
+	ck_assert_uint_eq(rops[1].n, 2);
+	expect_rop(1, 0, DR_REMOTE_READ, DR_WC_SUCCESS, (_i ? 64u : 126u) * 1024);
+	expect_rop(1, 1, DR_REMOTE_READ, DR_WC_SUCCESS, n2 * 1024);
+	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 0);
+	pair_down(&p);
+	free(src);
+	free(dst);
+}
+END_TEST
+
+/* max_window: 0, or DR_QP_WINDOW_MIN to the
  * engine's own window; dr_qp_create refuses the rest. */
 START_TEST(test_max_window_bounds)
 {
@@ -6250,6 +6298,7 @@ static Suite *qp_suite(void)
 	tcase_add_loop_test(tc, test_peer_moved, 0, (int)(sizeof(move_tab) / sizeof(move_tab[0])));
 	tcase_add_test(tc, test_cwnd_loss);
 	tcase_add_loop_test(tc, test_max_window, 0, (int)(sizeof(mw_tab) / sizeof(mw_tab[0])));
+	tcase_add_loop_test(tc, test_read_runs, 0, 2);
 	tcase_add_test(tc, test_max_window_bounds);
 	tcase_add_test(tc, test_ack_pkts);
 	tcase_add_loop_test(tc, test_read_depth, 0, (int)(sizeof(rdd_tab) / sizeof(rdd_tab[0])));

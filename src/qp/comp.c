@@ -566,7 +566,7 @@ static uint32_t dr_comp_read_plen(const struct dr_qp *qp, const struct dr_send_w
 	uint32_t pmtu = qp->attr.path_mtu;
 	uint64_t left = w->length - (uint64_t)k * pmtu;
 
-	*end = k + 1 == w->npsn || (k + 1) % qp->read_chunk == 0;
+	*end = k + 1 == w->npsn || (k + 1) % w->rd_chunk == 0;
 	return left < pmtu ? (uint32_t)left : pmtu;
 }
 

@@ -39,10 +39,12 @@
  * window of 252 for everything made 64 KiB WRITEs at path MTU 4096 7-14 %
  * slower (bench/PROFILE.md section 7, "Stop 41"); READ responses are the
  * peer's frames, never ECN-capable (cc.c), paced by this window alone.
- * A QP whose max_window is less than the engine's (af_xdp's 64,
- * dr_port_max_window) asks in requests of its max_window, one in flight,
- * as before; the responder knows both
- * sizes (resp.c). */
+ * A READ that starts while twice the window is less than a request of 126
+ * (cut by losses or CNPs, or a DR_QP_CC start) asks in requests of
+ * DR_QP_READ_CHUNK_MIN for good (w->rd_chunk), as many responses at once
+ * as before.  A QP whose max_window is less than the engine's (af_xdp's
+ * 64, dr_port_max_window) asks in requests of its max_window, one in
+ * flight, as before; the responder knows both sizes (resp.c). */
 #define DR_QP_READ_CHUNK     126
 #define DR_QP_READ_CHUNK_MIN DR_QP_WINDOW_MIN
 #define DR_QP_READ_REQS	     2
@@ -176,6 +178,7 @@ struct dr_send_wqe {
 	uint32_t rsp_psns; /* READ: response packets placed so far */
 	bool ord_token;	   /* an atomic: holds one of max_rd_atomic */
 	uint8_t rd_tokens; /* a READ: requests outstanding, one of max_rd_atomic each */
+	uint32_t rd_chunk; /* a READ: responses a request asks for, its grid's (set as it starts) */
 };
 
 struct dr_recv_wqe {
@@ -224,8 +227,10 @@ struct dr_qp {
 	enum dr_qp_state state;
 	unsigned flags;	     /* enum dr_qp_flags */
 	uint32_t max_window; /* PSNs: DR_QP_MAX_UNACKED_PSNS or the init_attr's */
-	/* READ requests' responses: DR_QP_READ_CHUNK within twice the window,
-	 * or, with a max_window below the engine's, max_window within it */
+	/* READ requests' responses: DR_QP_READ_CHUNK within twice the window
+	 * (DR_QP_READ_CHUNK_MIN for a READ that starts while twice the window
+	 * is less), or, with a max_window below the engine's, max_window
+	 * within it */
 	uint32_t read_chunk, read_mult;
 	uint32_t ack_pkts;   /* AckReq at least every this many (dr_qp_set_ack_pkts) */
 	uint64_t rto_floor_init_ns; /* the init_attr's first floor (DR_QP_ADAPTIVE_RTO) */
@@ -345,8 +350,9 @@ struct dr_qp {
 		struct dr_rd_res *res;
 		uint32_t nres, res_next;
 		/* the READ request that would continue the last one on
-		 * DR_QP_READ_CHUNK's grid (req.c): PSN, address, key */
-		uint32_t rd_cont_psn, rd_cont_rkey;
+		 * its grid (req.c): PSN, address, key, and the run's request
+		 * size (DR_QP_READ_CHUNK or DR_QP_READ_CHUNK_MIN packets) */
+		uint32_t rd_cont_psn, rd_cont_rkey, rd_cont_n;
 		uint64_t rd_cont_va;
 		bool rd_cont;
 	} resp;

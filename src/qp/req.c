@@ -37,7 +37,7 @@ void dr_req_set_state(struct dr_qp *qp, enum dr_req_state s)
  * end of k's request on the grid, or of the READ. */
 static uint32_t dr_req_read_span(const struct dr_qp *qp, const struct dr_send_wqe *w, uint32_t k)
 {
-	uint32_t end = (k / qp->read_chunk + 1) * qp->read_chunk;
+	uint32_t end = (k / w->rd_chunk + 1) * w->rd_chunk;
 
 	return (end < w->npsn ? end : w->npsn) - k;
 }
@@ -74,7 +74,7 @@ static uint32_t dr_req_send_pkt(struct dr_qp *qp, struct dr_send_wqe *w, uint32_
 	dr_qp_desc(qp, &d, op, psn);
 	if (f & DR_OPF_READ) {
 		/* one request for the rest of k's request on the grid
-		 * (qp->read_chunk); it reserves one PSN per response packet
+		 * (w->rd_chunk); it reserves one PSN per response packet
 		 * (B.1); a resend asks only for what is missing */
 		used = dr_req_read_span(qp, w, k);
 		d.reth.va = w->wr.remote_addr + off;
@@ -188,6 +188,13 @@ void dr_req_run(struct dr_qp *qp)
 			w->rsp_psns = 0;
 			w->state = DR_WQE_PENDING;
 			w->rd_tokens = 0;
+			/* a READ's grid, for good: requests of 126 while two
+			 * fit twice the window, of 64 (as many responses at
+			 * once as before they grew) after losses or CNPs have
+			 * cut it, or at a congestion-controlled start */
+			w->rd_chunk = qp->read_mult * qp->req.cwnd >= qp->read_chunk
+					  ? qp->read_chunk
+					  : DR_QP_READ_CHUNK_MIN;
 			if (dr_wr_is_atomic(w->wr.opcode)) {
 				w->ord_token = true;
 				qp->req.ord_used++;
@@ -261,14 +268,14 @@ void dr_req_rewind(struct dr_qp *qp)
 }
 
 /* The READ requests of w outstanding once the requester has sent its
- * packets before sent: one per grid request (qp->read_chunk) from the
+ * packets before sent: one per grid request (w->rd_chunk) from the
  * one that holds the next response due to the last one sent. */
 static uint32_t dr_req_read_outstanding(const struct dr_qp *qp, const struct dr_send_wqe *w,
 					uint32_t sent)
 {
 	if (sent <= w->rsp_psns)
 		return 0;
-	return (sent - 1) / qp->read_chunk - w->rsp_psns / qp->read_chunk + 1;
+	return (sent - 1) / w->rd_chunk - w->rsp_psns / w->rd_chunk + 1;
 }
 
 /* Undo the last rewind (req.undo_*): what the requester had sent is under

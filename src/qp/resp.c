@@ -384,17 +384,20 @@ static enum dr_resp_state dr_resp_execute_read(struct dr_qp *qp, struct dr_resp_
 	qp->resp.msn = (qp->resp.msn + 1) & 0xffffff;
 	dr_resp_read_reply(qp, psn, c->ptr, c->len);
 	/* A READ of more than a chunk (DR_QP_READ_CHUNK packets, or
-	 * DR_QP_READ_CHUNK_MIN from an af_xdp port's QP, as from every droce
-	 * QP before requests grew to 126) comes from a droce requester as
-	 * several requests, each a whole chunk but the last, each at the PSN
-	 * and address where the previous one ended: it is reported once, as
-	 * the application posted it.  (An application that itself reads
-	 * exactly chunk-sized pieces back to back, each where the last ended,
-	 * is counted once per run of them.) */
+	 * DR_QP_READ_CHUNK_MIN: a capped QP's, one started with a small
+	 * window, or any before requests grew to 126) comes from a droce
+	 * requester as several requests of one size, each a whole chunk but
+	 * the last, each at the PSN and address where the previous one ended:
+	 * it is reported once, as the application posted it.  (An
+	 * application that itself reads exactly chunk-sized pieces back to
+	 * back, each where the last ended, is counted once per run of them.) */
 	cont = qp->resp.rd_cont && psn == qp->resp.rd_cont_psn && c->va == qp->resp.rd_cont_va &&
 	       c->rkey == qp->resp.rd_cont_rkey;
-	qp->resp.rd_cont =
-	    (n == DR_QP_READ_CHUNK || n == DR_QP_READ_CHUNK_MIN) && c->len == n * qp->attr.path_mtu;
+	if (!cont)
+		qp->resp.rd_cont_n = n;
+	qp->resp.rd_cont = n == qp->resp.rd_cont_n &&
+			   (n == DR_QP_READ_CHUNK || n == DR_QP_READ_CHUNK_MIN) &&
+			   c->len == n * qp->attr.path_mtu;
 	qp->resp.rd_cont_psn = qp->resp.psn;
 	qp->resp.rd_cont_va = c->va + c->len;
 	qp->resp.rd_cont_rkey = c->rkey;
