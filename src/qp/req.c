@@ -35,7 +35,7 @@ void dr_req_set_state(struct dr_qp *qp, enum dr_req_state s)
 
 /* Response packets the READ request for packet k of w asks for: to the
  * end of k's request on the grid, or of the READ. */
-static uint32_t dr_req_read_span(const struct dr_qp *qp, const struct dr_send_wqe *w, uint32_t k)
+static uint32_t dr_req_read_span(const struct dr_send_wqe *w, uint32_t k)
 {
 	uint32_t end = (k / w->rd_chunk + 1) * w->rd_chunk;
 
@@ -55,7 +55,7 @@ static enum dr_req_state dr_req_read_gate(struct dr_qp *qp, const struct dr_send
 	if (w->rd_tokens >= DR_QP_READ_REQS || qp->req.ord_used >= qp->attr.max_rd_atomic)
 		return DR_REQ_WAIT_ORD;
 	if (inflight > 0 &&
-	    (uint32_t)inflight + dr_req_read_span(qp, w, k) > qp->read_mult * qp->req.cwnd)
+	    (uint32_t)inflight + dr_req_read_span(w, k) > qp->read_mult * qp->req.cwnd)
 		return DR_REQ_WAIT_WINDOW;
 	return DR_REQ_SEND;
 }
@@ -76,7 +76,7 @@ static uint32_t dr_req_send_pkt(struct dr_qp *qp, struct dr_send_wqe *w, uint32_
 		/* one request for the rest of k's request on the grid
 		 * (w->rd_chunk); it reserves one PSN per response packet
 		 * (B.1); a resend asks only for what is missing */
-		used = dr_req_read_span(qp, w, k);
+		used = dr_req_read_span(w, k);
 		d.reth.va = w->wr.remote_addr + off;
 		d.reth.rkey = w->wr.rkey;
 		if (k + used == w->npsn)
@@ -270,8 +270,7 @@ void dr_req_rewind(struct dr_qp *qp)
 /* The READ requests of w outstanding once the requester has sent its
  * packets before sent: one per grid request (w->rd_chunk) from the
  * one that holds the next response due to the last one sent. */
-static uint32_t dr_req_read_outstanding(const struct dr_qp *qp, const struct dr_send_wqe *w,
-					uint32_t sent)
+static uint32_t dr_req_read_outstanding(const struct dr_send_wqe *w, uint32_t sent)
 {
 	if (sent <= w->rsp_psns)
 		return 0;
@@ -313,7 +312,7 @@ bool dr_req_undo(struct dr_qp *qp)
 			sent = (uint32_t)dr_psn_diff(qp->req.psn, w->first_psn);
 		else
 			sent = 0;
-		w->rd_tokens = dr_req_read_outstanding(qp, w, sent);
+		w->rd_tokens = dr_req_read_outstanding(w, sent);
 		ord += w->rd_tokens;
 	}
 	qp->req.ord_used = ord;
