@@ -669,7 +669,8 @@ void dr_port_timer_free(struct dr_port_timer *t);
 
 struct dr_port_stats {
 	uint64_t rx_frames, rx_bytes;		 /* everything received */
-	uint64_t tx_frames, tx_bytes;		 /* everything handed to the device */
+	uint64_t tx_frames, tx_bytes;		 /* what the device took to send (not
+						  * what a kernel refused: tx_refused) */
 	uint64_t rx_roce;			 /* delivered to the rx callback */
 	uint64_t rx_placed; /* of them, payloads placed as checked (dr_port_set_place) */
 	uint64_t rx_arp, tx_arp;		 /* ARP frames in and out */

@@ -30,6 +30,11 @@
 # to its tx_dropped (no other frame lost), 0 on the server.  Before droce
 # followed the MTU, connection 2 took path MTU 4096 and connection 1's send
 # went through on the veth inside super-frames.
+# Then tests/tx-refused, on the client's end alone: a packet: port at MTU
+# 9000 sends a 4,000-byte frame right after the MTU fell to 1500, before its
+# link watch looks (20 rounds; the kernel must refuse at least one): the
+# frame is counted in tx_refused and tx_dropped, not in tx_frames, and is
+# not in the port's capture; a 100-byte frame after it leaves and is.
 #
 # Exit: 0 pass, 1 fail, 77 skip (not root, no ip netns), 99 hard error.
 # Takes about 15 s.
@@ -38,7 +43,8 @@ set -u
 
 . "$(dirname "$0")/netns-lib.sh"
 MTUF=$top_builddir/tests/mtu-follow
-built "$MTUF"
+TXR=$top_builddir/tests/tx-refused
+built "$MTUF" "$TXR"
 ns_pair_names drmt dm 10.76
 ns_pair_up netns-mtu "$NSA" "$VA" "$IPA" "$NSB" "$VB" "$IPB"
 keep_on_fail . netns-mtu.d
@@ -111,6 +117,16 @@ session() { # FI_DROCE_KERNEL_PMD
 
 session packet
 session af_packet
+
+echo "== frames the kernel refused (tests/tx-refused)"
+mac_a=$(ip -n "$NSA" -o link show "$VA" | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p')
+[ -n "$mac_a" ] || hard "no MAC for $VA"
+ip netns exec "$NSB" timeout 60 "$TXR" "$VB" "$IPB" "$IPA" "$mac_a" "$tmp/tx-refused.pcapng" \
+	>"$tmp/tx-refused.log" 2>&1
+trc=$?
+grep -v '^droce: ' "$tmp/tx-refused.log"
+[ $trc -eq 99 ] && hard "tx-refused could not run"
+[ $trc -eq 0 ] || bad "tx-refused: a frame the kernel refused was counted as sent or captured"
 
 echo "total $(elapsed)s"
 [ $fail -eq 0 ] || exit 1

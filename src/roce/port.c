@@ -1864,10 +1864,27 @@ static void tx_backlog_add(struct dr_port *p, struct rte_mbuf *m);
  * tx_backlog_add, and leaves first at the next flush: droce does not drop
  * a frame it built because a ring is full).  cap[i] is the frame's capture
  * copy or NULL; with hook (n == 1) p->tx_scratch holds the frame for the
- * frame hook.  Returns how many the device took. */
-static inline uint16_t dev_tx(struct dr_port *p, struct rte_mbuf **q, uint16_t n)
+ * frame hook.  Returns how many the device took; the first *refused of
+ * them it took only to drop (a packet socket's kernel refused them:
+ * counted tx_refused and tx_dropped there, never sent). */
+static inline uint16_t dev_tx(struct dr_port *p, struct rte_mbuf **q, uint16_t n, uint16_t *refused)
 {
-	return p->pk ? dr_pk_tx(p, q, n) : rte_eth_tx_burst(p->port_id, 0, q, n);
+	if (p->pk)
+		return dr_pk_tx(p, q, n, refused);
+	*refused = 0;
+	return rte_eth_tx_burst(p->port_id, 0, q, n);
+}
+
+/* Frame i of a burst the device took: sent (counted, captured, shown to
+ * the hook), or refused by the kernel (dev_tx): its capture copy goes,
+ * for no frame is on record as sent that never left. */
+static void tx_taken(struct dr_port *p, struct rte_mbuf *copy, bool hook, uint32_t len,
+		     bool refused)
+{
+	if (refused)
+		dr_capture_discard(copy);
+	else
+		tx_done(p, copy, hook, len);
 }
 
 /* m is longer than the interface's MTU now (it fell since m was built):
@@ -1897,6 +1914,7 @@ static uint16_t tx_burst(struct dr_port *p, struct rte_mbuf **q, struct rte_mbuf
 			 bool hook)
 {
 	uint32_t len[DR_PORT_TXQ];
+	bool refused[DR_PORT_TXQ];
 	uint16_t sent = 0, i;
 	unsigned tries = 0;
 	int err;
@@ -1917,13 +1935,19 @@ static uint16_t tx_burst(struct dr_port *p, struct rte_mbuf **q, struct rte_mbuf
 	for (i = 0; i < n; i++)
 		len[i] = q[i]->pkt_len;
 	errno = 0;
-	while (sent < n && tries++ < DR_PORT_TX_TRIES)
-		sent += dev_tx(p, q + sent, n - sent);
+	while (sent < n && tries++ < DR_PORT_TX_TRIES) {
+		uint16_t took, r;
+
+		took = dev_tx(p, q + sent, n - sent, &r);
+		for (i = 0; i < took; i++)
+			refused[sent + i] = i < r;
+		sent += took;
+	}
 	err = errno;
 	p->stats.tx_bursts++;
 	for (i = 0; i < n; i++) {
 		if (i < sent) {
-			tx_done(p, cap[i], hook, len[i]);
+			tx_taken(p, cap[i], hook, len[i], refused[i]);
 			continue;
 		}
 		/* captured (and shown to the hook) when it really leaves */
@@ -1975,7 +1999,7 @@ static bool tx_backlog_push(struct dr_port *p)
 	while (p->txb_len) {
 		struct rte_mbuf *q[DR_PORT_TXQ], *cap[DR_PORT_TXQ];
 		uint32_t len[DR_PORT_TXQ];
-		uint16_t n, sent, i;
+		uint16_t n, sent, i, refused;
 		bool hook = false;
 		int err;
 
@@ -1991,12 +2015,12 @@ static bool tx_backlog_push(struct dr_port *p)
 		for (i = 0; i < n; i++)
 			len[i] = q[i]->pkt_len;
 		errno = 0;
-		sent = dev_tx(p, q, n);
+		sent = dev_tx(p, q, n, &refused);
 		err = errno;
 		p->stats.tx_bursts++;
 		for (i = 0; i < n; i++) {
 			if (i < sent)
-				tx_done(p, cap[i], hook, len[i]);
+				tx_taken(p, cap[i], hook, len[i], i < refused);
 			else
 				dr_capture_discard(cap[i]);
 		}

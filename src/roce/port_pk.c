@@ -1241,7 +1241,7 @@ struct pk_msg {
 	uint8_t hdr[PK_HDRS];
 };
 
-uint16_t dr_pk_tx(struct dr_port *p, struct rte_mbuf **q, uint16_t n)
+uint16_t dr_pk_tx(struct dr_port *p, struct rte_mbuf **q, uint16_t n, uint16_t *refused)
 {
 	struct dr_pk *k = pk_of(p);
 	struct mmsghdr mm[DR_PORT_TXQ];
@@ -1251,6 +1251,7 @@ uint16_t dr_pk_tx(struct dr_port *p, struct rte_mbuf **q, uint16_t n)
 	unsigned nm = 0, ni = 0, i = 0, done = 0, f;
 	int r;
 
+	*refused = 0;
 	if (k->fd < 0) {
 		errno = ENODEV;
 		return 0;
@@ -1374,6 +1375,7 @@ uint16_t dr_pk_tx(struct dr_port *p, struct rte_mbuf **q, uint16_t n)
 			 * before they reach the kernel) */
 			p->link_next = 0;
 			errno = 0;
+			*refused = frames[0];
 			return frames[0];
 		}
 		/* a full socket buffer is no link fault: the rest waits */

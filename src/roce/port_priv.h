@@ -309,7 +309,10 @@ bool dr_pk_takes(const struct dr_port *p);
 int dr_pk_reopen(struct dr_port *p);
 /* rte_eth_rx_burst and rte_eth_tx_burst for such a port.  dr_pk_tx frees
  * what it sent (the kernel has copied it) and leaves the rest to the
- * caller; errno: 0, or why the kernel took nothing (ENETDOWN...). */
+ * caller; errno: 0, or why the kernel took nothing (ENETDOWN...).  Of the
+ * frames it returns as taken, the first *refused the kernel refused for
+ * good (EMSGSIZE: the MTU fell since the port's last look): dropped and
+ * counted (tx_refused, tx_dropped), never sent. */
 uint16_t dr_pk_rx(struct dr_port *p, struct rte_mbuf **pkts, uint16_t n);
 /* Before a frame dr_pk_rx returned is read, in the order it returned them,
  * each once the one before is done with: a piece of a super-frame gets its
@@ -322,6 +325,6 @@ uint64_t dr_pk_rx_time(const struct dr_port *p, const struct rte_mbuf *m);
 /* Whether m's ICRC was checked when its super-frame was cut (the parser
  * need not check it again). */
 bool dr_pk_icrc_ok(const struct dr_port *p, const struct rte_mbuf *m);
-uint16_t dr_pk_tx(struct dr_port *p, struct rte_mbuf **pkts, uint16_t n);
+uint16_t dr_pk_tx(struct dr_port *p, struct rte_mbuf **pkts, uint16_t n, uint16_t *refused);
 
 #endif /* DR_PORT_PRIV_H */
