@@ -1875,7 +1875,7 @@ static inline uint16_t dev_tx(struct dr_port *p, struct rte_mbuf **q, uint16_t n
 	return rte_eth_tx_burst(p->port_id, 0, q, n);
 }
 
-/* Frame i of a burst the device took: sent (counted, captured, shown to
+/* A frame of a burst the device took: sent (counted, captured, shown to
  * the hook), or refused by the kernel (dev_tx): its capture copy goes,
  * for no frame is on record as sent that never left. */
 static void tx_taken(struct dr_port *p, struct rte_mbuf *copy, bool hook, uint32_t len,
