@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "dr_port.h"
+#include "dr_roce.h"
 #include "../tools/pcapng.h"
 
 #define ROUNDS	  20
@@ -85,24 +86,13 @@ static void poll_for(struct dr_port *p, unsigned ms)
 		}
 }
 
-static uint16_t ip_csum(const uint8_t *ip)
-{
-	uint32_t s = 0;
-
-	for (int i = 0; i < 20; i += 2)
-		s += (uint32_t)ip[i] << 8 | ip[i + 1];
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)~s;
-}
-
 /* A UDP datagram of len bytes of frame, from src to dst (network order) at
  * dmac, to UDP port 9 (discard). */
 static void frame_make(uint8_t *f, unsigned len, const uint8_t smac[6], const uint8_t dmac[6],
 		       uint32_t src, uint32_t dst, uint16_t id)
 {
 	uint8_t *ip = f + 14, *udp = ip + 20;
-	uint16_t c;
+	struct dr_ipv4_hdr h;
 
 	memset(f, 0x5a, len);
 	memcpy(f, dmac, 6);
@@ -120,9 +110,9 @@ static void frame_make(uint8_t *f, unsigned len, const uint8_t smac[6], const ui
 	ip[9] = 17;
 	memcpy(ip + 12, &src, 4);
 	memcpy(ip + 16, &dst, 4);
-	c = ip_csum(ip);
-	ip[10] = (uint8_t)(c >> 8);
-	ip[11] = (uint8_t)c;
+	memcpy(&h, ip, sizeof(h));
+	h.csum = dr_ipv4_csum(&h);
+	memcpy(ip, &h, sizeof(h));
 	udp[0] = 0xc0;
 	udp[1] = 0x01;
 	udp[3] = 9;
