@@ -3,9 +3,15 @@
  * AF_PACKET socket, either as UDP GSO super-frames (PACKET_VNET_HDR,
  * VIRTIO_NET_HDR_GSO_UDP_L4, gso_size = record size) or one frame per record.
  *
- * usage: gso_send -i IF -D dstmac [-m gso|single|mmsg|ring|ringgso] [-n N]
+ * usage: gso_send -i IF -D dstmac [-m gso|single|mmsg|ring|ringgso|udp] [-n N]
  *        [-r records] [-p payload] [-C] [-q] [-V0] [-S srcip] [-d dstip]
- *   -n N     records per super-frame (gso/ringgso) or per batch (mmsg/ring)
+ *   -n N     records per super-frame (gso/ringgso/udp) or per batch (mmsg/ring)
+ *   udp      the same super-frames through a kernel UDP socket (UDP_SEGMENT,
+ *            bound to the records' source port, unconnected, DF): the kernel
+ *            builds the Ethernet/IP/UDP headers and gives each super-frame
+ *            IP ID 0 (its pieces 0..N-1), which the ICRCs are computed for
+ *            (-I has no effect); a comparison of the kernel's costs, not a
+ *            droce transmit path
  *   -r R     total records to send (default 16)
  *   -C       do not recompute ICRCs in the loop (kernel cost only; ICRCs stale)
  *   -q       PACKET_QDISC_BYPASS
@@ -198,7 +204,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	rec_len = BTH_LEN + rec_payload + ICRC_LEN;
-	int gso = !strcmp(mode, "gso") || !strcmp(mode, "ringgso");
+	int udp = !strcmp(mode, "udp");
+	int gso = !strcmp(mode, "gso") || !strcmp(mode, "ringgso") || udp;
 	int ring = !strncmp(mode, "ring", 4);
 	if (gso && !use_vnet) {
 		fprintf(stderr, "gso needs vnet hdr\n");
@@ -209,6 +216,27 @@ int main(int argc, char **argv)
 	if (fd < 0)
 		return 1;
 	int one = 1;
+	int ufd = -1;
+	struct sockaddr_in udst = {.sin_family = AF_INET, .sin_port = htons(ROCE_PORT)};
+	if (udp) {
+		struct sockaddr_in usrc = {.sin_family = AF_INET,
+					   .sin_port = htons(0xc000 | (qpn & 0x3fff)),
+					   .sin_addr.s_addr = saddr};
+		int pmtud = IP_PMTUDISC_DO, seg = rec_len;
+		udst.sin_addr.s_addr = daddr;
+		ufd = socket(AF_INET, SOCK_DGRAM, 0);
+		if (ufd < 0 ||
+		    setsockopt(ufd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtud, sizeof(pmtud)) < 0 ||
+		    setsockopt(ufd, SOL_SOCKET, SO_BINDTODEVICE, ifn, strlen(ifn)) < 0 ||
+		    bind(ufd, (struct sockaddr *)&usrc, sizeof(usrc)) < 0) {
+			perror("udp socket");
+			return 1;
+		}
+		if (setsockopt(ufd, IPPROTO_UDP, 103 /* UDP_SEGMENT */, &seg, sizeof(seg)) < 0) {
+			perror("UDP_SEGMENT");
+			return 1;
+		}
+	}
 	if (qbypass && setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one)) < 0)
 		perror("PACKET_QDISC_BYPASS");
 	int sb = 16 << 20;
@@ -277,6 +305,8 @@ int main(int argc, char **argv)
 			int nr = per;
 			if (total - sent_rec - nrec_batch < nr)
 				nr = total - sent_rec - nrec_batch;
+			if (udp) /* the kernel's IP ID of an unconnected DF datagram */
+				id = 0;
 			fl[b] = build(fb[b], nr, id, psn, gso, 0);
 			id += nr;
 			psn += nr;
@@ -314,6 +344,24 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			syscalls++;
+		} else if (udp) {
+			/* the records only: the kernel writes the headers */
+			for (int b = 0; b < nb; b++) {
+				size_t off = sizeof(struct virtio_net_hdr) + HDRS;
+				for (;;) {
+					ssize_t k = sendto(ufd, fb[b] + off, fl[b] - off, 0,
+							   (struct sockaddr *)&udst, sizeof(udst));
+					syscalls++;
+					if (k >= 0)
+						break;
+					if (errno == ENOBUFS || errno == EAGAIN) {
+						retries++;
+						continue;
+					}
+					perror("sendto(udp)");
+					return 1;
+				}
+			}
 		} else if (!strcmp(mode, "mmsg")) {
 			for (int b = 0; b < nb; b++) {
 				iov[b].iov_base = fb[b];
