@@ -197,12 +197,12 @@ static void cm_comm_id_release(void *ctx, uint32_t comm_id)
 	dr_reg_release(dev->reg, DR_REG_COMM_ID, comm_id);
 }
 
-/* Several processes on one interface, FI_DROCE_RX_FILTER=1: the kernel
- * drops, before copying them, the RoCEv2 frames for QPNs that are not this
- * process's (port_pk.c), unless this process holds the CM responder role,
- * which sees every frame so that frames for QPNs nobody holds are still
- * counted.  Alone on the interface, a process holds that role: it sees
- * every frame.  Off by default: fi_droce(7) says why. */
+/* Several processes on one interface (FI_DROCE_RX_FILTER, on by default):
+ * the kernel drops, before copying them, the RoCEv2 frames for QPNs that
+ * are not this process's (port_pk.c), unless this process holds the CM
+ * responder role, which sees every frame so that frames for QPNs nobody
+ * holds are still counted.  Alone on the interface, a process holds that
+ * role: it sees every frame. */
 static void dev_rx_filter(struct dr_dev *dev)
 {
 	dr_port_rx_filter(dev->port, dr_settings_get()->rx_filter && dev->reg &&

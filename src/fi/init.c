@@ -107,11 +107,11 @@ static const struct dr_param {
 	      "super-frames (up to 64 packets in one skb, cut into the same RoCEv2 frames by "
 	      "whatever cuts them) to peers whose port takes them whole, as their CM says "
 	      "(ECE); 0 sends one frame per packet (default: 1)"),
-    PARAM_INT(rx_filter, 0, 0, 1,
+    PARAM_INT(rx_filter, 1, 0, 1,
 	      "packet:IF ports shared by several droce processes: 1 has the kernel drop, "
 	      "before it copies them, the RoCEv2 frames for other processes' QPs (a socket "
 	      "filter in every process but the CM responder); 0 lets every process read every "
-	      "frame (default: 0)"),
+	      "frame (default: 1)"),
     PARAM_STR(pcap, "write every frame sent and received to this pcapng file (default: off)"),
     PARAM_INT(retry_cnt, 7, 0, 7, "transport retries before a work request fails (default: 7)"),
     PARAM_INT(rnr_retry, 7, 0, 7,
