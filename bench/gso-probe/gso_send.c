@@ -31,6 +31,12 @@ static int use_vnet = 1, no_icrc, gso_type_ovr = -1, flags_ovr = -1, hdrlen_ovr 
 static uint32_t qpn = 0x000123;
 static int last_pl = -1; /* -L: payload of the last record of each frame */
 
+/* the records' UDP source port, from the QPN */
+static uint16_t src_port(void)
+{
+	return (uint16_t)(0xc000 | (qpn & 0x3fff));
+}
+
 /* Build at buf (vnet hdr if use_vnet, then Ethernet frame) a frame carrying
  * nrec records; returns its length.  psn/id are those of the first record /
  * first segment.  gso: mark it as a UDP_L4 GSO packet. */
@@ -76,7 +82,7 @@ static size_t build(uint8_t *buf, int nrec, uint16_t id0, uint32_t psn0, int gso
 	ip->saddr = saddr;
 	ip->daddr = daddr;
 	ip->check = ip_csum(ip, IP_LEN);
-	udp->source = htons(0xc000 | (qpn & 0x3fff));
+	udp->source = htons(src_port());
 	udp->dest = htons(ROCE_PORT);
 	udp->len = htons(UDP_LEN + udp_payload);
 	udp->check = 0;
@@ -219,9 +225,8 @@ int main(int argc, char **argv)
 	int ufd = -1;
 	struct sockaddr_in udst = {.sin_family = AF_INET, .sin_port = htons(ROCE_PORT)};
 	if (udp) {
-		struct sockaddr_in usrc = {.sin_family = AF_INET,
-					   .sin_port = htons(0xc000 | (qpn & 0x3fff)),
-					   .sin_addr.s_addr = saddr};
+		struct sockaddr_in usrc = {
+		    .sin_family = AF_INET, .sin_port = htons(src_port()), .sin_addr.s_addr = saddr};
 		int pmtud = IP_PMTUDISC_DO, seg = rec_len;
 		udst.sin_addr.s_addr = daddr;
 		ufd = socket(AF_INET, SOCK_DGRAM, 0);
@@ -232,7 +237,7 @@ int main(int argc, char **argv)
 			perror("udp socket");
 			return 1;
 		}
-		if (setsockopt(ufd, IPPROTO_UDP, 103 /* UDP_SEGMENT */, &seg, sizeof(seg)) < 0) {
+		if (setsockopt(ufd, IPPROTO_UDP, UDP_SEGMENT, &seg, sizeof(seg)) < 0) {
 			perror("UDP_SEGMENT");
 			return 1;
 		}
