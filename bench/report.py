@@ -309,6 +309,13 @@ def write_dat(path, data, prov, label, test, window):
     return n
 
 
+# A panel without data (e.g. --veth-only has no memif figures): gnuplot
+# refuses to autoscale a plot without a point, so the ranges are fixed
+# for it and given back to autoscaling after.
+NO_DATA = ("set label 1 'no data' at graph 0.5,0.5 center\nset xrange [1:2]\nset yrange [1:2]\n"
+           "plot NaN notitle\nunset label 1\nset autoscale x\nset autoscale y\n")
+
+
 def plot(data, outdir, loss_rows):
     pdir = os.path.join(outdir, "plots")
     os.makedirs(pdir, exist_ok=True)
@@ -330,7 +337,7 @@ def plot(data, outdir, loss_rows):
         if plots:
             s += "plot " + ", \\\n  ".join(plots) + "\n"
         else:
-            s += "set label 1 'no data' at graph 0.5,0.5 center\nplot NaN notitle\nunset label 1\n"
+            s += NO_DATA
         return s
 
     gp.append(term + "set output '%s'\nset multiplot layout 1,2 title "
@@ -372,7 +379,8 @@ def plot(data, outdir, loss_rows):
              "set logscale x 2\nset logscale y\n" + XTICS + "set grid\n"
              "set offsets graph 0.04, graph 0.04, 0, 0\n"
              "set key outside bottom center horizontal maxrows 3 font ',9'\n") % _title.replace("_", "\\_")
-        s += "plot " + (", \\\n  ".join(plots + ["1 lt -1 dt 2 notitle"]) if plots else "NaN notitle") + "\n"
+        s += ("plot " + ", \\\n  ".join(plots + ["1 lt -1 dt 2 notitle"]) + "\n" if plots
+              else NO_DATA)
         rplots.append(s)
     gp.append("set terminal pngcairo size 1800,640 font 'DejaVu Sans,10'\nset output '%s'\n"
               "set multiplot layout 1,%d title 'droce / tcp (ratio of medians; >1 means droce "
@@ -399,7 +407,7 @@ def plot(data, outdir, loss_rows):
               "set xrange [0.006:8]\nset xtics ('0' 0.01, '0.1' 0.1, '1' 1, '5' 5)\n"
               "set offsets 0, 0, 0, 0\nset grid\nset key inside top right\n"
               % "loss.png"
-              + ("plot " + ", \\\n  ".join(lp) + "\n" if lp else "plot NaN notitle\n"))
+              + ("plot " + ", \\\n  ".join(lp) + "\n" if lp else NO_DATA))
     script = os.path.join(dd, "plots.gp")
     with open(script, "w") as f:
         f.write("\n".join(gp))
