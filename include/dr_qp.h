@@ -510,6 +510,19 @@ int dr_qp_modify(struct dr_qp *qp, const struct dr_qp_attr *attr, unsigned mask)
  * for a multiple of its run, so that one ACK releases whole frames.  Returns 0 or -EINVAL. */
 #define DR_QP_ACK_PKTS_MAX 64
 int dr_qp_set_ack_pkts(struct dr_qp *qp, uint32_t n);
+/* Short messages in packets of one size, for a port that sends a QP's runs of packets of one
+ * size as one frame (UDP GSO super-frames), where a run can start longer (a FIRST with its RETH, or
+ * a READ response's FIRST with its AETH) but only end shorter, so that a message of a few packets
+ * would leave as two or three frames.  With it, an RDMA WRITE without immediate data of 2 to
+ * DR_QP_SHORT_MAX packets leaves as one WRITE ONLY a packet, each with its own RETH (that
+ * packet's address and length), and a READ of at most DR_QP_SHORT_MAX packets is asked for in
+ * requests of two response packets, so that the responses are FIRSTs and LASTs, both with an
+ * AETH (a READ RESPONSE ONLY for an odd last one), where one request's MIDDLEs, 4 bytes shorter,
+ * would cut the runs.  Longer messages keep the usual framing: their runs are long anyway, and a
+ * responder checks a WRITE ONLY's ICRC in a pass of its own before placing it, where a MIDDLE's
+ * is checked as it is placed.  Same PSNs, payloads and AckReqs (docs/protocol.md A.7). */
+#define DR_QP_SHORT_MAX 16
+void dr_qp_set_one_size(struct dr_qp *qp, bool on);
 /* Returns 0, -EINVAL (bad WR or wrong state), -ENOMEM (queue full), or
  * -EPERM (an SGE fails its lkey check).  In ERROR the WR is accepted and
  * flushed at once. */

@@ -218,7 +218,11 @@ expect_count "ECE in the REQ B->A" "$(count "$tmp/w1.pcapng" "ip.src == $IPB && 
 expect_count "ECE in the REP A->B" "$(count "$tmp/w1.pcapng" "ip.src == $IPA && infiniband.mad.attributeid == 0x0013 && $ece && frame[101] == 02 && frame[105] == 64 && frame[109] == 72")" eq 1
 expect_count "frames longer than $BIG bytes in droce's own capture" \
 	"$(count "$tmp/d1.pcapng" "frame.len > $BIG")" eq 0
+# short messages in packets of one size (docs/protocol.md A.7): each 4 KiB
+# WRITE (three) as four WRITE ONLYs, each 4 KiB READ asked for in two
+# requests (six), answered FIRST and LAST
 pcapcheck d1 20 --min-roce 1000 --require RC_RDMA_READ_RESPONSE_MIDDLE,RC_RDMA_WRITE_MIDDLE,RC_SEND_MIDDLE \
+	--require RC_RDMA_WRITE_ONLY:12,RC_RDMA_READ_RESPONSE_FIRST:6,RC_RDMA_READ_RESPONSE_LAST:6 \
 	--forbid PSN_GAP,NAK_PSN_SEQ,DUPLICATE "$tmp/d1.pcapng"
 for side in srv cli; do
 	set -- $(gso "$tmp/r1.$side")

@@ -904,12 +904,15 @@ static bool mix_takes_rwqe(unsigned i, bool imm_no_wqe)
 
 /* Both sides run a mixed workload at each other at once: A sends MIX_N WRs
  * to B and B MIX_N/4 to A, over a link that drops, duplicates and reorders
- * at the same rate in both directions.  The second half of the runs does
- * it with DR_QP_WRITE_IMM_NO_WQE on both QPs.  Either way each responder
- * reports each RDMA and atomic request of its peer exactly once, in order. */
+ * at the same rate in both directions.  The second third of the runs does
+ * it with DR_QP_WRITE_IMM_NO_WQE on both QPs, the last third with packets of
+ * one size on both (dr_qp_set_one_size: WRITEs as WRITE ONLYs, short READs
+ * asked for two responses a request).  Either way each responder reports
+ * each RDMA and atomic request of its peer exactly once, in order. */
 START_TEST(test_loss_mix)
 {
-	bool imm_no_wqe = _i >= (int)(N_RATES * N_SEEDS);
+	bool imm_no_wqe = _i / (int)(N_RATES * N_SEEDS) == 1;
+	bool one_size = _i / (int)(N_RATES * N_SEEDS) == 2;
 	unsigned run = (unsigned)_i % (N_RATES * N_SEEDS);
 	double rate = loss_rates[run / N_SEEDS];
 	struct pair_cfg c = pair_defaults();
@@ -935,6 +938,10 @@ START_TEST(test_loss_mix)
 	c.ord = 4;
 	c.ird = 4;
 	pair_up(&p, &c);
+	if (one_size) {
+		dr_qp_set_one_size(p.qp[0], true);
+		dr_qp_set_one_size(p.qp[1], true);
+	}
 	ctr = calloc(2, sizeof(*ctr));
 	res = calloc(MIX_N, sizeof(*res));
 	cmr = reg(&p, 1, ctr, 2 * sizeof(*ctr), DR_ACCESS_REMOTE_ATOMIC);
@@ -1050,25 +1057,37 @@ START_TEST(test_loss_mix)
 		ck_assert_uint_eq(dr_qp_rq_free(p.qp[side]), 512);
 	}
 	/* each responder: one event per RDMA or atomic request of its peer,
-	 * in the peer's posting order, whatever was lost or duplicated */
+	 * in the peer's posting order, whatever was lost or duplicated; with
+	 * packets of one size a WRITE is one request a packet and a short
+	 * READ one a pair of packets */
 	for (side = 0; side < 2; side++) {
 		unsigned n = mix_count(side);
 		size_t k = 0;
 
 		for (i = 0; i < n; i++) {
 			enum dr_wr_opcode op = mix_op(i);
+			uint32_t len = mix_len(i), piece = 0, left;
 
 			if (dr_wr_is_atomic(op) && side)
 				op = DR_WR_WRITE; /* as posted above */
+			if (one_size && (len + c.pmtu - 1) / c.pmtu <= DR_QP_SHORT_MAX)
+				piece = op == DR_WR_WRITE  ? c.pmtu
+					: op == DR_WR_READ ? 2 * c.pmtu
+							   : 0;
 			switch (op) {
 			case DR_WR_WRITE:
 			case DR_WR_WRITE_IMM:
-				expect_rop(side ^ 1, k++, DR_REMOTE_WRITE, DR_WC_SUCCESS,
-					   mix_len(i));
-				break;
 			case DR_WR_READ:
-				expect_rop(side ^ 1, k++, DR_REMOTE_READ, DR_WC_SUCCESS,
-					   mix_len(i));
+				left = len;
+				do {
+					uint32_t l = piece && left > piece ? piece : left;
+
+					expect_rop(side ^ 1, k++,
+						   op == DR_WR_READ ? DR_REMOTE_READ
+								    : DR_REMOTE_WRITE,
+						   DR_WC_SUCCESS, l);
+					left -= l;
+				} while (left);
 				break;
 			case DR_WR_FETCH_ADD:
 				expect_rop(side ^ 1, k, DR_REMOTE_FETCH_ADD, DR_WC_SUCCESS, 0);
@@ -1130,6 +1149,187 @@ START_TEST(test_loss_mix)
 	}
 	free(ctr);
 	free(res);
+	pair_down(&p);
+}
+END_TEST
+
+/* ---- packets of one size ---------------------------------------------------------------- */
+
+struct size_pkt {
+	unsigned dir;
+	uint8_t op;
+	bool ackreq, reth;
+	uint32_t psn, rlen, plen;
+	uint64_t va;
+};
+
+struct size_log {
+	unsigned n;
+	struct size_pkt e[256];
+};
+
+static enum dr_sim_action log_sizes(void *arg, unsigned dir, uint64_t n, const struct dr_pkt *pkt)
+{
+	struct size_log *l = arg;
+	const struct dr_reth *reth = dr_pkt_reth(pkt);
+
+	(void)n;
+	if (pkt->opcode != DR_OP_ACK && l->n < 256) {
+		l->e[l->n].dir = dir;
+		l->e[l->n].op = pkt->opcode;
+		l->e[l->n].ackreq = pkt->ackreq;
+		l->e[l->n].psn = pkt->psn;
+		l->e[l->n].reth = reth != NULL;
+		l->e[l->n].va = reth ? be64toh(reth->va) : 0;
+		l->e[l->n].rlen = reth ? ntohl(reth->len) : 0;
+		l->e[l->n].plen = pkt->payload_len;
+		l->n++;
+	}
+	return DR_SIM_PASS;
+}
+
+/* Entry i of l: direction, opcode, PSN, a RETH (rlen >= 0: at va with that
+ * length; < 0: none), payload length, and for a request its AckReq. */
+static void expect_sized(const struct size_log *l, unsigned i, unsigned dir, uint8_t op,
+			 uint32_t psn, uint64_t va, int64_t rlen, uint32_t plen, bool ackreq)
+{
+	const struct size_pkt *e = &l->e[i];
+	bool ok;
+
+	ck_assert_msg(i < l->n, "%u packets, wanted #%u", l->n, i);
+	ok = e->dir == dir && e->op == op && e->psn == psn && e->reth == (rlen >= 0) &&
+	     (rlen < 0 || (e->va == va && e->rlen == rlen)) && e->plen == plen &&
+	     (dir || e->ackreq == ackreq);
+	ck_assert_msg(
+	    ok,
+	    "packet %u: dir %u %s psn 0x%06x reth %d va 0x%llx len %u payload %u ackreq %d; "
+	    "expected dir %u %s psn 0x%06x va 0x%llx len %lld payload %u ackreq %d",
+	    i, e->dir, dr_opcode_name(e->op), e->psn, e->reth, (unsigned long long)e->va, e->rlen,
+	    e->plen, e->ackreq, dir, dr_opcode_name(op), psn, (unsigned long long)va,
+	    (long long)rlen, plen, ackreq);
+}
+
+/* Short messages in packets of one size (dr_qp_set_one_size), one
+ * operation at a time: a WRITE of five packets leaves as five WRITE ONLYs,
+ * each with its own piece's RETH, the AckReq on the last; a WRITE with
+ * immediate data keeps FIRST, MIDDLE, LAST (its receiver's completion
+ * carries the length); a READ of five packets is asked for in requests of
+ * two responses, answered FIRST, LAST, FIRST, LAST, ONLY; a READ and a
+ * WRITE of 20 packets, above DR_QP_SHORT_MAX, as without it.  Data byte
+ * for byte, and the responder reports each request. */
+START_TEST(test_one_size)
+{
+	struct pair_cfg c = pair_defaults();
+	static uint8_t src[20 * 1024], dst[20 * 1024], back[20 * 1024], rbuf[64];
+	const uint32_t wlen = 4 * 1024 + 904, rlen = 20 * 1024;
+	static struct size_log l;
+	uint32_t psn = c.psn_a, i;
+	struct dr_mr *dmr, *smr, *bmr;
+	struct pair p;
+
+	c.sim.fault = log_sizes;
+	c.sim.fault_arg = &l;
+	pair_up(&p, &c);
+	dr_qp_set_one_size(p.qp[0], true);
+	fill(src, sizeof(src), 91);
+	smr = reg(&p, 0, src, sizeof(src), DR_ACCESS_LOCAL_WRITE);
+	bmr = reg(&p, 0, back, sizeof(back), DR_ACCESS_LOCAL_WRITE);
+	dmr = reg(&p, 1, dst, sizeof(dst), DR_ACCESS_REMOTE_WRITE | DR_ACCESS_REMOTE_READ);
+
+	/* WRITE, 5 packets */
+	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_WRITE, src, wlen, smr->key, (uintptr_t)dst,
+				   dmr->key, DR_WR_SIGNALED),
+			 0);
+	ck_assert(pair_run(&p));
+	expect_wc(&p.sim.end[0].wc[0], 1, DR_WC_SUCCESS);
+	ck_assert(memcmp(src, dst, wlen) == 0);
+	ck_assert_uint_eq(l.n, 5);
+	for (i = 0; i < 5; i++)
+		expect_sized(&l, i, 0, DR_OP_WRITE_ONLY, dr_psn_add(psn, (int32_t)i),
+			     (uintptr_t)dst + i * 1024, i < 4 ? 1024 : 904, i < 4 ? 1024 : 904,
+			     i == 4);
+	for (i = 0; i < 5; i++)
+		expect_rop(1, i, DR_REMOTE_WRITE, DR_WC_SUCCESS, i < 4 ? 1024 : 904);
+	psn = dr_psn_add(psn, 5);
+
+	/* WRITE with immediate data, 3 packets: as without it */
+	post_recv(&p, 1, 7, rbuf, sizeof(rbuf));
+	l.n = 0;
+	ck_assert_int_eq(post_send(&p, 0, 2, DR_WR_WRITE_IMM, src, 3000, smr->key,
+				   (uintptr_t)dst + 8192, dmr->key, DR_WR_SIGNALED),
+			 0);
+	ck_assert(pair_run(&p));
+	expect_wc(&p.sim.end[0].wc[1], 2, DR_WC_SUCCESS);
+	ck_assert(memcmp(src, dst + 8192, 3000) == 0);
+	ck_assert_uint_eq(p.sim.end[1].wc[0].byte_len, 3000);
+	ck_assert_uint_eq(l.n, 3);
+	expect_sized(&l, 0, 0, DR_OP_WRITE_FIRST, psn, (uintptr_t)dst + 8192, 3000, 1024, false);
+	expect_sized(&l, 1, 0, DR_OP_WRITE_MIDDLE, dr_psn_add(psn, 1), 0, -1, 1024, false);
+	expect_sized(&l, 2, 0, DR_OP_WRITE_LAST_IMM, dr_psn_add(psn, 2), 0, -1, 952, true);
+	expect_rop(1, 5, DR_REMOTE_WRITE, DR_WC_SUCCESS, 3000);
+	psn = dr_psn_add(psn, 3);
+
+	/* READ, 5 packets: requests of two responses */
+	fill(dst, sizeof(dst), 92);
+	memset(back, 0, sizeof(back));
+	l.n = 0;
+	ck_assert_int_eq(post_send(&p, 0, 3, DR_WR_READ, back, wlen, bmr->key, (uintptr_t)dst,
+				   dmr->key, DR_WR_SIGNALED),
+			 0);
+	ck_assert(pair_run(&p));
+	expect_wc(&p.sim.end[0].wc[2], 3, DR_WC_SUCCESS);
+	ck_assert(memcmp(back, dst, wlen) == 0);
+	ck_assert_uint_eq(l.n, 8);
+	/* the three requests leave together, then the responses */
+	for (i = 0; i < 3; i++)
+		expect_sized(&l, i, 0, DR_OP_READ_REQ, dr_psn_add(psn, (int32_t)(2 * i)),
+			     (uintptr_t)dst + 2048 * i, i < 2 ? 2048 : 904, 0, true);
+	expect_sized(&l, 3, 1, DR_OP_READ_RSP_FIRST, psn, 0, -1, 1024, false);
+	expect_sized(&l, 4, 1, DR_OP_READ_RSP_LAST, dr_psn_add(psn, 1), 0, -1, 1024, false);
+	expect_sized(&l, 5, 1, DR_OP_READ_RSP_FIRST, dr_psn_add(psn, 2), 0, -1, 1024, false);
+	expect_sized(&l, 6, 1, DR_OP_READ_RSP_LAST, dr_psn_add(psn, 3), 0, -1, 1024, false);
+	expect_sized(&l, 7, 1, DR_OP_READ_RSP_ONLY, dr_psn_add(psn, 4), 0, -1, 904, false);
+	expect_rop(1, 6, DR_REMOTE_READ, DR_WC_SUCCESS, 2048);
+	expect_rop(1, 7, DR_REMOTE_READ, DR_WC_SUCCESS, 2048);
+	expect_rop(1, 8, DR_REMOTE_READ, DR_WC_SUCCESS, 904);
+	psn = dr_psn_add(psn, 5);
+
+	/* READ, 20 packets: one request, FIRST, 18 MIDDLEs, LAST */
+	memset(back, 0, sizeof(back));
+	l.n = 0;
+	ck_assert_int_eq(post_send(&p, 0, 4, DR_WR_READ, back, rlen, bmr->key, (uintptr_t)dst,
+				   dmr->key, DR_WR_SIGNALED),
+			 0);
+	ck_assert(pair_run(&p));
+	expect_wc(&p.sim.end[0].wc[3], 4, DR_WC_SUCCESS);
+	ck_assert(memcmp(back, dst, rlen) == 0);
+	ck_assert_uint_eq(l.n, 21);
+	expect_sized(&l, 0, 0, DR_OP_READ_REQ, psn, (uintptr_t)dst, rlen, 0, true);
+	expect_sized(&l, 1, 1, DR_OP_READ_RSP_FIRST, psn, 0, -1, 1024, false);
+	for (i = 2; i < 20; i++)
+		expect_sized(&l, i, 1, DR_OP_READ_RSP_MIDDLE, dr_psn_add(psn, (int32_t)(i - 1)), 0,
+			     -1, 1024, false);
+	expect_sized(&l, 20, 1, DR_OP_READ_RSP_LAST, dr_psn_add(psn, 19), 0, -1, 1024, false);
+	expect_rop(1, 9, DR_REMOTE_READ, DR_WC_SUCCESS, rlen);
+	psn = dr_psn_add(psn, 20);
+
+	/* WRITE, 20 packets: FIRST, 18 MIDDLEs, LAST */
+	l.n = 0;
+	ck_assert_int_eq(post_send(&p, 0, 5, DR_WR_WRITE, src, rlen, smr->key, (uintptr_t)dst,
+				   dmr->key, DR_WR_SIGNALED),
+			 0);
+	ck_assert(pair_run(&p));
+	expect_wc(&p.sim.end[0].wc[4], 5, DR_WC_SUCCESS);
+	ck_assert(memcmp(src, dst, rlen) == 0);
+	ck_assert_uint_eq(l.n, 20);
+	expect_sized(&l, 0, 0, DR_OP_WRITE_FIRST, psn, (uintptr_t)dst, rlen, 1024, false);
+	for (i = 1; i < 19; i++)
+		expect_sized(&l, i, 0, DR_OP_WRITE_MIDDLE, dr_psn_add(psn, (int32_t)i), 0, -1, 1024,
+			     false);
+	expect_sized(&l, 19, 0, DR_OP_WRITE_LAST, dr_psn_add(psn, 19), 0, -1, 1024, true);
+	expect_rop(1, 10, DR_REMOTE_WRITE, DR_WC_SUCCESS, rlen);
+	ck_assert_uint_eq(rops[1].n, 11);
+	ck_assert_uint_eq(p.qp[0]->stats.tx_resent_pkts, 0);
 	pair_down(&p);
 }
 END_TEST
@@ -6224,7 +6424,7 @@ static Suite *qp_suite(void)
 
 	tc = tcase_create("faults");
 	tcase_set_timeout(tc, 120);
-	tcase_add_loop_test(tc, test_loss_mix, 0, (int)(2 * N_RATES * N_SEEDS));
+	tcase_add_loop_test(tc, test_loss_mix, 0, (int)(3 * N_RATES * N_SEEDS));
 	tcase_add_loop_test(tc, test_remote_errors, 0, ERR_NUM);
 	tcase_add_test(tc, test_recv_too_small);
 	tcase_add_test(tc, test_zero_len_keyed_sge);
@@ -6235,6 +6435,7 @@ static Suite *qp_suite(void)
 	tcase_add_test(tc, test_dead_link);
 	tcase_add_loop_test(tc, test_dup_atomic, 0, 2);
 	tcase_add_test(tc, test_gbn_partial);
+	tcase_add_test(tc, test_one_size);
 	tcase_add_test(tc, test_read_retry_tail);
 	tcase_add_loop_test(tc, test_read_placed, 0, sizeof(placed_tab) / sizeof(placed_tab[0]));
 	tcase_add_test(tc, test_write_placed_bad_icrc);

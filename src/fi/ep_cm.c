@@ -90,9 +90,14 @@ static int qp_go_rts(struct dr_ep *ep, const struct dr_cm_peer *peer, uint32_t f
 		ep->gso_ip4 = peer->ip4;
 		ep->gso_qpn = peer->qpn;
 		/* each ACK releases whole super-frames: 62 packets at 1024
-		 * (64 would leave as 62 and 2), 60 at 4096 */
-		if (run)
+		 * (64 would leave as 62 and 2), 60 at 4096; and packets of one
+		 * size, which a super-frame takes whole where a FIRST would
+		 * cut it (a 16 KiB WRITE at 4096 left as two super-frames,
+		 * [FIRST, MIDDLE] and [MIDDLE, LAST]) */
+		if (run) {
 			dr_qp_set_ack_pkts(ep->qp, run * (DR_QP_ACK_PKTS_MAX / run));
+			dr_qp_set_one_size(ep->qp, true);
+		}
 	}
 	return ret;
 }

@@ -830,6 +830,11 @@ int dr_qp_set_ack_pkts(struct dr_qp *qp, uint32_t n)
 	return 0;
 }
 
+void dr_qp_set_one_size(struct dr_qp *qp, bool on)
+{
+	qp->one_size = on;
+}
+
 int dr_qp_modify(struct dr_qp *qp, const struct dr_qp_attr *attr, unsigned mask)
 {
 	enum dr_qp_state from = qp->state, to;

@@ -233,6 +233,7 @@ struct dr_qp {
 	 * within it */
 	uint32_t read_chunk, read_mult;
 	uint32_t ack_pkts;   /* AckReq at least every this many (dr_qp_set_ack_pkts) */
+	bool one_size;	     /* packets of one size (dr_qp_set_one_size) */
 	uint64_t rto_floor_init_ns; /* the init_attr's first floor (DR_QP_ADAPTIVE_RTO) */
 	struct dr_qp_attr attr;
 	const struct dr_qp_ops *ops;

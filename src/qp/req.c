@@ -44,7 +44,8 @@ static uint32_t dr_req_read_span(const struct dr_send_wqe *w, uint32_t k)
 
 /* May the next READ request of w (packet k) go now (fewer PSNs than the
  * window in flight, as for any request: dr_req_run)?  One token of
- * max_rd_atomic each, at most DR_QP_READ_REQS of one READ outstanding, and
+ * max_rd_atomic each, at most DR_QP_READ_REQS of one READ outstanding
+ * (all of a short one's requests of two: dr_qp_set_one_size), and
  * its responses within the window (twice it, qp->read_mult) unless nothing
  * is in flight. */
 static enum dr_req_state dr_req_read_gate(struct dr_qp *qp, const struct dr_send_wqe *w,
@@ -52,7 +53,8 @@ static enum dr_req_state dr_req_read_gate(struct dr_qp *qp, const struct dr_send
 {
 	int32_t inflight = dr_psn_diff(qp->req.psn, qp->comp.psn);
 
-	if (w->rd_tokens >= DR_QP_READ_REQS || qp->req.ord_used >= qp->attr.max_rd_atomic)
+	if (w->rd_tokens >= (w->rd_chunk == 2 ? DR_QP_SHORT_MAX / 2 : DR_QP_READ_REQS) ||
+	    qp->req.ord_used >= qp->attr.max_rd_atomic)
 		return DR_REQ_WAIT_ORD;
 	if (inflight > 0 &&
 	    (uint32_t)inflight + dr_req_read_span(w, k) > qp->read_mult * qp->req.cwnd)
@@ -65,11 +67,15 @@ static enum dr_req_state dr_req_read_gate(struct dr_qp *qp, const struct dr_send
 static uint32_t dr_req_send_pkt(struct dr_qp *qp, struct dr_send_wqe *w, uint32_t k)
 {
 	uint32_t pmtu = qp->attr.path_mtu, psn = dr_psn_add(w->first_psn, (int32_t)k), used = 1;
-	uint8_t op = dr_wr_opcode(w->wr.opcode, k, w->npsn);
+	/* a short WRITE split into WRITE ONLYs (dr_qp_set_one_size) ends
+	 * where the WQE does; npsn is set before its first packet */
+	bool split = qp->one_size && w->wr.opcode == DR_WR_WRITE && w->npsn <= DR_QP_SHORT_MAX;
+	uint8_t op = split ? DR_OP_WRITE_ONLY : dr_wr_opcode(w->wr.opcode, k, w->npsn);
 	uint32_t f = dr_opcode(op)->flags;
 	uint64_t off = (uint64_t)k * pmtu;
+	uint32_t plen = w->length - off < pmtu ? (uint32_t)(w->length - off) : pmtu;
 	struct dr_pkt_desc d;
-	bool end = f & DR_OPF_END;
+	bool end = split ? k + 1 == w->npsn : (f & DR_OPF_END);
 
 	dr_qp_desc(qp, &d, op, psn);
 	if (f & DR_OPF_READ) {
@@ -85,6 +91,11 @@ static uint32_t dr_req_send_pkt(struct dr_qp *qp, struct dr_send_wqe *w, uint32_
 			d.reth.len = used * pmtu;
 		w->rd_tokens++;
 		qp->req.ord_used++;
+	} else if (split) {
+		/* each WRITE ONLY's RETH: its own piece */
+		d.reth.va = w->wr.remote_addr + off;
+		d.reth.rkey = w->wr.rkey;
+		d.reth.len = plen;
 	} else if (f & DR_OPF_RETH) {
 		/* a WRITE's RETH carries the whole message length (A.5) */
 		d.reth.va = w->wr.remote_addr;
@@ -107,7 +118,6 @@ static uint32_t dr_req_send_pkt(struct dr_qp *qp, struct dr_send_wqe *w, uint32_
 	if ((f & DR_OPF_RECV_DONE) && (w->wr.flags & DR_WR_SOLICITED))
 		d.se = true;
 	if (f & DR_OPF_PAYLOAD) {
-		uint32_t plen = w->length - off < pmtu ? (uint32_t)(w->length - off) : pmtu;
 		const uint8_t *p = dr_sge_span(w->sge, w->wr.num_sge, off, plen);
 
 		if (!p && plen) {
@@ -191,10 +201,16 @@ void dr_req_run(struct dr_qp *qp)
 			/* a READ's grid, for good: requests of 126 while two
 			 * fit twice the window, of 64 (as many responses at
 			 * once as before they grew) after losses or CNPs have
-			 * cut it, or at a congestion-controlled start */
-			w->rd_chunk = qp->read_mult * qp->req.cwnd >= qp->read_chunk
-					  ? qp->read_chunk
-					  : DR_QP_READ_CHUNK_MIN;
+			 * cut it, or at a congestion-controlled start; of two
+			 * responses each, a FIRST and a LAST of one size, for
+			 * a short READ when packets are to be of one size
+			 * (dr_qp_set_one_size) */
+			if (qp->one_size && w->npsn <= DR_QP_SHORT_MAX)
+				w->rd_chunk = 2;
+			else
+				w->rd_chunk = qp->read_mult * qp->req.cwnd >= qp->read_chunk
+						  ? qp->read_chunk
+						  : DR_QP_READ_CHUNK_MIN;
 			if (dr_wr_is_atomic(w->wr.opcode)) {
 				w->ord_token = true;
 				qp->req.ord_used++;
