@@ -1209,6 +1209,18 @@ static void expect_sized(const struct size_log *l, unsigned i, unsigned dir, uin
 	    (long long)rlen, plen, ackreq);
 }
 
+/* A's WR wr_id (op, len bytes at buf to raddr), its packets logged in l
+ * from the first: posted, run to the end, completed as A's WR wr_id - 1. */
+static void one_op(struct pair *p, struct size_log *l, uint64_t wr_id, enum dr_wr_opcode op,
+		   void *buf, uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey)
+{
+	l->n = 0;
+	ck_assert_int_eq(post_send(p, 0, wr_id, op, buf, len, lkey, raddr, rkey, DR_WR_SIGNALED),
+			 0);
+	ck_assert(pair_run(p));
+	expect_wc(&p->sim.end[0].wc[wr_id - 1], wr_id, DR_WC_SUCCESS);
+}
+
 /* Short messages in packets of one size (dr_qp_set_one_size), one
  * operation at a time: a WRITE of five packets leaves as five WRITE ONLYs,
  * each with its own piece's RETH, the AckReq on the last; a WRITE with
@@ -1237,11 +1249,7 @@ START_TEST(test_one_size)
 	dmr = reg(&p, 1, dst, sizeof(dst), DR_ACCESS_REMOTE_WRITE | DR_ACCESS_REMOTE_READ);
 
 	/* WRITE, 5 packets */
-	ck_assert_int_eq(post_send(&p, 0, 1, DR_WR_WRITE, src, wlen, smr->key, (uintptr_t)dst,
-				   dmr->key, DR_WR_SIGNALED),
-			 0);
-	ck_assert(pair_run(&p));
-	expect_wc(&p.sim.end[0].wc[0], 1, DR_WC_SUCCESS);
+	one_op(&p, &l, 1, DR_WR_WRITE, src, wlen, smr->key, (uintptr_t)dst, dmr->key);
 	ck_assert(memcmp(src, dst, wlen) == 0);
 	ck_assert_uint_eq(l.n, 5);
 	for (i = 0; i < 5; i++)
@@ -1254,12 +1262,7 @@ START_TEST(test_one_size)
 
 	/* WRITE with immediate data, 3 packets: as without it */
 	post_recv(&p, 1, 7, rbuf, sizeof(rbuf));
-	l.n = 0;
-	ck_assert_int_eq(post_send(&p, 0, 2, DR_WR_WRITE_IMM, src, 3000, smr->key,
-				   (uintptr_t)dst + 8192, dmr->key, DR_WR_SIGNALED),
-			 0);
-	ck_assert(pair_run(&p));
-	expect_wc(&p.sim.end[0].wc[1], 2, DR_WC_SUCCESS);
+	one_op(&p, &l, 2, DR_WR_WRITE_IMM, src, 3000, smr->key, (uintptr_t)dst + 8192, dmr->key);
 	ck_assert(memcmp(src, dst + 8192, 3000) == 0);
 	ck_assert_uint_eq(p.sim.end[1].wc[0].byte_len, 3000);
 	ck_assert_uint_eq(l.n, 3);
@@ -1272,12 +1275,7 @@ START_TEST(test_one_size)
 	/* READ, 5 packets: requests of two responses */
 	fill(dst, sizeof(dst), 92);
 	memset(back, 0, sizeof(back));
-	l.n = 0;
-	ck_assert_int_eq(post_send(&p, 0, 3, DR_WR_READ, back, wlen, bmr->key, (uintptr_t)dst,
-				   dmr->key, DR_WR_SIGNALED),
-			 0);
-	ck_assert(pair_run(&p));
-	expect_wc(&p.sim.end[0].wc[2], 3, DR_WC_SUCCESS);
+	one_op(&p, &l, 3, DR_WR_READ, back, wlen, bmr->key, (uintptr_t)dst, dmr->key);
 	ck_assert(memcmp(back, dst, wlen) == 0);
 	ck_assert_uint_eq(l.n, 8);
 	/* the three requests leave together, then the responses */
@@ -1296,12 +1294,7 @@ START_TEST(test_one_size)
 
 	/* READ, 20 packets: one request, FIRST, 18 MIDDLEs, LAST */
 	memset(back, 0, sizeof(back));
-	l.n = 0;
-	ck_assert_int_eq(post_send(&p, 0, 4, DR_WR_READ, back, rlen, bmr->key, (uintptr_t)dst,
-				   dmr->key, DR_WR_SIGNALED),
-			 0);
-	ck_assert(pair_run(&p));
-	expect_wc(&p.sim.end[0].wc[3], 4, DR_WC_SUCCESS);
+	one_op(&p, &l, 4, DR_WR_READ, back, rlen, bmr->key, (uintptr_t)dst, dmr->key);
 	ck_assert(memcmp(back, dst, rlen) == 0);
 	ck_assert_uint_eq(l.n, 21);
 	expect_sized(&l, 0, 0, DR_OP_READ_REQ, psn, (uintptr_t)dst, rlen, 0, true);
@@ -1314,12 +1307,7 @@ START_TEST(test_one_size)
 	psn = dr_psn_add(psn, 20);
 
 	/* WRITE, 20 packets: FIRST, 18 MIDDLEs, LAST */
-	l.n = 0;
-	ck_assert_int_eq(post_send(&p, 0, 5, DR_WR_WRITE, src, rlen, smr->key, (uintptr_t)dst,
-				   dmr->key, DR_WR_SIGNALED),
-			 0);
-	ck_assert(pair_run(&p));
-	expect_wc(&p.sim.end[0].wc[4], 5, DR_WC_SUCCESS);
+	one_op(&p, &l, 5, DR_WR_WRITE, src, rlen, smr->key, (uintptr_t)dst, dmr->key);
 	ck_assert(memcmp(src, dst, rlen) == 0);
 	ck_assert_uint_eq(l.n, 20);
 	expect_sized(&l, 0, 0, DR_OP_WRITE_FIRST, psn, (uintptr_t)dst, rlen, 1024, false);
