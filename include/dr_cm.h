@@ -111,6 +111,10 @@ struct dr_cm_peer {
 /* the sender's port takes UDP GSO super-frames whole (a "packet:" port):
  * the peer may send it some (src/roce/port_pk.c) */
 #define DR_ECE_GSO_RX 0x1u
+/* the sender acknowledges request packets without AckReq within
+ * DR_QP_LAZY_ACK_NS, and counts on the peer's doing the same where both
+ * say so (dr_qp_set_lazy_ack) */
+#define DR_ECE_LAZY_ACK 0x2u
 
 struct dr_cm_id;
 struct dr_cm_listener;

@@ -152,6 +152,10 @@ enum dr_wr_flags {
 	DR_WR_FENCE = 1u << 1,	   /* wait for earlier READ/atomics (IBA 10.8.3.3) */
 	DR_WR_INLINE = 1u << 2,	   /* copy the gather list at post time */
 	DR_WR_SOLICITED = 1u << 3, /* BTH SE on the last packet */
+	/* nothing waits for its completion but its own SQ slot (an fi_inject
+	 * without a counter): towards a peer that acknowledges unasked
+	 * (dr_qp_set_lazy_ack) its last packet need not ask for an ACK */
+	DR_WR_UNWAITED = 1u << 4,
 };
 
 struct dr_send_wr {
@@ -478,6 +482,9 @@ struct dr_qp_stats {
 	uint64_t tx_resent_pkts; /* of which go-back-N resends */
 	uint64_t tx_acks, tx_read_rsps, tx_atomic_acks;
 	uint64_t acks_coalesced; /* ACKs asked for that a later one covered */
+	/* dr_qp_set_lazy_ack: message ends sent without AckReq, and ACKs
+	 * sent that no AckReq asked for */
+	uint64_t unasked_ends, tx_unasked_acks;
 	uint64_t rtt_samples, early_timeouts; /* DR_QP_ADAPTIVE_RTO */
 	uint64_t spurious_timeouts; /* a timeout's resend answered twice: nothing was lost */
 	uint64_t timeout_losses;    /* answered once, not twice by the next timeout: a loss */
@@ -523,6 +530,17 @@ int dr_qp_set_ack_pkts(struct dr_qp *qp, uint32_t n);
  * is checked as it is placed.  Same PSNs, payloads and AckReqs (docs/protocol.md A.7). */
 #define DR_QP_SHORT_MAX 16
 void dr_qp_set_one_size(struct dr_qp *qp, bool on);
+/* Acknowledgements without being asked, between two ends that both said they give them (droce's
+ * ECE, DR_ECE_LAZY_ACK).  The responder acknowledges a request packet without AckReq too, at the
+ * latest DR_QP_LAZY_ACK_NS after it arrived (earlier with the next ACK, NAK or response it sends,
+ * or with a post once it is ripe: dr_qp_ack_ripen), so the requester may leave AckReq off the last
+ * packet of a DR_WR_UNWAITED SEND or WRITE while few WRs are outstanding (at most 8, and at most
+ * half its SQ; its timeout at least four times that delay): a ping-pong of fi_injects then puts
+ * an ACK on the wire every few round trips instead of behind every message.  The shortest
+ * retransmit timeout (DR_RTO_MIN_EXP: 131 us) is four times that delay.  docs/protocol.md B.2,
+ * B.3. */
+#define DR_QP_LAZY_ACK_NS 32000u
+void dr_qp_set_lazy_ack(struct dr_qp *qp, bool on);
 /* Returns 0, -EINVAL (bad WR or wrong state), -ENOMEM (queue full), or
  * -EPERM (an SGE fails its lkey check).  In ERROR the WR is accepted and
  * flushed at once. */
@@ -559,8 +577,19 @@ const struct dr_qp_stats *dr_qp_stats(const struct dr_qp *qp);
  * the burst. */
 void dr_qp_flush(struct dr_qp *qp);
 bool dr_qp_flush_due(const struct dr_qp *qp);
-/* Run expired timers (retransmit, RNR, pacing, a probe's hold) against
- * ops->now_ns. */
+/* DR_QP_DEFER_ACK: the caller is about to send a burst for this QP (a post): a lazy ACK held
+ * for DR_QP_LAZY_RIPE_NS or more (dr_qp_set_lazy_ack) is held as an asked one, to leave with
+ * that burst instead of alone later (dr_qp_flush_due); returns whether it did.  Three quarters of
+ * the delay: an 8 B ping-pong over a veth rode an ACK every four round trips instead of every
+ * three, 3.00 against 3.15 us a half round trip (medians of 8 alternated runs, bench/PROFILE.md
+ * section 7). */
+#define DR_QP_LAZY_RIPE_NS (DR_QP_LAZY_ACK_NS / 4 * 3)
+bool dr_qp_ack_ripen(struct dr_qp *qp);
+/* Send the ACK held, a lazy one (dr_qp_set_lazy_ack) too: the QP is going away. */
+void dr_qp_flush_ack(struct dr_qp *qp);
+/* Run expired timers (retransmit, RNR, pacing, a probe's hold, a lazy
+ * ACK's delay) against ops->now_ns.  DR_QP_DEFER_ACK: a lazy ACK come due
+ * is left held (dr_qp_flush_due), for the caller's next flush. */
 void dr_qp_tick(struct dr_qp *qp);
 uint64_t dr_qp_deadline_ns(const struct dr_qp *qp);
 

@@ -26,7 +26,8 @@
 #   - each side's log counts super-frames sent and received.
 #   - the CM's REQ and REP each carry droce's ECE (IBA 12.6.5): vendor ID
 #     0x026472 (REQ bytes 5-7, REP bytes 15, 19 and 23 of the MAD body) and
-#     the option "takes super-frames whole" (0x1) in the attribute modifier;
+#     the options "takes super-frames whole" (0x1) and "ACKs unasked" (0x2,
+#     FI_DROCE_LAZY_ACK: tests/netns-lazyack.sh) in the attribute modifier;
 # Run 2, the kernel cuts them (tx-udp-segmentation off on both veth ends,
 # as a NIC without the offload, or a bridge port, would have it): the
 # capture on the veth holds only frames of at most MTU + 14 bytes, and
@@ -34,7 +35,8 @@
 # packet (ICRC, PSNs in order, nothing resent); the client's log counts
 # super-frames sent, its server's counts none received whole.
 # Run 3, a peer that does not take them: the server on DPDK's net_af_packet
-# (FI_DROCE_KERNEL_PMD=af_packet), whose REP carries no ECE; the client,
+# (FI_DROCE_KERNEL_PMD=af_packet), whose REP's ECE offers ACKs unasked
+# (0x2) but not super-frames (0x1); the client,
 # still packet:, sends it none (its log: 0 sent), and every operation
 # passes.
 #
@@ -213,7 +215,7 @@ expect_count "ConnectReply A->B" "$(frames "$tmp/w1.txt" "$IPA" "$IPB" 0 100 0x0
 expect_count "ReadyToUse B->A" "$(frames "$tmp/w1.txt" "$IPB" "$IPA" 0 100 0x0014)" eq 1
 # the REQ's MAD body starts at byte 86 of its frame (Ethernet 14, IPv4 20,
 # UDP 8, BTH 12, DETH 8, MAD header 24)
-ece="infiniband.mad.attributemodifier == 0x1"
+ece="infiniband.mad.attributemodifier == 0x3"
 expect_count "ECE in the REQ B->A" "$(count "$tmp/w1.pcapng" "ip.src == $IPB && infiniband.mad.attributeid == 0x0010 && $ece && frame[91:3] == 02:64:72")" eq 1
 expect_count "ECE in the REP A->B" "$(count "$tmp/w1.pcapng" "ip.src == $IPA && infiniband.mad.attributeid == 0x0013 && $ece && frame[101] == 02 && frame[105] == 64 && frame[109] == 72")" eq 1
 expect_count "frames longer than $BIG bytes in droce's own capture" \
@@ -259,7 +261,7 @@ cap_wait "$tmp/w3.pcapng"
 xfer 3 af_packet -o write,send,read -S 65536,1048576 -I 3
 cap_stop
 expect_count "frames longer than $BIG bytes on the veth" "$(count "$tmp/w3.pcapng" "frame.len > $BIG")" eq 0
-expect_count "REP A->B without ECE" "$(count "$tmp/w3.pcapng" "ip.src == $IPA && infiniband.mad.attributeid == 0x0013 && infiniband.mad.attributemodifier == 0 && frame[101] == 00 && frame[105] == 00 && frame[109] == 00")" eq 1
+expect_count "REP A->B with ECE 0x2, no super-frames" "$(count "$tmp/w3.pcapng" "ip.src == $IPA && infiniband.mad.attributeid == 0x0013 && infiniband.mad.attributemodifier == 0x2 && frame[101] == 02 && frame[105] == 64 && frame[109] == 72")" eq 1
 set -- $(gso "$tmp/r3.cli")
 expect_count "client: super-frames sent to a net_af_packet peer" "${1:-1}" eq 0
 

@@ -102,7 +102,7 @@ bad() {
 	fail=1
 }
 
-# expect_count WHAT GOT OP WANT: GOT (a count) against WANT, OP eq or ge;
+# expect_count WHAT GOT OP WANT: GOT (a count) against WANT, OP eq, ge or lt;
 # a failure (bad) unless it holds, or if GOT is no number
 expect_count() {
 	case $2 in
@@ -116,6 +116,7 @@ expect_count() {
 	case $3 in
 	eq) [ "$2" -eq "$4" ] ;;
 	ge) [ "$2" -ge "$4" ] ;;
+	lt) [ "$2" -lt "$4" ] ;;
 	*) false ;;
 	esac
 	if [ $? -eq 0 ]; then

@@ -904,15 +904,18 @@ static bool mix_takes_rwqe(unsigned i, bool imm_no_wqe)
 
 /* Both sides run a mixed workload at each other at once: A sends MIX_N WRs
  * to B and B MIX_N/4 to A, over a link that drops, duplicates and reorders
- * at the same rate in both directions.  The second third of the runs does
- * it with DR_QP_WRITE_IMM_NO_WQE on both QPs, the last third with packets of
+ * at the same rate in both directions.  The second quarter of the runs does
+ * it with DR_QP_WRITE_IMM_NO_WQE on both QPs, the third with packets of
  * one size on both (dr_qp_set_one_size: WRITEs as WRITE ONLYs, short READs
- * asked for two responses a request).  Either way each responder reports
- * each RDMA and atomic request of its peer exactly once, in order. */
+ * asked for two responses a request), the last with ACKs unasked both ways
+ * (dr_qp_set_lazy_ack, DR_QP_DEFER_ACK, two of three WRs DR_WR_UNWAITED).
+ * Either way each responder reports each RDMA and atomic request of its
+ * peer exactly once, in order. */
 START_TEST(test_loss_mix)
 {
 	bool imm_no_wqe = _i / (int)(N_RATES * N_SEEDS) == 1;
 	bool one_size = _i / (int)(N_RATES * N_SEEDS) == 2;
+	bool lazy = _i / (int)(N_RATES * N_SEEDS) == 3;
 	unsigned run = (unsigned)_i % (N_RATES * N_SEEDS);
 	double rate = loss_rates[run / N_SEEDS];
 	struct pair_cfg c = pair_defaults();
@@ -937,10 +940,20 @@ START_TEST(test_loss_mix)
 		c.sim.seed += strtoull(getenv("DR_QP_SEED_OFFSET"), NULL, 0);
 	c.ord = 4;
 	c.ird = 4;
+	if (lazy) {
+		/* as the provider runs its QPs: ACKs held to the end of a
+		 * burst of input, flushed then */
+		c.qp_flags[0] = c.qp_flags[1] = DR_QP_DEFER_ACK;
+		c.sim.flush_bursts = true;
+	}
 	pair_up(&p, &c);
 	if (one_size) {
 		dr_qp_set_one_size(p.qp[0], true);
 		dr_qp_set_one_size(p.qp[1], true);
+	}
+	if (lazy) {
+		dr_qp_set_lazy_ack(p.qp[0], true);
+		dr_qp_set_lazy_ack(p.qp[1], true);
 	}
 	ctr = calloc(2, sizeof(*ctr));
 	res = calloc(MIX_N, sizeof(*res));
@@ -979,7 +992,8 @@ START_TEST(test_loss_mix)
 			struct dr_send_wr wr = {
 			    .wr_id = i,
 			    .opcode = op,
-			    .flags = DR_WR_SIGNALED,
+			    /* lazy: two of three WRs nothing waits for */
+			    .flags = DR_WR_SIGNALED | (lazy && i % 3 ? DR_WR_UNWAITED : 0),
 			    .sg_list = &sge,
 			    .num_sge = 1,
 			    .imm = i * 3,
@@ -5126,6 +5140,175 @@ START_TEST(test_ack_pkts)
 }
 END_TEST
 
+/* ---- ACKs unasked (dr_qp_set_lazy_ack, docs/protocol.md B.2, B.3) --------------------------- */
+
+/* A posts one SEND of 10 bytes (wr_id i, slot i) with these flags; B
+ * receives it into its slot i. */
+static void lazy_send(struct pair *p, unsigned i, uint8_t (*src)[16], uint8_t (*dst)[16],
+		      unsigned flags)
+{
+	post_recv(p, 1, 900 + i, dst[i], sizeof(dst[i]));
+	fill(src[i], sizeof(src[i]), i + 5);
+	ck_assert_int_eq(post_send(p, 0, i, DR_WR_SEND, src[i], 10, 0, 0, 0, flags), 0);
+}
+
+/* Everything A posted so far completed once, in order, successfully, with
+ * its data in B's receive; no timeout, no resend. */
+static void lazy_all_done(struct pair *p, unsigned n, uint8_t (*src)[16], uint8_t (*dst)[16])
+{
+	unsigned i;
+
+	ck_assert_uint_eq(p->sim.end[0].nwc, n);
+	ck_assert_uint_eq(p->sim.end[1].nwc, n);
+	for (i = 0; i < n; i++) {
+		expect_wc(&p->sim.end[0].wc[i], i, DR_WC_SUCCESS);
+		expect_wc(&p->sim.end[1].wc[i], 900 + i, DR_WC_SUCCESS);
+		ck_assert(memcmp(dst[i], src[i], 10) == 0);
+	}
+	ck_assert_uint_eq(p->qp[0]->stats.timeouts, 0);
+	ck_assert_uint_eq(p->qp[0]->stats.tx_resent_pkts, 0);
+}
+
+/* Both ends acknowledge unasked.  An unwaited SEND's only packet leaves
+ * without AckReq, and the responder acknowledges it DR_QP_LAZY_ACK_NS after
+ * it arrived, or at once when DR_QP_LAZY_RIPE_NS have passed and the caller is about
+ * to send (dr_qp_ack_ripen); a waited SEND asks, and is answered at once; so
+ * are unwaited ones beyond DR_QP_LAZY_WRS outstanding, and every one to a
+ * peer that does not acknowledge unasked or with a timeout below four lazy
+ * delays.  A lazy ACK held when the responder fails is never sent.  _i 0:
+ * no DR_QP_DEFER_ACK (the lazy ACK leaves from the timer), 1: with it, each
+ * end flushing after its bursts and timers (the provider's way). */
+START_TEST(test_lazy_ack)
+{
+	bool defer = _i;
+	struct pair_cfg c = pair_defaults();
+	struct wire_rec *r = calloc(1, sizeof(*r));
+	static uint8_t src[32][16], dst[32][16];
+	const uint64_t lat = 2000, d = DR_QP_LAZY_ACK_NS;
+	const unsigned uw = DR_WR_SIGNALED | DR_WR_UNWAITED;
+	struct pair p;
+	struct until u = {&p, 0};
+	uint64_t t;
+	unsigned i, n;
+
+	ck_assert_ptr_nonnull(r);
+	c.qp_flags[0] = c.qp_flags[1] = defer ? DR_QP_DEFER_ACK : 0;
+	c.sim = (struct dr_sim_cfg){
+	    .latency_ns = lat, .flush_bursts = defer, .fault = rec_fault, .fault_arg = r};
+	pair_up(&p, &c);
+	r->sim = &p.sim;
+	dr_qp_set_lazy_ack(p.qp[0], true);
+	dr_qp_set_lazy_ack(p.qp[1], true);
+
+	/* three unwaited SENDs: none asks; B holds one ACK for them */
+	for (i = 0; i < 3; i++)
+		lazy_send(&p, i, src, dst, uw);
+	u.psn = dr_psn_add(c.psn_a, 3);
+	ck_assert(dr_sim_run(&p.sim, LIMIT_NS, b_reached, &u));
+	ck_assert_uint_eq(p.sim.now_ns, lat);
+	ck_assert_uint_eq(r->n[0], 3);
+	for (i = 0; i < 3; i++) {
+		expect_frame(r, 0, i, DR_OP_SEND_ONLY, dr_psn_add(c.psn_a, (int32_t)i), -1, 0);
+		ck_assert(!r->f[0][i].ackreq);
+	}
+	ck_assert_uint_eq(p.qp[0]->stats.unasked_ends, 3);
+	ck_assert_uint_eq(r->n[1], 0);
+	ck_assert(!dr_qp_flush_due(p.qp[1]));
+	ck_assert_uint_eq(dr_qp_deadline_ns(p.qp[1]), lat + d);
+	/* ... and sends it when its delay is over: one ACK for the three */
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(r->n[1], 1);
+	expect_frame(r, 1, 0, DR_OP_ACK, dr_psn_add(c.psn_a, 2), 3, DR_AETH_ACK_UNLIMITED);
+	ck_assert_uint_eq(r->f[1][0].t, lat + d);
+	ck_assert_uint_eq(p.qp[1]->stats.tx_unasked_acks, 1);
+	ck_assert_uint_eq(p.sim.end[0].wc[2].wr_id, 2);
+	lazy_all_done(&p, 3, src, dst);
+
+	/* a waited SEND asks, and is answered at once */
+	t = p.sim.now_ns;
+	lazy_send(&p, 3, src, dst, DR_WR_SIGNALED);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(r->n[0], 4);
+	ck_assert(r->f[0][3].ackreq);
+	ck_assert_uint_eq(r->n[1], 2);
+	expect_frame(r, 1, 1, DR_OP_ACK, dr_psn_add(c.psn_a, 3), 4, DR_AETH_ACK_UNLIMITED);
+	ck_assert_uint_eq(r->f[1][1].t, t + lat);
+	ck_assert_uint_eq(p.qp[1]->stats.tx_unasked_acks, 1);
+	lazy_all_done(&p, 4, src, dst);
+
+	/* ten unwaited SENDs at once: the first DR_QP_LAZY_WRS go unasked,
+	 * then each asks (one ACK each, or one for the burst with
+	 * DR_QP_DEFER_ACK), at once */
+	t = p.sim.now_ns;
+	for (i = 4; i < 14; i++)
+		lazy_send(&p, i, src, dst, uw);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(r->n[0], 14);
+	for (i = 4; i < 14; i++)
+		ck_assert_uint_eq(r->f[0][i].ackreq, i - 4 >= DR_QP_LAZY_WRS);
+	n = defer ? 3 : 4;
+	ck_assert_uint_eq(r->n[1], n);
+	if (!defer)
+		expect_frame(r, 1, 2, DR_OP_ACK, dr_psn_add(c.psn_a, 12), 13,
+			     DR_AETH_ACK_UNLIMITED);
+	expect_frame(r, 1, n - 1, DR_OP_ACK, dr_psn_add(c.psn_a, 13), 14, DR_AETH_ACK_UNLIMITED);
+	ck_assert_uint_eq(r->f[1][n - 1].t, t + lat);
+	ck_assert_uint_eq(p.qp[1]->stats.tx_unasked_acks, 1);
+	lazy_all_done(&p, 14, src, dst);
+
+	/* ripening: not before DR_QP_LAZY_RIPE_NS; from then on the ACK goes
+	 * with the caller's next flush */
+	t = p.sim.now_ns;
+	lazy_send(&p, 14, src, dst, uw);
+	ck_assert(!dr_sim_run(&p.sim, t + lat + DR_QP_LAZY_RIPE_NS - 1, NULL, NULL));
+	ck_assert(!dr_qp_ack_ripen(p.qp[1]));
+	ck_assert(!dr_qp_flush_due(p.qp[1]));
+	ck_assert(!dr_sim_run(&p.sim, t + lat + DR_QP_LAZY_RIPE_NS, NULL, NULL));
+	ck_assert(dr_qp_ack_ripen(p.qp[1]));
+	ck_assert(dr_qp_flush_due(p.qp[1]));
+	dr_qp_flush(p.qp[1]);
+	ck_assert_uint_eq(r->n[1], n + 1);
+	expect_frame(r, 1, n, DR_OP_ACK, dr_psn_add(c.psn_a, 14), 15, DR_AETH_ACK_UNLIMITED);
+	ck_assert_uint_eq(r->f[1][n].t, t + lat + DR_QP_LAZY_RIPE_NS);
+	ck_assert_uint_eq(p.qp[1]->stats.tx_unasked_acks, 2);
+	ck_assert(pair_run(&p)); /* and nothing more when the delay is over */
+	ck_assert_uint_eq(r->n[1], n + 1);
+	lazy_all_done(&p, 15, src, dst);
+
+	/* a timeout below four lazy delays, or a peer that does not
+	 * acknowledge unasked: every end asks */
+	p.qp[0]->attr.timeout = 4; /* 65.5 us */
+	lazy_send(&p, 15, src, dst, uw);
+	p.qp[0]->attr.timeout = c.timeout;
+	dr_qp_set_lazy_ack(p.qp[0], false);
+	lazy_send(&p, 16, src, dst, uw);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(r->n[0], 17);
+	ck_assert(r->f[0][15].ackreq);
+	ck_assert(r->f[0][16].ackreq);
+	ck_assert_uint_eq(p.qp[0]->stats.unasked_ends, 3 + DR_QP_LAZY_WRS + 1);
+	lazy_all_done(&p, 17, src, dst);
+
+	/* B fails with a lazy ACK held: it never leaves; A's SEND runs out
+	 * of retries */
+	dr_qp_set_lazy_ack(p.qp[0], true);
+	n = r->n[1];
+	lazy_send(&p, 17, src, dst, uw);
+	u.psn = dr_psn_add(c.psn_a, 18);
+	ck_assert(dr_sim_run(&p.sim, LIMIT_NS, b_reached, &u));
+	ck_assert(p.qp[1]->resp.ack_lazy);
+	dr_qp_error(p.qp[1], "test");
+	ck_assert(!p.qp[1]->resp.ack_lazy);
+	ck_assert(pair_run(&p));
+	ck_assert_uint_eq(r->n[1], n);
+	ck_assert_uint_eq(p.sim.end[0].nwc, 18);
+	expect_wc(&p.sim.end[0].wc[17], 17, DR_WC_RETRY_EXC_ERR);
+	ck_assert_uint_eq(r->overflow, 0);
+	pair_down(&p);
+	free(r);
+}
+END_TEST
+
 /* ---- READ depth (IRD/ORD, docs/protocol.md B.8) ------------------------------------------ */
 
 /* RD_DEPTH_N one-packet READs (1 KiB at path MTU 1024) posted at once, over
@@ -6412,7 +6595,7 @@ static Suite *qp_suite(void)
 
 	tc = tcase_create("faults");
 	tcase_set_timeout(tc, 120);
-	tcase_add_loop_test(tc, test_loss_mix, 0, (int)(3 * N_RATES * N_SEEDS));
+	tcase_add_loop_test(tc, test_loss_mix, 0, (int)(4 * N_RATES * N_SEEDS));
 	tcase_add_loop_test(tc, test_remote_errors, 0, ERR_NUM);
 	tcase_add_test(tc, test_recv_too_small);
 	tcase_add_test(tc, test_zero_len_keyed_sge);
@@ -6490,6 +6673,7 @@ static Suite *qp_suite(void)
 	tcase_add_loop_test(tc, test_read_runs, 0, 2);
 	tcase_add_test(tc, test_max_window_bounds);
 	tcase_add_test(tc, test_ack_pkts);
+	tcase_add_loop_test(tc, test_lazy_ack, 0, 2);
 	tcase_add_loop_test(tc, test_read_depth, 0, (int)(sizeof(rdd_tab) / sizeof(rdd_tab[0])));
 	tcase_add_loop_test(tc, test_ring_overrun, 0, (int)(4 * RO_NDEPTH));
 	suite_add_tcase(s, tc);

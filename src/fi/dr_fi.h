@@ -94,6 +94,7 @@ struct dr_settings {
 	int cm_retries;	 /* FI_DROCE_CM_RETRIES: CM MAD resends, 0..15 */
 	int cm_backlog;	 /* FI_DROCE_CM_BACKLOG: unanswered requests a listener holds */
 	int cc;		 /* FI_DROCE_CC: congestion control (DR_QP_CC), 0 or 1 */
+	int lazy_ack;	 /* FI_DROCE_LAZY_ACK: ACKs unasked between droce peers */
 };
 
 /* The settings, read and checked on first use; NULL (and an FI_WARN that
@@ -1010,6 +1011,9 @@ int dr_ep_enable_locked(struct dr_ep *ep);
 void dr_ep_free(struct dr_ep *ep);
 /* Its held ACK goes now; off the device's list. */
 void dr_ep_flush_ack(struct dr_ep *ep);
+/* On the device's list of QPs its poll flushes (dev.c dr_dev_flush_acks)
+ * if its QP has something to flush (dr_qp_flush_due); dev->lock held. */
+void dr_ep_flush_list(struct dr_ep *ep);
 /* Start the graceful disconnect (ep_cm.c): the DREQ once the peer has been
  * quiet for a few retransmit timeouts. */
 void dr_ep_drain_start(struct dr_ep *ep);

@@ -79,6 +79,11 @@ static int qp_go_rts(struct dr_ep *ep, const struct dr_cm_peer *peer, uint32_t f
 			   DR_QP_ATTR_STATE | DR_QP_ATTR_SQ_PSN | DR_QP_ATTR_TIMEOUT |
 			       DR_QP_ATTR_RETRY_CNT | DR_QP_ATTR_RNR_RETRY |
 			       DR_QP_ATTR_MAX_RD_ATOMIC);
+	/* ACKs unasked both ways when both ends offered them (cm_params);
+	 * rdma_rxe never does, and needs AckReq at every message's end */
+	if (!ret && peer->ece_vendor == DR_ECE_VENDOR && (peer->ece_options & DR_ECE_LAZY_ACK) &&
+	    dr_settings_get()->lazy_ack)
+		dr_qp_set_lazy_ack(ep->qp, true);
 	/* super-frames to a peer whose port said it takes them (its REQ or
 	 * REP's ECE), if ours sends them (FI_DROCE_GSO) */
 	if (!ret && !a.path.ipv6 && peer->ece_vendor == DR_ECE_VENDOR &&
@@ -301,11 +306,14 @@ static void conn_param_init(const struct dr_ep *ep, struct dr_cm_conn_param *cp,
 	cp->rnr_retry_count = (uint8_t)dr_settings_get()->rnr_retry;
 	cp->private_data = priv;
 	cp->private_len = 1 + paramlen;
-	/* a packet: port takes super-frames whole: say so (ECE) */
-	if (dr_port_gso_takes(ep->dev->port)) {
+	/* what droce offers a droce peer (ECE): ACKs unasked
+	 * (FI_DROCE_LAZY_ACK), and a packet: port takes super-frames whole */
+	if (dr_settings_get()->lazy_ack)
+		cp->ece_options |= DR_ECE_LAZY_ACK;
+	if (dr_port_gso_takes(ep->dev->port))
+		cp->ece_options |= DR_ECE_GSO_RX;
+	if (cp->ece_options)
 		cp->ece_vendor = DR_ECE_VENDOR;
-		cp->ece_options = DR_ECE_GSO_RX;
-	}
 }
 
 /* An ephemeral source port, unique among the processes on the interface

@@ -73,6 +73,9 @@ ssize_t dr_ep_post_send(struct dr_ep *ep, struct dr_send_wr *wr, const struct dr
 	ssize_t ret;
 
 	wr->flags = DR_WR_SIGNALED; /* always: counters count every WR */
+	/* no CQ entry and no counter: nothing waits for its ACK */
+	if ((!op->comp || !ep->tx_cq) && !ep->cntr[op->cntr])
+		wr->flags |= DR_WR_UNWAITED;
 	if (flags & FI_FENCE)
 		wr->flags |= DR_WR_FENCE;
 	if ((flags & FI_INJECT) && wr_carries_data(wr->opcode)) {
@@ -101,8 +104,12 @@ ssize_t dr_ep_post_send(struct dr_ep *ep, struct dr_send_wr *wr, const struct dr
 		wr->wr_id = ep->tx_posted;
 		ep->txq[ep->tx_posted & (ep->tx_depth - 1)] = *op;
 		ret = post_errno(dr_qp_post_send(ep->qp, wr));
-		if (!ret)
+		if (!ret) {
 			ep->tx_posted++;
+			/* a lazy ACK held long enough leaves with it */
+			if (dr_qp_ack_ripen(ep->qp))
+				dr_ep_flush_list(ep);
+		}
 	}
 	/* the request leaves with the next post's or first thing at the next
 	 * poll (dev_poll), ahead of the ACKs held since the last poll: they

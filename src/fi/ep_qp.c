@@ -97,6 +97,17 @@ static void qp_timer_set(void *ctx, struct dr_qp *qp, uint64_t deadline_ns)
 	dr_port_timer_arm(ep->qp_timer, deadline_ns > now ? deadline_ns - now : 0);
 }
 
+/* On the device's list of QPs to flush at the end of the poll (dev.c
+ * dr_dev_flush_acks), if there is something to flush. */
+void dr_ep_flush_list(struct dr_ep *ep)
+{
+	if (!ep->ack_listed && dr_qp_flush_due(ep->qp)) {
+		ep->ack_listed = true;
+		ep->ack_next = ep->dev->acks;
+		ep->dev->acks = ep;
+	}
+}
+
 static void qp_timer_fire(void *arg)
 {
 	struct dr_ep *ep = arg;
@@ -104,6 +115,7 @@ static void qp_timer_fire(void *arg)
 
 	ep->timer_at = 0;
 	dr_qp_tick(ep->qp);
+	dr_ep_flush_list(ep); /* a lazy ACK come due */
 	d = dr_qp_deadline_ns(ep->qp);
 	if (d != UINT64_MAX)
 		qp_timer_set(ep, ep->qp, d);
@@ -373,11 +385,7 @@ void dr_ep_input(struct dr_ep *ep, const struct dr_pkt *pkt)
 	    (pkt->payload_placed || dr_qp_rx_check(ep->qp, pkt) == DR_RX_OK))
 		dr_ep_peer_heard(ep);
 	dr_qp_input(ep->qp, pkt);
-	if (!ep->ack_listed && dr_qp_flush_due(ep->qp)) {
-		ep->ack_listed = true;
-		ep->ack_next = ep->dev->acks;
-		ep->dev->acks = ep;
-	}
+	dr_ep_flush_list(ep);
 }
 
 /* Its held ACK goes now; off the device's list (dev->lock held). */
@@ -385,13 +393,14 @@ void dr_ep_flush_ack(struct dr_ep *ep)
 {
 	struct dr_ep **pp;
 
-	if (!ep->ack_listed)
-		return;
-	for (pp = &ep->dev->acks; *pp; pp = &(*pp)->ack_next)
-		if (*pp == ep) {
-			*pp = ep->ack_next;
-			break;
-		}
-	ep->ack_listed = false;
-	dr_qp_flush(ep->qp);
+	if (ep->ack_listed) {
+		for (pp = &ep->dev->acks; *pp; pp = &(*pp)->ack_next)
+			if (*pp == ep) {
+				*pp = ep->ack_next;
+				break;
+			}
+		ep->ack_listed = false;
+		dr_qp_flush(ep->qp);
+	}
+	dr_qp_flush_ack(ep->qp); /* a lazy one too */
 }

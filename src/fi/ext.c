@@ -84,6 +84,7 @@ static const struct counter_def cm_counters[] = {
 static const struct counter_def qp_counters[] = {
 	QP_C(tx_frames), QP_C(rx_frames), QP_C(tx_req_pkts), QP_C(tx_resent_pkts),
 	QP_C(tx_acks), QP_C(tx_read_rsps), QP_C(tx_atomic_acks), QP_C(acks_coalesced),
+	QP_C(unasked_ends), QP_C(tx_unasked_acks),
 	QP_C(rtt_samples), QP_C(early_timeouts), QP_C(cwnd_cuts),
 	QP_C(tx_seq_naks), QP_C(tx_rnr_naks), QP_C(tx_err_naks),
 	QP_C(rx_seq_naks), QP_C(rx_rnr_naks), QP_C(rx_err_naks),

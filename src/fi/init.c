@@ -129,6 +129,13 @@ static const struct dr_param {
 	      "congestion control: data frames ECN-capable (ECT(0)), CNPs answer CE, and each "
 	      "QP's rate is cut by CNPs and go-back-N and recovers over time (DCQCN); 0 turns "
 	      "all of it off (default: 1)"),
+    PARAM_INT(lazy_ack, 1, 0, 1,
+	      "between two droce endpoints that both have it (their CM says so: ECE): 1 "
+	      "acknowledges request packets unasked within 32 us, so that a send or write "
+	      "nothing waits for (fi_inject without a counter) need not ask for an ACK "
+	      "(BTH AckReq) and a ping-pong carries an ACK every few round trips instead of "
+	      "behind every message; 0 asks at every message's end, as rdma_rxe "
+	      "(default: 1)"),
     PARAM_INT(cm_backlog, 1024, 1, 65536,
 	      "connection requests a listener holds unanswered; more are dropped (default: 1024, "
 	      "rdma_ucm's max_backlog; fi_control FI_BACKLOG sets it per listener)"),

@@ -217,6 +217,8 @@ void dr_qp_timer_update(struct dr_qp *qp)
 		d = qp->cc.pace_ns;
 	if (qp->req.probe_wait && qp->state == DR_QPS_RTS && qp->req.probe_hold_ns < d)
 		d = qp->req.probe_hold_ns;
+	if (qp->resp.ack_lazy && qp->resp.lazy_ns < d)
+		d = qp->resp.lazy_ns;
 	if (d != qp->deadline_ns) {
 		qp->deadline_ns = d;
 		if (qp->ops->timer_set)
@@ -232,19 +234,40 @@ void dr_qp_flush(struct dr_qp *qp)
 	} else {
 		qp->comp.rearm_due = false;
 	}
-	if (qp->state == DR_QPS_RTS || qp->state == DR_QPS_RTR)
-		dr_resp_flush_ack(qp);
-	else
+	if (qp->state == DR_QPS_RTS || qp->state == DR_QPS_RTR) {
+		/* not a lazy ACK before its time: flushes come with the
+		 * peer's ACKs, and each would call out the next */
+		if (!qp->resp.ack_lazy || dr_qp_now(qp) >= qp->resp.lazy_ns)
+			dr_resp_flush_ack(qp);
+	} else {
 		qp->resp.ack_due = false;
+		qp->resp.ack_lazy = false;
+	}
 	if (qp->state == DR_QPS_RTS)
 		dr_comp_probe_settle(qp);
 	else
 		qp->req.probe_wait = false;
 }
 
+bool dr_qp_ack_ripen(struct dr_qp *qp)
+{
+	if (!qp->resp.ack_lazy ||
+	    dr_qp_now(qp) + DR_QP_LAZY_ACK_NS - DR_QP_LAZY_RIPE_NS < qp->resp.lazy_ns)
+		return false;
+	qp->resp.ack_lazy = false;
+	return true;
+}
+
+void dr_qp_flush_ack(struct dr_qp *qp)
+{
+	if (qp->state == DR_QPS_RTS || qp->state == DR_QPS_RTR)
+		dr_resp_flush_ack(qp);
+}
+
 bool dr_qp_flush_due(const struct dr_qp *qp)
 {
-	return qp->resp.ack_due || qp->req.probe_wait || qp->comp.rearm_due;
+	/* a lazy ACK has its own deadline (dr_qp_tick) */
+	return (qp->resp.ack_due && !qp->resp.ack_lazy) || qp->req.probe_wait || qp->comp.rearm_due;
 }
 
 uint64_t dr_qp_deadline_ns(const struct dr_qp *qp)
@@ -290,6 +313,16 @@ void dr_qp_tick(struct dr_qp *qp)
 {
 	uint64_t now = dr_qp_now(qp);
 
+	/* a lazy ACK's time has come (dr_qp_set_lazy_ack): DR_QP_DEFER_ACK,
+	 * it is held as an asked one, to leave with the caller's next burst
+	 * (dr_qp_flush_due), ahead of what that carries; otherwise now */
+	if (qp->resp.ack_lazy && now >= qp->resp.lazy_ns &&
+	    (qp->state == DR_QPS_RTS || qp->state == DR_QPS_RTR)) {
+		if (qp->flags & DR_QP_DEFER_ACK)
+			qp->resp.ack_lazy = false;
+		else
+			dr_resp_flush_ack(qp);
+	}
 	if (qp->state == DR_QPS_RTS) {
 		/* progress not yet flushed (DR_QP_DEFER_ACK) moves the
 		 * retransmit deadline before it is judged */
@@ -574,6 +607,7 @@ void dr_qp_error(struct dr_qp *qp, const char *why)
 	dr_qp_note_event(qp, "QP state: %s -> ERROR (%s)", dr_qp_state_names[qp->state], why);
 	qp->state = DR_QPS_ERROR;
 	qp->resp.ack_due = false;
+	qp->resp.ack_lazy = false;
 	dr_req_set_state(qp, DR_REQ_ERROR);
 	qp->comp.rto_deadline_ns = 0;
 	qp->comp.rnr_deadline_ns = 0;
@@ -833,6 +867,15 @@ int dr_qp_set_ack_pkts(struct dr_qp *qp, uint32_t n)
 void dr_qp_set_one_size(struct dr_qp *qp, bool on)
 {
 	qp->one_size = on;
+}
+
+/* a lazy ACK is due well within the shortest retransmit timeout */
+_Static_assert(4ull * DR_QP_LAZY_ACK_NS <= 4096ull << DR_RTO_MIN_EXP,
+	       "DR_QP_LAZY_ACK_NS too long for DR_RTO_MIN_EXP");
+
+void dr_qp_set_lazy_ack(struct dr_qp *qp, bool on)
+{
+	qp->lazy_ack = on;
 }
 
 int dr_qp_modify(struct dr_qp *qp, const struct dr_qp_attr *attr, unsigned mask)

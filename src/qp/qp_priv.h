@@ -19,6 +19,9 @@
 #define DR_QP_MAX_UNACKED_PSNS 128
 #endif
 #define DR_QP_MAX_PKT_PER_ACK DR_QP_ACK_PKTS_MAX
+/* Unasked ACKs (dr_qp_set_lazy_ack) stand in for AckReq while at most this
+ * many WRs are outstanding (dr_qp_lazy_ok) */
+#define DR_QP_LAZY_WRS 8
 /* Go-back-N resends what is in flight after a loss, so the window in
  * flight shrinks on loss: halved on each retry (not below DR_QP_MIN_CWND),
  * one PSN more per ACK that makes progress, up to DR_QP_MAX_UNACKED_PSNS
@@ -234,6 +237,7 @@ struct dr_qp {
 	uint32_t read_chunk, read_mult;
 	uint32_t ack_pkts;   /* AckReq at least every this many (dr_qp_set_ack_pkts) */
 	bool one_size;	     /* packets of one size (dr_qp_set_one_size) */
+	bool lazy_ack;	     /* ACKs unasked, AckReq only where awaited (dr_qp_set_lazy_ack) */
 	uint64_t rto_floor_init_ns; /* the init_attr's first floor (DR_QP_ADAPTIVE_RTO) */
 	struct dr_qp_attr attr;
 	const struct dr_qp_ops *ops;
@@ -338,6 +342,11 @@ struct dr_qp {
 		bool nak_sent; /* one NAK per gap (B.6) */
 		bool nak_rnr;  /* that NAK was an RNR NAK: what follows is held, not lost */
 		bool ack_due;  /* DR_QP_DEFER_ACK: an ACK for ack_psn is held */
+		/* it answers no AckReq (dr_qp_set_lazy_ack): it goes by
+		 * lazy_ns unless something takes it earlier */
+		bool ack_lazy;
+		bool ack_unasked; /* the last packet it covers asked for none */
+		uint64_t lazy_ns;
 		uint32_t ack_psn, ack_msn;
 		uint32_t ack_from; /* the first PSN whose ACK was held */
 		/* the multi-packet message in progress: its class,
@@ -404,6 +413,21 @@ void dr_qp_note_add(char *buf, const char *fmt, ...) __attribute__((format(print
 const char *dr_qp_note_op(const struct dr_opcode_info *op);
 uint64_t dr_qp_now(struct dr_qp *qp);
 void dr_qp_timer_update(struct dr_qp *qp);
+/* The requester may count on unasked ACKs (dr_qp_set_lazy_ack): at most
+ * DR_QP_LAZY_WRS WRs are outstanding, at most half its SQ (a stream asks
+ * at every message's end, as it did, so that its window and SQ keep
+ * moving), and its timeout is not shorter than four times their delay
+ * (or infinite). */
+static inline bool dr_qp_lazy_ok(const struct dr_qp *qp)
+{
+	uint32_t out = qp->sq.head - qp->sq.tail;
+	uint64_t t;
+
+	if (out > DR_QP_LAZY_WRS || out > (qp->sq.mask + 1) / 2)
+		return false;
+	t = dr_qp_timeout_ns(qp->attr.timeout);
+	return !t || t >= 4ull * DR_QP_LAZY_ACK_NS;
+}
 /* Fill d with this QP's addressing and the BTH basics. */
 void dr_qp_desc(struct dr_qp *qp, struct dr_pkt_desc *d, uint8_t opcode, uint32_t psn);
 void dr_qp_send_frame(struct dr_qp *qp, const struct dr_pkt_desc *d);

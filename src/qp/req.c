@@ -131,7 +131,14 @@ static uint32_t dr_req_send_pkt(struct dr_qp *qp, struct dr_send_wqe *w, uint32_
 	/* AckReq on the last packet of a message and at least every
 	 * ack_pkts packets (B.2; DR_QP_MAX_PKT_PER_ACK or dr_qp_set_ack_pkts),
 	 * or every half window; on a timeout's probe; while paced, at least
-	 * once a round trip (dr_cc_ackreq) */
+	 * once a round trip (dr_cc_ackreq).  Not on the end of a SEND or
+	 * WRITE nothing waits for, to a peer that acknowledges unasked,
+	 * while few WRs are outstanding (dr_qp_set_lazy_ack) */
+	if (end && qp->lazy_ack && (w->wr.flags & DR_WR_UNWAITED) &&
+	    !(f & (DR_OPF_READ | DR_OPF_ATMETH)) && dr_qp_lazy_ok(qp)) {
+		end = false;
+		qp->stats.unasked_ends++;
+	}
 	if (dr_cc_ackreq(qp, end || qp->req.probe || ++qp->req.noack_pkts >= qp->ack_pkts ||
 				 qp->req.noack_pkts >= qp->req.cwnd / 2)) {
 		d.ackreq = true;

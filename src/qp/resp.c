@@ -120,7 +120,10 @@ void dr_resp_flush_ack(struct dr_qp *qp)
 	if (!qp->resp.ack_due)
 		return;
 	qp->resp.ack_due = false;
+	qp->resp.ack_lazy = false;
 	qp->stats.tx_acks++;
+	if (qp->resp.ack_unasked)
+		qp->stats.tx_unasked_acks++;
 	dr_qp_desc(qp, &d, DR_OP_ACK, qp->resp.ack_psn);
 	d.aeth.syndrome = DR_AETH_ACK_UNLIMITED;
 	d.aeth.msn = qp->resp.ack_msn;
@@ -540,10 +543,28 @@ static enum dr_resp_state dr_resp_complete(struct dr_qp *qp, struct dr_resp_ctx 
 static enum dr_resp_state dr_resp_acknowledge(struct dr_qp *qp, struct dr_resp_ctx *c)
 {
 	/* B.3: ACK only when asked, for exactly that PSN, with the MSN --
-	 * or, coalesced, with a later ACK that covers it */
-	if (!c->pkt->ackreq)
+	 * or, coalesced, with a later ACK that covers it.  Unasked
+	 * (dr_qp_set_lazy_ack): held, to go by lazy_ns at the latest */
+	if (!c->pkt->ackreq) {
+		if (!qp->lazy_ack)
+			return DR_RESP_DONE;
+		if (!qp->resp.ack_due) {
+			qp->resp.ack_due = true;
+			qp->resp.ack_lazy = true;
+			qp->resp.ack_from = c->pkt->psn;
+			qp->resp.lazy_ns = dr_qp_now(qp) + DR_QP_LAZY_ACK_NS;
+			dr_qp_timer_update(qp);
+		}
+		qp->resp.ack_unasked = true;
+		qp->resp.ack_psn = c->pkt->psn;
+		qp->resp.ack_msn = qp->resp.msn;
 		return DR_RESP_DONE;
+	}
+	qp->resp.ack_unasked = false;
 	if (!(qp->flags & DR_QP_DEFER_ACK)) {
+		/* this ACK covers a lazy one held */
+		qp->resp.ack_due = false;
+		qp->resp.ack_lazy = false;
 		dr_resp_ack(qp, c->pkt->psn);
 		return DR_RESP_DONE;
 	}
@@ -552,6 +573,7 @@ static enum dr_resp_state dr_resp_acknowledge(struct dr_qp *qp, struct dr_resp_c
 	else
 		qp->resp.ack_from = c->pkt->psn;
 	qp->resp.ack_due = true;
+	qp->resp.ack_lazy = false;
 	qp->resp.ack_psn = c->pkt->psn;
 	qp->resp.ack_msn = qp->resp.msn;
 	return DR_RESP_DONE;

@@ -361,8 +361,13 @@ bool dr_sim_run(struct dr_sim *s, uint64_t limit_ns, bool (*stop)(void *arg), vo
 			free(ev);
 		} else {
 			for (i = 0; i < 2; i++)
-				if (s->end[i].qp && dr_sim_deadline(&s->end[i]) <= s->now_ns)
+				if (s->end[i].qp && dr_sim_deadline(&s->end[i]) <= s->now_ns) {
 					dr_qp_tick(s->end[i].qp);
+					/* as a poll flushes what its timers
+					 * left due (a lazy ACK come due) */
+					if (s->cfg.flush_bursts && dr_qp_flush_due(s->end[i].qp))
+						dr_qp_flush(s->end[i].qp);
+				}
 		}
 	}
 }

@@ -51,7 +51,8 @@ struct dr_sim_cfg {
 	void (*deliver)(void *arg, unsigned dir, const struct dr_pkt *pkt);
 	/* Each end polls in bursts (DR_QP_DEFER_ACK): the frames that reach
 	 * it at the same instant are one receive burst, after which it calls
-	 * dr_qp_flush() if dr_qp_flush_due() (src/fi's dev_poll). */
+	 * dr_qp_flush() if dr_qp_flush_due() (src/fi's dev_poll); so it does
+	 * after its timers ran (a lazy ACK come due: dr_qp_tick). */
 	bool flush_bursts;
 	/* take READ responses and WRITE MIDDLE/LAST packets as a port with
 	 * a place function does (dr_port_set_place): the payload copied
