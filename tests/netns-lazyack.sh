@@ -23,6 +23,15 @@
 # Both runs: fi_pingpong passes its data check (-c) on both sides, and
 # droce-pcapcheck finds every frame valid, no PSN gap, no sequence NAK, no
 # duplicate.
+# Run 3 (defaults): bench/droce-bench's RDMA write ping-pong, 4 KiB (fi_write
+# with a completion: its last packet asks for an ACK), 2,000 round trips.
+# The responder's poll that placed a WRITE holds its ACK for the
+# application's next poll (src/fi dev_poll), by which time it has seen the
+# data and posted its own WRITE: so after a WRITE from one end the other's
+# next frame is its WRITE, with the ACK behind it in the same burst, not an
+# ACK sent alone first.  Asserted both ways for at least 75 % of the 2,000
+# turns (a turn can still go the other way when the progress thread polls
+# in between); droce-bench completes with nothing resent.
 #
 # Exit: 0 pass, 1 fail, 77 skip (not root, no ip netns / fi_pingpong /
 # tshark), 99 hard error.
@@ -116,6 +125,39 @@ for dir in "$IPA $IPB A->B" "$IPB $IPA B->A"; do
 	expect_count "RC SEND ONLY $3" "$(count "$f" "$1" "$2" 4)" ge $ITERS
 	expect_count "RC SEND ONLY without AckReq $3" "$(count "$f" "$1" "$2" 4 0)" eq 0
 	expect_count "RC ACKNOWLEDGE $3" "$(count "$f" "$1" "$2" 17)" ge 1
+done
+
+# ---- run 3: an RDMA write ping-pong of 4 KiB ------------------------------------------
+BENCH=$top_builddir/bench/droce-bench
+[ -x "$BENCH" ] || hard "$BENCH not built"
+cap_start "$NSA" "$VA" "$tmp/c3.pcapng" -B 64
+cap_wait "$tmp/c3.pcapng"
+port=47831
+ip netns exec "$NSA" timeout -k 5 60 "$BENCH" -S -O "$IPA:$port" -F "$IPA" -X 50 \
+	>"$tmp/b3.srv" 2>&1 &
+bpid=$!
+wait_listen "$NSA" $port || bad "run 3: droce-bench's server is not listening"
+ip netns exec "$NSB" timeout -k 5 60 "$BENCH" -O "$IPA:$port" -F "$IPB" -X 50 -t lat_write \
+	-z 4k -m 2000 -M 2000 -W 0 -T 0.1 >"$tmp/b3.cli" 2>&1 || bad "run 3: droce-bench failed"
+wait $bpid || bad "run 3: droce-bench's server failed"
+cap_stop
+keep_on_fail c3.pcapng netns-lazyack-c3.pcapng
+grep lat_write "$tmp/b3.cli"
+grep -q 'lat_write.*resent 0 timeouts 0 drops 0' "$tmp/b3.cli" ||
+	bad "run 3: droce-bench: $(tail -n 3 "$tmp/b3.cli")"
+tshark_r "$tmp/c3.pcapng" -Y 'udp.port == 4791' -T fields -E separator=/t -E occurrence=f \
+	-e ip.src -e infiniband.bth.opcode >"$tmp/f3.txt" 2>/dev/null || hard "tshark cannot read c3"
+# after a WRITE (ONLY 10, FIRST 6, a super-frame shows its first packet)
+# from one end, the other's next frame: its WRITE or an ACK (17)
+for dir in "$IPA $IPB A->B" "$IPB $IPA B->A"; do
+	set -- $dir
+	set -- $(awk -F'\t' -v x="$2" -v y="$1" '
+		$1 == x && ($2 == 10 || $2 == 6) { w = 1; next }
+		$1 == y && w { if ($2 == 10 || $2 == 6) a++; else if ($2 == 17) b++; w = 0 }
+		END { print a + 0, b + 0 }' "$tmp/f3.txt") "$3"
+	echo "run 3 $3: after the other end's WRITE, $1 times a WRITE first, $2 times an ACK first"
+	expect_count "run 3 $3: WRITE first" "$1" ge 1500
+	expect_count "run 3 $3: WRITE first, 75 % of the turns" "$1" ge $((3 * ($1 + $2) / 4))
 done
 
 [ $fail -eq 0 ] || exit 1

@@ -933,10 +933,14 @@ static void dev_local_rx(void *ctx, const void *frame, size_t len)
  * them (over memif building them first cost the answer 1.70 -> 2.17 us a
  * half round trip; bench/PROFILE.md section 7).  Acknowledgements are
  * coalesced (DR_QP_DEFER_ACK): one per QP per poll at most.  When the poll
- * delivered completions to an application that polls (app), the ACKs wait
- * for its next poll, so that neither this burst nor its answer to what
- * just arrived queues behind them; otherwise, and always for the progress
- * thread, they leave with this poll.  The progress thread polls when ACKs
+ * delivered completions to an application that polls (app), or placed an
+ * RDMA WRITE in its memory (which it may be polling, to answer: a 4 KiB
+ * RDMA write ping-pong's ACK otherwise left in a system call of its own,
+ * before the answer, 8.5-12.9 against 6.2-7.4 us a half round trip over a
+ * veth, bench/PROFILE.md section 7), the ACKs wait for its next poll, so that neither
+ * this burst nor its answer to what just arrived queues behind them;
+ * otherwise, and always for the progress thread, they leave with this
+ * poll.  The progress thread polls when ACKs
  * have waited one of its naps (DR_DEV_CTRL_NAP_US), within the ACK delay
  * droce announces in the CM (DR_ACK_DELAY).
  */

@@ -555,7 +555,9 @@ struct dr_dev {
 	uint64_t polls;		/* dr_port_poll calls, by anyone (under lock) */
 	struct dr_ep *draining;	/* endpoints disconnecting gracefully (ep.c) */
 	struct dr_ep *acks;	/* endpoints whose QP holds an ACK (under lock) */
-	uint64_t completions;	/* work completions delivered (under lock) */
+	/* work completions delivered, and RDMA WRITEs into the application's
+	 * memory (what it may be polling for), under lock: dev_poll */
+	uint64_t completions;
 	/* the counters of its closed QPs, summed (telemetry.c, under lock) */
 	struct dr_dev_qp_sum {
 		struct dr_qp_stats qs;

@@ -293,6 +293,10 @@ static void qp_remote_op(void *ctx, struct dr_qp *qp, const struct dr_remote_op 
 	switch (rop->kind) {
 	case DR_REMOTE_WRITE:
 		which = DR_CNTR_REMOTE_WRITE;
+		/* the application may be polling its memory for it, to
+		 * answer: the ACK waits for its next poll (dev_poll) */
+		if (rop->status == DR_WC_SUCCESS)
+			ep->dev->completions++;
 		break;
 	case DR_REMOTE_FETCH_ADD:
 		which = rop->compare_add ? DR_CNTR_REMOTE_WRITE : DR_CNTR_REMOTE_READ;
