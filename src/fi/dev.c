@@ -971,11 +971,11 @@ static int dev_poll(struct dr_dev *dev, bool app)
 	dr_dev_flush_acks(dev);
 	if (together)
 		dr_port_flush(dev->port);
-	done = dev->completions;
+	done = dev->app_events;
 	ret = dr_port_poll(dev->port);
 	if (dev->local && ret >= 0)
 		ret += (int)dr_local_poll(dev->local, DR_DEV_LOCAL_BURST, dev_local_rx, dev);
-	if (!app || dev->completions == done)
+	if (!app || dev->app_events == done)
 		dr_dev_flush_acks(dev);
 	dr_port_batch_end(dev->port);
 	dev->polls++;

@@ -555,9 +555,10 @@ struct dr_dev {
 	uint64_t polls;		/* dr_port_poll calls, by anyone (under lock) */
 	struct dr_ep *draining;	/* endpoints disconnecting gracefully (ep.c) */
 	struct dr_ep *acks;	/* endpoints whose QP holds an ACK (under lock) */
-	/* work completions delivered, and RDMA WRITEs into the application's
-	 * memory (what it may be polling for), under lock: dev_poll */
-	uint64_t completions;
+	/* what an application may be polling for, under lock: work
+	 * completions delivered and RDMA WRITEs placed in its memory (dev_poll
+	 * holds the ACKs for its next poll when a poll made one) */
+	uint64_t app_events;
 	/* the counters of its closed QPs, summed (telemetry.c, under lock) */
 	struct dr_dev_qp_sum {
 		struct dr_qp_stats qs;

@@ -261,7 +261,7 @@ static void warn_retry_exc(struct dr_ep *ep, struct dr_qp *qp)
 
 static void qp_complete(void *ctx, struct dr_qp *qp, const struct dr_wc *wc)
 {
-	((struct dr_ep *)ctx)->dev->completions++;
+	((struct dr_ep *)ctx)->dev->app_events++;
 	if (wc->status == DR_WC_RETRY_EXC_ERR) {
 		if (!((struct dr_ep *)ctx)->retry_exc++)
 			warn_retry_exc(ctx, qp);
@@ -296,7 +296,7 @@ static void qp_remote_op(void *ctx, struct dr_qp *qp, const struct dr_remote_op 
 		/* the application may be polling its memory for it, to
 		 * answer: the ACK waits for its next poll (dev_poll) */
 		if (rop->status == DR_WC_SUCCESS)
-			ep->dev->completions++;
+			ep->dev->app_events++;
 		break;
 	case DR_REMOTE_FETCH_ADD:
 		which = rop->compare_add ? DR_CNTR_REMOTE_WRITE : DR_CNTR_REMOTE_READ;
